@@ -1,0 +1,25 @@
+"""Exceptions of the `coordinator` package.
+
+    CoordinatorError        base
+    ├── SpecError           the job spec is malformed: names the field and the fix
+    ├── UnknownJob          no job with that id
+    └── PartyUnavailable    a party named by a job is not registered or not reachable
+"""
+
+from __future__ import annotations
+
+
+class CoordinatorError(Exception):
+    """Base class of coordinator errors."""
+
+
+class SpecError(CoordinatorError):
+    """A job spec is invalid. The message names the field and how to fix it."""
+
+
+class UnknownJob(CoordinatorError):
+    """No job with the given id exists."""
+
+
+class PartyUnavailable(CoordinatorError):
+    """A party is not registered or does not answer."""

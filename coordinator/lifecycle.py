@@ -1,0 +1,175 @@
+"""The job life cycle (DESIGN.md §3): submit, launch on the parties, progress, end states.
+
+SUBMITTED -> ALIGNING -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED with a reason.
+The coordinator talks to parties over the control plane only; it never sees a payload.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import grpc
+
+from coordinator.errors import PartyUnavailable, SpecError
+from coordinator.spec import JobSpec, parse_spec_text
+from coordinator.store import JobStore
+from party.transport import PeerClients
+from proto import party_pb2
+
+log = logging.getLogger(__name__)
+
+CONTROL_TIMEOUT_S = 60.0
+
+
+class Lifecycle:
+    def __init__(self, store: JobStore, parties: PeerClients) -> None:
+        self.store = store
+        self._parties = parties
+        self._lock = threading.Lock()
+
+    # --- user-facing -----------------------------------------------------------------
+
+    def submit(self, spec_yaml: str) -> str:
+        """Validate and store a job, then launch it in the background.
+
+        Raises:
+            SpecError: the spec is invalid or names data by path.
+        """
+        spec = parse_spec_text(spec_yaml)
+        paths = [p.id for p in spec.parties if p.data.path is not None]
+        if paths:
+            raise SpecError(
+                f"parties {paths} name their data by 'path'; a job submitted to running "
+                "daemons names a dataset each party's config exposes: data: {dataset: NAME} "
+                "(`vfl run` accepts paths because it starts the parties itself)"
+            )
+        job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
+        self._spawn(job_id)
+        return job_id
+
+    def cancel(self, job_id: str) -> str:
+        record = self.store.get(job_id)
+        if not record.terminal:
+            self.store.set_state(job_id, "CANCELLED", "cancelled by the user")
+            self._abort_all(job_id, JobSpec.from_json(record.spec_json), "cancelled by the user")
+        return self.store.get(job_id).state
+
+    def resume_pending(self) -> None:
+        """After a restart: launch jobs that were submitted but not yet started."""
+        for job_id in self.store.in_states("SUBMITTED"):
+            self._spawn(job_id)
+
+    # --- party reports -----------------------------------------------------------------
+
+    def report(self, job_id: str, party_id: str, event: str, state: str,
+               payload: dict) -> bool:
+        """Record a party's report; returns True if the party should stop the job."""
+        record = self.store.get(job_id)
+        if record.terminal:
+            return True
+        spec = JobSpec.from_json(record.spec_json)
+        spec.party(party_id)  # SpecError if the party is not in the job
+        if event in ("round", "validation"):
+            self.store.add_metric(job_id, party_id, event, payload)
+        with self._lock:
+            record = self.store.get(job_id)
+            result = dict(record.result)
+            if event == "state" and state and party_id == spec.active.id:
+                self.store.set_state(job_id, state)
+            elif event == "round":
+                result.update(round=payload.get("round"), total_rounds=payload.get(
+                    "total_rounds"), loss=payload.get("loss"))
+                self.store.update_result(job_id, result)
+            elif event == "validation":
+                entry = {"round": payload.get("round"),
+                         "seconds": round(time.time() - result.get("started_at", time.time()),
+                                          3), **payload.get("metrics", {})}
+                result.setdefault("history", []).append(entry)
+                result["metrics"] = payload.get("metrics", {})
+                self.store.update_result(job_id, result)
+            elif event == "done":
+                self._party_done(job_id, spec, party_id, result, payload)
+            elif event == "failed":
+                reason = str(payload.get("reason", f"party '{party_id}' failed"))
+                self.store.set_state(job_id, "FAILED", reason)
+                threading.Thread(target=self._abort_all, args=(job_id, spec, reason),
+                                 daemon=True).start()
+        return self.store.get(job_id).terminal
+
+    def _party_done(self, job_id: str, spec: JobSpec, party_id: str, result: dict,
+                    payload: dict) -> None:
+        done = result.setdefault("parties", {})
+        done[party_id] = {"bytes_sent": payload.get("bytes_sent", 0),
+                          "seconds": payload.get("seconds")}
+        if party_id == spec.active.id:
+            for key in ("rounds", "metrics", "history"):
+                if key in payload:
+                    result[key] = payload[key]
+        result["bytes_sent"] = sum(int(p.get("bytes_sent") or 0) for p in done.values())
+        if set(done) == {p.id for p in spec.parties}:
+            result["seconds"] = round(time.time() - result.get("started_at", time.time()), 3)
+            self.store.set_state(job_id, "SUCCEEDED", result=result)
+        else:
+            self.store.update_result(job_id, result)
+
+    # --- launching ---------------------------------------------------------------------
+
+    def _spawn(self, job_id: str) -> None:
+        threading.Thread(target=self._launch, args=(job_id,), name=f"launch-{job_id}",
+                         daemon=True).start()
+
+    def _launch(self, job_id: str) -> None:
+        record = self.store.get(job_id)
+        spec = JobSpec.from_json(record.spec_json)
+        try:
+            addresses = self._addresses(spec)
+            self.store.set_state(job_id, "ALIGNING",
+                                 result={"job": job_id, "started_at": time.time()})
+            peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
+            for p in spec.parties:
+                self._call(p.id, addresses[p.id], "PrepareJob", party_pb2.PrepareJobRequest(
+                    job_id=job_id, spec_json=record.spec_json, peers=peers))
+            if self.store.get(job_id).terminal:
+                return
+            for p in spec.parties:
+                self._call(p.id, addresses[p.id], "StartJob",
+                           party_pb2.StartJobRequest(job_id=job_id))
+            log.info("job %s started on %d parties", job_id, len(spec.parties))
+        except PartyUnavailable as exc:
+            self.store.set_state(job_id, "FAILED", str(exc))
+            self._abort_all(job_id, spec, str(exc))
+
+    def _addresses(self, spec: JobSpec) -> dict[str, str]:
+        known = self.store.parties()
+        missing = [p.id for p in spec.parties if p.id not in known]
+        if missing:
+            raise PartyUnavailable(
+                f"part{'ies' if len(missing) > 1 else 'y'} {missing} never registered with "
+                "this coordinator; start each with `vfl party serve --config party.yaml` "
+                "pointing its 'coordinator' at this coordinator"
+            )
+        return {p.id: known[p.id] for p in spec.parties}
+
+    def _call(self, party_id: str, address: str, method: str, request) -> object:
+        stub = self._parties.stub(address)
+        try:
+            return getattr(stub, method)(request, timeout=CONTROL_TIMEOUT_S)
+        except grpc.RpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise PartyUnavailable(
+                    f"party '{party_id}' at {address} is not reachable ({exc.code().name}); "
+                    "check that its daemon is running and the address is right"
+                ) from None
+            raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None
+
+    def _abort_all(self, job_id: str, spec: JobSpec, reason: str) -> None:
+        known = self.store.parties()
+        for p in spec.parties:
+            if p.id in known:
+                try:
+                    self._parties.stub(known[p.id]).AbortJob(
+                        party_pb2.AbortJobRequest(job_id=job_id, reason=reason), timeout=5)
+                except grpc.RpcError:
+                    pass  # an unreachable party has nothing left to stop

@@ -1,0 +1,334 @@
+"""The job spec: a YAML file a person writes, parsed into frozen dataclasses.
+
+Every field has a default except `parties`. Unknown fields, wrong types and impossible
+values raise `SpecError` naming the field (as a dotted path) and the fix. The parsed spec
+travels to parties as JSON (`to_json` / `from_json`), never pickled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from coordinator.errors import SpecError
+
+PROTOCOLS = ("split",)
+TASKS = ("binary", "multiclass", "regression")
+OPTIMIZERS = ("adagrad", "sgd", "adam")
+FORMATS = ("csv", "libsvm")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Where a party's rows come from: a dataset its daemon exposes, or a path (`vfl run`)."""
+
+    dataset: str | None = None
+    path: str | None = None
+    format: str | None = None
+    id: str | None = None
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class PartySpec:
+    id: str
+    role: str
+    data: DataSpec
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    out_dim: int = 16
+    hidden: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopSpec:
+    hidden: tuple[int, ...] = (32,)
+    task: str = "binary"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    source: SourceSpec = field(default_factory=SourceSpec)
+    top: TopSpec = field(default_factory=TopSpec)
+
+
+@dataclass(frozen=True)
+class LocalUpdatesSpec:
+    mode: str = "none"
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    epochs: int = 3
+    batch_size: int = 256
+    lr: float = 0.05
+    optimizer: str = "adagrad"
+    seed: int = 0
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class ValidationSpec:
+    fraction: float = 0.2
+    every: int = 20
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    job: str
+    parties: tuple[PartySpec, ...]
+    model: ModelSpec = field(default_factory=ModelSpec)
+    protocol: str = "split"
+    local_updates: LocalUpdatesSpec = field(default_factory=LocalUpdatesSpec)
+    train: TrainSpec = field(default_factory=TrainSpec)
+    validation: ValidationSpec = field(default_factory=ValidationSpec)
+
+    @property
+    def active(self) -> PartySpec:
+        return next(p for p in self.parties if p.role == "active")
+
+    @property
+    def passives(self) -> tuple[PartySpec, ...]:
+        return tuple(p for p in self.parties if p.role == "passive")
+
+    def party(self, party_id: str) -> PartySpec:
+        for p in self.parties:
+            if p.id == party_id:
+                return p
+        raise SpecError(f"party '{party_id}' is not named in job '{self.job}'")
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> JobSpec:
+        return parse_spec(json.loads(text))
+
+    def with_data(self, party_id: str, data: DataSpec) -> JobSpec:
+        parties = tuple(
+            dataclasses.replace(p, data=data) if p.id == party_id else p for p in self.parties
+        )
+        return dataclasses.replace(self, parties=parties)
+
+
+def load_spec(path: str | Path) -> JobSpec:
+    """Read and validate a job spec file; relative data paths resolve against its folder.
+
+    Raises:
+        SpecError: the file is missing, is not YAML, or fails validation.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"job spec '{path}' does not exist; pass the path of a YAML job file")
+    spec = parse_spec_text(p.read_text())
+    return _resolve_paths(spec, p.resolve().parent)
+
+
+def parse_spec_text(text: str) -> JobSpec:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"job spec is not valid YAML: {exc}") from exc
+    return parse_spec(raw)
+
+
+def parse_spec(raw: Any) -> JobSpec:
+    """Validate a decoded spec (dict) and build the frozen `JobSpec`."""
+    if not isinstance(raw, dict):
+        raise SpecError("job spec must be a YAML mapping with at least 'job' and 'parties'")
+    top = _fields(raw, "", {
+        "job", "parties", "model", "protocol", "local_updates", "train", "validation"
+    })
+    if "parties" not in top:
+        raise SpecError("'parties' is required: list one active party and at least one passive")
+    spec = JobSpec(
+        job=_name(top.get("job", "job"), "job"),
+        parties=_parties(top["parties"]),
+        model=_model(top.get("model") or {}),
+        protocol=_choice(top.get("protocol", "split"), "protocol", PROTOCOLS),
+        local_updates=_local_updates(top.get("local_updates") or {}),
+        train=_train(top.get("train") or {}),
+        validation=_validation(top.get("validation") or {}),
+    )
+    return spec
+
+
+def _resolve_paths(spec: JobSpec, base: Path) -> JobSpec:
+    for p in spec.parties:
+        if p.data.path and not Path(p.data.path).is_absolute():
+            data = dataclasses.replace(p.data, path=str(base / p.data.path))
+            spec = spec.with_data(p.id, data)
+    return spec
+
+
+# --- field helpers -----------------------------------------------------------------
+
+
+def _fields(raw: Any, where: str, allowed: set[str]) -> dict[str, Any]:
+    label = where or "the job spec"
+    if not isinstance(raw, dict):
+        raise SpecError(f"'{where}' must be a mapping, got {type(raw).__name__}")
+    unknown = sorted(set(map(str, raw)) - allowed)
+    if unknown:
+        raise SpecError(
+            f"unknown field(s) {', '.join(repr(_join(where, u)) for u in unknown)} in {label}; "
+            f"allowed: {', '.join(sorted(allowed))}"
+        )
+    return raw
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _name(value: Any, where: str) -> str:
+    if not isinstance(value, str | int) or not _NAME.match(str(value)):
+        raise SpecError(
+            f"'{where}' must be a name of letters, digits, '_', '.' or '-' (max 64), "
+            f"got {value!r}"
+        )
+    return str(value)
+
+
+def _choice(value: Any, where: str, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise SpecError(f"'{where}' must be one of {', '.join(options)}; got {value!r}")
+    return str(value)
+
+
+def _int(value: Any, where: str, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (
+        hi is not None and value > hi
+    ):
+        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise SpecError(f"'{where}' must be an integer {rng}; got {value!r}")
+    return value
+
+
+def _float(value: Any, where: str, lo: float, hi: float, *, open_lo: bool = False) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if ok:
+        v = float(value)
+        ok = (v > lo if open_lo else v >= lo) and v <= hi
+    if not ok:
+        raise SpecError(f"'{where}' must be a number in {'(' if open_lo else '['}{lo}, {hi}]; "
+                        f"got {value!r}")
+    return float(value)
+
+
+def _int_list(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise SpecError(f"'{where}' must be a list of layer widths such as [32], or []")
+    return tuple(_int(v, f"{where}[{i}]", 1, 65536) for i, v in enumerate(value))
+
+
+def _parties(raw: Any) -> tuple[PartySpec, ...]:
+    if not isinstance(raw, list) or len(raw) < 2:
+        raise SpecError("'parties' must list one active party and at least one passive party")
+    parties = tuple(_party(p, f"parties[{i}]") for i, p in enumerate(raw))
+    ids = [p.id for p in parties]
+    if len(set(ids)) != len(ids):
+        raise SpecError(f"'parties' has duplicate ids {ids}; give every party a distinct id")
+    roles = [p.role for p in parties]
+    if roles.count("active") != 1 or "passive" not in roles:
+        raise SpecError(
+            "'parties' needs exactly one party with role: active (it holds the label) and at "
+            f"least one with role: passive; got roles {roles}"
+        )
+    active = parties[roles.index("active")]
+    if active.data.path is not None and not active.data.label:
+        raise SpecError("the active party's 'data.label' must name its label column")
+    for i, p in enumerate(parties):
+        if p.role == "passive" and p.data.label:
+            raise SpecError(f"'parties[{i}].data.label': only the active party holds a label")
+    return parties
+
+
+def _party(raw: Any, where: str) -> PartySpec:
+    r = _fields(raw, where, {"id", "role", "data"})
+    for key in ("id", "role", "data"):
+        if key not in r:
+            raise SpecError(f"'{where}.{key}' is required")
+    return PartySpec(
+        id=_name(r["id"], f"{where}.id"),
+        role=_choice(r["role"], f"{where}.role", ("active", "passive")),
+        data=_data(r["data"], f"{where}.data"),
+    )
+
+
+def _data(raw: Any, where: str) -> DataSpec:
+    r = _fields(raw, where, {"dataset", "path", "format", "id", "label"})
+    r = {k: v for k, v in r.items() if v is not None}
+    if ("dataset" in r) == ("path" in r):
+        raise SpecError(
+            f"'{where}' needs exactly one of 'dataset' (a name the party's config exposes) "
+            "or 'path' (a file; only for `vfl run`)"
+        )
+    fmt = r.get("format")
+    if fmt is not None:
+        _choice(fmt, f"{where}.format", FORMATS)
+    for key in ("dataset", "path", "id", "label"):
+        if key in r and (not isinstance(r[key], str | int | bool) or r[key] == ""):
+            raise SpecError(f"'{where}.{key}' must be a non-empty string; got {r[key]!r}")
+    label = r.get("label")
+    if label is True:
+        label = "true"
+    if label is False:
+        label = None
+    return DataSpec(
+        dataset=None if "dataset" not in r else str(r["dataset"]),
+        path=None if "path" not in r else str(r["path"]),
+        format=fmt,
+        id=None if "id" not in r else str(r["id"]),
+        label=None if label is None else str(label),
+    )
+
+
+def _model(raw: Any) -> ModelSpec:
+    r = _fields(raw, "model", {"source", "top"})
+    src = _fields(r.get("source") or {}, "model.source", {"out_dim", "hidden"})
+    top = _fields(r.get("top") or {}, "model.top", {"hidden", "task"})
+    return ModelSpec(
+        source=SourceSpec(
+            out_dim=_int(src.get("out_dim", 16), "model.source.out_dim", 1, 4096),
+            hidden=_int_list(src.get("hidden", []), "model.source.hidden"),
+        ),
+        top=TopSpec(
+            hidden=_int_list(top.get("hidden", [32]), "model.top.hidden"),
+            task=_choice(top.get("task", "binary"), "model.top.task", TASKS),
+        ),
+    )
+
+
+def _local_updates(raw: Any) -> LocalUpdatesSpec:
+    r = _fields(raw, "local_updates", {"mode"})
+    return LocalUpdatesSpec(mode=_choice(r.get("mode", "none"), "local_updates.mode", ("none",)))
+
+
+def _train(raw: Any) -> TrainSpec:
+    r = _fields(raw, "train", {"epochs", "batch_size", "lr", "optimizer", "seed", "timeout_s"})
+    return TrainSpec(
+        epochs=_int(r.get("epochs", 3), "train.epochs", 1, 100000),
+        batch_size=_int(r.get("batch_size", 256), "train.batch_size", 1, 1 << 20),
+        lr=_float(r.get("lr", 0.05), "train.lr", 0.0, 100.0, open_lo=True),
+        optimizer=_choice(r.get("optimizer", "adagrad"), "train.optimizer", OPTIMIZERS),
+        seed=_int(r.get("seed", 0), "train.seed", 0, 2**31 - 1),
+        timeout_s=_float(r.get("timeout_s", 300.0), "train.timeout_s", 1.0, 86400.0),
+    )
+
+
+def _validation(raw: Any) -> ValidationSpec:
+    r = _fields(raw, "validation", {"fraction", "every"})
+    return ValidationSpec(
+        fraction=_float(r.get("fraction", 0.2), "validation.fraction", 0.0, 0.9, open_lo=True),
+        every=_int(r.get("every", 20), "validation.every", 1),
+    )

@@ -1,0 +1,152 @@
+"""The job store: jobs, their state, per-round metrics and the party registry in SQLite.
+
+Every write is a committed transaction, so a coordinator restart loses nothing. One
+connection guarded by a lock (SQLite serialises writers anyway).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from coordinator.errors import UnknownJob
+
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+STATES = ("SUBMITTED", "ALIGNING", "KEYING", "TRAINING", "VALIDATING", "PAUSED") + TERMINAL
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+  job_id TEXT PRIMARY KEY, name TEXT NOT NULL, spec_yaml TEXT NOT NULL,
+  spec_json TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL, updated_at REAL NOT NULL, result_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE IF NOT EXISTS metrics (
+  job_id TEXT NOT NULL, party_id TEXT NOT NULL, event TEXT NOT NULL, round INTEGER,
+  ts REAL NOT NULL, payload_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metrics_job ON metrics(job_id, event);
+CREATE TABLE IF NOT EXISTS parties (
+  party_id TEXT PRIMARY KEY, address TEXT NOT NULL, datasets_json TEXT NOT NULL,
+  last_seen REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    job_id: str
+    name: str
+    spec_yaml: str
+    spec_json: str
+    state: str
+    reason: str
+    created_at: float
+    updated_at: float
+    result: dict
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+
+class JobStore:
+    def __init__(self, path: str | Path) -> None:
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- jobs ------------------------------------------------------------------------
+
+    def create(self, name: str, spec_yaml: str, spec_json: str) -> str:
+        job_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        now = time.time()
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO jobs (job_id, name, spec_yaml, spec_json, state, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, 'SUBMITTED', ?, ?)",
+                (job_id, name, spec_yaml, spec_json, now, now))
+        return job_id
+
+    def get(self, job_id: str) -> JobRecord:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT job_id, name, spec_yaml, spec_json, state, reason, created_at, "
+                "updated_at, result_json FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise UnknownJob(f"no job '{job_id}'; list jobs with `vfl jobs`")
+        return JobRecord(*row[:8], json.loads(row[8]))
+
+    def list(self) -> list[JobRecord]:
+        with self._lock:
+            ids = [r[0] for r in self._db.execute(
+                "SELECT job_id FROM jobs ORDER BY created_at")]
+        return [self.get(i) for i in ids]
+
+    def in_states(self, *states: str) -> list[str]:
+        marks = ",".join("?" * len(states))
+        with self._lock:
+            return [r[0] for r in self._db.execute(
+                f"SELECT job_id FROM jobs WHERE state IN ({marks}) ORDER BY created_at",
+                states)]
+
+    def set_state(self, job_id: str, state: str, reason: str = "",
+                  result: dict | None = None) -> bool:
+        """Move a job to `state` unless it is already terminal; returns True if it moved."""
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE jobs SET state = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END, "
+                "updated_at = ?, result_json = COALESCE(?, result_json) "
+                f"WHERE job_id = ? AND state NOT IN {TERMINAL}",
+                (state, reason, reason, time.time(),
+                 None if result is None else json.dumps(result), job_id))
+            return cur.rowcount == 1
+
+    def update_result(self, job_id: str, result: dict) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET result_json = ?, updated_at = ? WHERE job_id = ?",
+                (json.dumps(result), time.time(), job_id))
+
+    # --- metrics ---------------------------------------------------------------------
+
+    def add_metric(self, job_id: str, party_id: str, event: str, payload: dict) -> None:
+        rnd = payload.get("round")
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO metrics (job_id, party_id, event, round, ts, payload_json) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (job_id, party_id, event, rnd if isinstance(rnd, int) else None, time.time(),
+                 json.dumps(payload)))
+
+    def metrics(self, job_id: str, event: str) -> list[dict]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT party_id, ts, payload_json FROM metrics WHERE job_id = ? AND event = ? "
+                "ORDER BY rowid", (job_id, event)).fetchall()
+        return [{"party": p, "ts": ts, **json.loads(j)} for p, ts, j in rows]
+
+    # --- parties ---------------------------------------------------------------------
+
+    def register_party(self, party_id: str, address: str, datasets: list[str]) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO parties (party_id, address, datasets_json, last_seen) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(party_id) DO UPDATE SET address = "
+                "excluded.address, datasets_json = excluded.datasets_json, "
+                "last_seen = excluded.last_seen",
+                (party_id, address, json.dumps(datasets), time.time()))
+
+    def parties(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._db.execute("SELECT party_id, address FROM parties").fetchall())

@@ -1,0 +1,94 @@
+"""The party daemon's config file (`vfl party serve --config party.yaml`).
+
+```yaml
+party: bank                       # this party's id
+listen: 127.0.0.1:0               # port 0: the OS picks one
+coordinator: 127.0.0.1:7700
+peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer addresses
+datasets:
+  breast: {path: data/guest.csv, format: csv, id: id, label: y}
+```
+Relative dataset paths resolve against the config file's folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from party.data import DatasetConfig
+from party.errors import ConfigError
+
+_TOP = {"party", "listen", "coordinator", "peers", "datasets", "advertise"}
+_DATASET = {"path", "format", "id", "label"}
+
+
+@dataclass(frozen=True)
+class PartyConfig:
+    party_id: str
+    listen: str = "127.0.0.1:0"
+    coordinator: str | None = None
+    advertise: str | None = None  # address peers should dial; defaults to the bound address
+    peers: dict[str, str] = field(default_factory=dict)
+    datasets: dict[str, DatasetConfig] = field(default_factory=dict)
+
+
+def load_party_config(path: str | Path) -> PartyConfig:
+    """Read a party config file.
+
+    Raises:
+        ConfigError: missing file, bad YAML, unknown or ill-typed field.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"party config '{path}' does not exist")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"party config '{path}' is not valid YAML: {exc}") from exc
+    return parse_party_config(raw, p.resolve().parent)
+
+
+def parse_party_config(raw: Any, base: Path) -> PartyConfig:
+    if not isinstance(raw, dict) or "party" not in raw:
+        raise ConfigError("party config must be a mapping with at least 'party: <id>'")
+    unknown = sorted(set(raw) - _TOP)
+    if unknown:
+        raise ConfigError(f"unknown field(s) {unknown} in party config; allowed: {sorted(_TOP)}")
+    peers = raw.get("peers") or {}
+    if not isinstance(peers, dict) or not all(isinstance(v, str) for v in peers.values()):
+        raise ConfigError("'peers' must map party ids to 'host:port' addresses")
+    datasets = raw.get("datasets") or {}
+    if not isinstance(datasets, dict):
+        raise ConfigError("'datasets' must map dataset names to {path, format, id, label}")
+    return PartyConfig(
+        party_id=str(raw["party"]),
+        listen=str(raw.get("listen", "127.0.0.1:0")),
+        coordinator=None if raw.get("coordinator") is None else str(raw["coordinator"]),
+        advertise=None if raw.get("advertise") is None else str(raw["advertise"]),
+        peers={str(k): v for k, v in peers.items()},
+        datasets={str(k): _dataset(str(k), v, base) for k, v in datasets.items()},
+    )
+
+
+def _dataset(name: str, raw: Any, base: Path) -> DatasetConfig:
+    if not isinstance(raw, dict) or "path" not in raw:
+        raise ConfigError(f"dataset '{name}' needs at least 'path'")
+    unknown = sorted(set(raw) - _DATASET)
+    if unknown:
+        raise ConfigError(f"unknown field(s) {unknown} in dataset '{name}'; allowed: "
+                          f"{sorted(_DATASET)}")
+    path = Path(str(raw["path"]))
+    fmt = str(raw.get("format", "csv"))
+    if fmt not in ("csv", "libsvm"):
+        raise ConfigError(f"dataset '{name}': format must be csv or libsvm, got '{fmt}'")
+    return DatasetConfig(
+        name=name,
+        path=str(path if path.is_absolute() else base / path),
+        format=fmt,
+        id=str(raw.get("id", "id" if fmt == "csv" else "auto")),
+        label=None if raw.get("label") in (None, False) else str(raw["label"]),
+    )

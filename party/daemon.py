@@ -1,0 +1,174 @@
+"""The party daemon's logic: registered jobs, their mailboxes and training threads.
+
+The servicer (`party/servicer.py`) only translates between protobufs and these calls;
+every domain error is a `PartyError` or `SecureError` that the servicer maps to a status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from coordinator.client import CoordinatorClient
+from coordinator.errors import SpecError
+from coordinator.spec import JobSpec
+from party.config import PartyConfig
+from party.errors import JobError
+from party.job import PartyJob
+from party.transport import GrpcChannel, PeerClients
+from secure.channel import Mailbox
+from secure.errors import ChannelClosed
+
+log = logging.getLogger(__name__)
+
+REPORT_INTERVAL_S = 0.5
+
+
+@dataclass
+class RunningJob:
+    job: PartyJob
+    mailbox: Mailbox
+    channel: GrpcChannel
+    thread: threading.Thread | None = None
+    state: str = "PREPARED"
+    prepared_at: float = field(default_factory=time.monotonic)
+
+
+class CoordinatorReporter:
+    """Sends progress to the coordinator; throttles round reports; never raises."""
+
+    def __init__(self, daemon: PartyDaemon, job_id: str) -> None:
+        self._daemon, self._job_id = daemon, job_id
+        self._last = 0.0
+
+    def round(self, rnd: int, total: int, loss: float | None) -> None:
+        now = time.monotonic()
+        if now - self._last >= REPORT_INTERVAL_S or rnd == total:
+            self._last = now
+            self._daemon.report(self._job_id, "round",
+                                {"round": rnd, "total_rounds": total, "loss": loss})
+
+    def validation(self, rnd: int, metrics: dict[str, float]) -> None:
+        self._daemon.report(self._job_id, "validation", {"round": rnd, "metrics": metrics})
+
+    def state(self, state: str) -> None:
+        self._daemon.report(self._job_id, "state", {}, state=state)
+
+
+class PartyDaemon:
+    """Holds the jobs of one party; thread-safe."""
+
+    def __init__(self, config: PartyConfig, clients: PeerClients,
+                 coordinator: CoordinatorClient | None) -> None:
+        self.config = config
+        self._clients = clients
+        self._coordinator = coordinator
+        self._lock = threading.Lock()
+        self._jobs: dict[str, RunningJob] = {}
+        self.registered_peers: dict[str, str] = {}
+
+    # --- control plane -------------------------------------------------------------
+
+    def prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> tuple[int, int]:
+        """Load and check this party's data for a job; create its mailbox.
+
+        Raises:
+            JobError, DataError, SpecError: the job cannot run here (message names the fix).
+        """
+        try:
+            spec = JobSpec.from_json(spec_json)
+        except SpecError as exc:
+            raise JobError(f"job {job_id}: invalid spec: {exc}") from exc
+        me = self.config.party_id
+        job = PartyJob(job_id, spec, me, self.config.datasets)
+        table = job.prepare()
+        addresses = {**peers, **self.config.peers}
+        missing = [p.id for p in spec.parties if p.id != me and p.id not in addresses]
+        if missing:
+            raise JobError(f"no address for peer(s) {missing}; add them under 'peers' in "
+                           "the party config or start them against the same coordinator")
+        mailbox = Mailbox()
+        channel = GrpcChannel(me, job_id, mailbox, addresses, self._clients,
+                              send_timeout=spec.train.timeout_s)
+        with self._lock:
+            old = self._jobs.get(job_id)
+            if old is not None and old.thread is not None:
+                raise JobError(f"job {job_id} is already running on party '{me}'")
+            self._jobs[job_id] = RunningJob(job, mailbox, channel)
+        log.info("job %s party %s: prepared (%d rows)", job_id, me, table.rows)
+        return table.rows, table.features.shape[1]
+
+    def start(self, job_id: str) -> None:
+        with self._lock:
+            running = self._get(job_id)
+            if running.thread is not None:
+                return  # idempotent
+            running.thread = threading.Thread(target=self._run, args=(job_id, running),
+                                              name=f"job-{job_id}", daemon=True)
+            running.state = "RUNNING"
+            running.thread.start()
+
+    def abort(self, job_id: str, reason: str) -> None:
+        with self._lock:
+            running = self._jobs.pop(job_id, None)
+        if running is not None:
+            running.mailbox.close(reason or "aborted by the coordinator")
+            log.info("job %s party %s: aborted", job_id, self.config.party_id)
+
+    def running_jobs(self) -> list[str]:
+        with self._lock:
+            return sorted(self._jobs)
+
+    # --- data plane ----------------------------------------------------------------
+
+    def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
+        """Deliver one envelope; returns False for a duplicate tag.
+
+        Raises:
+            JobError: unknown job, wrong receiver, or a sender that is not in the job.
+        """
+        if receiver != self.config.party_id:
+            raise JobError(f"envelope for party '{receiver}' reached party "
+                           f"'{self.config.party_id}'; check the peer addresses")
+        with self._lock:
+            running = self._get(job_id)
+        if sender not in {p.id for p in running.job.spec.parties} or sender == receiver:
+            raise JobError(f"party '{sender}' is not a peer in job {job_id}")
+        return running.mailbox.put(sender, tag, data)
+
+    # --- internals -----------------------------------------------------------------
+
+    def _get(self, job_id: str) -> RunningJob:
+        if job_id not in self._jobs:
+            raise JobError(f"job {job_id} is not known to party '{self.config.party_id}'")
+        return self._jobs[job_id]
+
+    def _run(self, job_id: str, running: RunningJob) -> None:
+        reporter = CoordinatorReporter(self, job_id)
+        try:
+            reporter.state("TRAINING")
+            result = running.job.run(running.channel, reporter)
+            self.report(job_id, "done", result)
+        except ChannelClosed as exc:
+            log.info("job %s party %s: stopped (%s)", job_id, self.config.party_id, exc)
+        except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
+            log.warning("job %s party %s: failed: %s", job_id, self.config.party_id, exc)
+            self.report(job_id, "failed", {"reason": f"party '{self.config.party_id}': {exc}"})
+        finally:
+            with self._lock:
+                if self._jobs.get(job_id) is running:
+                    del self._jobs[job_id]
+            running.mailbox.close("job finished")
+
+    def report(self, job_id: str, event: str, payload: dict, state: str = "") -> None:
+        if self._coordinator is None:
+            return
+        try:
+            stop = self._coordinator.report(job_id, self.config.party_id, event, state, payload)
+        except Exception as exc:  # noqa: BLE001 - a coordinator outage must not stop training
+            log.warning("job %s: progress report '%s' not delivered: %s", job_id, event, exc)
+            return
+        if stop and event not in ("done", "failed"):
+            self.abort(job_id, "cancelled by the coordinator")

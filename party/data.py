@@ -1,0 +1,196 @@
+"""Loading a party's rows: CSV (FATE hetero files) and LIBSVM (a9a split files).
+
+A `Table` holds ids (as text), a dense float32 feature matrix and, at the active party,
+the raw label column. Every malformed input raises `DataError` naming the file, line and
+column, and what to do.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from party.errors import DataError
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """A dataset a party exposes: file, format, id column and optional label column.
+
+    For `libsvm`, `id` is "auto" (a leading `@7`/`7` token is the id, otherwise the line
+    number), "line" (always the line number) or "first" (the first token); `label` is any
+    non-empty value when the file carries a label token.
+    """
+
+    name: str
+    path: str
+    format: str = "csv"
+    id: str = "id"
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    ids: np.ndarray  # dtype object (str)
+    features: np.ndarray  # float32, (rows, d)
+    labels: np.ndarray | None  # float64, (rows,)
+    feature_names: tuple[str, ...]
+
+    @property
+    def rows(self) -> int:
+        return len(self.ids)
+
+
+def load_table(cfg: DatasetConfig) -> Table:
+    """Load and check a dataset.
+
+    Raises:
+        DataError: missing file, unknown id or label column, non-numeric/NaN values, no rows.
+    """
+    path = Path(cfg.path)
+    if not path.is_file():
+        raise DataError(
+            f"dataset '{cfg.name}': file '{cfg.path}' does not exist; fix the path in the "
+            "party config (or the job spec for `vfl run`)"
+        )
+    if cfg.format == "csv":
+        table = _load_csv(path, cfg)
+    elif cfg.format == "libsvm":
+        table = _load_libsvm(path, cfg)
+    else:
+        raise DataError(f"dataset '{cfg.name}': unknown format '{cfg.format}'; use csv or libsvm")
+    if table.rows == 0:
+        raise DataError(f"dataset '{cfg.name}': '{cfg.path}' has no data rows")
+    if not np.all(np.isfinite(table.features)):
+        r, c = np.argwhere(~np.isfinite(table.features))[0]
+        raise DataError(
+            f"dataset '{cfg.name}': feature '{table.feature_names[c]}' is NaN or infinite at "
+            f"data row {r + 1}; clean or impute the column before training"
+        )
+    if table.labels is not None and not np.all(np.isfinite(table.labels)):
+        r = int(np.argwhere(~np.isfinite(table.labels))[0][0])
+        raise DataError(f"dataset '{cfg.name}': label is NaN at data row {r + 1}")
+    return table
+
+
+def _load_csv(path: Path, cfg: DatasetConfig) -> Table:
+    with path.open(newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if not header:
+            raise DataError(f"dataset '{cfg.name}': '{path}' is empty; a header row is needed")
+        header = [h.strip() for h in header]
+        rows = [r for r in reader if r]
+    id_col = _column(header, cfg.id, "id", cfg)
+    label_col = _column(header, cfg.label, "label", cfg) if cfg.label else None
+    feat_cols = [i for i in range(len(header)) if i not in (id_col, label_col)]
+    for n, r in enumerate(rows):
+        if len(r) != len(header):
+            raise DataError(
+                f"dataset '{cfg.name}': line {n + 2} of '{path}' has {len(r)} cells, the header "
+                f"has {len(header)}; fix the row"
+            )
+    ids = np.array([r[id_col].strip() for r in rows], dtype=object)
+    feats = _numeric(rows, feat_cols, header, cfg)
+    labels = _numeric(rows, [label_col], header, cfg)[:, 0].astype(np.float64) if (
+        label_col is not None) else None
+    return Table(ids, feats, labels, tuple(header[i] for i in feat_cols))
+
+
+def _column(header: list[str], name: str | None, what: str, cfg: DatasetConfig) -> int:
+    if name not in header:
+        raise DataError(
+            f"dataset '{cfg.name}': {what} column '{name}' is not in the header "
+            f"({', '.join(header[:12])}{', ...' if len(header) > 12 else ''}); set "
+            f"'{what}' to one of these columns"
+        )
+    return header.index(name)
+
+
+def _numeric(rows: list[list[str]], cols: list[int], header: list[str], cfg: DatasetConfig):
+    out = np.empty((len(rows), len(cols)), dtype=np.float64)
+    for j, c in enumerate(cols):
+        try:
+            out[:, j] = [float(r[c]) for r in rows]
+        except ValueError:
+            bad = next(n for n, r in enumerate(rows) if not _is_float(r[c]))
+            raise DataError(
+                f"dataset '{cfg.name}': column '{header[c]}' has the non-numeric value "
+                f"{rows[bad][c]!r} at line {bad + 2}; features must be numbers (encode "
+                "categories as integers, fill empty cells)"
+            ) from None
+    return out.astype(np.float32) if cols and cols[0] is not None else out
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _load_libsvm(path: Path, cfg: DatasetConfig) -> Table:
+    ids: list[str] = []
+    labels: list[float] = []
+    entries: list[tuple[int, int, float]] = []
+    has_label = bool(cfg.label)
+    with path.open() as fh:
+        for line_no, line in enumerate(fh):
+            tokens = line.split()
+            if not tokens:
+                continue
+            lead = 0
+            while lead < len(tokens) and ":" not in tokens[lead]:
+                lead += 1
+            rid, label = _libsvm_lead(tokens[:lead], line_no, has_label, cfg, path)
+            row = len(ids)
+            ids.append(rid)
+            if has_label:
+                labels.append(label)
+            for tok in tokens[lead:]:
+                entries.append((row, *_libsvm_entry(tok, line_no, cfg, path)))
+    base = 0 if any(c == 0 for _, c, _ in entries) else 1  # some split files are 0-based
+    width = max((c for _, c, _ in entries), default=0) + 1 - base
+    feats = np.zeros((len(ids), width), dtype=np.float32)
+    for r, c, v in entries:
+        feats[r, c - base] = v
+    names = tuple(f"f{i + base}" for i in range(width))
+    return Table(np.array(ids, dtype=object), feats,
+                 np.array(labels, dtype=np.float64) if has_label else None, names)
+
+
+def _libsvm_lead(lead, line_no, has_label, cfg, path) -> tuple[str, float]:
+    want_id = cfg.id == "first" or (cfg.id == "auto" and len(lead) == 1 + has_label) or (
+        cfg.id == "auto" and lead and lead[0].startswith("@"))
+    if cfg.id == "line":
+        want_id = False
+    expected = int(want_id) + int(has_label)
+    if len(lead) != expected:
+        raise DataError(
+            f"dataset '{cfg.name}': line {line_no + 1} of '{path}' has {len(lead)} leading "
+            f"token(s) before the features, expected {expected} (id: {cfg.id}, label: "
+            f"{'yes' if has_label else 'no'}); check the dataset's 'id' and 'label' settings"
+        )
+    rid = lead[0].lstrip("@") if want_id else str(line_no)
+    label = 0.0
+    if has_label:
+        text = lead[-1]
+        if not _is_float(text):
+            raise DataError(f"dataset '{cfg.name}': label {text!r} at line {line_no + 1} of "
+                            f"'{path}' is not a number")
+        label = float(text)
+    return rid, label
+
+
+def _libsvm_entry(tok: str, line_no: int, cfg: DatasetConfig, path: Path) -> tuple[int, float]:
+    idx, _, val = tok.partition(":")
+    if not idx.isdigit() or not _is_float(val):
+        raise DataError(
+            f"dataset '{cfg.name}': '{tok}' at line {line_no + 1} of '{path}' is not a "
+            "LIBSVM 'index:value' pair"
+        )
+    return int(idx), float(val)

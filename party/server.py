@@ -1,0 +1,77 @@
+"""Starting and stopping a party daemon: gRPC server, health service, registration."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from coordinator.client import CoordinatorClient
+from party.config import PartyConfig
+from party.daemon import PartyDaemon
+from party.servicer import PartyServicer
+from party.transport import PeerClients
+from proto import party_pb2_grpc
+from proto.rpc import TlsFiles, bind, host_of, make_server
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PartyServer:
+    server: grpc.Server
+    daemon: PartyDaemon
+    port: int
+    address: str
+    health: health.HealthServicer
+    clients: PeerClients
+    coordinator: CoordinatorClient | None
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.health.enter_graceful_shutdown()
+        for job_id in self.daemon.running_jobs():
+            self.daemon.abort(job_id, "party daemon shutting down")
+        self.server.stop(grace).wait()
+        self.clients.close()
+        if self.coordinator is not None:
+            self.coordinator.close()
+
+
+def create_party_server(config: PartyConfig, tls: TlsFiles | None = None,
+                        register_timeout: float = 30.0) -> PartyServer:
+    """Start a party daemon on `config.listen` and register it with the coordinator.
+
+    Returns the running server with its bound port (port 0 in the config picks a free one).
+    """
+    clients = PeerClients(tls)
+    coordinator = CoordinatorClient(config.coordinator, tls) if config.coordinator else None
+    daemon = PartyDaemon(config, clients, coordinator)
+    server = make_server()
+    party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = bind(server, config.listen, tls)
+    server.start()
+    address = config.advertise or f"{host_of(config.listen)}:{port}"
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set("vfl.v1.PartyService", health_pb2.HealthCheckResponse.SERVING)
+    running = PartyServer(server, daemon, port, address, health_servicer, clients, coordinator)
+    if coordinator is not None:
+        try:
+            coordinator.register(config.party_id, address, sorted(config.datasets))
+        except grpc.RpcError as exc:
+            running.stop(0)
+            raise RuntimeError(
+                f"cannot register with the coordinator at {config.coordinator}: "
+                f"{exc.code().name}: {exc.details()}; is `vfl coordinator serve` running?"
+            ) from None
+    log.info("party %s serving on %s", config.party_id, address)
+    return running
+
+
+def serve_forever(running: PartyServer, stop: threading.Event) -> None:
+    stop.wait()
+    running.stop()

@@ -1,0 +1,48 @@
+"""Validation metrics per task, in numpy (no sklearn)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve by the rank statistic, ties averaged."""
+    labels = np.asarray(labels).astype(bool)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if pos == 0 or neg == 0:
+        return float("nan")
+    order = np.argsort(scores, kind="mergesort")
+    sorted_scores = np.asarray(scores)[order]
+    ranks = np.empty(len(scores), dtype=np.float64)
+    i = 0
+    while i < len(sorted_scores):
+        j = i
+        while j + 1 < len(sorted_scores) and sorted_scores[j + 1] == sorted_scores[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
+
+
+def binary_metrics(labels: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    prob = 1.0 / (1.0 + np.exp(-logits))
+    eps = 1e-12
+    logloss = -np.mean(labels * np.log(prob + eps) + (1 - labels) * np.log(1 - prob + eps))
+    return {
+        "auc": auc(labels, logits),
+        "accuracy": float(np.mean((prob >= 0.5) == (labels >= 0.5))),
+        "logloss": float(logloss),
+    }
+
+
+def multiclass_metrics(labels: np.ndarray, logits: np.ndarray) -> dict[str, float]:
+    return {"accuracy": float(np.mean(np.argmax(logits, axis=1) == labels))}
+
+
+def regression_metrics(labels: np.ndarray, preds: np.ndarray) -> dict[str, float]:
+    err = preds - labels
+    var = float(np.var(labels))
+    return {
+        "rmse": float(np.sqrt(np.mean(err**2))),
+        "r2": float(1.0 - np.mean(err**2) / var) if var > 0 else float("nan"),
+    }

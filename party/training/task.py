@@ -1,0 +1,76 @@
+"""Per-task label encoding, loss and metrics at the active party."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from party.errors import DataError
+from party.training import metrics
+
+MAX_CLASSES = 1000
+
+
+@dataclass(frozen=True)
+class Task:
+    """Encodes raw labels and turns model outputs into losses and metrics."""
+
+    kind: str
+    out_dim: int
+    classes: tuple[float, ...] = ()
+    mean: float = 0.0
+    std: float = 1.0
+
+    def encode(self, raw: np.ndarray) -> torch.Tensor:
+        if self.kind == "regression":
+            return torch.as_tensor((raw - self.mean) / self.std, dtype=torch.float32)
+        idx = np.searchsorted(np.asarray(self.classes), raw)
+        if self.kind == "binary":
+            return torch.as_tensor(idx, dtype=torch.float32)
+        return torch.as_tensor(idx, dtype=torch.int64)
+
+    def losses(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Per-instance losses (the mean is the training loss)."""
+        if self.kind == "binary":
+            return F.binary_cross_entropy_with_logits(out[:, 0], target, reduction="none")
+        if self.kind == "multiclass":
+            return F.cross_entropy(out, target, reduction="none")
+        return (out[:, 0] - target) ** 2
+
+    def evaluate(self, out: np.ndarray, target: torch.Tensor) -> dict[str, float]:
+        y = target.numpy()
+        if self.kind == "binary":
+            return metrics.binary_metrics(y, out[:, 0])
+        if self.kind == "multiclass":
+            return metrics.multiclass_metrics(y, out)
+        return metrics.regression_metrics(y * self.std + self.mean,
+                                          out[:, 0] * self.std + self.mean)
+
+
+def make_task(kind: str, labels: np.ndarray) -> Task:
+    """Inspect the label column for the task.
+
+    Raises:
+        DataError: the labels do not fit the task (names the fix).
+    """
+    if kind == "regression":
+        std = float(np.std(labels))
+        return Task(kind, 1, mean=float(np.mean(labels)), std=std if std > 0 else 1.0)
+    classes = tuple(float(c) for c in np.unique(labels))
+    if kind == "binary":
+        if len(classes) != 2:
+            raise DataError(
+                f"task is binary but the label column has {len(classes)} distinct value(s) "
+                f"{list(classes)[:5]}; use task: multiclass or regression, or fix the labels"
+            )
+        return Task(kind, 1, classes)
+    if not 2 <= len(classes) <= MAX_CLASSES:
+        raise DataError(f"task is multiclass but the label has {len(classes)} classes; "
+                        f"need 2..{MAX_CLASSES}")
+    if any(c != int(c) for c in classes):
+        raise DataError("multiclass labels must be integers (class ids); use task: regression "
+                        "for real-valued labels")
+    return Task(kind, len(classes), classes)

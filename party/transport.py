@@ -1,0 +1,97 @@
+"""The gRPC data plane: `GrpcChannel` implements `secure.channel.Channel`.
+
+`send` streams the serialized payload to the peer's `Push` RPC in 1 MiB chunks and retries
+while the peer is unavailable; `recv` reads the local `Mailbox` that the servicer fills.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+
+from proto import party_pb2, party_pb2_grpc
+from proto.rpc import CHUNK_BYTES, TlsFiles, dial
+from secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
+from secure.errors import ChannelClosed, ChannelError
+
+
+class PeerClients:
+    """One gRPC channel per peer address, shared by all jobs of a daemon."""
+
+    def __init__(self, tls: TlsFiles | None = None) -> None:
+        self._tls = tls
+        self._lock = threading.Lock()
+        self._channels: dict[str, grpc.Channel] = {}
+
+    def stub(self, address: str) -> party_pb2_grpc.PartyServiceStub:
+        with self._lock:
+            if address not in self._channels:
+                self._channels[address] = dial(address, self._tls)
+            return party_pb2_grpc.PartyServiceStub(self._channels[address])
+
+    def close(self) -> None:
+        with self._lock:
+            for ch in self._channels.values():
+                ch.close()
+            self._channels.clear()
+
+
+def chunks(job_id: str, tag: str, sender: str, receiver: str,
+           data: bytes) -> Iterator[party_pb2.PushChunk]:
+    """Split one envelope into chunks; the first carries the header and total size."""
+    yield party_pb2.PushChunk(job_id=job_id, tag=tag, sender=sender, receiver=receiver,
+                              data=data[:CHUNK_BYTES], total_size=len(data))
+    for start in range(CHUNK_BYTES, len(data), CHUNK_BYTES):
+        yield party_pb2.PushChunk(data=data[start : start + CHUNK_BYTES])
+
+
+class GrpcChannel:
+    """A party's data-plane channel for one job."""
+
+    def __init__(self, party_id: str, job_id: str, mailbox: Mailbox, peers: dict[str, str],
+                 clients: PeerClients, *, hook: EnvelopeHook | None = None,
+                 send_timeout: float = 300.0) -> None:
+        self.party_id, self.job_id = party_id, job_id
+        self.stats = ChannelStats()
+        self._mailbox, self._peers, self._clients = mailbox, peers, clients
+        self._hook, self._send_timeout = hook, send_timeout
+
+    def send(self, peer: str, tag: str, payload: Payload) -> None:
+        if peer not in self._peers:
+            raise ChannelError(f"no address for peer '{peer}'; add it under 'peers' in the "
+                               "party config or register it with the coordinator")
+        data = payload.SerializeToString()
+        if self._hook:
+            self._hook("sent", self.party_id, peer, tag, data)
+        self._push(peer, tag, data)
+        self.stats.count_sent(len(data))
+
+    def _push(self, peer: str, tag: str, data: bytes) -> None:
+        deadline = time.monotonic() + self._send_timeout
+        delay = 0.1
+        while True:
+            if self._mailbox.closed:
+                raise ChannelClosed(f"job {self.job_id} closed while sending '{tag}'")
+            stub = self._clients.stub(self._peers[peer])
+            try:
+                stub.Push(chunks(self.job_id, tag, self.party_id, peer, data),
+                          timeout=max(1.0, deadline - time.monotonic()))
+                return
+            except grpc.RpcError as exc:
+                code = exc.code()
+                if code != grpc.StatusCode.UNAVAILABLE or time.monotonic() + delay > deadline:
+                    raise ChannelError(
+                        f"sending '{tag}' to party '{peer}' at {self._peers[peer]} failed: "
+                        f"{code.name}: {exc.details()}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
+        data = self._mailbox.get(peer, tag, timeout)
+        self.stats.count_received(len(data))
+        if self._hook:
+            self._hook("received", peer, self.party_id, tag, data)
+        return decode_payload(data)

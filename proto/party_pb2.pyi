@@ -1,0 +1,91 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class PushChunk(_message.Message):
+    __slots__ = ("job_id", "tag", "sender", "receiver", "data", "total_size")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    RECEIVER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    tag: str
+    sender: str
+    receiver: str
+    data: bytes
+    total_size: int
+    def __init__(self, job_id: _Optional[str] = ..., tag: _Optional[str] = ..., sender: _Optional[str] = ..., receiver: _Optional[str] = ..., data: _Optional[bytes] = ..., total_size: _Optional[int] = ...) -> None: ...
+
+class PushResponse(_message.Message):
+    __slots__ = ("duplicate",)
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    duplicate: bool
+    def __init__(self, duplicate: _Optional[bool] = ...) -> None: ...
+
+class PeerAddress(_message.Message):
+    __slots__ = ("party_id", "address")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    address: str
+    def __init__(self, party_id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class PrepareJobRequest(_message.Message):
+    __slots__ = ("job_id", "spec_json", "peers")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    spec_json: str
+    peers: _containers.RepeatedCompositeFieldContainer[PeerAddress]
+    def __init__(self, job_id: _Optional[str] = ..., spec_json: _Optional[str] = ..., peers: _Optional[_Iterable[_Union[PeerAddress, _Mapping]]] = ...) -> None: ...
+
+class PrepareJobResponse(_message.Message):
+    __slots__ = ("rows", "features")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    features: int
+    def __init__(self, rows: _Optional[int] = ..., features: _Optional[int] = ...) -> None: ...
+
+class StartJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class StartJobResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AbortJobRequest(_message.Message):
+    __slots__ = ("job_id", "reason")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    reason: str
+    def __init__(self, job_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class AbortJobResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPartyInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPartyInfoResponse(_message.Message):
+    __slots__ = ("party_id", "datasets", "running_jobs")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    DATASETS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    datasets: _containers.RepeatedScalarFieldContainer[str]
+    running_jobs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -1,0 +1,175 @@
+"""The `Channel` the protocols are written against, and its in-process implementation.
+
+A channel sends and receives `Payload` protobufs tagged by step name, e.g.
+`train/e0/b17/act`. Tags make retransmission idempotent (a repeated tag is dropped by the
+receiving `Mailbox`) and every exchange auditable. A gRPC implementation lives in
+`party/transport.py`; the protocols never see it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from proto import common_pb2
+from secure.errors import ChannelClosed, ChannelTimeout, PayloadError
+
+Payload = common_pb2.Payload
+
+DEFAULT_TIMEOUT_S = 300.0
+
+
+@dataclass
+class ChannelStats:
+    """Data-plane counters of one party in one job."""
+
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    messages_sent: int = 0
+    messages_received: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count_sent(self, size: int) -> None:
+        with self._lock:
+            self.bytes_sent += size
+            self.messages_sent += 1
+
+    def count_received(self, size: int) -> None:
+        with self._lock:
+            self.bytes_received += size
+            self.messages_received += 1
+
+
+class Channel(Protocol):
+    """What a protocol needs from the data plane."""
+
+    party_id: str
+    stats: ChannelStats
+
+    def send(self, peer: str, tag: str, payload: Payload) -> None:
+        """Deliver `payload` to `peer` under `tag` (at most once per tag)."""
+
+    def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
+        """Block until `peer`'s envelope with `tag` arrives; raise ChannelTimeout after
+        `timeout` seconds, ChannelClosed if the job is cancelled."""
+
+
+class Mailbox:
+    """Envelopes received by one party for one job, keyed by (sender, tag).
+
+    Thread-safe. A tag already delivered (or already consumed) is dropped, which makes a
+    retried send idempotent.
+    """
+
+    def __init__(self, max_pending_bytes: int = 1 << 31) -> None:
+        self._cond = threading.Condition()
+        self._items: dict[tuple[str, str], bytes] = {}
+        self._seen: set[tuple[str, str]] = set()
+        self._closed_reason: str | None = None
+        self._pending_bytes = 0
+        self._max_pending_bytes = max_pending_bytes
+
+    def put(self, sender: str, tag: str, data: bytes) -> bool:
+        """Store one envelope's payload bytes. Returns False if the tag was a duplicate."""
+        key = (sender, tag)
+        with self._cond:
+            if self._closed_reason is not None:
+                raise ChannelClosed(f"job closed: {self._closed_reason}")
+            if key in self._seen:
+                return False
+            if self._pending_bytes + len(data) > self._max_pending_bytes:
+                raise PayloadError(
+                    f"mailbox full ({self._pending_bytes} bytes pending); "
+                    "the receiver is not consuming envelopes"
+                )
+            self._seen.add(key)
+            self._items[key] = data
+            self._pending_bytes += len(data)
+            self._cond.notify_all()
+            return True
+
+    def get(self, sender: str, tag: str, timeout: float | None = None) -> bytes:
+        key = (sender, tag)
+        deadline = time.monotonic() + (DEFAULT_TIMEOUT_S if timeout is None else timeout)
+        with self._cond:
+            while key not in self._items:
+                if self._closed_reason is not None:
+                    raise ChannelClosed(f"job closed: {self._closed_reason}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChannelTimeout(
+                        f"no envelope '{tag}' from party '{sender}' within "
+                        f"{timeout if timeout is not None else DEFAULT_TIMEOUT_S:.0f} s; "
+                        "is the peer alive and running the same job?"
+                    )
+                self._cond.wait(left)
+            data = self._items.pop(key)
+            self._pending_bytes -= len(data)
+            return data
+
+    def close(self, reason: str) -> None:
+        with self._cond:
+            if self._closed_reason is None:
+                self._closed_reason = reason
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+
+def decode_payload(data: bytes) -> Payload:
+    payload = Payload()
+    try:
+        payload.ParseFromString(data)
+    except Exception as exc:  # protobuf raises DecodeError (not exported consistently)
+        raise PayloadError(f"payload is not a valid vfl.v1.Payload: {exc}") from exc
+    return payload
+
+
+# Observer of every envelope: (direction, sender, receiver, tag, payload bytes).
+EnvelopeHook = Callable[[str, str, str, str, bytes], None]
+
+
+class InProcessHub:
+    """Connects the mailboxes of parties that run as threads of one process."""
+
+    def __init__(self) -> None:
+        self.mailboxes: dict[str, Mailbox] = {}
+
+    def channel(self, party_id: str, hook: EnvelopeHook | None = None) -> InProcessChannel:
+        self.mailboxes[party_id] = Mailbox()
+        return InProcessChannel(self, party_id, hook)
+
+    def close(self, reason: str) -> None:
+        for box in self.mailboxes.values():
+            box.close(reason)
+
+
+class InProcessChannel:
+    """A `Channel` over an `InProcessHub`: payloads are serialized, so byte counts are real."""
+
+    def __init__(self, hub: InProcessHub, party_id: str, hook: EnvelopeHook | None) -> None:
+        self._hub = hub
+        self._hook = hook
+        self.party_id = party_id
+        self.stats = ChannelStats()
+
+    def send(self, peer: str, tag: str, payload: Payload) -> None:
+        data = payload.SerializeToString()
+        if peer not in self._hub.mailboxes:
+            raise PayloadError(f"unknown peer '{peer}'")
+        if self._hook:
+            self._hook("sent", self.party_id, peer, tag, data)
+        self._hub.mailboxes[peer].put(self.party_id, tag, data)
+        self.stats.count_sent(len(data))
+
+    def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
+        data = self._hub.mailboxes[self.party_id].get(peer, tag, timeout)
+        self.stats.count_received(len(data))
+        if self._hook:
+            self._hook("received", peer, self.party_id, tag, data)
+        return decode_payload(data)
