@@ -26,8 +26,15 @@ class JobView:
     @staticmethod
     def from_proto(resp: pb.GetJobResponse) -> JobView:
         j = resp.job
-        return JobView(j.job_id, j.name, j.state, j.reason, j.created_at, j.updated_at,
-                       json.loads(resp.result_json or "{}"))
+        return JobView(
+            j.job_id,
+            j.name,
+            j.state,
+            j.reason,
+            j.created_at,
+            j.updated_at,
+            json.loads(resp.result_json or "{}"),
+        )
 
 
 class CoordinatorClient:
@@ -67,16 +74,21 @@ class CoordinatorClient:
             yield JobView.from_proto(resp)
 
     def cancel(self, job_id: str) -> str:
-        return self._stub.CancelJob(pb.CancelJobRequest(job_id=job_id),
-                                    timeout=self._timeout).state
+        return self._stub.CancelJob(pb.CancelJobRequest(job_id=job_id), timeout=self._timeout).state
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)
         self._stub.RegisterParty(req, timeout=self._timeout, wait_for_ready=True)
 
-    def report(self, job_id: str, party_id: str, event: str, state: str = "",
-               payload: dict | None = None) -> bool:
+    def report(
+        self, job_id: str, party_id: str, event: str, state: str = "", payload: dict | None = None
+    ) -> bool:
         """Send a progress report; returns True if the coordinator says to stop the job."""
-        req = pb.ReportProgressRequest(job_id=job_id, party_id=party_id, event=event,
-                                       state=state, payload_json=json.dumps(payload or {}))
+        req = pb.ReportProgressRequest(
+            job_id=job_id,
+            party_id=party_id,
+            event=event,
+            state=state,
+            payload_json=json.dumps(payload or {}),
+        )
         return self._stub.ReportProgress(req, timeout=self._timeout).cancel

@@ -1,9 +1,9 @@
 """Exceptions of the `coordinator` package.
 
-    CoordinatorError        base
-    ├── SpecError           the job spec is malformed: names the field and the fix
-    ├── UnknownJob          no job with that id
-    └── PartyUnavailable    a party named by a job is not registered or not reachable
+CoordinatorError        base
+├── SpecError           the job spec is malformed: names the field and the fix
+├── UnknownJob          no job with that id
+└── PartyUnavailable    a party named by a job is not registered or not reachable
 """
 
 from __future__ import annotations

@@ -63,8 +63,7 @@ class Lifecycle:
 
     # --- party reports -----------------------------------------------------------------
 
-    def report(self, job_id: str, party_id: str, event: str, state: str,
-               payload: dict) -> bool:
+    def report(self, job_id: str, party_id: str, event: str, state: str, payload: dict) -> bool:
         """Record a party's report; returns True if the party should stop the job."""
         record = self.store.get(job_id)
         if record.terminal:
@@ -79,13 +78,18 @@ class Lifecycle:
             if event == "state" and state and party_id == spec.active.id:
                 self.store.set_state(job_id, state)
             elif event == "round":
-                result.update(round=payload.get("round"), total_rounds=payload.get(
-                    "total_rounds"), loss=payload.get("loss"))
+                result.update(
+                    round=payload.get("round"),
+                    total_rounds=payload.get("total_rounds"),
+                    loss=payload.get("loss"),
+                )
                 self.store.update_result(job_id, result)
             elif event == "validation":
-                entry = {"round": payload.get("round"),
-                         "seconds": round(time.time() - result.get("started_at", time.time()),
-                                          3), **payload.get("metrics", {})}
+                entry = {
+                    "round": payload.get("round"),
+                    "seconds": round(time.time() - result.get("started_at", time.time()), 3),
+                    **payload.get("metrics", {}),
+                }
                 result.setdefault("history", []).append(entry)
                 result["metrics"] = payload.get("metrics", {})
                 self.store.update_result(job_id, result)
@@ -94,15 +98,19 @@ class Lifecycle:
             elif event == "failed":
                 reason = str(payload.get("reason", f"party '{party_id}' failed"))
                 self.store.set_state(job_id, "FAILED", reason)
-                threading.Thread(target=self._abort_all, args=(job_id, spec, reason),
-                                 daemon=True).start()
+                threading.Thread(
+                    target=self._abort_all, args=(job_id, spec, reason), daemon=True
+                ).start()
         return self.store.get(job_id).terminal
 
-    def _party_done(self, job_id: str, spec: JobSpec, party_id: str, result: dict,
-                    payload: dict) -> None:
+    def _party_done(
+        self, job_id: str, spec: JobSpec, party_id: str, result: dict, payload: dict
+    ) -> None:
         done = result.setdefault("parties", {})
-        done[party_id] = {"bytes_sent": payload.get("bytes_sent", 0),
-                          "seconds": payload.get("seconds")}
+        done[party_id] = {
+            "bytes_sent": payload.get("bytes_sent", 0),
+            "seconds": payload.get("seconds"),
+        }
         if party_id == spec.active.id:
             for key in ("rounds", "metrics", "history"):
                 if key in payload:
@@ -117,25 +125,34 @@ class Lifecycle:
     # --- launching ---------------------------------------------------------------------
 
     def _spawn(self, job_id: str) -> None:
-        threading.Thread(target=self._launch, args=(job_id,), name=f"launch-{job_id}",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._launch, args=(job_id,), name=f"launch-{job_id}", daemon=True
+        ).start()
 
     def _launch(self, job_id: str) -> None:
         record = self.store.get(job_id)
         spec = JobSpec.from_json(record.spec_json)
         try:
             addresses = self._addresses(spec)
-            self.store.set_state(job_id, "ALIGNING",
-                                 result={"job": job_id, "started_at": time.time()})
+            self.store.set_state(
+                job_id, "ALIGNING", result={"job": job_id, "started_at": time.time()}
+            )
             peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
             for p in spec.parties:
-                self._call(p.id, addresses[p.id], "PrepareJob", party_pb2.PrepareJobRequest(
-                    job_id=job_id, spec_json=record.spec_json, peers=peers))
+                self._call(
+                    p.id,
+                    addresses[p.id],
+                    "PrepareJob",
+                    party_pb2.PrepareJobRequest(
+                        job_id=job_id, spec_json=record.spec_json, peers=peers
+                    ),
+                )
             if self.store.get(job_id).terminal:
                 return
             for p in spec.parties:
-                self._call(p.id, addresses[p.id], "StartJob",
-                           party_pb2.StartJobRequest(job_id=job_id))
+                self._call(
+                    p.id, addresses[p.id], "StartJob", party_pb2.StartJobRequest(job_id=job_id)
+                )
             log.info("job %s started on %d parties", job_id, len(spec.parties))
         except PartyUnavailable as exc:
             self.store.set_state(job_id, "FAILED", str(exc))
@@ -170,6 +187,7 @@ class Lifecycle:
             if p.id in known:
                 try:
                     self._parties.stub(known[p.id]).AbortJob(
-                        party_pb2.AbortJobRequest(job_id=job_id, reason=reason), timeout=5)
+                        party_pb2.AbortJobRequest(job_id=job_id, reason=reason), timeout=5
+                    )
                 except grpc.RpcError:
                     pass  # an unreachable party has nothing left to stop

@@ -33,15 +33,17 @@ class CoordinatorServer:
         self.lifecycle.store.close()
 
 
-def create_coordinator_server(db_path: str, listen: str,
-                              tls: TlsFiles | None = None) -> CoordinatorServer:
+def create_coordinator_server(
+    db_path: str, listen: str, tls: TlsFiles | None = None
+) -> CoordinatorServer:
     """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs."""
     store = JobStore(db_path)
     clients = PeerClients(tls)
     lifecycle = Lifecycle(store, clients)
     server = make_server()
     coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
-        CoordinatorServicer(lifecycle), server)
+        CoordinatorServicer(lifecycle), server
+    )
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = bind(server, listen, tls)

@@ -26,8 +26,14 @@ def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
 
 
 def _summary(r: JobRecord) -> pb.JobSummary:
-    return pb.JobSummary(job_id=r.job_id, name=r.name, state=r.state, created_at=r.created_at,
-                         updated_at=r.updated_at, reason=r.reason)
+    return pb.JobSummary(
+        job_id=r.job_id,
+        name=r.name,
+        state=r.state,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+        reason=r.reason,
+    )
 
 
 def _view(r: JobRecord) -> pb.GetJobResponse:
@@ -89,8 +95,9 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
             payload = json.loads(request.payload_json or "{}")
             if not isinstance(payload, dict):
                 raise SpecError("payload_json must be a JSON object")
-            stop = self._life.report(request.job_id, request.party_id, request.event,
-                                     request.state, payload)
+            stop = self._life.report(
+                request.job_id, request.party_id, request.event, request.state, payload
+            )
             return pb.ReportProgressResponse(cancel=stop)
         except json.JSONDecodeError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"payload_json is not JSON: {exc}")

@@ -145,9 +145,9 @@ def parse_spec(raw: Any) -> JobSpec:
     """Validate a decoded spec (dict) and build the frozen `JobSpec`."""
     if not isinstance(raw, dict):
         raise SpecError("job spec must be a YAML mapping with at least 'job' and 'parties'")
-    top = _fields(raw, "", {
-        "job", "parties", "model", "protocol", "local_updates", "train", "validation"
-    })
+    top = _fields(
+        raw, "", {"job", "parties", "model", "protocol", "local_updates", "train", "validation"}
+    )
     if "parties" not in top:
         raise SpecError("'parties' is required: list one active party and at least one passive")
     spec = JobSpec(
@@ -193,8 +193,7 @@ def _join(where: str, key: str) -> str:
 def _name(value: Any, where: str) -> str:
     if not isinstance(value, str | int) or not _NAME.match(str(value)):
         raise SpecError(
-            f"'{where}' must be a name of letters, digits, '_', '.' or '-' (max 64), "
-            f"got {value!r}"
+            f"'{where}' must be a name of letters, digits, '_', '.' or '-' (max 64), got {value!r}"
         )
     return str(value)
 
@@ -206,8 +205,11 @@ def _choice(value: Any, where: str, options: tuple[str, ...]) -> str:
 
 
 def _int(value: Any, where: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (
-        hi is not None and value > hi
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < lo
+        or (hi is not None and value > hi)
     ):
         rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         raise SpecError(f"'{where}' must be an integer {rng}; got {value!r}")
@@ -220,8 +222,9 @@ def _float(value: Any, where: str, lo: float, hi: float, *, open_lo: bool = Fals
         v = float(value)
         ok = (v > lo if open_lo else v >= lo) and v <= hi
     if not ok:
-        raise SpecError(f"'{where}' must be a number in {'(' if open_lo else '['}{lo}, {hi}]; "
-                        f"got {value!r}")
+        raise SpecError(
+            f"'{where}' must be a number in {'(' if open_lo else '['}{lo}, {hi}]; got {value!r}"
+        )
     return float(value)
 
 

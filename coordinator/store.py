@@ -75,48 +75,62 @@ class JobStore:
             self._db.execute(
                 "INSERT INTO jobs (job_id, name, spec_yaml, spec_json, state, created_at, "
                 "updated_at) VALUES (?, ?, ?, ?, 'SUBMITTED', ?, ?)",
-                (job_id, name, spec_yaml, spec_json, now, now))
+                (job_id, name, spec_yaml, spec_json, now, now),
+            )
         return job_id
 
     def get(self, job_id: str) -> JobRecord:
         with self._lock:
             row = self._db.execute(
                 "SELECT job_id, name, spec_yaml, spec_json, state, reason, created_at, "
-                "updated_at, result_json FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+                "updated_at, result_json FROM jobs WHERE job_id = ?",
+                (job_id,),
+            ).fetchone()
         if row is None:
             raise UnknownJob(f"no job '{job_id}'; list jobs with `vfl jobs`")
         return JobRecord(*row[:8], json.loads(row[8]))
 
     def list(self) -> list[JobRecord]:
         with self._lock:
-            ids = [r[0] for r in self._db.execute(
-                "SELECT job_id FROM jobs ORDER BY created_at")]
+            ids = [r[0] for r in self._db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
         return [self.get(i) for i in ids]
 
     def in_states(self, *states: str) -> list[str]:
         marks = ",".join("?" * len(states))
         with self._lock:
-            return [r[0] for r in self._db.execute(
-                f"SELECT job_id FROM jobs WHERE state IN ({marks}) ORDER BY created_at",
-                states)]
+            return [
+                r[0]
+                for r in self._db.execute(
+                    f"SELECT job_id FROM jobs WHERE state IN ({marks}) ORDER BY created_at", states
+                )
+            ]
 
-    def set_state(self, job_id: str, state: str, reason: str = "",
-                  result: dict | None = None) -> bool:
+    def set_state(
+        self, job_id: str, state: str, reason: str = "", result: dict | None = None
+    ) -> bool:
         """Move a job to `state` unless it is already terminal; returns True if it moved."""
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END, "
                 "updated_at = ?, result_json = COALESCE(?, result_json) "
                 f"WHERE job_id = ? AND state NOT IN {TERMINAL}",
-                (state, reason, reason, time.time(),
-                 None if result is None else json.dumps(result), job_id))
+                (
+                    state,
+                    reason,
+                    reason,
+                    time.time(),
+                    None if result is None else json.dumps(result),
+                    job_id,
+                ),
+            )
             return cur.rowcount == 1
 
     def update_result(self, job_id: str, result: dict) -> None:
         with self._lock:
             self._db.execute(
                 "UPDATE jobs SET result_json = ?, updated_at = ? WHERE job_id = ?",
-                (json.dumps(result), time.time(), job_id))
+                (json.dumps(result), time.time(), job_id),
+            )
 
     # --- metrics ---------------------------------------------------------------------
 
@@ -126,14 +140,23 @@ class JobStore:
             self._db.execute(
                 "INSERT INTO metrics (job_id, party_id, event, round, ts, payload_json) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (job_id, party_id, event, rnd if isinstance(rnd, int) else None, time.time(),
-                 json.dumps(payload)))
+                (
+                    job_id,
+                    party_id,
+                    event,
+                    rnd if isinstance(rnd, int) else None,
+                    time.time(),
+                    json.dumps(payload),
+                ),
+            )
 
     def metrics(self, job_id: str, event: str) -> list[dict]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT party_id, ts, payload_json FROM metrics WHERE job_id = ? AND event = ? "
-                "ORDER BY rowid", (job_id, event)).fetchall()
+                "ORDER BY rowid",
+                (job_id, event),
+            ).fetchall()
         return [{"party": p, "ts": ts, **json.loads(j)} for p, ts, j in rows]
 
     # --- parties ---------------------------------------------------------------------
@@ -145,7 +168,8 @@ class JobStore:
                 "VALUES (?, ?, ?, ?) ON CONFLICT(party_id) DO UPDATE SET address = "
                 "excluded.address, datasets_json = excluded.datasets_json, "
                 "last_seen = excluded.last_seen",
-                (party_id, address, json.dumps(datasets), time.time()))
+                (party_id, address, json.dumps(datasets), time.time()),
+            )
 
     def parties(self) -> dict[str, str]:
         with self._lock:

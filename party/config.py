@@ -79,8 +79,9 @@ def _dataset(name: str, raw: Any, base: Path) -> DatasetConfig:
         raise ConfigError(f"dataset '{name}' needs at least 'path'")
     unknown = sorted(set(raw) - _DATASET)
     if unknown:
-        raise ConfigError(f"unknown field(s) {unknown} in dataset '{name}'; allowed: "
-                          f"{sorted(_DATASET)}")
+        raise ConfigError(
+            f"unknown field(s) {unknown} in dataset '{name}'; allowed: {sorted(_DATASET)}"
+        )
     path = Path(str(raw["path"]))
     fmt = str(raw.get("format", "csv"))
     if fmt not in ("csv", "libsvm"):

@@ -47,8 +47,9 @@ class CoordinatorReporter:
         now = time.monotonic()
         if now - self._last >= REPORT_INTERVAL_S or rnd == total:
             self._last = now
-            self._daemon.report(self._job_id, "round",
-                                {"round": rnd, "total_rounds": total, "loss": loss})
+            self._daemon.report(
+                self._job_id, "round", {"round": rnd, "total_rounds": total, "loss": loss}
+            )
 
     def validation(self, rnd: int, metrics: dict[str, float]) -> None:
         self._daemon.report(self._job_id, "validation", {"round": rnd, "metrics": metrics})
@@ -60,8 +61,9 @@ class CoordinatorReporter:
 class PartyDaemon:
     """Holds the jobs of one party; thread-safe."""
 
-    def __init__(self, config: PartyConfig, clients: PeerClients,
-                 coordinator: CoordinatorClient | None) -> None:
+    def __init__(
+        self, config: PartyConfig, clients: PeerClients, coordinator: CoordinatorClient | None
+    ) -> None:
         self.config = config
         self._clients = clients
         self._coordinator = coordinator
@@ -87,11 +89,14 @@ class PartyDaemon:
         addresses = {**peers, **self.config.peers}
         missing = [p.id for p in spec.parties if p.id != me and p.id not in addresses]
         if missing:
-            raise JobError(f"no address for peer(s) {missing}; add them under 'peers' in "
-                           "the party config or start them against the same coordinator")
+            raise JobError(
+                f"no address for peer(s) {missing}; add them under 'peers' in "
+                "the party config or start them against the same coordinator"
+            )
         mailbox = Mailbox()
-        channel = GrpcChannel(me, job_id, mailbox, addresses, self._clients,
-                              send_timeout=spec.train.timeout_s)
+        channel = GrpcChannel(
+            me, job_id, mailbox, addresses, self._clients, send_timeout=spec.train.timeout_s
+        )
         with self._lock:
             old = self._jobs.get(job_id)
             if old is not None and old.thread is not None:
@@ -105,8 +110,9 @@ class PartyDaemon:
             running = self._get(job_id)
             if running.thread is not None:
                 return  # idempotent
-            running.thread = threading.Thread(target=self._run, args=(job_id, running),
-                                              name=f"job-{job_id}", daemon=True)
+            running.thread = threading.Thread(
+                target=self._run, args=(job_id, running), name=f"job-{job_id}", daemon=True
+            )
             running.state = "RUNNING"
             running.thread.start()
 
@@ -130,8 +136,10 @@ class PartyDaemon:
             JobError: unknown job, wrong receiver, or a sender that is not in the job.
         """
         if receiver != self.config.party_id:
-            raise JobError(f"envelope for party '{receiver}' reached party "
-                           f"'{self.config.party_id}'; check the peer addresses")
+            raise JobError(
+                f"envelope for party '{receiver}' reached party "
+                f"'{self.config.party_id}'; check the peer addresses"
+            )
         with self._lock:
             running = self._get(job_id)
         if sender not in {p.id for p in running.job.spec.parties} or sender == receiver:

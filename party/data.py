@@ -95,8 +95,11 @@ def _load_csv(path: Path, cfg: DatasetConfig) -> Table:
             )
     ids = np.array([r[id_col].strip() for r in rows], dtype=object)
     feats = _numeric(rows, feat_cols, header, cfg)
-    labels = _numeric(rows, [label_col], header, cfg)[:, 0].astype(np.float64) if (
-        label_col is not None) else None
+    labels = (
+        _numeric(rows, [label_col], header, cfg)[:, 0].astype(np.float64)
+        if (label_col is not None)
+        else None
+    )
     return Table(ids, feats, labels, tuple(header[i] for i in feat_cols))
 
 
@@ -159,13 +162,20 @@ def _load_libsvm(path: Path, cfg: DatasetConfig) -> Table:
     for r, c, v in entries:
         feats[r, c - base] = v
     names = tuple(f"f{i + base}" for i in range(width))
-    return Table(np.array(ids, dtype=object), feats,
-                 np.array(labels, dtype=np.float64) if has_label else None, names)
+    return Table(
+        np.array(ids, dtype=object),
+        feats,
+        np.array(labels, dtype=np.float64) if has_label else None,
+        names,
+    )
 
 
 def _libsvm_lead(lead, line_no, has_label, cfg, path) -> tuple[str, float]:
-    want_id = cfg.id == "first" or (cfg.id == "auto" and len(lead) == 1 + has_label) or (
-        cfg.id == "auto" and lead and lead[0].startswith("@"))
+    want_id = (
+        cfg.id == "first"
+        or (cfg.id == "auto" and len(lead) == 1 + has_label)
+        or (cfg.id == "auto" and lead and lead[0].startswith("@"))
+    )
     if cfg.id == "line":
         want_id = False
     expected = int(want_id) + int(has_label)
@@ -180,8 +190,10 @@ def _libsvm_lead(lead, line_no, has_label, cfg, path) -> tuple[str, float]:
     if has_label:
         text = lead[-1]
         if not _is_float(text):
-            raise DataError(f"dataset '{cfg.name}': label {text!r} at line {line_no + 1} of "
-                            f"'{path}' is not a number")
+            raise DataError(
+                f"dataset '{cfg.name}': label {text!r} at line {line_no + 1} of "
+                f"'{path}' is not a number"
+            )
         label = float(text)
     return rid, label
 

@@ -1,9 +1,9 @@
 """Exceptions of the `party` package.
 
-    PartyError          base
-    ├── ConfigError     the party config file is invalid (names the field and the fix)
-    ├── DataError       a dataset is missing or malformed (names the file, row, column)
-    └── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
+PartyError          base
+├── ConfigError     the party config file is invalid (names the field and the fix)
+├── DataError       a dataset is missing or malformed (names the file, row, column)
+└── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
 """
 
 from __future__ import annotations

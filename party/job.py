@@ -39,16 +39,20 @@ def resolve_dataset(spec: JobSpec, party_id: str, datasets: dict[str, DatasetCon
             f"{sorted(datasets) or 'none'}: add it under 'datasets' in the party config"
         )
     cfg = datasets[str(data.dataset)]
-    overrides = {k: v for k, v in (("id", data.id), ("label", data.label), ("format",
-                 data.format)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (("id", data.id), ("label", data.label), ("format", data.format))
+        if v is not None
+    }
     return dataclasses.replace(cfg, **overrides)
 
 
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
-    def __init__(self, job_id: str, spec: JobSpec, party_id: str,
-                 datasets: dict[str, DatasetConfig]) -> None:
+    def __init__(
+        self, job_id: str, spec: JobSpec, party_id: str, datasets: dict[str, DatasetConfig]
+    ) -> None:
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
         self.role = spec.party(party_id).role
         self.dataset = resolve_dataset(spec, party_id, datasets)
@@ -73,12 +77,18 @@ class PartyJob:
         else:
             order = align_passive(channel, self.spec.active.id, table.ids, timeout)
         t = self.spec.train
-        plan = make_plan(len(order), self.spec.validation.fraction, t.batch_size, t.epochs,
-                         t.seed, self.spec.validation.every)
-        ctx = RoleContext(self.spec, self.party_id, channel, table.features[order], plan,
-                          reporter)
-        log.info("job %s party %s: training %d rounds", self.job_id, self.party_id,
-                 plan.total_rounds)
+        plan = make_plan(
+            len(order),
+            self.spec.validation.fraction,
+            t.batch_size,
+            t.epochs,
+            t.seed,
+            self.spec.validation.every,
+        )
+        ctx = RoleContext(self.spec, self.party_id, channel, table.features[order], plan, reporter)
+        log.info(
+            "job %s party %s: training %d rounds", self.job_id, self.party_id, plan.total_rounds
+        )
         if self.role == "active":
             labels = table.labels[order]
             task = make_task(self.spec.model.top.task, labels[plan.train_rows])

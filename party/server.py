@@ -40,8 +40,9 @@ class PartyServer:
             self.coordinator.close()
 
 
-def create_party_server(config: PartyConfig, tls: TlsFiles | None = None,
-                        register_timeout: float = 30.0) -> PartyServer:
+def create_party_server(
+    config: PartyConfig, tls: TlsFiles | None = None, register_timeout: float = 30.0
+) -> PartyServer:
     """Start a party daemon on `config.listen` and register it with the coordinator.
 
     Returns the running server with its bound port (port 0 in the config picks a free one).

@@ -59,18 +59,20 @@ def assemble(request_iterator: Iterator[pb.PushChunk]) -> tuple[pb.PushChunk, by
     if not first.job_id or not first.tag or not first.sender:
         raise PayloadError("the first Push chunk must carry job_id, tag and sender")
     if first.total_size < 0 or first.total_size > MAX_ENVELOPE_BYTES:
-        raise PayloadError(f"envelope of {first.total_size} bytes exceeds the limit of "
-                           f"{MAX_ENVELOPE_BYTES} bytes; use smaller batches")
+        raise PayloadError(
+            f"envelope of {first.total_size} bytes exceeds the limit of "
+            f"{MAX_ENVELOPE_BYTES} bytes; use smaller batches"
+        )
     parts, size = [first.data], len(first.data)
     for chunk in request_iterator:
         size += len(chunk.data)
         if size > first.total_size:
-            raise PayloadError(f"envelope '{first.tag}' is larger than its declared size "
-                               f"{first.total_size}")
+            raise PayloadError(
+                f"envelope '{first.tag}' is larger than its declared size {first.total_size}"
+            )
         parts.append(chunk.data)
     if size != first.total_size:
-        raise PayloadError(f"envelope '{first.tag}' has {size} bytes, declared "
-                           f"{first.total_size}")
+        raise PayloadError(f"envelope '{first.tag}' has {size} bytes, declared {first.total_size}")
     return first, b"".join(parts)
 
 
@@ -88,8 +90,9 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def PrepareJob(self, request, context):  # noqa: N802
         peers = {p.party_id: p.address for p in request.peers}
-        rows, feats = call(context, lambda: self._d.prepare(request.job_id, request.spec_json,
-                                                            peers))
+        rows, feats = call(
+            context, lambda: self._d.prepare(request.job_id, request.spec_json, peers)
+        )
         return pb.PrepareJobResponse(rows=rows, features=feats)
 
     def StartJob(self, request, context):  # noqa: N802
@@ -102,5 +105,8 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def GetPartyInfo(self, request, context):  # noqa: N802
         cfg = self._d.config
-        return pb.GetPartyInfoResponse(party_id=cfg.party_id, datasets=sorted(cfg.datasets),
-                                       running_jobs=self._d.running_jobs())
+        return pb.GetPartyInfoResponse(
+            party_id=cfg.party_id,
+            datasets=sorted(cfg.datasets),
+            running_jobs=self._d.running_jobs(),
+        )

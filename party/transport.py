@@ -39,11 +39,18 @@ class PeerClients:
             self._channels.clear()
 
 
-def chunks(job_id: str, tag: str, sender: str, receiver: str,
-           data: bytes) -> Iterator[party_pb2.PushChunk]:
+def chunks(
+    job_id: str, tag: str, sender: str, receiver: str, data: bytes
+) -> Iterator[party_pb2.PushChunk]:
     """Split one envelope into chunks; the first carries the header and total size."""
-    yield party_pb2.PushChunk(job_id=job_id, tag=tag, sender=sender, receiver=receiver,
-                              data=data[:CHUNK_BYTES], total_size=len(data))
+    yield party_pb2.PushChunk(
+        job_id=job_id,
+        tag=tag,
+        sender=sender,
+        receiver=receiver,
+        data=data[:CHUNK_BYTES],
+        total_size=len(data),
+    )
     for start in range(CHUNK_BYTES, len(data), CHUNK_BYTES):
         yield party_pb2.PushChunk(data=data[start : start + CHUNK_BYTES])
 
@@ -51,9 +58,17 @@ def chunks(job_id: str, tag: str, sender: str, receiver: str,
 class GrpcChannel:
     """A party's data-plane channel for one job."""
 
-    def __init__(self, party_id: str, job_id: str, mailbox: Mailbox, peers: dict[str, str],
-                 clients: PeerClients, *, hook: EnvelopeHook | None = None,
-                 send_timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        party_id: str,
+        job_id: str,
+        mailbox: Mailbox,
+        peers: dict[str, str],
+        clients: PeerClients,
+        *,
+        hook: EnvelopeHook | None = None,
+        send_timeout: float = 300.0,
+    ) -> None:
         self.party_id, self.job_id = party_id, job_id
         self.stats = ChannelStats()
         self._mailbox, self._peers, self._clients = mailbox, peers, clients
@@ -61,8 +76,10 @@ class GrpcChannel:
 
     def send(self, peer: str, tag: str, payload: Payload) -> None:
         if peer not in self._peers:
-            raise ChannelError(f"no address for peer '{peer}'; add it under 'peers' in the "
-                               "party config or register it with the coordinator")
+            raise ChannelError(
+                f"no address for peer '{peer}'; add it under 'peers' in the "
+                "party config or register it with the coordinator"
+            )
         data = payload.SerializeToString()
         if self._hook:
             self._hook("sent", self.party_id, peer, tag, data)
@@ -77,15 +94,18 @@ class GrpcChannel:
                 raise ChannelClosed(f"job {self.job_id} closed while sending '{tag}'")
             stub = self._clients.stub(self._peers[peer])
             try:
-                stub.Push(chunks(self.job_id, tag, self.party_id, peer, data),
-                          timeout=max(1.0, deadline - time.monotonic()))
+                stub.Push(
+                    chunks(self.job_id, tag, self.party_id, peer, data),
+                    timeout=max(1.0, deadline - time.monotonic()),
+                )
                 return
             except grpc.RpcError as exc:
                 code = exc.code()
                 if code != grpc.StatusCode.UNAVAILABLE or time.monotonic() + delay > deadline:
                     raise ChannelError(
                         f"sending '{tag}' to party '{peer}' at {self._peers[peer]} failed: "
-                        f"{code.name}: {exc.details()}") from None
+                        f"{code.name}: {exc.details()}"
+                    ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 

@@ -16,21 +16,27 @@ CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 8 << 20
 MAX_ENVELOPE_BYTES = 1 << 30
 
-_RETRY_POLICY = json.dumps({
-    "methodConfig": [{
-        "name": [{"service": "vfl.v1.CoordinatorService"},
-                 {"service": "vfl.v1.PartyService", "method": "PrepareJob"},
-                 {"service": "vfl.v1.PartyService", "method": "GetPartyInfo"},
-                 {"service": "grpc.health.v1.Health"}],
-        "retryPolicy": {
-            "maxAttempts": 4,
-            "initialBackoff": "0.2s",
-            "maxBackoff": "2s",
-            "backoffMultiplier": 2,
-            "retryableStatusCodes": ["UNAVAILABLE"],
-        },
-    }]
-})
+_RETRY_POLICY = json.dumps(
+    {
+        "methodConfig": [
+            {
+                "name": [
+                    {"service": "vfl.v1.CoordinatorService"},
+                    {"service": "vfl.v1.PartyService", "method": "PrepareJob"},
+                    {"service": "vfl.v1.PartyService", "method": "GetPartyInfo"},
+                    {"service": "grpc.health.v1.Health"},
+                ],
+                "retryPolicy": {
+                    "maxAttempts": 4,
+                    "initialBackoff": "0.2s",
+                    "maxBackoff": "2s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ]
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,10 @@ def dial(address: str, tls: TlsFiles | None = None) -> grpc.Channel:
     if tls is None:
         return grpc.insecure_channel(address, options=channel_options())
     creds = grpc.ssl_channel_credentials(
-        root_certificates=_read(tls.ca), private_key=_read(tls.key),
-        certificate_chain=_read(tls.cert))
+        root_certificates=_read(tls.ca),
+        private_key=_read(tls.key),
+        certificate_chain=_read(tls.cert),
+    )
     return grpc.secure_channel(address, creds, options=channel_options())
 
 
@@ -88,8 +96,10 @@ def bind(server: grpc.Server, address: str, tls: TlsFiles | None = None) -> int:
         port = server.add_insecure_port(address)
     else:
         creds = grpc.ssl_server_credentials(
-            [(_read(tls.key), _read(tls.cert))], root_certificates=_read(tls.ca),
-            require_client_auth=True)
+            [(_read(tls.key), _read(tls.cert))],
+            root_certificates=_read(tls.ca),
+            require_client_auth=True,
+        )
         port = server.add_secure_port(address, creds)
     if port == 0:
         raise RuntimeError(f"cannot listen on '{address}': is the port in use or the host wrong?")

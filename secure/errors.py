@@ -1,12 +1,12 @@
 """Exceptions of the `secure` package.
 
-    SecureError                 base of everything raised here
-    ├── ChannelError            the data plane failed
-    │   ├── ChannelTimeout      recv() waited past its deadline
-    │   └── ChannelClosed       the job was cancelled or the channel closed
-    ├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
-    ├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
-    └── KeyError_               a key is missing, malformed or below the minimum size
+SecureError                 base of everything raised here
+├── ChannelError            the data plane failed
+│   ├── ChannelTimeout      recv() waited past its deadline
+│   └── ChannelClosed       the job was cancelled or the channel closed
+├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
+├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
+└── KeyError_               a key is missing, malformed or below the minimum size
 """
 
 from __future__ import annotations

@@ -52,7 +52,10 @@ def tensor_from_payload(
     if expected != len(t.data):
         raise PayloadError(f"tensor of shape {dims} needs {expected} bytes, got {len(t.data)}")
     if shape is not None:
-        if len(shape) != len(dims) or any(s is not None and s != d for s, d in zip(shape, dims)):
+        wrong = len(shape) != len(dims) or any(
+            s is not None and s != d for s, d in zip(shape, dims, strict=True)
+        )
+        if wrong:
             raise PayloadError(f"expected tensor shape {list(shape)}, got {dims}")
     arr = np.frombuffer(t.data, dtype=np_dtype).reshape(dims).astype(_DTYPES[t.dtype])
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):

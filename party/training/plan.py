@@ -45,8 +45,9 @@ class Plan:
         return rnd % self.every == 0 or rnd == self.total_rounds
 
 
-def make_plan(rows: int, fraction: float, batch_size: int, epochs: int, seed: int,
-              every: int) -> Plan:
+def make_plan(
+    rows: int, fraction: float, batch_size: int, epochs: int, seed: int, every: int
+) -> Plan:
     """Split the aligned rows into training and validation positions.
 
     Raises:
@@ -59,5 +60,4 @@ def make_plan(rows: int, fraction: float, batch_size: int, epochs: int, seed: in
             "use more rows or another fraction"
         )
     perm = np.random.default_rng([seed, 0]).permutation(rows)
-    return Plan(rows, np.sort(perm[n_val:]), np.sort(perm[:n_val]), batch_size, epochs, seed,
-                every)
+    return Plan(rows, np.sort(perm[n_val:]), np.sort(perm[:n_val]), batch_size, epochs, seed, every)

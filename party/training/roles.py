@@ -51,8 +51,13 @@ class PassiveTrainer:
         self.ctx = ctx
         self.active = s.active.id
         self.x = torch.as_tensor(ctx.features, dtype=torch.float32)
-        self.bottom = seeded_mlp(s.train.seed, ctx.party_id, self.x.shape[1],
-                                 s.model.source.hidden, s.model.source.out_dim)
+        self.bottom = seeded_mlp(
+            s.train.seed,
+            ctx.party_id,
+            self.x.shape[1],
+            s.model.source.hidden,
+            s.model.source.out_dim,
+        )
         self.opt = make_optimizer(s.train.optimizer, self.bottom.parameters(), s.train.lr)
 
     def run(self) -> dict:
@@ -66,8 +71,11 @@ class PassiveTrainer:
         act = self.bottom(self.x[rows])
         ch = self.ctx.channel
         ch.send(self.active, f"train/r{rnd}/act", tensor_to_payload(act.detach().numpy()))
-        grad = tensor_from_payload(ch.recv(self.active, f"train/r{rnd}/grad", self.ctx.timeout),
-                                   shape=tuple(act.shape), dtype="float32")
+        grad = tensor_from_payload(
+            ch.recv(self.active, f"train/r{rnd}/grad", self.ctx.timeout),
+            shape=tuple(act.shape),
+            dtype="float32",
+        )
         self.opt.zero_grad()
         act.backward(torch.from_numpy(grad))
         self.opt.step()
@@ -89,8 +97,13 @@ class ActiveTrainer:
         self.x = torch.as_tensor(ctx.features, dtype=torch.float32)
         self.y = task.encode(labels)
         own = self.x.shape[1] > 0
-        self.bottom = seeded_mlp(s.train.seed, ctx.party_id, self.x.shape[1],
-                                 s.model.source.hidden, self.width) if own else None
+        self.bottom = (
+            seeded_mlp(
+                s.train.seed, ctx.party_id, self.x.shape[1], s.model.source.hidden, self.width
+            )
+            if own
+            else None
+        )
         top_in = self.width * (len(self.passives) + int(own))
         self.top = seeded_mlp(s.train.seed, "top", top_in, s.model.top.hidden, task.out_dim)
         params = list(self.top.parameters())
@@ -107,14 +120,17 @@ class ActiveTrainer:
             self.ctx.reporter.round(rnd, plan.total_rounds, loss)
             if plan.validates_at(rnd):
                 self.validate(rnd)
-        return {"rounds": plan.total_rounds, "metrics": self.metrics,
-                "history": self.ctx.history}
+        return {"rounds": plan.total_rounds, "metrics": self.metrics, "history": self.ctx.history}
 
     def _recv_acts(self, tag: str, n: int) -> list[torch.Tensor]:
         return [
-            torch.from_numpy(tensor_from_payload(
-                self.ctx.channel.recv(p, tag, self.ctx.timeout),
-                shape=(n, self.width), dtype="float32"))
+            torch.from_numpy(
+                tensor_from_payload(
+                    self.ctx.channel.recv(p, tag, self.ctx.timeout),
+                    shape=(n, self.width),
+                    dtype="float32",
+                )
+            )
             for p in self.passives
         ]
 
@@ -140,7 +156,6 @@ class ActiveTrainer:
         with torch.no_grad():
             out = self._forward(rows, acts).numpy()
         self.metrics = self.task.evaluate(out, self.y[rows])
-        entry = {"round": rnd, "seconds": round(time.monotonic() - self.started, 3),
-                 **self.metrics}
+        entry = {"round": rnd, "seconds": round(time.monotonic() - self.started, 3), **self.metrics}
         self.ctx.history.append(entry)
         self.ctx.reporter.validation(rnd, self.metrics)

@@ -46,8 +46,9 @@ class Task:
             return metrics.binary_metrics(y, out[:, 0])
         if self.kind == "multiclass":
             return metrics.multiclass_metrics(y, out)
-        return metrics.regression_metrics(y * self.std + self.mean,
-                                          out[:, 0] * self.std + self.mean)
+        return metrics.regression_metrics(
+            y * self.std + self.mean, out[:, 0] * self.std + self.mean
+        )
 
 
 def make_task(kind: str, labels: np.ndarray) -> Task:
@@ -68,9 +69,12 @@ def make_task(kind: str, labels: np.ndarray) -> Task:
             )
         return Task(kind, 1, classes)
     if not 2 <= len(classes) <= MAX_CLASSES:
-        raise DataError(f"task is multiclass but the label has {len(classes)} classes; "
-                        f"need 2..{MAX_CLASSES}")
+        raise DataError(
+            f"task is multiclass but the label has {len(classes)} classes; need 2..{MAX_CLASSES}"
+        )
     if any(c != int(c) for c in classes):
-        raise DataError("multiclass labels must be integers (class ids); use task: regression "
-                        "for real-valued labels")
+        raise DataError(
+            "multiclass labels must be integers (class ids); use task: regression "
+            "for real-valued labels"
+        )
     return Task(kind, len(classes), classes)

@@ -1,0 +1,162 @@
+"""`vfl run` / `vfl demo`: a coordinator and every party of a spec as local processes.
+
+Each process binds port 0 and writes its bound port to a file once it is serving (and,
+for parties, registered), so nothing races for ports. Children watch the launcher's pid
+and stop if it disappears; on Ctrl-C the launcher cancels the job and stops them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from coordinator.client import CoordinatorClient, JobView
+from coordinator.errors import CoordinatorError
+from coordinator.spec import DataSpec, JobSpec
+
+STARTUP_TIMEOUT_S = 60.0
+
+
+class LocalTopology:
+    """Starts and stops the processes of one local run."""
+
+    def __init__(self, workdir: Path, extra_args: tuple[str, ...] = ()) -> None:
+        self.workdir = workdir
+        self.extra_args = extra_args
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.coordinator_address = ""
+
+    def _spawn(self, name: str, args: list[str]) -> Path:
+        port_file = self.workdir / f"{name}.port"
+        log = open(self.workdir / f"{name}.log", "w")  # noqa: SIM115 - closed with process
+        cmd = [
+            sys.executable,
+            "-m",
+            "coordinator.cli.main",
+            *args,
+            "--port-file",
+            str(port_file),
+            "--parent-pid",
+            str(os.getpid()),
+            *self.extra_args,
+        ]
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir
+        )
+        self.procs.append((name, proc))
+        with open(self.workdir / "pids", "a") as fh:
+            fh.write(f"{proc.pid}\n")
+        return port_file
+
+    def _wait_port(self, name: str, port_file: Path) -> int:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        proc = dict(self.procs)[name]
+        while time.monotonic() < deadline:
+            if port_file.exists() and port_file.read_text().strip():
+                return int(port_file.read_text())
+            if proc.poll() is not None:
+                raise CoordinatorError(f"{name} exited during startup:\n{self.log_tail(name)}")
+            time.sleep(0.05)
+        raise CoordinatorError(
+            f"{name} did not start within {STARTUP_TIMEOUT_S:.0f} s:\n{self.log_tail(name)}"
+        )
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        path = self.workdir / f"{name}.log"
+        text = path.read_text() if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def start(self, spec: JobSpec) -> JobSpec:
+        """Start the coordinator and the parties; return the spec rewritten to datasets."""
+        pf = self._spawn(
+            "coordinator",
+            [
+                "coordinator",
+                "serve",
+                "--db",
+                str(self.workdir / "jobs.sqlite"),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+        )
+        self.coordinator_address = f"127.0.0.1:{self._wait_port('coordinator', pf)}"
+        files = {}
+        for p in spec.parties:
+            config = self.workdir / f"party-{p.id}.yaml"
+            config.write_text(yaml.safe_dump(_party_config(p.id, p.data, self.coordinator_address)))
+            files[p.id] = self._spawn(f"party-{p.id}", ["party", "serve", "--config", str(config)])
+            spec = spec.with_data(p.id, DataSpec(dataset="data"))
+        for p in spec.parties:
+            self._wait_port(f"party-{p.id}", files[p.id])
+        return spec
+
+    def stop(self) -> None:
+        for _, proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for _, proc in self.procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
+    dataset = {"path": data.path, "format": data.format or "csv"}
+    if data.id:
+        dataset["id"] = data.id
+    elif dataset["format"] == "libsvm":
+        dataset["id"] = "auto"
+    if data.label:
+        dataset["label"] = data.label
+    return {
+        "party": party_id,
+        "listen": "127.0.0.1:0",
+        "coordinator": coordinator,
+        "datasets": {"data": dataset},
+    }
+
+
+def spec_to_yaml(spec: JobSpec) -> str:
+    raw = json.loads(json.dumps(dataclasses.asdict(spec)))
+    for p in raw["parties"]:
+        p["data"] = {k: v for k, v in p["data"].items() if v is not None}
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def run_local(
+    spec: JobSpec, watch, workdir: str | None = None, extra_args: tuple[str, ...] = ()
+) -> JobView:
+    """Run one job on a fresh local topology; `watch(client, job_id)` follows it."""
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
+    base.mkdir(parents=True, exist_ok=True)
+    topo = LocalTopology(base, extra_args)
+    job_id = None
+    client = None
+    try:
+        local_spec = topo.start(spec)
+        client = CoordinatorClient(topo.coordinator_address)
+        job_id = client.submit(spec_to_yaml(local_spec))
+        return watch(client, job_id)
+    except KeyboardInterrupt:
+        if client is not None and job_id is not None:
+            try:
+                client.cancel(job_id)
+            except Exception:  # noqa: BLE001 - best effort while shutting down
+                pass
+        raise
+    finally:
+        if client is not None:
+            client.close()
+        topo.stop()

@@ -1,0 +1,239 @@
+"""`vfl`: the command line. The only place that parses arguments, configures logging and
+installs signal handlers.
+
+Exit codes: 0 success; 1 the job failed or was cancelled; 2 bad input (spec, config,
+unknown job); 3 a daemon is unreachable; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from coordinator.cli import progress
+from coordinator.client import CoordinatorClient, JobView
+from coordinator.errors import CoordinatorError
+from party.errors import PartyError
+
+DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
+DEMO_SPEC = Path(__file__).parent / "data" / "demo.yaml"
+
+
+def _daemon_setup(args: argparse.Namespace) -> threading.Event:
+    """Logging, signal handlers and the parent watchdog of a daemon process."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.parent_pid:
+
+        def watch_parent() -> None:
+            while not stop.wait(1.0):
+                if os.getppid() != args.parent_pid:
+                    stop.set()
+
+        threading.Thread(target=watch_parent, daemon=True).start()
+    return stop
+
+
+def _write_port(path: str | None, port: int) -> None:
+    if path:
+        tmp = Path(path + ".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(path)
+
+
+def cmd_coordinator_serve(args: argparse.Namespace) -> int:
+    from coordinator.server import create_coordinator_server
+
+    stop = _daemon_setup(args)
+    server = create_coordinator_server(args.db, args.listen)
+    _write_port(args.port_file, server.port)
+    print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
+    stop.wait()
+    server.stop()
+    return 0
+
+
+def cmd_party_serve(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import torch
+
+    from party.config import load_party_config
+    from party.server import create_party_server
+
+    stop = _daemon_setup(args)
+    torch.set_num_threads(1)  # several parties share a machine's cores
+    config = load_party_config(args.config)
+    if args.listen:
+        config = dataclasses.replace(config, listen=args.listen)
+    if args.coordinator:
+        config = dataclasses.replace(config, coordinator=args.coordinator)
+    server = create_party_server(config)
+    _write_port(args.port_file, server.port)
+    print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
+    stop.wait()
+    server.stop()
+    return 0
+
+
+def _client(args: argparse.Namespace) -> CoordinatorClient:
+    return CoordinatorClient(args.coordinator)
+
+
+def _finish(view: JobView, as_json: bool) -> int:
+    print(json.dumps(view.result) if as_json else progress.format_result(view))
+    return 0 if view.state == "SUCCEEDED" else 1
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    text = Path(args.spec).read_text() if Path(args.spec).is_file() else None
+    if text is None:
+        raise CoordinatorError(f"job spec '{args.spec}' does not exist")
+    with _client(args) as c:
+        print(c.submit(text))
+    return 0
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        jobs = c.jobs()
+    print(f"{'JOB':<32} {'STATE':<11} {'CREATED':<20} REASON")
+    for j in jobs:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j.created_at))
+        print(f"{j.job_id:<32} {j.state:<11} {created:<20} {j.reason[:60]}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        view = c.get(args.job)
+    if args.json:
+        print(json.dumps(view.result))
+    else:
+        print(progress.format_result(view))
+        if view.result.get("total_rounds"):
+            print(f"  round: {view.result.get('round')}/{view.result['total_rounds']}")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        return _finish(progress.follow(c, args.job, show=not args.json), args.json)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        print(f"{args.job}: {c.cancel(args.job)}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
+    from coordinator.cli.local import run_local
+    from coordinator.spec import load_spec
+
+    spec = load_spec(spec_path or args.spec)
+    view = run_local(
+        spec, lambda c, j: progress.follow(c, j, show=not args.json), workdir=args.workdir
+    )
+    return _finish(view, args.json)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    return cmd_run(args, DEMO_SPEC)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def daemon_flags(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--port-file", help="write the bound port here once serving")
+        sp.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+
+    co = sub.add_parser("coordinator", help="the coordinator daemon")
+    co_sub = co.add_subparsers(dest="action", required=True)
+    cs = co_sub.add_parser("serve", help="serve the coordinator")
+    cs.add_argument("--db", default="jobs.sqlite", help="SQLite job store (created if absent)")
+    cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
+    daemon_flags(cs)
+    cs.set_defaults(fn=cmd_coordinator_serve)
+
+    pa = sub.add_parser("party", help="the party daemon")
+    pa_sub = pa.add_subparsers(dest="action", required=True)
+    ps = pa_sub.add_parser("serve", help="serve a party next to its data")
+    ps.add_argument("--config", required=True, help="party.yaml")
+    ps.add_argument("--listen", help="override the config's listen address")
+    ps.add_argument("--coordinator", help="override the config's coordinator address")
+    daemon_flags(ps)
+    ps.set_defaults(fn=cmd_party_serve)
+
+    for name, fn, helptext in (
+        ("submit", cmd_submit, "submit a job spec"),
+        ("jobs", cmd_jobs, "list jobs"),
+        ("status", cmd_status, "show a job"),
+        ("watch", cmd_watch, "follow a job until it ends"),
+        ("cancel", cmd_cancel, "cancel a job"),
+    ):
+        sp = sub.add_parser(name, help=helptext)
+        if name == "submit":
+            sp.add_argument("spec", help="job.yaml")
+        elif name != "jobs":
+            sp.add_argument("job", help="job id (see `vfl jobs`)")
+        if name in ("status", "watch"):
+            sp.add_argument("--json", action="store_true", help="print the result as JSON")
+        sp.add_argument(
+            "--coordinator",
+            default=DEFAULT_COORDINATOR,
+            help="coordinator host:port (env VFL_COORDINATOR)",
+        )
+        sp.set_defaults(fn=fn)
+
+    for name, fn, helptext in (
+        ("run", cmd_run, "run a job on local processes"),
+        ("demo", cmd_demo, "run the bundled two-party demo"),
+    ):
+        sp = sub.add_parser(name, help=helptext)
+        if name == "run":
+            sp.add_argument("spec", help="job.yaml (data may be given by path)")
+        sp.add_argument("--json", action="store_true", help="print the result as one JSON")
+        sp.add_argument("--workdir", help="keep configs, logs and the job store here")
+        sp.set_defaults(fn=fn)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except KeyboardInterrupt:
+        print("interrupted: job cancelled, processes stopped", file=sys.stderr)
+        return 130
+    except (CoordinatorError, PartyError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except grpc.RpcError as exc:
+        code = exc.code()
+        print(f"error: {exc.details()}", file=sys.stderr)
+        return 3 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) else 2
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

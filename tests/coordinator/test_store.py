@@ -1,0 +1,40 @@
+"""The SQLite job store: state survives reopening; terminal states are final."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.errors import UnknownJob
+from coordinator.store import JobStore
+
+
+def test_state_metrics_and_parties_survive_a_restart(tmp_path) -> None:
+    # Prepare
+    db = tmp_path / "jobs.sqlite"
+    store = JobStore(db)
+    job = store.create("demo", "job: demo", "{}")
+    store.set_state(job, "TRAINING", result={"round": 3})
+    store.add_metric(job, "bank", "validation", {"round": 3, "auc": 0.9})
+    store.register_party("bank", "127.0.0.1:1234", ["breast"])
+    store.close()
+    # Execute
+    reopened = JobStore(db)
+    # Assert
+    record = reopened.get(job)
+    assert record.state == "TRAINING" and record.result == {"round": 3}
+    assert reopened.metrics(job, "validation")[0]["auc"] == 0.9
+    assert reopened.parties() == {"bank": "127.0.0.1:1234"}
+    assert reopened.in_states("TRAINING") == [job]
+
+
+def test_terminal_states_are_final(tmp_path) -> None:
+    store = JobStore(tmp_path / "jobs.sqlite")
+    job = store.create("demo", "", "{}")
+    assert store.set_state(job, "CANCELLED", "user")
+    assert not store.set_state(job, "SUCCEEDED")
+    assert store.get(job).state == "CANCELLED" and store.get(job).reason == "user"
+
+
+def test_unknown_job_names_the_fix(tmp_path) -> None:
+    with pytest.raises(UnknownJob, match="vfl jobs"):
+        JobStore(tmp_path / "jobs.sqlite").get("nope")

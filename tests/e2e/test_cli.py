@@ -1,0 +1,193 @@
+"""The `vfl` CLI as subprocesses: run, demo, the by-hand topology, errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FATE, shared_data
+
+VFL = [sys.executable, "-m", "coordinator.cli.main"]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def vfl(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*VFL, *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, **kw
+    )
+
+
+def write_job(path: Path, epochs: int = 5) -> Path:
+    path.write_text(f"""
+job: breast
+parties:
+  - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
+  - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
+train: {{epochs: {epochs}, batch_size: 64}}
+validation: {{every: 10}}
+""")
+    return path
+
+
+def test_demo_json() -> None:
+    out = vfl("demo", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["state"] == "SUCCEEDED" and result["metrics"]["auc"] >= 0.98
+    for key in ("job", "rounds", "history", "bytes_sent", "seconds"):
+        assert key in result
+
+
+def test_run_json_breast(tmp_path) -> None:
+    out = vfl("run", str(write_job(tmp_path / "job.yaml")), "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["metrics"]["auc"] >= 0.98 and result["rounds"] == 40
+    assert result["history"][-1]["round"] == 40 and result["history"][-1]["seconds"] > 0
+
+
+def test_run_three_party_motor(tmp_path) -> None:
+    fate = shared_data("fate")
+    job = tmp_path / "motor.yaml"
+    job.write_text(f"""
+job: motor
+parties:
+  - {{id: plant, role: active, data: {{path: {fate}/motor_hetero_guest.csv, id: idx,
+      label: motor_speed}}}}
+  - {{id: s1, role: passive, data: {{path: {fate}/motor_hetero_host_1.csv, id: idx}}}}
+  - {{id: s2, role: passive, data: {{path: {fate}/motor_hetero_host_2.csv, id: idx}}}}
+model: {{source: {{out_dim: 8}}, top: {{hidden: [16], task: regression}}}}
+train: {{epochs: 10, batch_size: 32}}
+validation: {{every: 1000}}
+""")
+    out = vfl("run", str(job), "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["metrics"]["r2"] >= 0.85 and "rmse" in result["metrics"]
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [("job: [", "not valid YAML"), ("parties: []\nfoo: 1", "unknown field(s) 'foo'")],
+)
+def test_run_bad_spec_exits_2_with_the_reason(tmp_path, content, fragment) -> None:
+    (tmp_path / "job.yaml").write_text(content)
+    out = vfl("run", str(tmp_path / "job.yaml"))
+    assert out.returncode == 2 and fragment in out.stderr
+
+
+def test_run_missing_file_fails_the_job(tmp_path) -> None:
+    job = write_job(tmp_path / "job.yaml")
+    job.write_text(job.read_text().replace("breast_hetero_host.csv", "nope.csv"))
+    out = vfl("run", str(job), "--json")
+    assert out.returncode == 1
+    result = json.loads(out.stdout)
+    assert result["state"] == "FAILED" and "nope.csv' does not exist" in result["reason"]
+
+
+def _start(args: list[str], tmp_path: Path, name: str) -> tuple[subprocess.Popen, int]:
+    port_file = tmp_path / f"{name}.port"
+    proc = subprocess.Popen(
+        [*VFL, *args, "--port-file", str(port_file)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / f"{name}.log", "w"),
+    )
+    deadline = time.monotonic() + 60
+    while not port_file.exists() and time.monotonic() < deadline:
+        assert proc.poll() is None, (tmp_path / f"{name}.log").read_text()
+        time.sleep(0.05)
+    return proc, int(port_file.read_text())
+
+
+def test_by_hand_topology(tmp_path) -> None:
+    # Prepare: a coordinator and two parties started as a user would
+    coord, port = _start(
+        ["coordinator", "serve", "--db", str(tmp_path / "jobs.sqlite"), "--listen", "127.0.0.1:0"],
+        tmp_path,
+        "coordinator",
+    )
+    procs = [coord]
+    address = f"127.0.0.1:{port}"
+    try:
+        for pid, file, label in (
+            ("bank", "breast_hetero_guest.csv", "\n    label: y"),
+            ("shop", "breast_hetero_host.csv", ""),
+        ):
+            cfg = tmp_path / f"{pid}.yaml"
+            cfg.write_text(
+                f"party: {pid}\nlisten: 127.0.0.1:0\ncoordinator: {address}\n"
+                f"datasets:\n  breast:\n    path: {FATE / file}{label}\n"
+            )
+            procs.append(_start(["party", "serve", "--config", str(cfg)], tmp_path, pid)[0])
+        job = tmp_path / "job.yaml"
+        job.write_text(
+            write_job(tmp_path / "j.yaml")
+            .read_text()
+            .replace(f"path: {FATE}/breast_hetero_guest.csv, label: y", "dataset: breast")
+            .replace(f"path: {FATE}/breast_hetero_host.csv", "dataset: breast")
+        )
+        c = ["--coordinator", address]
+        # Execute
+        submitted = vfl("submit", str(job), *c)
+        assert submitted.returncode == 0, submitted.stderr
+        job_id = submitted.stdout.strip()
+        watched = vfl("watch", job_id, "--json", *c)
+        status = vfl("status", job_id, *c)
+        listing = vfl("jobs", *c)
+        unknown = vfl("status", "nope", *c)
+        long_job = vfl("submit", str(write_job(tmp_path / "long.yaml", 5000)), *c)
+        # Assert
+        assert watched.returncode == 0 and json.loads(watched.stdout)["metrics"]["auc"] >= 0.98
+        assert "SUCCEEDED" in status.stdout and job_id in listing.stdout
+        assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr
+        assert long_job.returncode == 2 and "dataset" in long_job.stderr
+        cancel_id = vfl("submit", str(job), *c).stdout.strip()
+        assert "CANCELLED" in vfl("cancel", cancel_id, *c).stdout
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            assert p.wait(timeout=20) == 0
+
+
+def test_unreachable_coordinator_exits_3() -> None:
+    out = vfl("jobs", "--coordinator", "127.0.0.1:1", timeout=120)
+    assert out.returncode == 3
+
+
+def test_ctrl_c_stops_every_process(tmp_path) -> None:
+    workdir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [*VFL, "run", str(write_job(tmp_path / "job.yaml", 5000)), "--workdir", str(workdir)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "round" not in _logs(workdir):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    pids = (
+        [int(p) for p in (workdir / "pids").read_text().split()]
+        if (workdir / "pids").exists()
+        else []
+    )
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def _logs(workdir: Path) -> str:
+    return "".join(p.read_text() for p in workdir.glob("*.log")) if workdir.exists() else ""

@@ -1,0 +1,157 @@
+"""A coordinator and parties as real gRPC servers on OS-chosen ports, in one process."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from coordinator.client import CoordinatorClient
+from coordinator.server import create_coordinator_server
+from party.config import PartyConfig
+from party.data import DatasetConfig
+from party.server import create_party_server
+from tests.conftest import FATE
+
+JOB = """
+job: {name}
+parties:
+  - {{id: bank, role: active, data: {{dataset: {bank}}}}}
+  - {{id: shop, role: passive, data: {{dataset: {shop}}}}}
+train: {{epochs: {epochs}, batch_size: 64}}
+validation: {{every: 10}}
+"""
+
+
+def job(name: str = "t", bank: str = "breast", shop: str = "breast", epochs: int = 3) -> str:
+    return JOB.format(name=name, bank=bank, shop=shop, epochs=epochs)
+
+
+@pytest.fixture
+def topology(tmp_path: Path):
+    nan = tmp_path / "nan.csv"
+    rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
+    nan.write_text("\n".join([rows[0], rows[1].replace("0.449512", "nan"), *rows[2:]]))
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(rows[:-3]) + "\n")
+    coord = create_coordinator_server(str(tmp_path / "jobs.sqlite"), "127.0.0.1:0")
+    address = f"127.0.0.1:{coord.port}"
+    bank = create_party_server(
+        PartyConfig(
+            "bank",
+            "127.0.0.1:0",
+            address,
+            datasets={
+                "breast": DatasetConfig("breast", str(FATE / "breast_hetero_guest.csv"), label="y")
+            },
+        )
+    )
+    shop = create_party_server(
+        PartyConfig(
+            "shop",
+            "127.0.0.1:0",
+            address,
+            datasets={
+                "breast": DatasetConfig("breast", str(FATE / "breast_hetero_host.csv")),
+                "nan": DatasetConfig("nan", str(nan)),
+                "short": DatasetConfig("short", str(short)),
+            },
+        )
+    )
+    client = CoordinatorClient(address)
+    yield client, coord, bank, shop
+    client.close()
+    for server in (bank, shop, coord):
+        server.stop(0)
+
+
+def wait(client: CoordinatorClient, job_id: str, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        view = client.get(job_id)
+        if view.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return view
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} still {view.state}")
+
+
+def test_full_job_over_grpc(topology) -> None:
+    client, *_ = topology
+    view = wait(client, client.submit(job(epochs=5)))
+    assert view.state == "SUCCEEDED", view.reason
+    r = view.result
+    assert r["metrics"]["auc"] >= 0.98 and r["rounds"] == 40
+    assert r["bytes_sent"] == sum(p["bytes_sent"] for p in r["parties"].values()) > 0
+    assert [h["round"] for h in r["history"]] == [10, 20, 30, 40]
+    assert [j.job_id for j in client.jobs()] == [view.job_id]
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        (job(shop="missing"), "exposes no dataset 'missing'"),
+        (job(shop="nan"), "NaN or infinite"),
+        (job(shop="short"), "id sets differ"),
+    ],
+)
+def test_bad_data_fails_the_job_with_its_reason_and_daemons_survive(
+    topology, spec, fragment
+) -> None:
+    client, *_ = topology
+    view = wait(client, client.submit(spec))
+    assert view.state == "FAILED" and fragment in view.reason
+    assert wait(client, client.submit(job())).state == "SUCCEEDED"
+
+
+def test_bad_requests_get_status_codes(topology) -> None:
+    client, *_ = topology
+    with pytest.raises(grpc.RpcError) as err:
+        client.get("no-such-job")
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND and "vfl jobs" in err.value.details()
+    with pytest.raises(grpc.RpcError) as err:
+        client.submit("job: [")
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as err:
+        client.submit(
+            job().replace("passive, data: {dataset: breast}", "passive, data: {path: /etc/passwd}")
+        )
+    assert "data: {dataset: NAME}" in err.value.details()
+
+
+def test_unreachable_party_fails_the_job(topology) -> None:
+    client, _, _, shop = topology
+    shop.stop(0)
+    view = wait(client, client.submit(job()))
+    assert view.state == "FAILED" and "'shop'" in view.reason and "not reachable" in view.reason
+
+
+def test_cancel_stops_a_running_job(topology) -> None:
+    client, _, bank, shop = topology
+    job_id = client.submit(job(epochs=2000))
+    deadline = time.monotonic() + 30
+    while client.get(job_id).state != "TRAINING" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.cancel(job_id) == "CANCELLED"
+    deadline = time.monotonic() + 10
+    while (bank.daemon.running_jobs() or shop.daemon.running_jobs()) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert bank.daemon.running_jobs() == [] and shop.daemon.running_jobs() == []
+    assert client.get(job_id).state == "CANCELLED"
+
+
+def test_job_state_survives_a_coordinator_restart(topology, tmp_path) -> None:
+    client, coord, *_ = topology
+    job_id = client.submit(job())
+    view = wait(client, job_id)
+    coord.stop(0)
+    again = create_coordinator_server(str(tmp_path / "jobs.sqlite"), "127.0.0.1:0")
+    try:
+        with CoordinatorClient(f"127.0.0.1:{again.port}") as c2:
+            assert c2.get(job_id).state == view.state == "SUCCEEDED"
+            assert c2.get(job_id).result["metrics"] == view.result["metrics"]
+    finally:
+        again.stop(0)

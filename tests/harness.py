@@ -1,0 +1,52 @@
+"""Run a job with every party as a thread over the in-process channel (protocol tier)."""
+
+from __future__ import annotations
+
+import threading
+
+from coordinator.spec import JobSpec
+from party.data import DatasetConfig
+from party.job import PartyJob
+from secure.channel import InProcessHub
+
+
+class RecordingReporter:
+    def __init__(self) -> None:
+        self.rounds: list[tuple[int, float | None]] = []
+        self.validations: list[tuple[int, dict]] = []
+
+    def round(self, rnd: int, total: int, loss: float | None) -> None:
+        self.rounds.append((rnd, loss))
+
+    def validation(self, rnd: int, metrics: dict) -> None:
+        self.validations.append((rnd, metrics))
+
+    def state(self, state: str) -> None:
+        pass
+
+
+def run_inprocess(
+    spec: JobSpec, datasets: dict[str, dict[str, DatasetConfig]], hook=None
+) -> dict[str, dict]:
+    """Run `spec` with parties as threads; re-raises the first party error."""
+    hub = InProcessHub()
+    channels = {p.id: hub.channel(p.id, hook) for p in spec.parties}
+    results: dict[str, dict] = {}
+    errors: list[BaseException] = []
+
+    def party(pid: str) -> None:
+        try:
+            job = PartyJob("job", spec, pid, datasets[pid])
+            results[pid] = job.run(channels[pid], RecordingReporter())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            errors.append(exc)
+            hub.close(f"party {pid} failed: {exc}")
+
+    threads = [threading.Thread(target=party, args=(p.id,)) for p in spec.parties]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    if errors:
+        raise errors[0]
+    return results

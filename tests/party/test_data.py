@@ -1,0 +1,64 @@
+"""Dataset loading: CSV and LIBSVM, and a named error for each malformed input."""
+
+from __future__ import annotations
+
+import pytest
+
+from party.data import DatasetConfig, load_table
+from party.errors import DataError
+from tests.conftest import shared_data
+
+
+def test_breast_csv(breast_files) -> None:
+    guest, host = breast_files
+    g = load_table(DatasetConfig("g", str(guest), label="y"))
+    h = load_table(DatasetConfig("h", str(host)))
+    assert g.features.shape == (569, 10) and set(g.labels) == {0.0, 1.0}
+    assert h.features.shape == (569, 20) and h.labels is None
+    assert list(g.ids) == list(h.ids)
+
+
+def test_a9a_libsvm_split_files() -> None:
+    g = load_table(DatasetConfig("g", str(shared_data("a9a", "a9a.guest")), "libsvm", "auto", "y"))
+    h = load_table(DatasetConfig("h", str(shared_data("a9a", "a9a.host")), "libsvm", "auto"))
+    assert g.rows == h.rows == 32561 and g.ids[5] == "5" and set(g.labels) == {-1.0, 1.0}
+    assert h.features.sum(axis=1).max() <= 14
+
+
+def test_libsvm_line_number_ids(tmp_path) -> None:
+    f = tmp_path / "d.svm"
+    f.write_text("1 1:0.5 3:1\n-1 2:2\n")
+    t = load_table(DatasetConfig("d", str(f), "libsvm", "auto", "y"))
+    assert list(t.ids) == ["0", "1"] and t.features.tolist() == [[0.5, 0, 1], [0, 2, 0]]
+
+
+@pytest.mark.parametrize(
+    ("content", "cfg", "fragment"),
+    [
+        ("id,y,x\n1,0,0.5\n", {"id": "key"}, "id column 'key' is not in the header"),
+        ("id,y,x\n1,0,0.5\n", {"label": "target"}, "label column 'target'"),
+        ("id,y,x\n1,0,abc\n", {"label": "y"}, "non-numeric value 'abc'"),
+        ("id,y,x\n1,0,nan\n", {"label": "y"}, "NaN or infinite"),
+        ("id,y,x\n1,0\n", {"label": "y"}, "has 2 cells"),
+        ("id,y,x\n", {"label": "y"}, "no data rows"),
+        ("", {}, "is empty"),
+    ],
+)
+def test_bad_csv(tmp_path, content, cfg, fragment) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text(content)
+    with pytest.raises(DataError) as err:
+        load_table(DatasetConfig("bad", str(f), **cfg))
+    assert fragment in str(err.value)
+
+
+def test_missing_file(tmp_path) -> None:
+    with pytest.raises(DataError, match="does not exist"):
+        load_table(DatasetConfig("x", str(tmp_path / "none.csv")))
+
+
+def test_bad_libsvm_pair(tmp_path) -> None:
+    f = tmp_path / "d.svm"
+    f.write_text("1 1:0.5 x:y\n")
+    with pytest.raises(DataError, match="index:value"):
+        load_table(DatasetConfig("d", str(f), "libsvm", "auto", "y"))

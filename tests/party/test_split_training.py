@@ -1,0 +1,107 @@
+"""Split learning over the in-process channel: accuracy per task, determinism, bad ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.spec import parse_spec
+from party.data import DatasetConfig
+from party.errors import JobError
+from tests.conftest import FATE, shared_data
+from tests.harness import run_inprocess
+
+
+def spec_for(parties: list[tuple[str, str]], task: str, **train) -> object:
+    return parse_spec(
+        {
+            "job": "t",
+            "parties": [
+                {"id": pid, "role": role, "data": {"dataset": "d"}} for pid, role in parties
+            ],
+            "model": {"source": {"out_dim": 8}, "top": {"hidden": [16], "task": task}},
+            "train": {"epochs": 5, "batch_size": 64, **train},
+            "validation": {"fraction": 0.2, "every": 1000},
+        }
+    )
+
+
+def breast() -> dict[str, dict[str, DatasetConfig]]:
+    return {
+        "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
+        "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
+    }
+
+
+def test_breast_binary_reaches_high_auc_and_is_deterministic() -> None:
+    spec = spec_for([("bank", "active"), ("shop", "passive")], "binary")
+    first = run_inprocess(spec, breast())
+    again = run_inprocess(spec, breast())
+    assert first["bank"]["metrics"]["auc"] >= 0.98
+    assert first["bank"]["metrics"] == again["bank"]["metrics"]
+    assert first["bank"]["rounds"] == 5 * 8  # ceil(455 / 64) batches per epoch
+    assert first["shop"]["bytes_sent"] > 0
+
+
+def test_three_party_motor_regression() -> None:
+    fate = "fate"
+    datasets = {
+        "plant": {
+            "d": DatasetConfig(
+                "d", str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
+            )
+        },
+        "s1": {
+            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")
+        },
+        "s2": {
+            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")
+        },
+    }
+    spec = spec_for(
+        [("plant", "active"), ("s1", "passive"), ("s2", "passive")],
+        "regression",
+        epochs=10,
+        batch_size=32,
+    )
+    result = run_inprocess(spec, datasets)["plant"]
+    assert result["metrics"]["r2"] >= 0.85
+
+
+def test_vehicle_multiclass() -> None:
+    datasets = {
+        "a": {
+            "d": DatasetConfig(
+                "d", str(shared_data("fate", "vehicle_scale_hetero_guest.csv")), label="y"
+            )
+        },
+        "b": {"d": DatasetConfig("d", str(shared_data("fate", "vehicle_scale_hetero_host.csv")))},
+    }
+    spec = spec_for([("a", "active"), ("b", "passive")], "multiclass", epochs=30, batch_size=32)
+    assert run_inprocess(spec, datasets)["a"]["metrics"]["accuracy"] >= 0.7
+
+
+def test_different_id_sets_fail_without_sending_ids(tmp_path) -> None:
+    host = tmp_path / "host.csv"
+    lines = (FATE / "breast_hetero_host.csv").read_text().splitlines()
+    host.write_text("\n".join(lines[:-5]) + "\n")
+    datasets = breast()
+    datasets["shop"] = {"d": DatasetConfig("d", str(host))}
+    sent: list[bytes] = []
+    spec = spec_for([("bank", "active"), ("shop", "passive")], "binary")
+    with pytest.raises(JobError, match="id sets differ"):
+        run_inprocess(spec, datasets, hook=lambda d, s, r, tag, data: sent.append(data))
+    assert not any(b"133" in d and b"273" in d for d in sent)
+
+
+def test_binary_task_with_three_label_values_is_rejected() -> None:
+    datasets = {
+        "a": {
+            "d": DatasetConfig(
+                "d", str(shared_data("fate", "vehicle_scale_hetero_guest.csv")), label="y"
+            )
+        },
+        "b": {"d": DatasetConfig("d", str(shared_data("fate", "vehicle_scale_hetero_host.csv")))},
+    }
+    spec = spec_for([("a", "active"), ("b", "passive")], "binary")
+    with pytest.raises(Exception, match="use task: multiclass"):
+        run_inprocess(spec, datasets)
