@@ -21,6 +21,7 @@ from proto import party_pb2
 log = logging.getLogger(__name__)
 
 CONTROL_TIMEOUT_S = 60.0
+RUNNING = ("ALIGNING", "KEYING", "TRAINING", "VALIDATING")
 
 
 class Lifecycle:
@@ -28,6 +29,7 @@ class Lifecycle:
         self.store = store
         self._parties = parties
         self._lock = threading.Lock()
+        self._silent_since: dict[tuple[str, str], float] = {}
 
     # --- user-facing -----------------------------------------------------------------
 
@@ -121,6 +123,47 @@ class Lifecycle:
             self.store.set_state(job_id, "SUCCEEDED", result=result)
         else:
             self.store.update_result(job_id, result)
+
+    # --- party health ----------------------------------------------------------------
+
+    def check_parties(self, grace_s: float) -> None:
+        """Fail running jobs whose parties stopped answering or lost the job."""
+        known = self.store.parties()
+        for job_id in self.store.in_states(*RUNNING):
+            record = self.store.get(job_id)
+            spec = JobSpec.from_json(record.spec_json)
+            finished = set(record.result.get("parties", {}))
+            for p in spec.parties:
+                if p.id in finished or p.id not in known:
+                    continue
+                problem = self._probe(p.id, known[p.id], job_id)
+                key = (job_id, p.id)
+                if problem is None:
+                    self._silent_since.pop(key, None)
+                    continue
+                first = self._silent_since.setdefault(key, time.monotonic())
+                if time.monotonic() - first >= grace_s:
+                    self._silent_since.pop(key, None)
+                    if self.store.set_state(job_id, "FAILED", problem):
+                        self._abort_all(job_id, spec, problem)
+                    break
+
+    def _probe(self, party_id: str, address: str, job_id: str) -> str | None:
+        try:
+            info = self._parties.stub(address).GetPartyInfo(
+                party_pb2.GetPartyInfoRequest(), timeout=5
+            )
+        except grpc.RpcError:
+            return (
+                f"party '{party_id}' at {address} stopped answering during the job; "
+                "restart its daemon and submit the job again"
+            )
+        if job_id not in info.running_jobs:
+            return (
+                f"party '{party_id}' lost job {job_id} (was its daemon restarted?); "
+                "submit the job again"
+            )
+        return None
 
     # --- launching ---------------------------------------------------------------------
 

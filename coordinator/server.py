@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -25,16 +26,31 @@ class CoordinatorServer:
     port: int
     health: health.HealthServicer
     clients: PeerClients
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def stop(self, grace: float = 2.0) -> None:
+        self.stopping.set()
         self.health.enter_graceful_shutdown()
         self.server.stop(grace).wait()
         self.clients.close()
         self.lifecycle.store.close()
 
 
+def _monitor(running: CoordinatorServer, interval_s: float, grace_s: float) -> None:
+    while not running.stopping.wait(interval_s):
+        try:
+            running.lifecycle.check_parties(grace_s)
+        except Exception:  # noqa: BLE001 - the monitor must outlive any one bad record
+            log.exception("party health check failed")
+
+
 def create_coordinator_server(
-    db_path: str, listen: str, tls: TlsFiles | None = None
+    db_path: str,
+    listen: str,
+    tls: TlsFiles | None = None,
+    *,
+    health_interval_s: float = 2.0,
+    party_grace_s: float = 10.0,
 ) -> CoordinatorServer:
     """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs."""
     store = JobStore(db_path)
@@ -51,4 +67,11 @@ def create_coordinator_server(
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     lifecycle.resume_pending()
     log.info("coordinator serving on port %d (db %s)", port, db_path)
-    return CoordinatorServer(server, lifecycle, port, health_servicer, clients)
+    running = CoordinatorServer(server, lifecycle, port, health_servicer, clients)
+    threading.Thread(
+        target=_monitor,
+        args=(running, health_interval_s, party_grace_s),
+        name="party-monitor",
+        daemon=True,
+    ).start()
+    return running

@@ -83,6 +83,14 @@ class ValidationSpec:
 
 
 @dataclass(frozen=True)
+class NetworkSpec:
+    """An emulated WAN applied to every data-plane envelope (benchmarks)."""
+
+    bandwidth_mbps: float
+    rtt_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class JobSpec:
     job: str
     parties: tuple[PartySpec, ...]
@@ -91,6 +99,7 @@ class JobSpec:
     local_updates: LocalUpdatesSpec = field(default_factory=LocalUpdatesSpec)
     train: TrainSpec = field(default_factory=TrainSpec)
     validation: ValidationSpec = field(default_factory=ValidationSpec)
+    network: NetworkSpec | None = None
 
     @property
     def active(self) -> PartySpec:
@@ -146,7 +155,9 @@ def parse_spec(raw: Any) -> JobSpec:
     if not isinstance(raw, dict):
         raise SpecError("job spec must be a YAML mapping with at least 'job' and 'parties'")
     top = _fields(
-        raw, "", {"job", "parties", "model", "protocol", "local_updates", "train", "validation"}
+        raw,
+        "",
+        {"job", "parties", "model", "protocol", "local_updates", "train", "validation", "network"},
     )
     if "parties" not in top:
         raise SpecError("'parties' is required: list one active party and at least one passive")
@@ -158,6 +169,7 @@ def parse_spec(raw: Any) -> JobSpec:
         local_updates=_local_updates(top.get("local_updates") or {}),
         train=_train(top.get("train") or {}),
         validation=_validation(top.get("validation") or {}),
+        network=None if top.get("network") is None else _network(top["network"]),
     )
     return spec
 
@@ -334,4 +346,18 @@ def _validation(raw: Any) -> ValidationSpec:
     return ValidationSpec(
         fraction=_float(r.get("fraction", 0.2), "validation.fraction", 0.0, 0.9, open_lo=True),
         every=_int(r.get("every", 20), "validation.every", 1),
+    )
+
+
+def _network(raw: Any) -> NetworkSpec:
+    r = _fields(raw, "network", {"bandwidth_mbps", "rtt_ms"})
+    if "bandwidth_mbps" not in r:
+        raise SpecError(
+            "'network.bandwidth_mbps' is required, e.g. network: {bandwidth_mbps: 20, rtt_ms: 50}"
+        )
+    return NetworkSpec(
+        bandwidth_mbps=_float(
+            r["bandwidth_mbps"], "network.bandwidth_mbps", 0.0, 1e6, open_lo=True
+        ),
+        rtt_ms=_float(r.get("rtt_ms", 0.0), "network.rtt_ms", 0.0, 60000.0),
     )

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from coordinator.client import CoordinatorClient
 from coordinator.errors import SpecError
 from coordinator.spec import JobSpec
+from party.audit import AuditLog
 from party.config import PartyConfig
 from party.errors import JobError
 from party.job import PartyJob
 from party.transport import GrpcChannel, PeerClients
+from party.wan import ShapedChannel, WanProfile
 from secure.channel import Mailbox
 from secure.errors import ChannelClosed
 
@@ -26,11 +28,19 @@ log = logging.getLogger(__name__)
 REPORT_INTERVAL_S = 0.5
 
 
+@dataclass(frozen=True)
+class DaemonOptions:
+    """Operator settings of a party daemon (flags of `vfl party serve`)."""
+
+    audit_dir: str | None = None  # log every envelope (DESIGN.md §5 wire audit)
+    network: WanProfile | None = None  # emulate a WAN on every job's data plane
+
+
 @dataclass
 class RunningJob:
     job: PartyJob
     mailbox: Mailbox
-    channel: GrpcChannel
+    channel: GrpcChannel | ShapedChannel
     thread: threading.Thread | None = None
     state: str = "PREPARED"
     prepared_at: float = field(default_factory=time.monotonic)
@@ -62,9 +72,14 @@ class PartyDaemon:
     """Holds the jobs of one party; thread-safe."""
 
     def __init__(
-        self, config: PartyConfig, clients: PeerClients, coordinator: CoordinatorClient | None
+        self,
+        config: PartyConfig,
+        clients: PeerClients,
+        coordinator: CoordinatorClient | None,
+        options: DaemonOptions | None = None,
     ) -> None:
         self.config = config
+        self.options = options or DaemonOptions()
         self._clients = clients
         self._coordinator = coordinator
         self._lock = threading.Lock()
@@ -94,9 +109,7 @@ class PartyDaemon:
                 "the party config or start them against the same coordinator"
             )
         mailbox = Mailbox()
-        channel = GrpcChannel(
-            me, job_id, mailbox, addresses, self._clients, send_timeout=spec.train.timeout_s
-        )
+        channel = self._channel(job_id, spec, mailbox, addresses)
         with self._lock:
             old = self._jobs.get(job_id)
             if old is not None and old.thread is not None:
@@ -146,7 +159,24 @@ class PartyDaemon:
             raise JobError(f"party '{sender}' is not a peer in job {job_id}")
         return running.mailbox.put(sender, tag, data)
 
-    # --- internals -----------------------------------------------------------------
+    # --- internals ---
+
+    def _channel(self, job_id: str, spec: JobSpec, mailbox: Mailbox, addresses: dict[str, str]):
+        me = self.config.party_id
+        hook = AuditLog(self.options.audit_dir, me, job_id) if self.options.audit_dir else None
+        channel = GrpcChannel(
+            me,
+            job_id,
+            mailbox,
+            addresses,
+            self._clients,
+            hook=hook,
+            send_timeout=spec.train.timeout_s,
+        )
+        profile = self.options.network
+        if spec.network is not None:
+            profile = WanProfile(spec.network.bandwidth_mbps, spec.network.rtt_ms)
+        return channel if profile is None else ShapedChannel(channel, profile)
 
     def _get(self, job_id: str) -> RunningJob:
         if job_id not in self._jobs:
@@ -169,6 +199,8 @@ class PartyDaemon:
                 if self._jobs.get(job_id) is running:
                     del self._jobs[job_id]
             running.mailbox.close("job finished")
+            if isinstance(running.channel, ShapedChannel):
+                running.channel.close()
 
     def report(self, job_id: str, event: str, payload: dict, state: str = "") -> None:
         if self._coordinator is None:

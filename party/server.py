@@ -11,7 +11,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from coordinator.client import CoordinatorClient
 from party.config import PartyConfig
-from party.daemon import PartyDaemon
+from party.daemon import DaemonOptions, PartyDaemon
 from party.servicer import PartyServicer
 from party.transport import PeerClients
 from proto import party_pb2_grpc
@@ -41,7 +41,7 @@ class PartyServer:
 
 
 def create_party_server(
-    config: PartyConfig, tls: TlsFiles | None = None, register_timeout: float = 30.0
+    config: PartyConfig, tls: TlsFiles | None = None, options: DaemonOptions | None = None
 ) -> PartyServer:
     """Start a party daemon on `config.listen` and register it with the coordinator.
 
@@ -49,7 +49,7 @@ def create_party_server(
     """
     clients = PeerClients(tls)
     coordinator = CoordinatorClient(config.coordinator, tls) if config.coordinator else None
-    daemon = PartyDaemon(config, clients, coordinator)
+    daemon = PartyDaemon(config, clients, coordinator, options)
     server = make_server()
     party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
     health_servicer = health.HealthServicer()

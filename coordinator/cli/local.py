@@ -29,9 +29,9 @@ STARTUP_TIMEOUT_S = 60.0
 class LocalTopology:
     """Starts and stops the processes of one local run."""
 
-    def __init__(self, workdir: Path, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, workdir: Path, party_args: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
-        self.extra_args = extra_args
+        self.party_args = party_args
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.coordinator_address = ""
 
@@ -47,7 +47,6 @@ class LocalTopology:
             str(port_file),
             "--parent-pid",
             str(os.getpid()),
-            *self.extra_args,
         ]
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir
@@ -93,7 +92,9 @@ class LocalTopology:
         for p in spec.parties:
             config = self.workdir / f"party-{p.id}.yaml"
             config.write_text(yaml.safe_dump(_party_config(p.id, p.data, self.coordinator_address)))
-            files[p.id] = self._spawn(f"party-{p.id}", ["party", "serve", "--config", str(config)])
+            files[p.id] = self._spawn(
+                f"party-{p.id}", ["party", "serve", "--config", str(config), *self.party_args]
+            )
             spec = spec.with_data(p.id, DataSpec(dataset="data"))
         for p in spec.parties:
             self._wait_port(f"party-{p.id}", files[p.id])
@@ -136,12 +137,12 @@ def spec_to_yaml(spec: JobSpec) -> str:
 
 
 def run_local(
-    spec: JobSpec, watch, workdir: str | None = None, extra_args: tuple[str, ...] = ()
+    spec: JobSpec, watch, workdir: str | None = None, party_args: tuple[str, ...] = ()
 ) -> JobView:
     """Run one job on a fresh local topology; `watch(client, job_id)` follows it."""
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
     base.mkdir(parents=True, exist_ok=True)
-    topo = LocalTopology(base, extra_args)
+    topo = LocalTopology(base, party_args)
     job_id = None
     client = None
     try:

@@ -83,12 +83,24 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, listen=args.listen)
     if args.coordinator:
         config = dataclasses.replace(config, coordinator=args.coordinator)
-    server = create_party_server(config)
+    server = create_party_server(config, options=_daemon_options(args))
     _write_port(args.port_file, server.port)
     print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
     stop.wait()
     server.stop()
     return 0
+
+
+def _daemon_options(args: argparse.Namespace):
+    from party.daemon import DaemonOptions
+    from party.wan import WanProfile
+
+    network = None
+    if args.bandwidth_mbps is not None:
+        network = WanProfile(args.bandwidth_mbps, args.rtt_ms or 0.0)
+    elif args.rtt_ms is not None:
+        raise CoordinatorError("--rtt-ms needs --bandwidth-mbps too")
+    return DaemonOptions(audit_dir=args.audit, network=network)
 
 
 def _client(args: argparse.Namespace) -> CoordinatorClient:
@@ -147,8 +159,12 @@ def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
     from coordinator.spec import load_spec
 
     spec = load_spec(spec_path or args.spec)
+    party_args = ("--audit", str(Path(args.audit).resolve())) if args.audit else ()
     view = run_local(
-        spec, lambda c, j: progress.follow(c, j, show=not args.json), workdir=args.workdir
+        spec,
+        lambda c, j: progress.follow(c, j, show=not args.json),
+        workdir=args.workdir,
+        party_args=party_args,
     )
     return _finish(view, args.json)
 
@@ -179,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--config", required=True, help="party.yaml")
     ps.add_argument("--listen", help="override the config's listen address")
     ps.add_argument("--coordinator", help="override the config's coordinator address")
+    ps.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
+    ps.add_argument("--bandwidth-mbps", type=float, help="emulate a WAN link: bandwidth")
+    ps.add_argument("--rtt-ms", type=float, help="emulate a WAN link: round-trip time")
     daemon_flags(ps)
     ps.set_defaults(fn=cmd_party_serve)
 
@@ -212,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("spec", help="job.yaml (data may be given by path)")
         sp.add_argument("--json", action="store_true", help="print the result as one JSON")
         sp.add_argument("--workdir", help="keep configs, logs and the job store here")
+        sp.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
         sp.set_defaults(fn=fn)
     return p
 
@@ -223,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: job cancelled, processes stopped", file=sys.stderr)
         return 130
-    except (CoordinatorError, PartyError, OSError) as exc:
+    except (CoordinatorError, PartyError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except grpc.RpcError as exc:

@@ -36,7 +36,9 @@ def topology(tmp_path: Path):
     nan.write_text("\n".join([rows[0], rows[1].replace("0.449512", "nan"), *rows[2:]]))
     short = tmp_path / "short.csv"
     short.write_text("\n".join(rows[:-3]) + "\n")
-    coord = create_coordinator_server(str(tmp_path / "jobs.sqlite"), "127.0.0.1:0")
+    coord = create_coordinator_server(
+        str(tmp_path / "jobs.sqlite"), "127.0.0.1:0", health_interval_s=0.5, party_grace_s=1.0
+    )
     address = f"127.0.0.1:{coord.port}"
     bank = create_party_server(
         PartyConfig(
@@ -155,3 +157,14 @@ def test_job_state_survives_a_coordinator_restart(topology, tmp_path) -> None:
             assert c2.get(job_id).result["metrics"] == view.result["metrics"]
     finally:
         again.stop(0)
+
+
+def test_a_party_that_dies_mid_job_fails_it_with_a_reason(topology) -> None:
+    client, _, _, shop = topology
+    job_id = client.submit(job(epochs=5000))
+    deadline = time.monotonic() + 30
+    while client.get(job_id).state != "TRAINING" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shop.stop(0)
+    view = wait(client, job_id, timeout=60)
+    assert view.state == "FAILED" and "'shop'" in view.reason

@@ -1,0 +1,66 @@
+"""The wire audit: every envelope a party sends or receives, logged for inspection.
+
+`AuditLog` is an `EnvelopeHook`: for each envelope it appends one JSON line to
+`DIR/<party>.jsonl` (job, tag, direction, sender, receiver, payload kind, size, sha256)
+and writes the raw payload bytes to `DIR/<party>/<sha256>.bin`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+
+from secure.channel import decode_payload
+from secure.errors import PayloadError
+
+
+def payload_kind(data: bytes) -> str:
+    try:
+        return decode_payload(data).WhichOneof("kind") or "empty"
+    except PayloadError:
+        return "undecodable"
+
+
+class AuditLog:
+    def __init__(self, directory: str | Path, party_id: str, job_id: str) -> None:
+        self.dir = Path(directory)
+        self.blobs = self.dir / party_id
+        self.blobs.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / f"{party_id}.jsonl"
+        self.job_id = job_id
+        self._lock = threading.Lock()
+
+    def __call__(self, direction: str, sender: str, receiver: str, tag: str, data: bytes) -> None:
+        digest = hashlib.sha256(data).hexdigest()
+        record = {
+            "ts": time.time(),
+            "job": self.job_id,
+            "tag": tag,
+            "direction": direction,
+            "sender": sender,
+            "receiver": receiver,
+            "kind": payload_kind(data),
+            "size": len(data),
+            "sha256": digest,
+        }
+        blob = self.blobs / f"{digest}.bin"
+        with self._lock:
+            if not blob.exists():
+                blob.write_bytes(data)
+            with self.path.open("a") as fh:
+                fh.write(json.dumps(record) + "\n")
+
+
+def read_audit(directory: str | Path) -> list[dict]:
+    """All records of an audit directory, each with its payload bytes under 'data'."""
+    out = []
+    for log in sorted(Path(directory).glob("*.jsonl")):
+        party = log.stem
+        for line in log.read_text().splitlines():
+            rec = json.loads(line)
+            rec["data"] = (Path(directory) / party / f"{rec['sha256']}.bin").read_bytes()
+            out.append(rec)
+    return out

@@ -1,0 +1,118 @@
+"""A WAN profile for the data plane: every envelope pays serialisation time and latency.
+
+`ShapedChannel` wraps any `Channel`. Each direction (sender -> receiver) is a link with
+`bandwidth_mbps`: an envelope occupies the link for `size * 8 / bandwidth` seconds after
+the previous one leaves, then arrives `rtt_ms / 2` later. `send` returns once the envelope
+has left (like a socket whose buffer drained), and a per-link worker delivers it at its
+arrival time, so back-to-back sends pipeline as on a real link.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from secure.channel import Channel, Payload
+from secure.errors import ChannelError
+
+
+@dataclass(frozen=True)
+class WanProfile:
+    bandwidth_mbps: float
+    rtt_ms: float
+
+    def __post_init__(self) -> None:
+        if not self.bandwidth_mbps > 0 or self.rtt_ms < 0:
+            raise ValueError(
+                "network.bandwidth_mbps must be > 0 and network.rtt_ms >= 0; got "
+                f"{self.bandwidth_mbps} Mbit/s, {self.rtt_ms} ms"
+            )
+
+    def serialisation_s(self, size: int) -> float:
+        return size * 8 / (self.bandwidth_mbps * 1e6)
+
+
+class _Link:
+    """One direction of a shaped link: a departure clock and a delivery worker."""
+
+    def __init__(self, profile: WanProfile) -> None:
+        self._profile = profile
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._queue: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._error: Exception | None = None
+        self._closed = False
+        self._worker = threading.Thread(target=self._deliver, daemon=True)
+        self._worker.start()
+
+    def send(self, size: int, deliver: Callable[[], None]) -> None:
+        if self._error is not None:
+            raise ChannelError(f"an earlier envelope on this link failed: {self._error}")
+        with self._lock:
+            now = time.monotonic()
+            depart = max(now, self._free_at) + self._profile.serialisation_s(size)
+            self._free_at = depart
+        arrive = depart + self._profile.rtt_ms / 2000.0
+        with self._cond:
+            heapq.heappush(self._queue, (arrive, next(self._seq), deliver))
+            self._cond.notify()
+        time.sleep(max(0.0, depart - time.monotonic()))
+
+    def _deliver(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if self._closed and not self._queue:
+                    return
+                arrive, _, deliver = self._queue[0]
+                wait = arrive - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._queue)
+            try:
+                deliver()
+            except Exception as exc:  # noqa: BLE001 - surfaced on the next send
+                self._error = exc
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+
+class ShapedChannel:
+    """A `Channel` whose sends cross an emulated WAN link per peer."""
+
+    def __init__(self, inner: Channel, profile: WanProfile) -> None:
+        self._inner = inner
+        self._profile = profile
+        self._links: dict[str, _Link] = {}
+        self._lock = threading.Lock()
+        self.party_id = inner.party_id
+        self.stats = inner.stats
+
+    def _link(self, peer: str) -> _Link:
+        with self._lock:
+            if peer not in self._links:
+                self._links[peer] = _Link(self._profile)
+            return self._links[peer]
+
+    def send(self, peer: str, tag: str, payload: Payload) -> None:
+        size = payload.ByteSize()
+        self._link(peer).send(size, lambda: self._inner.send(peer, tag, payload))
+
+    def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
+        return self._inner.recv(peer, tag, timeout)
+
+    def close(self) -> None:
+        with self._lock:
+            for link in self._links.values():
+                link.close()
