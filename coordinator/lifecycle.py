@@ -86,6 +86,10 @@ class Lifecycle:
                     loss=payload.get("loss"),
                 )
                 self.store.update_result(job_id, result)
+            elif event == "aligned" and party_id == spec.active.id:
+                for key in ("intersection_size", "psi_seconds"):
+                    result[key] = payload.get(key)
+                self.store.update_result(job_id, result)
             elif event == "validation":
                 entry = {
                     "round": payload.get("round"),
@@ -112,9 +116,10 @@ class Lifecycle:
         done[party_id] = {
             "bytes_sent": payload.get("bytes_sent", 0),
             "seconds": payload.get("seconds"),
+            "local_updates": payload.get("local_updates", 0),
         }
         if party_id == spec.active.id:
-            for key in ("rounds", "metrics", "history"):
+            for key in ("rounds", "metrics", "history", "local_updates"):
                 if key in payload:
                     result[key] = payload[key]
         result["bytes_sent"] = sum(int(p.get("bytes_sent") or 0) for p in done.values())

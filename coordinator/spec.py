@@ -34,6 +34,7 @@ class DataSpec:
     format: str | None = None
     id: str | None = None
     label: str | None = None
+    categorical: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class PartySpec:
 class SourceSpec:
     out_dim: int = 16
     hidden: tuple[int, ...] = ()
+    embedding_dim: int = 8  # per categorical field
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,18 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class LocalUpdatesSpec:
+    """`none` (vanilla), `fedbcd` (steps = Q) or `celu` (workset W, reuse R, threshold xi).
+
+    `schedule: async` (default) runs CELU updates in a background worker that overlaps the
+    network; `sync` runs up to `steps` of them after each round, deterministically.
+    """
+
     mode: str = "none"
+    steps: int = 5
+    workset: int = 5
+    reuse: int = 5
+    xi: float | None = 0.5
+    schedule: str = "async"
 
 
 @dataclass(frozen=True)
@@ -281,7 +294,7 @@ def _party(raw: Any, where: str) -> PartySpec:
 
 
 def _data(raw: Any, where: str) -> DataSpec:
-    r = _fields(raw, where, {"dataset", "path", "format", "id", "label"})
+    r = _fields(raw, where, {"dataset", "path", "format", "id", "label", "categorical"})
     r = {k: v for k, v in r.items() if v is not None}
     if ("dataset" in r) == ("path" in r):
         raise SpecError(
@@ -305,17 +318,27 @@ def _data(raw: Any, where: str) -> DataSpec:
         format=fmt,
         id=None if "id" not in r else str(r["id"]),
         label=None if label is None else str(label),
+        categorical=_names(r["categorical"], f"{where}.categorical")
+        if "categorical" in r
+        else None,
     )
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise SpecError(f"'{where}' must be a list of column names, e.g. [C1, C2]")
+    return tuple(value)
 
 
 def _model(raw: Any) -> ModelSpec:
     r = _fields(raw, "model", {"source", "top"})
-    src = _fields(r.get("source") or {}, "model.source", {"out_dim", "hidden"})
+    src = _fields(r.get("source") or {}, "model.source", {"out_dim", "hidden", "embedding_dim"})
     top = _fields(r.get("top") or {}, "model.top", {"hidden", "task"})
     return ModelSpec(
         source=SourceSpec(
             out_dim=_int(src.get("out_dim", 16), "model.source.out_dim", 1, 4096),
             hidden=_int_list(src.get("hidden", []), "model.source.hidden"),
+            embedding_dim=_int(src.get("embedding_dim", 8), "model.source.embedding_dim", 1, 1024),
         ),
         top=TopSpec(
             hidden=_int_list(top.get("hidden", [32]), "model.top.hidden"),
@@ -325,8 +348,20 @@ def _model(raw: Any) -> ModelSpec:
 
 
 def _local_updates(raw: Any) -> LocalUpdatesSpec:
-    r = _fields(raw, "local_updates", {"mode"})
-    return LocalUpdatesSpec(mode=_choice(r.get("mode", "none"), "local_updates.mode", ("none",)))
+    from celu.config import LocalUpdateConfig
+    from celu.errors import CeluError
+
+    r = dict(_fields(raw, "local_updates", {f.name for f in dataclasses.fields(LocalUpdatesSpec)}))
+    r.setdefault("mode", "none")
+    if r.get("mode") != "celu":
+        r.setdefault("schedule", "sync")
+    try:
+        cfg = LocalUpdateConfig.from_mapping({**dataclasses.asdict(LocalUpdatesSpec()), **r})
+    except CeluError as exc:
+        raise SpecError(str(exc)) from exc
+    return LocalUpdatesSpec(
+        **{f.name: getattr(cfg, f.name) for f in dataclasses.fields(LocalUpdatesSpec)}
+    )
 
 
 def _train(raw: Any) -> TrainSpec:

@@ -23,7 +23,7 @@ from party.data import DatasetConfig
 from party.errors import ConfigError
 
 _TOP = {"party", "listen", "coordinator", "peers", "datasets", "advertise"}
-_DATASET = {"path", "format", "id", "label"}
+_DATASET = {"path", "format", "id", "label", "categorical"}
 
 
 @dataclass(frozen=True)
@@ -92,4 +92,5 @@ def _dataset(name: str, raw: Any, base: Path) -> DatasetConfig:
         format=fmt,
         id=str(raw.get("id", "id" if fmt == "csv" else "auto")),
         label=None if raw.get("label") in (None, False) else str(raw["label"]),
+        categorical=tuple(str(c) for c in raw.get("categorical") or ()),
     )

@@ -67,6 +67,9 @@ class CoordinatorReporter:
     def state(self, state: str) -> None:
         self._daemon.report(self._job_id, "state", {}, state=state)
 
+    def aligned(self, info: dict) -> None:
+        self._daemon.report(self._job_id, "aligned", info)
+
 
 class PartyDaemon:
     """Holds the jobs of one party; thread-safe."""
@@ -186,7 +189,6 @@ class PartyDaemon:
     def _run(self, job_id: str, running: RunningJob) -> None:
         reporter = CoordinatorReporter(self, job_id)
         try:
-            reporter.state("TRAINING")
             result = running.job.run(running.channel, reporter)
             self.report(job_id, "done", result)
         except ChannelClosed as exc:

@@ -30,6 +30,7 @@ class DatasetConfig:
     format: str = "csv"
     id: str = "id"
     label: str | None = None
+    categorical: tuple[str, ...] = ()  # csv columns holding non-negative integer codes
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class Table:
     features: np.ndarray  # float32, (rows, d)
     labels: np.ndarray | None  # float64, (rows,)
     feature_names: tuple[str, ...]
+    categorical: np.ndarray | None = None  # int64, (rows, fields)
+    cardinalities: tuple[int, ...] = ()  # per categorical field: max code + 1
 
     @property
     def rows(self) -> int:
@@ -86,7 +89,8 @@ def _load_csv(path: Path, cfg: DatasetConfig) -> Table:
         rows = [r for r in reader if r]
     id_col = _column(header, cfg.id, "id", cfg)
     label_col = _column(header, cfg.label, "label", cfg) if cfg.label else None
-    feat_cols = [i for i in range(len(header)) if i not in (id_col, label_col)]
+    cat_cols = [_column(header, c, "categorical", cfg) for c in cfg.categorical]
+    feat_cols = [i for i in range(len(header)) if i not in (id_col, label_col, *cat_cols)]
     for n, r in enumerate(rows):
         if len(r) != len(header):
             raise DataError(
@@ -100,7 +104,27 @@ def _load_csv(path: Path, cfg: DatasetConfig) -> Table:
         if (label_col is not None)
         else None
     )
-    return Table(ids, feats, labels, tuple(header[i] for i in feat_cols))
+    cats, cards = _categorical(rows, cat_cols, header, cfg)
+    return Table(ids, feats, labels, tuple(header[i] for i in feat_cols), cats, cards)
+
+
+def _categorical(rows: list[list[str]], cols: list[int], header: list[str], cfg: DatasetConfig):
+    if not cols:
+        return None, ()
+    out = np.empty((len(rows), len(cols)), dtype=np.int64)
+    for j, c in enumerate(cols):
+        try:
+            out[:, j] = [int(r[c]) for r in rows]
+        except ValueError:
+            bad = next(n for n, r in enumerate(rows) if not r[c].strip().lstrip("-").isdigit())
+            raise DataError(
+                f"dataset '{cfg.name}': categorical column '{header[c]}' has {rows[bad][c]!r} "
+                f"at line {bad + 2}; categorical values must be integer codes (hash or "
+                "label-encode them)"
+            ) from None
+    if out.size and out.min() < 0:
+        raise DataError(f"dataset '{cfg.name}': categorical codes must be >= 0")
+    return out, tuple(int(v) + 1 for v in out.max(axis=0))
 
 
 def _column(header: list[str], name: str | None, what: str, cfg: DatasetConfig) -> int:

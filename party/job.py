@@ -12,9 +12,12 @@ import time
 from coordinator.spec import DataSpec, JobSpec
 from party.data import DatasetConfig, Table, load_table
 from party.errors import DataError, JobError
-from party.training.alignment import align_active, align_passive
+from party.training.active import ActiveTrainer
+from secure.psi import PsiConfig, run_psi
+from party.training.context import Reporter, RoleContext
+from party.training.models import Inputs
+from party.training.passive import PassiveTrainer
 from party.training.plan import make_plan
-from party.training.roles import ActiveTrainer, PassiveTrainer, Reporter, RoleContext
 from party.training.task import make_task
 from secure.channel import Channel
 
@@ -41,7 +44,12 @@ def resolve_dataset(spec: JobSpec, party_id: str, datasets: dict[str, DatasetCon
     cfg = datasets[str(data.dataset)]
     overrides = {
         k: v
-        for k, v in (("id", data.id), ("label", data.label), ("format", data.format))
+        for k, v in (
+            ("id", data.id),
+            ("label", data.label),
+            ("format", data.format),
+            ("categorical", data.categorical),
+        )
         if v is not None
     }
     return dataclasses.replace(cfg, **overrides)
@@ -70,12 +78,15 @@ class PartyJob:
     def run(self, channel: Channel, reporter: Reporter) -> dict:
         table = self.table or self.prepare()
         started = time.monotonic()
-        timeout = self.spec.train.timeout_s
         passives = [p.id for p in self.spec.passives]
-        if self.role == "active":
-            order = align_active(channel, passives, table.ids, timeout)
-        else:
-            order = align_passive(channel, self.spec.active.id, table.ids, timeout)
+        reporter.state("ALIGNING")
+        psi = run_psi(channel, self.party_id, self.spec.active.id, passives, list(table.ids),
+                      "psi", seed=self.spec.train.seed,
+                      config=PsiConfig(timeout=self.spec.train.timeout_s))
+        order = psi.positions
+        reporter.aligned({"intersection_size": psi.intersection_size,
+                          "psi_seconds": round(psi.seconds, 3)})
+        reporter.state("TRAINING")
         t = self.spec.train
         plan = make_plan(
             len(order),
@@ -85,7 +96,9 @@ class PartyJob:
             t.seed,
             self.spec.validation.every,
         )
-        ctx = RoleContext(self.spec, self.party_id, channel, table.features[order], plan, reporter)
+        cats = None if table.categorical is None else table.categorical[order]
+        inputs = Inputs(table.features[order], cats, table.cardinalities)
+        ctx = RoleContext(self.spec, self.party_id, channel, inputs, plan, reporter)
         log.info(
             "job %s party %s: training %d rounds", self.job_id, self.party_id, plan.total_rounds
         )

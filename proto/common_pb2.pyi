@@ -54,6 +54,18 @@ class Digest(_message.Message):
     count: int
     def __init__(self, value: _Optional[bytes] = ..., count: _Optional[int] = ...) -> None: ...
 
+class EcPoints(_message.Message):
+    __slots__ = ("curve", "count", "blob", "blinded_by")
+    CURVE_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    BLOB_FIELD_NUMBER: _ClassVar[int]
+    BLINDED_BY_FIELD_NUMBER: _ClassVar[int]
+    curve: str
+    count: int
+    blob: bytes
+    blinded_by: str
+    def __init__(self, curve: _Optional[str] = ..., count: _Optional[int] = ..., blob: _Optional[bytes] = ..., blinded_by: _Optional[str] = ...) -> None: ...
+
 class Control(_message.Message):
     __slots__ = ("fields",)
     class FieldsEntry(_message.Message):
@@ -68,17 +80,19 @@ class Control(_message.Message):
     def __init__(self, fields: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Payload(_message.Message):
-    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "digest", "control")
+    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "digest", "control", "ec_points")
     TENSOR_FIELD_NUMBER: _ClassVar[int]
     CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     CONTROL_FIELD_NUMBER: _ClassVar[int]
+    EC_POINTS_FIELD_NUMBER: _ClassVar[int]
     tensor: Tensor
     ciphertexts: Ciphertexts
     public_key: PublicKey
     indices: Indices
     digest: Digest
     control: Control
-    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., digest: _Optional[_Union[Digest, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ...) -> None: ...
+    ec_points: EcPoints
+    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., digest: _Optional[_Union[Digest, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ...) -> None: ...

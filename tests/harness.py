@@ -24,6 +24,9 @@ class RecordingReporter:
     def state(self, state: str) -> None:
         pass
 
+    def aligned(self, info: dict) -> None:
+        self.alignment = info
+
 
 def run_inprocess(
     spec: JobSpec, datasets: dict[str, dict[str, DatasetConfig]], hook=None

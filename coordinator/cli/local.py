@@ -121,6 +121,8 @@ def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
         dataset["id"] = "auto"
     if data.label:
         dataset["label"] = data.label
+    if data.categorical:
+        dataset["categorical"] = list(data.categorical)
     return {
         "party": party_id,
         "listen": "127.0.0.1:0",

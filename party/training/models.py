@@ -5,6 +5,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -20,11 +21,14 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def _seed(seed: int, salt: str) -> int:
+    return (seed * 1_000_003 + zlib.crc32(salt.encode())) % (2**63)
+
+
 def seeded_mlp(seed: int, salt: str, in_dim: int, hidden: Sequence[int], out_dim: int):
     """An MLP whose initial weights depend only on (seed, salt), not on global RNG state."""
-    gen_seed = (seed * 1_000_003 + zlib.crc32(salt.encode())) % (2**63)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(gen_seed)
+        torch.manual_seed(_seed(seed, salt))
         return mlp(in_dim, hidden, out_dim)
 
 
@@ -35,3 +39,56 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float):
     if name == "adam":
         return torch.optim.Adam(params, lr=lr)
     return torch.optim.SGD(params, lr=lr)
+
+
+class Inputs:
+    """A party's aligned inputs: dense float features and optional categorical codes."""
+
+    def __init__(
+        self, dense: np.ndarray, categorical: np.ndarray | None, cardinalities: Sequence[int] = ()
+    ) -> None:
+        self.dense = torch.as_tensor(dense, dtype=torch.float32)
+        self.cat = None if categorical is None else torch.as_tensor(categorical, dtype=torch.int64)
+        self.cardinalities = tuple(cardinalities)
+
+    @property
+    def empty(self) -> bool:
+        return self.dense.shape[1] == 0 and self.cat is None
+
+    def take(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None]:
+        idx = torch.as_tensor(rows, dtype=torch.int64)
+        return self.dense[idx], None if self.cat is None else self.cat[idx]
+
+
+class Bottom(nn.Module):
+    """Embeddings of categorical fields (if any) concatenated with dense features, then an
+    MLP. With no categorical fields and no hidden layers it is a linear layer."""
+
+    def __init__(
+        self,
+        dense_dim: int,
+        cardinalities: Sequence[int],
+        emb_dim: int,
+        hidden: Sequence[int],
+        out_dim: int,
+    ) -> None:
+        super().__init__()
+        self.embeddings = nn.ModuleList(nn.Embedding(c, emb_dim) for c in cardinalities)
+        for emb in self.embeddings:
+            nn.init.normal_(emb.weight, std=0.01)
+        self.mlp = mlp(dense_dim + emb_dim * len(cardinalities), hidden, out_dim)
+
+    def forward(self, inputs: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:
+        dense, cat = inputs
+        parts = [dense]
+        if cat is not None:
+            parts += [emb(cat[:, i]) for i, emb in enumerate(self.embeddings)]
+        return self.mlp(torch.cat(parts, dim=1))
+
+
+def seeded_bottom(
+    seed: int, salt: str, inputs: Inputs, emb_dim: int, hidden: Sequence[int], out_dim: int
+) -> Bottom:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_seed(seed, salt))
+        return Bottom(inputs.dense.shape[1], inputs.cardinalities, emb_dim, hidden, out_dim)

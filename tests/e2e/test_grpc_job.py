@@ -36,6 +36,8 @@ def topology(tmp_path: Path):
     nan.write_text("\n".join([rows[0], rows[1].replace("0.449512", "nan"), *rows[2:]]))
     short = tmp_path / "short.csv"
     short.write_text("\n".join(rows[:-3]) + "\n")
+    dup = tmp_path / "dup.csv"
+    dup.write_text("\n".join([*rows, rows[5]]) + "\n")
     coord = create_coordinator_server(
         str(tmp_path / "jobs.sqlite"), "127.0.0.1:0", health_interval_s=0.5, party_grace_s=1.0
     )
@@ -59,6 +61,7 @@ def topology(tmp_path: Path):
                 "breast": DatasetConfig("breast", str(FATE / "breast_hetero_host.csv")),
                 "nan": DatasetConfig("nan", str(nan)),
                 "short": DatasetConfig("short", str(short)),
+                "dup": DatasetConfig("dup", str(dup)),
             },
         )
     )
@@ -88,6 +91,13 @@ def test_full_job_over_grpc(topology) -> None:
     assert r["bytes_sent"] == sum(p["bytes_sent"] for p in r["parties"].values()) > 0
     assert [h["round"] for h in r["history"]] == [10, 20, 30, 40]
     assert [j.job_id for j in client.jobs()] == [view.job_id]
+    assert r["intersection_size"] == 569 and r["psi_seconds"] >= 0
+
+
+def test_partial_overlap_reports_the_intersection(topology) -> None:
+    client, *_ = topology
+    view = wait(client, client.submit(job(shop="short")))
+    assert view.state == "SUCCEEDED" and view.result["intersection_size"] == 566
 
 
 @pytest.mark.parametrize(
@@ -95,7 +105,7 @@ def test_full_job_over_grpc(topology) -> None:
     [
         (job(shop="missing"), "exposes no dataset 'missing'"),
         (job(shop="nan"), "NaN or infinite"),
-        (job(shop="short"), "id sets differ"),
+        (job(shop="dup"), "duplicate"),
     ],
 )
 def test_bad_data_fails_the_job_with_its_reason_and_daemons_survive(

@@ -1,0 +1,118 @@
+"""The active party in split mode: own bottom model, top model, loss, derivatives, metrics.
+
+Local updates (CELU / FedBCD) rerun the top model on cached passive activations and
+weight each instance by the cosine between the fresh and the cached derivative.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from celu.weighting import active_local_loss
+from celu.workset import CachedBatch
+from party.training.context import RoleContext
+from party.training.models import make_optimizer, seeded_bottom, seeded_mlp
+from party.training.task import Task
+from secure.payload import tensor_from_payload, tensor_to_payload
+
+
+class ActiveTrainer:
+    def __init__(self, ctx: RoleContext, labels: np.ndarray, task: Task) -> None:
+        s = ctx.spec
+        self.ctx, self.task = ctx, task
+        self.passives = [p.id for p in s.passives]
+        src = s.model.source
+        self.width = src.out_dim
+        self.y = task.encode(labels)
+        self.bottom = (
+            None
+            if ctx.inputs.empty
+            else seeded_bottom(
+                s.train.seed, ctx.party_id, ctx.inputs, src.embedding_dim, src.hidden, self.width
+            )
+        )
+        top_in = self.width * (len(self.passives) + int(self.bottom is not None))
+        self.top = seeded_mlp(s.train.seed, "top", top_in, s.model.top.hidden, task.out_dim)
+        params = list(self.top.parameters())
+        if self.bottom is not None:
+            params += list(self.bottom.parameters())
+        self.opt = make_optimizer(s.train.optimizer, params, s.train.lr)
+        self.updater = ctx.local_updater(self.local_update)
+        self.xi = self.updater.config.effective_xi
+        self.started = time.monotonic()
+        self.metrics: dict[str, float] = {}
+        self.history: list[dict] = []
+
+    def run(self) -> dict:
+        plan = self.ctx.plan
+        with self.updater:
+            for rnd, _, rows in plan.batches():
+                loss = self.step(rnd, rows)
+                self.ctx.reporter.round(rnd, plan.total_rounds, loss)
+                if plan.validates_at(rnd):
+                    self.validate(rnd)
+        return {
+            "rounds": plan.total_rounds,
+            "local_updates": self.updater.num_local_updates,
+            "metrics": self.metrics,
+            "history": self.history,
+        }
+
+    def _recv_acts(self, tag: str, n: int) -> list[torch.Tensor]:
+        return [
+            torch.from_numpy(
+                tensor_from_payload(
+                    self.ctx.channel.recv(p, tag, self.ctx.timeout),
+                    shape=(n, self.width),
+                    dtype="float32",
+                )
+            )
+            for p in self.passives
+        ]
+
+    def _forward(self, rows: np.ndarray, acts: list[torch.Tensor]) -> torch.Tensor:
+        parts = list(acts)
+        if self.bottom is not None:
+            parts.insert(0, self.bottom(self.ctx.inputs.take(rows)))
+        return self.top(torch.cat(parts, dim=1))
+
+    def step(self, rnd: int, rows: np.ndarray) -> float:
+        acts = self._recv_acts(f"train/r{rnd}/act", len(rows))
+        with self.ctx.lock:
+            leaves = [a.clone().requires_grad_(True) for a in acts]
+            loss = self.task.losses(self._forward(rows, leaves), self.y[rows]).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            grads = [a.grad.detach().clone() for a in leaves]
+            self.opt.step()
+        for p, g in zip(self.passives, grads, strict=True):
+            self.ctx.channel.send(p, f"train/r{rnd}/grad", tensor_to_payload(g.numpy()))
+        self.updater.record_round(rnd, (rows, acts), grads)
+        return float(loss.detach())
+
+    def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
+        rows, acts = entry.activation
+        leaves = [a.clone().requires_grad_(True) for a in acts]
+        losses = self.task.losses(self._forward(rows, leaves), self.y[rows])
+        loss, _ = active_local_loss(losses, leaves, entry.derivative, self.xi)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+    def validate(self, rnd: int) -> None:
+        rows = self.ctx.plan.val_rows
+        acts = self._recv_acts(f"val/r{rnd}/act", len(rows))
+        with self.ctx.lock, torch.no_grad():
+            out = self._forward(rows, acts).numpy()
+        self.metrics = self.task.evaluate(out, self.y[rows])
+        entry = {
+            "round": rnd,
+            "seconds": round(time.monotonic() - self.started, 3),
+            "local_updates": self.updater.num_local_updates,
+            **self.metrics,
+        }
+        self.history.append(entry)
+        self.ctx.reporter.validation(rnd, self.metrics)

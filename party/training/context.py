@@ -1,0 +1,49 @@
+"""What a training role needs: the spec, its channel, its aligned inputs, the plan."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from celu.config import LocalUpdateConfig
+from celu.local_loop import LocalUpdater, UpdateFn
+from coordinator.spec import JobSpec
+from party.training.models import Inputs
+from party.training.plan import Plan
+from secure.channel import Channel
+
+
+class Reporter(Protocol):
+    def round(self, rnd: int, total: int, loss: float | None) -> None: ...
+    def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
+    def state(self, state: str) -> None: ...
+    def aligned(self, info: dict) -> None: ...
+
+
+@dataclass
+class RoleContext:
+    spec: JobSpec
+    party_id: str
+    channel: Channel
+    inputs: Inputs  # aligned order
+    plan: Plan
+    reporter: Reporter
+    lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
+
+    @property
+    def timeout(self) -> float:
+        return self.spec.train.timeout_s
+
+    def local_updater(self, update_fn: UpdateFn) -> LocalUpdater:
+        """The CELU / FedBCD local-update loop for this party (a no-op in `none` mode)."""
+        lu = self.spec.local_updates
+        config = LocalUpdateConfig(
+            mode=lu.mode,
+            steps=lu.steps,
+            workset=lu.workset,
+            reuse=lu.reuse,
+            xi=lu.xi,
+            schedule=lu.schedule,
+        )
+        return LocalUpdater(config, update_fn, seed=self.spec.train.seed, lock=self.lock)
