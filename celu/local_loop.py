@@ -13,7 +13,7 @@ Modes:
   `record_round` (stopping early when nothing is eligible), reproducibly for a given seed.
   Schedule ``async`` runs them in one background thread between `start` and `stop`.
 - ``fedbcd``: `record_round` runs ``config.steps`` (Q) consecutive updates on the round's
-  own batch (`run_fedbcd`). Unlike CELU there is no table, no interleaving of batches, no
+  own batch (`fedbcd_schedule`). Unlike CELU there is no table, no interleaving of batches, no
   staleness bound and no weighting: FedBCD only ever reuses the current batch.
 - ``none``, or ``celu`` with ``reuse=1``: no local updates; `record_round` only counts.
 
@@ -41,6 +41,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from celu.config import LocalUpdateConfig
@@ -71,18 +72,13 @@ class UpdateClock:
             return self._value
 
 
-def run_fedbcd(
-    batch: CachedBatch, steps: int, update_fn: UpdateFn, clock: UpdateClock, lock: Any
-) -> int:
-    """FedBCD's local phase: ``steps`` consecutive updates on the current batch only."""
-    for step in range(steps):
-        with lock:
-            entry = CachedBatch(
-                batch.batch_id, batch.activation, batch.derivative, batch.cached_at, step + 2
-            )
-            update_fn(batch.batch_id, entry, clock.now())
-            clock.tick()
-    return steps
+def fedbcd_schedule(batch: CachedBatch, steps: int) -> list[CachedBatch]:
+    """FedBCD's local phase: the round's own batch, ``steps`` times in a row.
+
+    The entries carry the round's statistics unchanged, with ``num_used`` 2, 3, ... so an
+    ``update_fn`` written for CELU works as is.
+    """
+    return [replace(batch, num_used=batch.num_used + 1 + step) for step in range(steps)]
 
 
 class LocalUpdater:
@@ -94,6 +90,7 @@ class LocalUpdater:
         seed: seed of the sampler's generator (the same seed gives the same schedule).
         lock: the model lock of the lock protocol; a private ``RLock`` by default.
         clock: the party's update counter (pass one restored from a checkpoint to resume).
+        idle_wait: seconds the worker sleeps when nothing is eligible, unless woken by a put.
     """
 
     def __init__(
@@ -119,6 +116,11 @@ class LocalUpdater:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._error_reported = False
+
+    @property
+    def lock(self) -> Any:
+        """The model lock; hold it around the main loop's own model updates."""
+        return self._lock
 
     @property
     def uses_worker(self) -> bool:
@@ -151,6 +153,11 @@ class LocalUpdater:
         """
         self.check()
         cfg = self.config
+        if self.uses_worker and not self.is_running:
+            raise LocalUpdateWorkerError(
+                "schedule is async but the worker is not running; call start() first "
+                "(or use the LocalUpdater as a context manager)"
+            )
         t_round = self.clock.now()
         self.clock.tick()
         self._bump("rounds")
@@ -158,14 +165,10 @@ class LocalUpdater:
             return 0
         if cfg.mode == "fedbcd":
             batch = CachedBatch(batch_id, activation, derivative, t_round, 1)
-            done = run_fedbcd(batch, cfg.steps, self._update_fn, self.clock, self._lock)
-            self._bump("local", done)
-            return done
-        if self.uses_worker and not self.is_running:
-            raise LocalUpdateWorkerError(
-                "schedule is async but the worker is not running; call start() first "
-                "(or use the LocalUpdater as a context manager)"
-            )
+            for entry in fedbcd_schedule(batch, cfg.steps):
+                with self._lock:
+                    self._apply(entry)
+            return cfg.steps
         self.table.put(batch_id, activation, derivative, t_round)
         return 0 if self.uses_worker else self.run_local(cfg.steps)
 
@@ -225,15 +228,19 @@ class LocalUpdater:
         self.stop()
 
     def _step(self) -> bool:
+        """One CELU local update, if an entry is eligible."""
         with self._lock:
-            t = self.clock.now()
-            entry = self.sampler.sample(t)
+            entry = self.sampler.sample(self.clock.now())
             if entry is None:
                 return False
-            self._update_fn(entry.batch_id, entry, t)
-            self.clock.tick()
-        self._bump("local")
+            self._apply(entry)
         return True
+
+    def _apply(self, entry: CachedBatch) -> None:
+        """Run ``update_fn`` on one entry and count it; the caller holds the lock."""
+        self._update_fn(entry.batch_id, entry, self.clock.now())
+        self.clock.tick()
+        self._bump("local")
 
     def _bump(self, key: str, n: int = 1) -> None:
         with self._count_lock:

@@ -114,13 +114,14 @@ def _sample_numeric(rng: np.random.Generator, hidden: _Hidden, rows: int) -> np.
     shared = rng.normal(size=(rows, 1))
     gauss = 0.5 * shared + np.sqrt(0.75) * rng.normal(size=(rows, NUM_NUMERIC))
     counts = np.floor(np.exp(hidden.mu + hidden.sigma * gauss)) - 1.0
-    values = np.log1p(np.maximum(counts, 0.0))
+    values: np.ndarray = np.log1p(np.maximum(counts, 0.0))
     values[rng.random((rows, NUM_NUMERIC)) < 0.1] = 0.0
     return values
 
 
 def _standardise(x: np.ndarray) -> np.ndarray:
-    return (x - x.mean()) / max(float(x.std()), 1e-12)
+    out: np.ndarray = (x - x.mean()) / max(float(x.std()), 1e-12)
+    return out
 
 
 def _logit_terms(hidden: _Hidden, num: np.ndarray, cat: np.ndarray) -> dict[str, np.ndarray]:

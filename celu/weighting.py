@@ -32,9 +32,16 @@ from celu.errors import WeightingError
 NORM_FLOOR = 1e-12
 
 
+def _threshold(xi: float | None) -> float | None:
+    """``xi`` as a float when it turns weighting on, else None."""
+    if xi is None or not -1.0 < float(xi) < 1.0:
+        return None
+    return float(xi)
+
+
 def weighting_enabled(xi: float | None) -> bool:
     """Whether threshold ``xi`` turns weighting on (``-1 < xi < 1``)."""
-    return xi is not None and -1.0 < float(xi) < 1.0
+    return _threshold(xi) is not None
 
 
 def _as_rows(tensors: torch.Tensor | Sequence[torch.Tensor], what: str) -> torch.Tensor:
@@ -68,7 +75,8 @@ def rowwise_cosine(
     ys = ys.to(xs.dtype)
     dots = (xs * ys).sum(dim=1)
     norms = xs.norm(dim=1).clamp_min(NORM_FLOOR) * ys.norm(dim=1).clamp_min(NORM_FLOOR)
-    return (dots / norms).clamp(-1.0, 1.0)
+    cos: torch.Tensor = (dots / norms).clamp(-1.0, 1.0)
+    return cos
 
 
 def instance_weights(
@@ -80,11 +88,12 @@ def instance_weights(
 
     Returns all ones (in ``fresh``'s dtype) when weighting is off.
     """
-    if not weighting_enabled(xi):
+    threshold = _threshold(xi)
+    if threshold is None:
         rows = _as_rows(fresh, "fresh")
         return torch.ones(rows.shape[0], dtype=rows.dtype, device=rows.device)
     cos = rowwise_cosine(fresh, cached)
-    return torch.where(cos >= float(xi), cos, torch.zeros_like(cos))  # type: ignore[arg-type]
+    return torch.where(cos >= threshold, cos, torch.zeros_like(cos))
 
 
 def weighted_mean_loss(losses: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -147,12 +156,13 @@ def active_local_loss(
     )
     if not all(a.requires_grad for a in acts):
         raise WeightingError("cached activations need requires_grad=True before the top model")
-    fresh = torch.autograd.grad(flat.mean(), acts, retain_graph=True, allow_unused=True)
-    if any(g is None for g in fresh):
+    grads = torch.autograd.grad(flat.mean(), acts, retain_graph=True, allow_unused=True)
+    fresh = [g for g in grads if g is not None]
+    if len(fresh) != len(acts):
         raise WeightingError(
             "a cached activation is not used by the loss; feed it to the top model"
         )
-    weights = instance_weights(list(fresh), cached_derivatives, xi)  # type: ignore[arg-type]
+    weights = instance_weights(fresh, cached_derivatives, xi)
     return weighted_mean_loss(flat, weights), weights
 
 

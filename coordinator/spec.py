@@ -18,7 +18,7 @@ import yaml
 
 from coordinator.errors import SpecError
 
-PROTOCOLS = ("split",)
+PROTOCOLS = ("split", "blindfl")
 TASKS = ("binary", "multiclass", "regression")
 OPTIMIZERS = ("adagrad", "sgd", "adam")
 FORMATS = ("csv", "libsvm")
@@ -35,6 +35,8 @@ class DataSpec:
     id: str | None = None
     label: str | None = None
     categorical: tuple[str, ...] | None = None
+    test_dataset: str | None = None  # held-out rows to validate on (instead of a fraction)
+    test_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class SourceSpec:
     out_dim: int = 16
     hidden: tuple[int, ...] = ()
     embedding_dim: int = 8  # per categorical field
+    lr: float | None = None  # blindfl source-layer SGD rate; defaults to train.lr
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,15 @@ class ValidationSpec:
 
 
 @dataclass(frozen=True)
+class CryptoSpec:
+    """Paillier settings of `protocol: blindfl`. Keys below 2048 bits need the explicitly
+    named test setting `allow_insecure_test_keys: true` (daemons log a warning)."""
+
+    key_bits: int = 2048
+    allow_insecure_test_keys: bool = False
+
+
+@dataclass(frozen=True)
 class NetworkSpec:
     """An emulated WAN applied to every data-plane envelope (benchmarks)."""
 
@@ -113,6 +125,7 @@ class JobSpec:
     train: TrainSpec = field(default_factory=TrainSpec)
     validation: ValidationSpec = field(default_factory=ValidationSpec)
     network: NetworkSpec | None = None
+    crypto: CryptoSpec = field(default_factory=CryptoSpec)
 
     @property
     def active(self) -> PartySpec:
@@ -170,7 +183,17 @@ def parse_spec(raw: Any) -> JobSpec:
     top = _fields(
         raw,
         "",
-        {"job", "parties", "model", "protocol", "local_updates", "train", "validation", "network"},
+        {
+            "job",
+            "parties",
+            "model",
+            "protocol",
+            "local_updates",
+            "train",
+            "validation",
+            "network",
+            "crypto",
+        },
     )
     if "parties" not in top:
         raise SpecError("'parties' is required: list one active party and at least one passive")
@@ -183,15 +206,21 @@ def parse_spec(raw: Any) -> JobSpec:
         train=_train(top.get("train") or {}),
         validation=_validation(top.get("validation") or {}),
         network=None if top.get("network") is None else _network(top["network"]),
+        crypto=_crypto(top.get("crypto") or {}),
     )
+    _check_test_data(spec)
     return spec
 
 
 def _resolve_paths(spec: JobSpec, base: Path) -> JobSpec:
     for p in spec.parties:
-        if p.data.path and not Path(p.data.path).is_absolute():
-            data = dataclasses.replace(p.data, path=str(base / p.data.path))
-            spec = spec.with_data(p.id, data)
+        changes = {
+            key: str(base / value)
+            for key in ("path", "test_path")
+            if (value := getattr(p.data, key)) and not Path(value).is_absolute()
+        }
+        if changes:
+            spec = spec.with_data(p.id, dataclasses.replace(p.data, **changes))
     return spec
 
 
@@ -294,7 +323,11 @@ def _party(raw: Any, where: str) -> PartySpec:
 
 
 def _data(raw: Any, where: str) -> DataSpec:
-    r = _fields(raw, where, {"dataset", "path", "format", "id", "label", "categorical"})
+    r = _fields(
+        raw,
+        where,
+        {"dataset", "path", "format", "id", "label", "categorical", "test_dataset", "test_path"},
+    )
     r = {k: v for k, v in r.items() if v is not None}
     if ("dataset" in r) == ("path" in r):
         raise SpecError(
@@ -304,7 +337,9 @@ def _data(raw: Any, where: str) -> DataSpec:
     fmt = r.get("format")
     if fmt is not None:
         _choice(fmt, f"{where}.format", FORMATS)
-    for key in ("dataset", "path", "id", "label"):
+    if "test_dataset" in r and "path" in r or "test_path" in r and "dataset" in r:
+        raise SpecError(f"'{where}': pair 'dataset' with 'test_dataset', 'path' with 'test_path'")
+    for key in ("dataset", "path", "id", "label", "test_dataset", "test_path"):
         if key in r and (not isinstance(r[key], str | int | bool) or r[key] == ""):
             raise SpecError(f"'{where}.{key}' must be a non-empty string; got {r[key]!r}")
     label = r.get("label")
@@ -318,6 +353,8 @@ def _data(raw: Any, where: str) -> DataSpec:
         format=fmt,
         id=None if "id" not in r else str(r["id"]),
         label=None if label is None else str(label),
+        test_dataset=None if "test_dataset" not in r else str(r["test_dataset"]),
+        test_path=None if "test_path" not in r else str(r["test_path"]),
         categorical=_names(r["categorical"], f"{where}.categorical")
         if "categorical" in r
         else None,
@@ -332,13 +369,18 @@ def _names(value: Any, where: str) -> tuple[str, ...]:
 
 def _model(raw: Any) -> ModelSpec:
     r = _fields(raw, "model", {"source", "top"})
-    src = _fields(r.get("source") or {}, "model.source", {"out_dim", "hidden", "embedding_dim"})
+    src = _fields(
+        r.get("source") or {}, "model.source", {"out_dim", "hidden", "embedding_dim", "lr"}
+    )
     top = _fields(r.get("top") or {}, "model.top", {"hidden", "task"})
     return ModelSpec(
         source=SourceSpec(
             out_dim=_int(src.get("out_dim", 16), "model.source.out_dim", 1, 4096),
             hidden=_int_list(src.get("hidden", []), "model.source.hidden"),
             embedding_dim=_int(src.get("embedding_dim", 8), "model.source.embedding_dim", 1, 1024),
+            lr=None
+            if src.get("lr") is None
+            else _float(src["lr"], "model.source.lr", 0.0, 100.0, open_lo=True),
         ),
         top=TopSpec(
             hidden=_int_list(top.get("hidden", [32]), "model.top.hidden"),
@@ -396,3 +438,26 @@ def _network(raw: Any) -> NetworkSpec:
         ),
         rtt_ms=_float(r.get("rtt_ms", 0.0), "network.rtt_ms", 0.0, 60000.0),
     )
+
+
+def _crypto(raw: Any) -> CryptoSpec:
+    r = _fields(raw, "crypto", {"key_bits", "allow_insecure_test_keys"})
+    insecure = r.get("allow_insecure_test_keys", False)
+    if not isinstance(insecure, bool):
+        raise SpecError("'crypto.allow_insecure_test_keys' must be true or false")
+    bits = _int(r.get("key_bits", 2048), "crypto.key_bits", 512, 8192)
+    if bits < 2048 and not insecure:
+        raise SpecError(
+            f"'crypto.key_bits' is {bits}: keys below 2048 bits are insecure; use 2048 or more, "
+            "or for tests only set crypto.allow_insecure_test_keys: true"
+        )
+    return CryptoSpec(key_bits=bits, allow_insecure_test_keys=insecure)
+
+
+def _check_test_data(spec: JobSpec) -> None:
+    has = [bool(p.data.test_dataset or p.data.test_path) for p in spec.parties]
+    if any(has) and not all(has):
+        raise SpecError(
+            "either every party names its test rows (data.test_dataset or data.test_path) "
+            "or none does (then validation.fraction of the rows is held out)"
+        )

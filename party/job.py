@@ -1,4 +1,4 @@
-"""One job as seen by one party: resolve its dataset, align rows, train, report.
+"""One job as seen by one party: resolve its datasets, align rows, train, report.
 
 Transport-free: the daemon hands in a `Channel` and a `Reporter`.
 """
@@ -9,50 +9,62 @@ import dataclasses
 import logging
 import time
 
+import numpy as np
+
 from coordinator.spec import DataSpec, JobSpec
 from party.data import DatasetConfig, Table, load_table
 from party.errors import DataError, JobError
-from party.training.active import ActiveTrainer
-from secure.psi import PsiConfig, run_psi
+from party.training import trainers
 from party.training.context import Reporter, RoleContext
 from party.training.models import Inputs
-from party.training.passive import PassiveTrainer
-from party.training.plan import make_plan
+from party.training.plan import Plan, make_plan, make_test_plan
 from party.training.task import make_task
 from secure.channel import Channel
+from secure.psi import PsiConfig, run_psi
 
 log = logging.getLogger(__name__)
 
 
-def resolve_dataset(spec: JobSpec, party_id: str, datasets: dict[str, DatasetConfig]):
-    """The dataset this party trains on, from its own config only.
+def resolve_dataset(
+    spec: JobSpec, party_id: str, datasets: dict[str, DatasetConfig], test: bool = False
+) -> DatasetConfig | None:
+    """The dataset (or test dataset) this party uses, from its own config only.
 
     Raises:
         JobError: the job names a path, or a dataset this party does not expose.
     """
     data: DataSpec = spec.party(party_id).data
-    if data.path is not None:
+    if data.path is not None or data.test_path is not None:
         raise JobError(
             f"party '{party_id}' does not open paths named in job specs; expose the file as a "
             f"dataset in the party config and name it with data: {{dataset: NAME}}"
         )
-    if data.dataset not in datasets:
+    name = data.test_dataset if test else data.dataset
+    if name is None:
+        return None
+    if name not in datasets:
         raise JobError(
-            f"party '{party_id}' exposes no dataset '{data.dataset}'; it exposes "
+            f"party '{party_id}' exposes no dataset '{name}'; it exposes "
             f"{sorted(datasets) or 'none'}: add it under 'datasets' in the party config"
         )
-    cfg = datasets[str(data.dataset)]
-    overrides = {
-        k: v
-        for k, v in (
-            ("id", data.id),
-            ("label", data.label),
-            ("format", data.format),
-            ("categorical", data.categorical),
+    fields = ("id", "label", "format", "categorical")
+    overrides = {k: getattr(data, k) for k in fields if getattr(data, k) is not None}
+    return dataclasses.replace(datasets[name], **overrides)
+
+
+def _matching_width(test: Table, train: Table, name: str) -> Table:
+    """Give the test table the training table's feature width (LIBSVM files may differ)."""
+    d, dt = train.features.shape[1], test.features.shape[1]
+    if dt == d:
+        return test
+    if dt > d or train.feature_names[:dt] != test.feature_names:
+        raise DataError(
+            f"test dataset '{name}' has features {dt} wide, the training data {d}; "
+            "use the same columns in both"
         )
-        if v is not None
-    }
-    return dataclasses.replace(cfg, **overrides)
+    pad = np.zeros((test.rows, d - dt), dtype=np.float32)
+    feats = np.hstack([test.features, pad])
+    return dataclasses.replace(test, features=feats, feature_names=train.feature_names)
 
 
 class PartyJob:
@@ -64,50 +76,91 @@ class PartyJob:
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
         self.role = spec.party(party_id).role
         self.dataset = resolve_dataset(spec, party_id, datasets)
+        self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
         self.table: Table | None = None
+        self.test_table: Table | None = None
 
     def prepare(self) -> Table:
-        table = load_table(self.dataset)
-        if self.role == "active" and table.labels is None:
-            raise DataError(f"dataset '{self.dataset.name}' has no label column; set 'label'")
+        """Load and check the data before any party starts.
+
+        Raises:
+            DataError: missing or malformed data, a label that does not fit the task.
+        """
+        self.table = self._load(self.dataset)
+        if self.test_dataset is not None:
+            test = self._load(self.test_dataset)
+            self.test_table = _matching_width(test, self.table, self.test_dataset.name)
+        return self.table
+
+    def _load(self, cfg: DatasetConfig) -> Table:
+        table = load_table(cfg)
         if self.role == "active":
+            if table.labels is None:
+                raise DataError(f"dataset '{cfg.name}' has no label column; set 'label'")
             make_task(self.spec.model.top.task, table.labels)  # fail early on bad labels
-        self.table = table
         return table
 
-    def run(self, channel: Channel, reporter: Reporter) -> dict:
-        table = self.table or self.prepare()
-        started = time.monotonic()
+    def _align(self, channel: Channel, table: Table, tag: str) -> tuple[np.ndarray, object]:
         passives = [p.id for p in self.spec.passives]
+        config = PsiConfig(timeout=self.spec.train.timeout_s)
+        psi = run_psi(
+            channel,
+            self.party_id,
+            self.spec.active.id,
+            passives,
+            list(table.ids),
+            tag,
+            seed=self.spec.train.seed,
+            config=config,
+        )
+        return psi.positions, psi
+
+    def run(self, channel: Channel, reporter: Reporter) -> dict:
+        if self.table is None:
+            self.prepare()
+        table = self.table
+        started = time.monotonic()
         reporter.state("ALIGNING")
-        psi = run_psi(channel, self.party_id, self.spec.active.id, passives, list(table.ids),
-                      "psi", seed=self.spec.train.seed,
-                      config=PsiConfig(timeout=self.spec.train.timeout_s))
-        order = psi.positions
-        reporter.aligned({"intersection_size": psi.intersection_size,
-                          "psi_seconds": round(psi.seconds, 3)})
-        reporter.state("TRAINING")
-        t = self.spec.train
-        plan = make_plan(
-            len(order),
-            self.spec.validation.fraction,
-            t.batch_size,
-            t.epochs,
-            t.seed,
-            self.spec.validation.every,
-        )
-        cats = None if table.categorical is None else table.categorical[order]
-        inputs = Inputs(table.features[order], cats, table.cardinalities)
-        ctx = RoleContext(self.spec, self.party_id, channel, inputs, plan, reporter)
-        log.info(
-            "job %s party %s: training %d rounds", self.job_id, self.party_id, plan.total_rounds
-        )
-        if self.role == "active":
-            labels = table.labels[order]
-            task = make_task(self.spec.model.top.task, labels[plan.train_rows])
-            result = ActiveTrainer(ctx, labels, task).run()
+        order, psi = self._align(channel, table, "psi")
+        info = {"intersection_size": psi.intersection_size, "psi_seconds": round(psi.seconds, 3)}
+        train = _inputs(table, order)
+        if self.test_table is not None:
+            test_order, test_psi = self._align(channel, self.test_table, "psi-test")
+            info["test_intersection_size"] = test_psi.intersection_size
+            val, val_labels = (
+                _inputs(self.test_table, test_order),
+                _labels(self.test_table, test_order),
+            )
+            plan = self._plan(len(order), len(test_order))
         else:
-            result = PassiveTrainer(ctx).run()
+            val, val_labels = train, _labels(table, order)
+            plan = self._plan(len(order), None)
+        reporter.aligned(info)
+        ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
+        log.info("job %s party %s: %d rounds", self.job_id, self.party_id, plan.total_rounds)
+        result = self._train(ctx, _labels(table, order), val_labels, reporter)
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result
+
+    def _plan(self, rows: int, test_rows: int | None) -> Plan:
+        t, v = self.spec.train, self.spec.validation
+        if test_rows is None:
+            return make_plan(rows, v.fraction, t.batch_size, t.epochs, t.seed, v.every)
+        return make_test_plan(rows, test_rows, t.batch_size, t.epochs, t.seed, v.every)
+
+    def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
+        if self.spec.protocol == "blindfl":
+            reporter.state("KEYING")
+        trainer = trainers.make(ctx, self.role, labels, val_labels)
+        reporter.state("TRAINING")
+        return trainer.run()
+
+
+def _inputs(table: Table, order: np.ndarray) -> Inputs:
+    cats = None if table.categorical is None else table.categorical[order]
+    return Inputs(table.features[order], cats, table.cardinalities)
+
+
+def _labels(table: Table, order: np.ndarray) -> np.ndarray | None:
+    return None if table.labels is None else table.labels[order]

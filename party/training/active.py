@@ -20,13 +20,16 @@ from secure.payload import tensor_from_payload, tensor_to_payload
 
 
 class ActiveTrainer:
-    def __init__(self, ctx: RoleContext, labels: np.ndarray, task: Task) -> None:
+    def __init__(
+        self, ctx: RoleContext, labels: np.ndarray, val_labels: np.ndarray, task: Task
+    ) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
         self.passives = [p.id for p in s.passives]
         src = s.model.source
         self.width = src.out_dim
         self.y = task.encode(labels)
+        self.val_y = task.encode(val_labels)
         self.bottom = (
             None
             if ctx.inputs.empty
@@ -73,10 +76,10 @@ class ActiveTrainer:
             for p in self.passives
         ]
 
-    def _forward(self, rows: np.ndarray, acts: list[torch.Tensor]) -> torch.Tensor:
+    def _forward(self, rows: np.ndarray, acts: list[torch.Tensor], inputs=None) -> torch.Tensor:
         parts = list(acts)
         if self.bottom is not None:
-            parts.insert(0, self.bottom(self.ctx.inputs.take(rows)))
+            parts.insert(0, self.bottom((inputs or self.ctx.inputs).take(rows)))
         return self.top(torch.cat(parts, dim=1))
 
     def step(self, rnd: int, rows: np.ndarray) -> float:
@@ -106,8 +109,8 @@ class ActiveTrainer:
         rows = self.ctx.plan.val_rows
         acts = self._recv_acts(f"val/r{rnd}/act", len(rows))
         with self.ctx.lock, torch.no_grad():
-            out = self._forward(rows, acts).numpy()
-        self.metrics = self.task.evaluate(out, self.y[rows])
+            out = self._forward(rows, acts, self.ctx.val_inputs).numpy()
+        self.metrics = self.task.evaluate(out, self.val_y[rows])
         entry = {
             "round": rnd,
             "seconds": round(time.monotonic() - self.started, 3),

@@ -29,6 +29,7 @@ class RoleContext:
     inputs: Inputs  # aligned order
     plan: Plan
     reporter: Reporter
+    val_inputs: Inputs  # plan.val_rows index these (held-out training rows or test rows)
     lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
 
     @property

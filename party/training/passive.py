@@ -69,5 +69,5 @@ class PassiveTrainer:
 
     def validate(self, rnd: int) -> None:
         with self.ctx.lock, torch.no_grad():
-            act = self.bottom(self.ctx.inputs.take(self.ctx.plan.val_rows))
+            act = self.bottom(self.ctx.val_inputs.take(self.ctx.plan.val_rows))
         self.ctx.channel.send(self.active, f"val/r{rnd}/act", tensor_to_payload(act.numpy()))

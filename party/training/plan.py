@@ -17,8 +17,8 @@ from party.errors import JobError
 @dataclass(frozen=True)
 class Plan:
     rows: int
-    train_rows: np.ndarray  # positions into the aligned order
-    val_rows: np.ndarray
+    train_rows: np.ndarray  # positions into the aligned training rows
+    val_rows: np.ndarray  # positions into the validation inputs (held-out or test rows)
     batch_size: int
     epochs: int
     seed: int
@@ -61,3 +61,12 @@ def make_plan(
         )
     perm = np.random.default_rng([seed, 0]).permutation(rows)
     return Plan(rows, np.sort(perm[n_val:]), np.sort(perm[:n_val]), batch_size, epochs, seed, every)
+
+
+def make_test_plan(
+    rows: int, test_rows: int, batch_size: int, epochs: int, seed: int, every: int
+) -> Plan:
+    """Train on every aligned row; validate on all aligned rows of the test dataset."""
+    if test_rows < 1:
+        raise JobError("the test datasets have no common ids; check the test files' id columns")
+    return Plan(rows, np.arange(rows), np.arange(test_rows), batch_size, epochs, seed, every)

@@ -1,0 +1,90 @@
+"""`SecureConfig`: the settings of the Paillier engine and the source-layer protocols.
+
+Fixed-point scales (PROTOCOLS.md 1.3.3), all powers of two given by their exponent:
+
+    f_X  feature_bits        this party's features; 0 means integer (e.g. binary) features,
+                             whose products with ciphertexts are ciphertext additions
+    f_Z  output_bits         the scale of Z and of every term added into one ciphertext
+    f_V  = f_Z - f_X         the scale of the weight shares over this party's features
+    f_G  = f_V - f_X         the scale of the encrypted step [[eta G]] sent to that party
+
+so that X (f_X) times a weight share (f_V) lands on f_Z, and the update X^T [[eta G]]
+lands on f_V, which keeps the encrypted share's scale constant across updates.
+
+Key size: 2048 bits unless `allow_insecure_test_keys` is set explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from secure.errors import KeyError_
+
+MIN_KEY_BITS = 2048
+MIN_TEST_KEY_BITS = 512
+
+
+@dataclass(frozen=True)
+class SecureConfig:
+    """Settings of one party's secure layer (the active party's protocol values win).
+
+    Attributes:
+        key_bits: Paillier modulus size. Below 2048 only with `allow_insecure_test_keys`.
+        allow_insecure_test_keys: permit keys of 512..2047 bits, for tests only.
+        feature_bits: fixed-point scale f_X of this party's features (0: integer features).
+        output_bits: scale f_Z of the layer output and of every term summed into it.
+        slot_bits: width of one packed slot, sign included; a slot holds |v| < 2^(w-1).
+        stat_bits: statistical hiding bits of masks (sigma in PROTOCOLS.md 1.3.3).
+        workers: processes for ciphertext matrix products (None: all cores; 1: in-process).
+        parallel_min_terms: products with fewer nonzero terms stay in-process.
+        threads: threads for GIL-free batch exponentiations (obfuscators, decryption).
+        obfuscator_pool: r^n values kept ready per public key (each is used once).
+        background_refill: refill the obfuscator pools in a background thread.
+        timeout_s: receive deadline of every protocol message (None: channel default).
+    """
+
+    key_bits: int = MIN_KEY_BITS
+    allow_insecure_test_keys: bool = False
+    feature_bits: int = 16
+    output_bits: int = 52
+    slot_bits: int = 62
+    stat_bits: int = 40
+    workers: int | None = None
+    parallel_min_terms: int = 20_000
+    threads: int | None = None
+    obfuscator_pool: int = 512
+    background_refill: bool = True
+    timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        """Raises:
+        KeyError_: key_bits below 2048 without `allow_insecure_test_keys`, or below 512.
+        ValueError: any other setting out of range.
+        """
+        check_key_bits(self.key_bits, self.allow_insecure_test_keys, "this party")
+        checks = [
+            (0 <= self.feature_bits <= 32, "feature_bits must be in [0, 32]"),
+            (2 <= self.slot_bits <= 64, "slot_bits must be in [2, 64]"),
+            (0 < self.output_bits < self.slot_bits - 1, "output_bits must be in (0, slot_bits-1)"),
+            (self.stat_bits >= 40 or self.allow_insecure_test_keys, "stat_bits must be >= 40"),
+            (self.workers is None or self.workers >= 1, "workers must be >= 1 or None"),
+            (self.threads is None or self.threads >= 1, "threads must be >= 1 or None"),
+            (self.obfuscator_pool >= 0, "obfuscator_pool must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"invalid SecureConfig: {message}")
+
+
+def check_key_bits(bits: int, allow_insecure_test_keys: bool, whose: str) -> None:
+    """Check a modulus size against the minimum.
+
+    Raises:
+        KeyError_: `bits` below 2048 (or below 512 with `allow_insecure_test_keys`).
+    """
+    if bits < MIN_TEST_KEY_BITS or (bits < MIN_KEY_BITS and not allow_insecure_test_keys):
+        raise KeyError_(
+            f"the Paillier key of {whose} has {bits} bits; the minimum is {MIN_KEY_BITS} "
+            f"(keys of {MIN_TEST_KEY_BITS}..{MIN_KEY_BITS - 1} bits only for tests, with "
+            "SecureConfig(allow_insecure_test_keys=True))"
+        )

@@ -1,0 +1,97 @@
+"""The multi-exponentiation kernel: many products of powers of shared bases.
+
+For a sparse exponent matrix E (outputs x bases, given column-wise) it computes
+    out_o = prod_b base_b ^ E[o, b]   (mod m)
+with a fixed-base comb per base: the powers base^(d * 2^(c*k)) for every digit d of
+window k are tabulated once, after which each term costs one multiplication per nonzero
+c-bit digit of its exponent, and no squarings. The window width c is chosen per base
+from its number of terms, so a base used once degrades gracefully to square-and-multiply
+and an exponent of 1 (a binary feature) is a single multiplication: a ciphertext addition.
+
+Terms with negative exponents go to a second accumulator per output; the caller inverts
+that one product per output, instead of exponentiating by a huge n - |x|.
+
+This module imports only gmpy2 and numpy: it is the function the process pool runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gmpy2 import mpz
+
+Partial = list  # list[mpz | None], one entry per output; None means "no term yet"
+
+
+def _window_bits(terms: int, exp_bits: int) -> int:
+    """The comb window c minimising table cost plus per-term cost."""
+    best, best_cost = 1, None
+    for c in range(1, 9):
+        windows = -(-exp_bits // c)
+        cost = windows * (c + (1 << c) - 2) + terms * windows * (1 - 2.0**-c)
+        if best_cost is None or cost < best_cost:
+            best, best_cost = c, cost
+    return best
+
+
+def _comb_table(base: mpz, c: int, max_digits: list[int], modulus: mpz) -> list[list[mpz]]:
+    """table[k][d] = base^(d * 2^(c*k)) for d = 1..max_digits[k] (index 0 unused)."""
+    table: list[list[mpz]] = []
+    power = base
+    for k, top in enumerate(max_digits):
+        if k:
+            power = pow(power, 1 << c, modulus)
+        row = [mpz(1), power]
+        for _ in range(2, top + 1):
+            row.append(row[-1] * power % modulus)
+        table.append(row)
+    return table
+
+
+def _accumulate(
+    acc: Partial, rows: np.ndarray, digits: np.ndarray, table: list[list[mpz]], modulus: mpz
+) -> None:
+    for r, ds in zip(rows.tolist(), digits.tolist(), strict=True):
+        value = acc[r]
+        for k, d in enumerate(ds):
+            if d:
+                t = table[k][d]
+                value = t if value is None else value * t % modulus
+        acc[r] = value
+
+
+def multiexp_columns(
+    modulus: mpz,
+    bases: list[mpz],
+    indptr: np.ndarray,
+    rows: np.ndarray,
+    exponents: np.ndarray,
+    n_out: int,
+) -> tuple[Partial, Partial]:
+    """Products over a block of bases (CSC: column j = base j) for `n_out` outputs.
+
+    Returns:
+        (pos, neg): per output, the product of base^e over terms with e > 0, and of
+        base^|e| over terms with e < 0; None where an output has no such term.
+    """
+    modulus = mpz(modulus)
+    pos: Partial = [None] * n_out
+    neg: Partial = [None] * n_out
+    for j, base in enumerate(bases):
+        lo, hi = int(indptr[j]), int(indptr[j + 1])
+        if lo == hi:
+            continue
+        exps = exponents[lo:hi]
+        mags = np.abs(exps).astype(np.uint64)
+        top = int(mags.max())
+        if top == 0:
+            continue
+        c = _window_bits(hi - lo, top.bit_length())
+        shifts = np.arange(-(-top.bit_length() // c), dtype=np.uint64) * np.uint64(c)
+        digits = (mags[:, None] >> shifts[None, :]) & np.uint64((1 << c) - 1)
+        table = _comb_table(mpz(base), c, digits.max(axis=0).astype(int).tolist(), modulus)
+        sign = exps > 0
+        _accumulate(pos, rows[lo:hi][sign], digits[sign], table, modulus)
+        negative = exps < 0
+        if negative.any():
+            _accumulate(neg, rows[lo:hi][negative], digits[negative], table, modulus)
+    return pos, neg
