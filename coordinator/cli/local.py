@@ -95,7 +95,8 @@ class LocalTopology:
             files[p.id] = self._spawn(
                 f"party-{p.id}", ["party", "serve", "--config", str(config), *self.party_args]
             )
-            spec = spec.with_data(p.id, DataSpec(dataset="data"))
+            test = "test" if p.data.test_path else None
+            spec = spec.with_data(p.id, DataSpec(dataset="data", test_dataset=test))
         for p in spec.parties:
             self._wait_port(f"party-{p.id}", files[p.id])
         return spec
@@ -123,11 +124,14 @@ def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
         dataset["label"] = data.label
     if data.categorical:
         dataset["categorical"] = list(data.categorical)
+    datasets = {"data": dataset}
+    if data.test_path:
+        datasets["test"] = {**dataset, "path": data.test_path}
     return {
         "party": party_id,
         "listen": "127.0.0.1:0",
         "coordinator": coordinator,
-        "datasets": {"data": dataset},
+        "datasets": datasets,
     }
 
 
