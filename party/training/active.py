@@ -46,6 +46,7 @@ class ActiveTrainer:
         self.updater = ctx.local_updater(self.local_update)
         self.xi = self.updater.config.effective_xi
         self.started = time.monotonic()
+        self.val_seconds = 0.0
         self.metrics: dict[str, float] = {}
         self.history: list[dict] = []
 
@@ -106,16 +107,27 @@ class ActiveTrainer:
         self.opt.step()
 
     def validate(self, rnd: int) -> None:
+        """Validate with local updates paused; its time is left out of `train_seconds`."""
+        begun = time.monotonic()
         rows = self.ctx.plan.val_rows
-        acts = self._recv_acts(f"val/r{rnd}/act", len(rows))
-        with self.ctx.lock, torch.no_grad():
-            out = self._forward(rows, acts, self.ctx.val_inputs).numpy()
+        with self.ctx.lock:
+            acts = self._recv_acts(f"val/r{rnd}/act", len(rows))
+            with torch.no_grad():
+                out = self._forward(rows, acts, self.ctx.val_inputs).numpy()
         self.metrics = self.task.evaluate(out, self.val_y[rows])
-        entry = {
-            "round": rnd,
-            "seconds": round(time.monotonic() - self.started, 3),
-            "local_updates": self.updater.num_local_updates,
-            **self.metrics,
-        }
-        self.history.append(entry)
+        self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
+
+
+def history_entry(trainer, rnd: int, validation_began: float) -> dict:
+    """One validation record: round, wall seconds, seconds spent training, metrics."""
+    now = time.monotonic()
+    entry = {
+        "round": rnd,
+        "seconds": round(now - trainer.started, 3),
+        "train_seconds": round(validation_began - trainer.started - trainer.val_seconds, 3),
+        "local_updates": trainer.updater.num_local_updates,
+        **trainer.metrics,
+    }
+    trainer.val_seconds += now - validation_began
+    return entry

@@ -21,6 +21,7 @@ from torch import nn
 
 from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
+from party.training.active import history_entry
 from party.training.context import RoleContext
 from party.training.models import Inputs, make_optimizer, seeded_mlp
 from party.training.task import Task
@@ -93,6 +94,7 @@ class BlindActiveTrainer:
         try:
             self.src.setup("src")
             self.started = time.monotonic()
+            self.val_seconds = 0.0
             with self.updater:
                 for rnd, _, rows in plan.batches():
                     loss = self.step(rnd, rows)
@@ -138,19 +140,14 @@ class BlindActiveTrainer:
         self.src.local_step(features(self.ctx.inputs, rows), grad.double().numpy(), self.src_lr)
 
     def validate(self, rnd: int) -> None:
+        begun = time.monotonic()
         rows = self.ctx.plan.val_rows
-        z = self.src.forward(f"val/r{rnd}", features(self.ctx.val_inputs, rows))
-        with self.ctx.lock, torch.no_grad():
-            out = self.top(torch.from_numpy(z).float()).numpy()
+        with self.ctx.lock:
+            z = self.src.forward(f"val/r{rnd}", features(self.ctx.val_inputs, rows))
+            with torch.no_grad():
+                out = self.top(torch.from_numpy(z).float()).numpy()
         self.metrics = self.task.evaluate(out, self.val_y[rows])
-        self.history.append(
-            {
-                "round": rnd,
-                "seconds": round(time.monotonic() - self.started, 3),
-                "local_updates": self.updater.num_local_updates,
-                **self.metrics,
-            }
-        )
+        self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
 
 

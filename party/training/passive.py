@@ -68,6 +68,7 @@ class PassiveTrainer:
         self.opt.step()
 
     def validate(self, rnd: int) -> None:
-        with self.ctx.lock, torch.no_grad():
-            act = self.bottom(self.ctx.val_inputs.take(self.ctx.plan.val_rows))
-        self.ctx.channel.send(self.active, f"val/r{rnd}/act", tensor_to_payload(act.numpy()))
+        with self.ctx.lock:  # local updates pause while validating
+            with torch.no_grad():
+                act = self.bottom(self.ctx.val_inputs.take(self.ctx.plan.val_rows))
+            self.ctx.channel.send(self.active, f"val/r{rnd}/act", tensor_to_payload(act.numpy()))

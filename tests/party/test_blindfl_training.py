@@ -1,0 +1,105 @@
+"""protocol: blindfl end to end over the in-process channel (small TEST keys).
+
+Lossless accuracy: with the same seed, blindfl reaches the metric split learning reaches
+(DESIGN.md §4); CELU local updates work on top of it (passive parties re-apply cached
+encrypted derivatives).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.spec import parse_spec
+from party.data import DatasetConfig
+from tests.conftest import FATE, shared_data
+from tests.harness import run_inprocess
+
+TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
+
+
+def breast() -> dict[str, dict[str, DatasetConfig]]:
+    return {
+        "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
+        "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
+    }
+
+
+def breast_spec(protocol: str, **extra) -> object:
+    return parse_spec(
+        {
+            "job": "t",
+            "protocol": protocol,
+            "crypto": TEST_CRYPTO,
+            "parties": [
+                {"id": "bank", "role": "active", "data": {"dataset": "d"}},
+                {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
+            ],
+            "model": {"source": {"out_dim": 4}, "top": {"hidden": [8]}},
+            "train": {"epochs": 10, "batch_size": 64, "lr": 0.05, "seed": 3},
+            "validation": {"fraction": 0.3, "every": 1000},
+            **extra,
+        }
+    )
+
+
+def test_blindfl_reaches_the_split_auc_on_breast() -> None:
+    split = run_inprocess(breast_spec("split"), breast())["bank"]["metrics"]["auc"]
+    blind = run_inprocess(breast_spec("blindfl"), breast())["bank"]["metrics"]["auc"]
+    assert blind >= 0.99 and split >= 0.99
+    assert abs(blind - split) <= 0.005
+
+
+def test_blindfl_with_celu_local_updates() -> None:
+    spec = breast_spec("blindfl", local_updates={"mode": "celu", "schedule": "sync", "steps": 2})
+    result = run_inprocess(spec, breast())
+    assert result["shop"]["local_updates"] > 0 and result["bank"]["local_updates"] > 0
+    assert result["bank"]["metrics"]["auc"] >= 0.98
+
+
+def test_blindfl_three_parties_motor_regression() -> None:
+    fate = "fate"
+    datasets = {
+        "plant": {
+            "d": DatasetConfig(
+                "d", str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
+            )
+        },
+        "s1": {
+            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")
+        },
+        "s2": {
+            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")
+        },
+    }
+    spec = parse_spec(
+        {
+            "job": "m",
+            "protocol": "blindfl",
+            "crypto": TEST_CRYPTO,
+            "parties": [
+                {"id": "plant", "role": "active", "data": {"dataset": "d"}},
+                {"id": "s1", "role": "passive", "data": {"dataset": "d"}},
+                {"id": "s2", "role": "passive", "data": {"dataset": "d"}},
+            ],
+            "model": {"source": {"out_dim": 8}, "top": {"hidden": [16], "task": "regression"}},
+            "train": {"epochs": 6, "batch_size": 64, "lr": 0.05},
+            "validation": {"every": 1000},
+        }
+    )
+    assert run_inprocess(spec, datasets)["plant"]["metrics"]["r2"] >= 0.85
+
+
+def test_small_keys_need_the_named_test_setting() -> None:
+    from coordinator.errors import SpecError
+
+    with pytest.raises(SpecError, match="allow_insecure_test_keys"):
+        parse_spec(
+            {
+                "parties": [
+                    {"id": "a", "role": "active", "data": {"dataset": "d"}},
+                    {"id": "b", "role": "passive", "data": {"dataset": "d"}},
+                ],
+                "protocol": "blindfl",
+                "crypto": {"key_bits": 1024},
+            }
+        )
