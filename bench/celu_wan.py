@@ -123,7 +123,8 @@ def print_table(name: str, rows: dict[str, dict]) -> None:
         print(
             f"{mode:<8} {fmt(r['rounds_to_target']):>10} {fmt(r['seconds_to_target'], '.1f'):>8} "
             f"{r['final_auc']:>9.4f} {r['bytes_sent'] / 1e6:>8.1f} {r['local_updates']:>9} "
-            f"{fmt(r.get('speedup_vs_vanilla'), '.2f'):>9} {fmt(r.get('speedup_vs_fedbcd'), '.2f'):>8}"
+            f"{fmt(r.get('speedup_vs_vanilla'), '.2f'):>9} "
+            f"{fmt(r.get('speedup_vs_fedbcd'), '.2f'):>8}"
         )
 
 

@@ -38,7 +38,8 @@ def forbidden_patterns() -> dict[str, list[bytes]]:
         for row in rows:
             values = [float(v) for v in row[first:]]
             patterns["feature"] += [struct.pack("<d", v) for v in values if abs(v) > 1e-3]
-            patterns["feature"] += [struct.pack("<ff", a, b) for a, b in zip(values, values[1:])]
+            pairs = zip(values, values[1:], strict=False)
+            patterns["feature"] += [struct.pack("<ff", a, b) for a, b in pairs]
     header, rows = columns(FATE / "breast_hetero_guest.csv")
     labels = np.array([float(r[1]) for r in rows])
     for start in range(0, len(labels) - 8, 8):
