@@ -139,6 +139,9 @@ class PartyJob:
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         log.info("job %s party %s: %d rounds", self.job_id, self.party_id, plan.total_rounds)
         result = self._train(ctx, _labels(table, order), val_labels, reporter)
+        flush = getattr(channel, "flush", None)
+        if flush is not None:  # an emulated WAN may still hold the last envelopes
+            flush()
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result

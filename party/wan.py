@@ -48,6 +48,7 @@ class _Link:
         self._seq = itertools.count()
         self._error: Exception | None = None
         self._closed = False
+        self._in_flight = 0
         self._worker = threading.Thread(target=self._deliver, daemon=True)
         self._worker.start()
 
@@ -61,7 +62,8 @@ class _Link:
         arrive = depart + self._profile.rtt_ms / 2000.0
         with self._cond:
             heapq.heappush(self._queue, (arrive, next(self._seq), deliver))
-            self._cond.notify()
+            self._in_flight += 1
+            self._cond.notify_all()
         time.sleep(max(0.0, depart - time.monotonic()))
 
     def _deliver(self) -> None:
@@ -79,8 +81,27 @@ class _Link:
                 heapq.heappop(self._queue)
             try:
                 deliver()
-            except Exception as exc:  # noqa: BLE001 - surfaced on the next send
+            except Exception as exc:  # noqa: BLE001 - surfaced on the next send or flush
                 self._error = exc
+            with self._cond:
+                self._in_flight -= 1
+                self._cond.notify_all()
+
+    def flush(self, timeout: float) -> None:
+        """Wait until every envelope sent so far has been delivered.
+
+        Raises:
+            ChannelError: a delivery failed, or the link did not drain within `timeout`.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._in_flight and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
+            if self._in_flight:
+                raise ChannelError(f"{self._in_flight} envelope(s) still in flight after "
+                                   f"{timeout:.0f} s")
+        if self._error is not None:
+            raise ChannelError(f"an envelope on this link failed: {self._error}")
 
     def close(self) -> None:
         with self._cond:
@@ -111,6 +132,13 @@ class ShapedChannel:
 
     def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
         return self._inner.recv(peer, tag, timeout)
+
+    def flush(self, timeout: float = 300.0) -> None:
+        """Block until all sent envelopes arrived (call before a job's mailbox closes)."""
+        with self._lock:
+            links = list(self._links.values())
+        for link in links:
+            link.flush(timeout)
 
     def close(self) -> None:
         with self._lock:

@@ -46,3 +46,10 @@ def test_bandwidth_limits_big_envelopes_and_pipelines_them() -> None:
 def test_profile_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="bandwidth_mbps"):
         WanProfile(bandwidth_mbps=0, rtt_ms=10)
+
+
+def test_flush_waits_for_envelopes_in_flight() -> None:
+    a, b = pair(WanProfile(bandwidth_mbps=1000, rtt_ms=200))
+    a.send("b", "last", tensor_to_payload(np.zeros(4, np.float32)))
+    a.flush()
+    assert b.recv("a", "last", timeout=0.01).WhichOneof("kind") == "tensor"
