@@ -31,6 +31,7 @@ MODES = {
     "vanilla": {"mode": "none"},
     "fedbcd": {"mode": "fedbcd", "steps": 2},  # Q=4 diverged on this data; Q=2 is its best
     "celu": {"mode": "celu", "workset": 5, "reuse": 5, "xi": 0.5, "schedule": "async"},
+    "celu-r8": {"mode": "celu", "workset": 5, "reuse": 8, "xi": 0.5, "schedule": "async"},
 }
 PROFILES = {"lan-ish 100Mbps/10ms": (100.0, 10.0), "wan 20Mbps/50ms": (20.0, 50.0)}
 
@@ -101,7 +102,7 @@ def summarise(results: dict[str, dict], margin: float) -> dict[str, dict]:
             "local_updates": r.get("local_updates", 0),
             "history": r["history"],
         }
-    for mode in ("celu", "fedbcd"):
+    for mode in ("celu", "celu-r8", "fedbcd"):
         for base in ("vanilla", "fedbcd"):
             a, b = rows[mode]["seconds_to_target"], rows[base]["seconds_to_target"]
             if mode != base and a and b:
