@@ -35,10 +35,10 @@ class Job:
     envelopes: list[tuple[str, str, bytes]] = field(default_factory=list)
 
 
-def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, seed=0):
+def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, seed=0, hub=None):
     rng = np.random.default_rng(seed)
     ids = [f"A{i + 1}" for i in range(k)]
-    hub, envelopes = InProcessHub(), []
+    hub, envelopes = hub or InProcessHub(), []
 
     def hook(direction, sender, receiver, tag, data):
         if direction == "sent":
@@ -121,12 +121,25 @@ def close(job: Job) -> None:
         p.close()
 
 
+@pytest.fixture(params=["inprocess", "grpc"])
+def hub(request):
+    """The same protocol tests over the in-process channel and over real gRPC servers."""
+    if request.param == "inprocess":
+        yield InProcessHub()
+        return
+    from tests.grpc_hub import GrpcHub
+
+    grpc_hub = GrpcHub()
+    yield grpc_hub
+    grpc_hub.close()
+
+
 @pytest.mark.parametrize(
     ("sparse", "k", "h"), [(False, 1, 5), (True, 1, 20), (False, 2, 20), (True, 2, 5)]
 )
-def test_training_matches_plaintext_training(test_keys, sparse, k, h):
+def test_training_matches_plaintext_training(test_keys, hub, sparse, k, h):
     # Prepare
-    job = make_job(test_keys, k=k, h=h)
+    job = make_job(test_keys, k=k, h=h, hub=hub)
     rng = np.random.default_rng(11)
     # Execute / Assert: forward outputs and weights after 1 and after 3 SGD steps
     for step in range(3):
