@@ -1,4 +1,7 @@
-"""A typed client of the coordinator service, used by the CLI and by party daemons."""
+"""A typed client of the coordinator service, used by the CLI and by party daemons.
+
+With TLS, the coordinator's certificate must name the identity `coordinator`.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import grpc
 
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import TlsFiles, dial
+from proto.rpc import COORDINATOR_ID, TlsFiles, dial
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class CoordinatorClient:
 
     def __init__(self, address: str, tls: TlsFiles | None = None, timeout: float = 30.0):
         self.address = address
-        self._channel = dial(address, tls)
+        self.tls = tls
+        self._channel = dial(address, tls, expect=COORDINATOR_ID)
         self._stub = pb_grpc.CoordinatorServiceStub(self._channel)
         self._timeout = timeout
 
@@ -78,7 +82,7 @@ class CoordinatorClient:
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)
-        self._stub.RegisterParty(req, timeout=self._timeout, wait_for_ready=True)
+        self._stub.RegisterParty(req, timeout=self._timeout)
 
     def report(
         self, job_id: str, party_id: str, event: str, state: str = "", payload: dict | None = None

@@ -12,16 +12,52 @@ import time
 
 import grpc
 
-from coordinator.errors import PartyUnavailable, SpecError
+from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError
 from coordinator.spec import JobSpec, parse_spec_text
 from coordinator.store import JobStore
 from party.transport import PeerClients
 from proto import party_pb2
+from proto.rpc import COORDINATOR_ID, explain
+from secure.certs import CertError, check_party_id
 
 log = logging.getLogger(__name__)
 
 CONTROL_TIMEOUT_S = 60.0
 RUNNING = ("ALIGNING", "KEYING", "TRAINING", "VALIDATING")
+EVENTS = ("state", "aligned", "round", "validation", "done", "failed")
+_NUMBER = (int, float, type(None))
+_PAYLOAD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "round": (int, type(None)),
+    "total_rounds": (int, type(None)),
+    "rounds": int,
+    "loss": _NUMBER,
+    "seconds": _NUMBER,
+    "psi_seconds": _NUMBER,
+    "intersection_size": (int, type(None)),
+    "bytes_sent": (int, type(None)),
+    "local_updates": (int, type(None)),
+    "metrics": dict,
+    "history": list,
+    "reason": str,
+}
+
+
+def check_report(event: str, state: str, payload: dict) -> None:
+    """Check a party's report before it touches the job.
+
+    Raises:
+        CoordinatorError: an unknown event or state, or a payload field of the wrong type.
+    """
+    if event not in EVENTS:
+        raise CoordinatorError(f"unknown report event {event!r}; expected one of {EVENTS}")
+    if event == "state" and state not in RUNNING:
+        raise CoordinatorError(f"unknown job state {state!r}; a party reports one of {RUNNING}")
+    for key, kind in _PAYLOAD_TYPES.items():
+        if key in payload and not isinstance(payload[key], kind):
+            raise CoordinatorError(f"report field {key!r} has the wrong type ({payload[key]!r})")
+    metrics = payload.get("metrics") or {}
+    if not all(isinstance(v, _NUMBER) for v in metrics.values()):
+        raise CoordinatorError("report field 'metrics' must map names to numbers")
 
 
 class Lifecycle:
@@ -63,11 +99,36 @@ class Lifecycle:
         for job_id in self.store.in_states("SUBMITTED"):
             self._spawn(job_id)
 
+    def register(self, party_id: str, address: str, datasets: list[str]) -> None:
+        """Record where party `party_id` listens (again after a restart).
+
+        Raises:
+            CoordinatorError: an invalid or reserved party id, or an address that is not
+                host:port.
+        """
+        try:
+            check_party_id(party_id)
+        except CertError as exc:
+            raise CoordinatorError(str(exc)) from None
+        if party_id == COORDINATOR_ID:
+            raise CoordinatorError(f"party id '{party_id}' is reserved for the coordinator")
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise CoordinatorError(
+                f"party address {address!r} is not host:port (e.g. bank.example.org:7701)"
+            )
+        self.store.register_party(party_id, address, datasets)
+
     # --- party reports -----------------------------------------------------------------
 
     def report(self, job_id: str, party_id: str, event: str, state: str, payload: dict) -> bool:
-        """Record a party's report; returns True if the party should stop the job."""
+        """Record a party's report; returns True if the party should stop the job.
+
+        Raises:
+            UnknownJob, SpecError, CoordinatorError: no such job, party, event or field type.
+        """
         record = self.store.get(job_id)
+        check_report(event, state, payload)
         if record.terminal:
             return True
         spec = JobSpec.from_json(record.spec_json)
@@ -155,12 +216,13 @@ class Lifecycle:
 
     def _probe(self, party_id: str, address: str, job_id: str) -> str | None:
         try:
-            info = self._parties.stub(address).GetPartyInfo(
+            info = self._parties.stub(address, party_id).GetPartyInfo(
                 party_pb2.GetPartyInfoRequest(), timeout=5
             )
-        except grpc.RpcError:
+        except grpc.RpcError as exc:
             return (
-                f"party '{party_id}' at {address} stopped answering during the job; "
+                f"party '{party_id}' at {address} stopped answering during the job "
+                f"({explain(exc, address, self._parties.tls is not None, party_id)}); "
                 "restart its daemon and submit the job again"
             )
         if job_id not in info.running_jobs:
@@ -218,14 +280,15 @@ class Lifecycle:
         return {p.id: known[p.id] for p in spec.parties}
 
     def _call(self, party_id: str, address: str, method: str, request) -> object:
-        stub = self._parties.stub(address)
+        stub = self._parties.stub(address, party_id)
         try:
             return getattr(stub, method)(request, timeout=CONTROL_TIMEOUT_S)
         except grpc.RpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                why = explain(exc, address, self._parties.tls is not None, party_id)
                 raise PartyUnavailable(
-                    f"party '{party_id}' at {address} is not reachable ({exc.code().name}); "
-                    "check that its daemon is running and the address is right"
+                    f"party '{party_id}' at {address} is not reachable ({exc.code().name}: "
+                    f"{why}); check that its daemon is running and the address is right"
                 ) from None
             raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None
 
@@ -234,7 +297,7 @@ class Lifecycle:
         for p in spec.parties:
             if p.id in known:
                 try:
-                    self._parties.stub(known[p.id]).AbortJob(
+                    self._parties.stub(known[p.id], p.id).AbortJob(
                         party_pb2.AbortJobRequest(job_id=job_id, reason=reason), timeout=5
                     )
                 except grpc.RpcError:

@@ -1,9 +1,18 @@
-"""The CoordinatorService servicer: translate protobufs to `Lifecycle`/`JobStore` calls."""
+"""The CoordinatorService servicer: translate protobufs to `Lifecycle`/`JobStore` calls.
+
+Domain errors become statuses with their message (unexpected ones INTERNAL, never a
+crash). With TLS, RegisterParty and ReportProgress for party X are accepted only from X's
+certificate; the user RPCs (submit, list, get, watch, cancel) from any certificate of the
+federation, e.g. the operator's `admin`.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import grpc
 
@@ -12,17 +21,35 @@ from coordinator.lifecycle import Lifecycle
 from coordinator.store import JobRecord
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
+from proto.rpc import check_caller
 
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 WATCH_POLL_S = 0.2
 
+_CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (SpecError, grpc.StatusCode.INVALID_ARGUMENT),
+    (UnknownJob, grpc.StatusCode.NOT_FOUND),
+    (PartyUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (CoordinatorError, grpc.StatusCode.INVALID_ARGUMENT),
+    (ValueError, grpc.StatusCode.INVALID_ARGUMENT),  # e.g. a JSON payload that is not JSON
+    (RecursionError, grpc.StatusCode.INVALID_ARGUMENT),  # absurdly nested JSON
+]
 
-def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
-    code = {
-        SpecError: grpc.StatusCode.INVALID_ARGUMENT,
-        UnknownJob: grpc.StatusCode.NOT_FOUND,
-        PartyUnavailable: grpc.StatusCode.UNAVAILABLE,
-    }.get(type(exc), grpc.StatusCode.INVALID_ARGUMENT)
-    context.abort(code, str(exc))
+
+def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
+    """Run `fn`, turning errors into a gRPC status with their message."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
+        if context.code() is not None:
+            raise  # already aborted (e.g. a request that does not parse)
+        for kind, code in _CODES:
+            if isinstance(exc, kind):
+                context.abort(code, str(exc) or type(exc).__name__)
+        log.exception("internal error")
+        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+    raise AssertionError("unreachable")  # context.abort raises
 
 
 def _summary(r: JobRecord) -> pb.JobSummary:
@@ -44,33 +71,36 @@ def _view(r: JobRecord) -> pb.GetJobResponse:
     return pb.GetJobResponse(job=_summary(r), result_json=json.dumps(result))
 
 
+def _payload(text: str) -> dict:
+    """A report's JSON payload. Raises ValueError: not JSON or not an object."""
+    try:
+        payload = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"payload_json is not JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise ValueError("payload_json must be a JSON object")
+    return payload
+
+
 class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     def __init__(self, lifecycle: Lifecycle) -> None:
         self._life = lifecycle
         self._store = lifecycle.store
 
     def SubmitJob(self, request, context):  # noqa: N802
-        try:
-            return pb.SubmitJobResponse(job_id=self._life.submit(request.spec_yaml))
-        except CoordinatorError as exc:
-            _abort(context, exc)
+        job_id = _call(context, lambda: self._life.submit(request.spec_yaml))
+        return pb.SubmitJobResponse(job_id=job_id)
 
     def ListJobs(self, request, context):  # noqa: N802
-        return pb.ListJobsResponse(jobs=[_summary(r) for r in self._store.list()])
+        return pb.ListJobsResponse(jobs=[_summary(r) for r in _call(context, self._store.list)])
 
     def GetJob(self, request, context):  # noqa: N802
-        try:
-            return _view(self._store.get(request.job_id))
-        except CoordinatorError as exc:
-            _abort(context, exc)
+        return _view(_call(context, lambda: self._store.get(request.job_id)))
 
     def WatchJob(self, request, context):  # noqa: N802
         last = None
         while context.is_active():
-            try:
-                record = self._store.get(request.job_id)
-            except CoordinatorError as exc:
-                _abort(context, exc)
+            record = _call(context, lambda: self._store.get(request.job_id))
             if record.updated_at != last:
                 last = record.updated_at
                 yield _view(record)
@@ -79,27 +109,26 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
             time.sleep(WATCH_POLL_S)
 
     def CancelJob(self, request, context):  # noqa: N802
-        try:
-            return pb.CancelJobResponse(state=self._life.cancel(request.job_id))
-        except CoordinatorError as exc:
-            _abort(context, exc)
+        return pb.CancelJobResponse(state=_call(context, lambda: self._life.cancel(request.job_id)))
 
     def RegisterParty(self, request, context):  # noqa: N802
-        if not request.party_id or not request.address:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "party_id and address are required")
-        self._store.register_party(request.party_id, request.address, list(request.datasets))
+        check_caller(context, request.party_id, f"register as party '{request.party_id}'")
+        _call(
+            context,
+            lambda: self._life.register(request.party_id, request.address, list(request.datasets)),
+        )
         return pb.RegisterPartyResponse()
 
     def ReportProgress(self, request, context):  # noqa: N802
-        try:
-            payload = json.loads(request.payload_json or "{}")
-            if not isinstance(payload, dict):
-                raise SpecError("payload_json must be a JSON object")
-            stop = self._life.report(
-                request.job_id, request.party_id, request.event, request.state, payload
-            )
-            return pb.ReportProgressResponse(cancel=stop)
-        except json.JSONDecodeError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"payload_json is not JSON: {exc}")
-        except CoordinatorError as exc:
-            _abort(context, exc)
+        check_caller(context, request.party_id, f"report progress as party '{request.party_id}'")
+        stop = _call(
+            context,
+            lambda: self._life.report(
+                request.job_id,
+                request.party_id,
+                request.event,
+                request.state,
+                _payload(request.payload_json),
+            ),
+        )
+        return pb.ReportProgressResponse(cancel=stop)

@@ -26,6 +26,7 @@ from secure.errors import ChannelClosed
 log = logging.getLogger(__name__)
 
 REPORT_INTERVAL_S = 0.5
+ENDED_MEMORY = 1000  # ended jobs remembered, so late or replayed envelopes get a clear error
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class PartyDaemon:
         self._coordinator = coordinator
         self._lock = threading.Lock()
         self._jobs: dict[str, RunningJob] = {}
+        self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.registered_peers: dict[str, str] = {}
 
     # --- control plane -------------------------------------------------------------
@@ -99,7 +101,7 @@ class PartyDaemon:
         """
         try:
             spec = JobSpec.from_json(spec_json)
-        except SpecError as exc:
+        except (SpecError, ValueError) as exc:  # ValueError: not JSON
             raise JobError(f"job {job_id}: invalid spec: {exc}") from exc
         me = self.config.party_id
         job = PartyJob(job_id, spec, me, self.config.datasets)
@@ -117,6 +119,7 @@ class PartyDaemon:
             old = self._jobs.get(job_id)
             if old is not None and old.thread is not None:
                 raise JobError(f"job {job_id} is already running on party '{me}'")
+            self._ended.pop(job_id, None)
             self._jobs[job_id] = RunningJob(job, mailbox, channel)
         log.info("job %s party %s: prepared (%d rows)", job_id, me, table.rows)
         return table.rows, table.features.shape[1]
@@ -135,6 +138,8 @@ class PartyDaemon:
     def abort(self, job_id: str, reason: str) -> None:
         with self._lock:
             running = self._jobs.pop(job_id, None)
+            if running is not None:
+                self._ended_as(job_id, f"aborted: {reason or 'by the coordinator'}")
         if running is not None:
             running.mailbox.close(reason or "aborted by the coordinator")
             log.info("job %s party %s: aborted", job_id, self.config.party_id)
@@ -157,6 +162,11 @@ class PartyDaemon:
                 f"'{self.config.party_id}'; check the peer addresses"
             )
         with self._lock:
+            if job_id in self._ended:
+                raise JobError(
+                    f"job {job_id} already ended on party '{receiver}' ({self._ended[job_id]}); "
+                    f"envelope '{tag}' from '{sender}' came late or was replayed and is dropped"
+                )
             running = self._get(job_id)
         if sender not in {p.id for p in running.job.spec.parties} or sender == receiver:
             raise JobError(f"party '{sender}' is not a peer in job {job_id}")
@@ -181,6 +191,12 @@ class PartyDaemon:
             profile = WanProfile(spec.network.bandwidth_mbps, spec.network.rtt_ms)
         return channel if profile is None else ShapedChannel(channel, profile)
 
+    def _ended_as(self, job_id: str, how: str) -> None:
+        """Remember how a job ended (call with the lock held); forget the oldest."""
+        self._ended[job_id] = how
+        while len(self._ended) > ENDED_MEMORY:
+            del self._ended[next(iter(self._ended))]
+
     def _get(self, job_id: str) -> RunningJob:
         if job_id not in self._jobs:
             raise JobError(f"job {job_id} is not known to party '{self.config.party_id}'")
@@ -200,6 +216,7 @@ class PartyDaemon:
             with self._lock:
                 if self._jobs.get(job_id) is running:
                     del self._jobs[job_id]
+                    self._ended_as(job_id, "finished")
             running.mailbox.close("job finished")
             if isinstance(running.channel, ShapedChannel):
                 running.channel.close()

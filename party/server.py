@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 import grpc
@@ -15,9 +16,19 @@ from party.daemon import DaemonOptions, PartyDaemon
 from party.servicer import PartyServicer
 from party.transport import PeerClients
 from proto import party_pb2_grpc
-from proto.rpc import TlsFiles, bind, host_of, make_server
+from proto.rpc import (
+    COORDINATOR_ID,
+    TlsFiles,
+    bind,
+    explain,
+    handshake_failed,
+    host_of,
+    make_server,
+)
 
 log = logging.getLogger(__name__)
+
+REGISTER_TIMEOUT_S = 60.0  # how long a party waits for its coordinator to come up
 
 
 @dataclass
@@ -46,6 +57,11 @@ def create_party_server(
     """Start a party daemon on `config.listen` and register it with the coordinator.
 
     Returns the running server with its bound port (port 0 in the config picks a free one).
+    With `tls`, the server requires client certificates from the same CA, and its own
+    outgoing calls present `tls.cert` (which must name `config.party_id`).
+
+    Raises:
+        RuntimeError: the address cannot be bound, or registration failed (names the fix).
     """
     clients = PeerClients(tls)
     coordinator = CoordinatorClient(config.coordinator, tls) if config.coordinator else None
@@ -62,15 +78,35 @@ def create_party_server(
     running = PartyServer(server, daemon, port, address, health_servicer, clients, coordinator)
     if coordinator is not None:
         try:
-            coordinator.register(config.party_id, address, sorted(config.datasets))
-        except grpc.RpcError as exc:
+            _register(coordinator, config, address, tls is not None)
+        except RuntimeError:
             running.stop(0)
-            raise RuntimeError(
-                f"cannot register with the coordinator at {config.coordinator}: "
-                f"{exc.code().name}: {exc.details()}; is `vfl coordinator serve` running?"
-            ) from None
+            raise
     log.info("party %s serving on %s", config.party_id, address)
     return running
+
+
+def _register(coordinator: CoordinatorClient, config: PartyConfig, address: str, tls: bool) -> None:
+    """Register with the coordinator, waiting up to REGISTER_TIMEOUT_S for it to come up.
+
+    Raises:
+        RuntimeError: the coordinator refused, rejected the TLS handshake, or never answered.
+    """
+    deadline, delay = time.monotonic() + REGISTER_TIMEOUT_S, 0.2
+    while True:
+        try:
+            coordinator.register(config.party_id, address, sorted(config.datasets))
+            return
+        except grpc.RpcError as exc:
+            transient = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(exc, tls)
+            if not transient or time.monotonic() + delay > deadline:
+                why = explain(exc, coordinator.address, tls, COORDINATOR_ID)
+                raise RuntimeError(
+                    f"cannot register party '{config.party_id}' with the coordinator at "
+                    f"{coordinator.address}: {why}"
+                ) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 def serve_forever(running: PartyServer, stop: threading.Event) -> None:

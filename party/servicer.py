@@ -1,6 +1,8 @@
 """The PartyService servicer: protobuf in, `PartyDaemon` call, protobuf out.
 
 Domain errors become gRPC statuses with the error's message; nothing else lives here.
+With TLS, a Push is accepted only from the party its certificate names as the sender,
+and the control RPCs (PrepareJob, StartJob, AbortJob) only from the coordinator.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from party.daemon import PartyDaemon
 from party.errors import ConfigError, DataError, JobError, PartyError
 from proto import party_pb2 as pb
 from proto import party_pb2_grpc as pb_grpc
-from proto.rpc import MAX_ENVELOPE_BYTES
+from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, check_caller
 from secure.errors import ChannelClosed, PayloadError, SecureError
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,8 @@ def call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
+        if context.code() is not None:
+            raise  # already aborted (e.g. a request that does not parse)
         for kind, code in _CODES:
             if isinstance(exc, kind):
                 context.abort(code, str(exc))
@@ -47,8 +51,8 @@ def call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
     raise AssertionError("unreachable")  # context.abort raises
 
 
-def assemble(request_iterator: Iterator[pb.PushChunk]) -> tuple[pb.PushChunk, bytes]:
-    """Join a Push stream into (header chunk, payload bytes).
+def header(request_iterator: Iterator[pb.PushChunk]) -> pb.PushChunk:
+    """The first chunk of a Push stream: job, tag, sender, receiver and total size.
 
     Raises:
         PayloadError: empty stream, missing header fields, or a size above the limit.
@@ -63,6 +67,15 @@ def assemble(request_iterator: Iterator[pb.PushChunk]) -> tuple[pb.PushChunk, by
             f"envelope of {first.total_size} bytes exceeds the limit of "
             f"{MAX_ENVELOPE_BYTES} bytes; use smaller batches"
         )
+    return first
+
+
+def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes:
+    """The payload of a Push stream whose header chunk `first` was read already.
+
+    Raises:
+        PayloadError: the chunks add up to more or less than the declared size.
+    """
     parts, size = [first.data], len(first.data)
     for chunk in request_iterator:
         size += len(chunk.data)
@@ -73,7 +86,11 @@ def assemble(request_iterator: Iterator[pb.PushChunk]) -> tuple[pb.PushChunk, by
         parts.append(chunk.data)
     if size != first.total_size:
         raise PayloadError(f"envelope '{first.tag}' has {size} bytes, declared {first.total_size}")
-    return first, b"".join(parts)
+    return b"".join(parts)
+
+
+def _from_coordinator(context: grpc.ServicerContext) -> None:
+    check_caller(context, COORDINATOR_ID, "prepare, start or abort jobs on a party")
 
 
 class PartyServicer(pb_grpc.PartyServiceServicer):
@@ -81,14 +98,18 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         self._d = daemon
 
     def Push(self, request_iterator, context):  # noqa: N802
+        head = call(context, lambda: header(request_iterator))
+        check_caller(context, head.sender, f"send envelopes as party '{head.sender}'")
+
         def push() -> pb.PushResponse:
-            head, data = assemble(request_iterator)
+            data = body(head, request_iterator)
             fresh = self._d.push(head.job_id, head.sender, head.receiver, head.tag, data)
             return pb.PushResponse(duplicate=not fresh)
 
         return call(context, push)
 
     def PrepareJob(self, request, context):  # noqa: N802
+        _from_coordinator(context)
         peers = {p.party_id: p.address for p in request.peers}
         rows, feats = call(
             context, lambda: self._d.prepare(request.job_id, request.spec_json, peers)
@@ -96,10 +117,12 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         return pb.PrepareJobResponse(rows=rows, features=feats)
 
     def StartJob(self, request, context):  # noqa: N802
+        _from_coordinator(context)
         call(context, lambda: self._d.start(request.job_id))
         return pb.StartJobResponse()
 
     def AbortJob(self, request, context):  # noqa: N802
+        _from_coordinator(context)
         call(context, lambda: self._d.abort(request.job_id, request.reason))
         return pb.AbortJobResponse()
 

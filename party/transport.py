@@ -1,7 +1,9 @@
 """The gRPC data plane: `GrpcChannel` implements `secure.channel.Channel`.
 
 `send` streams the serialized payload to the peer's `Push` RPC in 1 MiB chunks and retries
-while the peer is unavailable; `recv` reads the local `Mailbox` that the servicer fills.
+while the peer is unavailable (but not after a failed TLS handshake, which retrying cannot
+fix); `recv` reads the local `Mailbox` that the servicer fills. With TLS, every channel
+checks that the peer's certificate names the party it was dialed for.
 """
 
 from __future__ import annotations
@@ -13,24 +15,26 @@ from collections.abc import Iterator
 import grpc
 
 from proto import party_pb2, party_pb2_grpc
-from proto.rpc import CHUNK_BYTES, TlsFiles, dial
+from proto.rpc import CHUNK_BYTES, TlsFiles, dial, explain, handshake_failed
 from secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
 from secure.errors import ChannelClosed, ChannelError
 
 
 class PeerClients:
-    """One gRPC channel per peer address, shared by all jobs of a daemon."""
+    """One gRPC channel per (peer address, party id), shared by all jobs of a daemon."""
 
     def __init__(self, tls: TlsFiles | None = None) -> None:
-        self._tls = tls
+        self.tls = tls
         self._lock = threading.Lock()
-        self._channels: dict[str, grpc.Channel] = {}
+        self._channels: dict[tuple[str, str], grpc.Channel] = {}
 
-    def stub(self, address: str) -> party_pb2_grpc.PartyServiceStub:
+    def stub(self, address: str, party_id: str) -> party_pb2_grpc.PartyServiceStub:
+        """A stub for party `party_id` at `address` (with TLS, its certificate must say so)."""
+        key = (address, party_id)
         with self._lock:
-            if address not in self._channels:
-                self._channels[address] = dial(address, self._tls)
-            return party_pb2_grpc.PartyServiceStub(self._channels[address])
+            if key not in self._channels:
+                self._channels[key] = dial(address, self.tls, expect=party_id)
+            return party_pb2_grpc.PartyServiceStub(self._channels[key])
 
     def close(self) -> None:
         with self._lock:
@@ -92,19 +96,20 @@ class GrpcChannel:
         while True:
             if self._mailbox.closed:
                 raise ChannelClosed(f"job {self.job_id} closed while sending '{tag}'")
-            stub = self._clients.stub(self._peers[peer])
+            address = self._peers[peer]
             try:
-                stub.Push(
+                self._clients.stub(address, peer).Push(
                     chunks(self.job_id, tag, self.party_id, peer, data),
                     timeout=max(1.0, deadline - time.monotonic()),
                 )
                 return
             except grpc.RpcError as exc:
-                code = exc.code()
-                if code != grpc.StatusCode.UNAVAILABLE or time.monotonic() + delay > deadline:
+                tls = self._clients.tls is not None
+                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(exc, tls)
+                if not retry or time.monotonic() + delay > deadline:
+                    why = explain(exc, address, tls, peer)
                     raise ChannelError(
-                        f"sending '{tag}' to party '{peer}' at {self._peers[peer]} failed: "
-                        f"{code.name}: {exc.details()}"
+                        f"sending '{tag}' to party '{peer}' at {address} failed: {why}"
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)

@@ -1,20 +1,34 @@
-"""gRPC plumbing shared by both daemons and the CLI: message limits, dialing, serving.
+"""gRPC plumbing shared by both daemons and the CLI: message limits, dialing, serving, TLS.
 
 Message sizes are set explicitly on both sides (DESIGN.md §2): the data plane streams
-envelopes in 1 MiB chunks, so no single gRPC message needs more than `MAX_MESSAGE_BYTES`.
+envelopes in 1 MiB chunks, so no single gRPC message needs more than `MAX_MESSAGE_BYTES`;
+a larger one gets RESOURCE_EXHAUSTED.
+
+Mutual TLS: a server bound with `TlsFiles` requires a client certificate from the
+federation CA; a client dialing with `TlsFiles` checks the server's certificate against the
+same CA and, with `expect=<party id>`, that it names that party (the id is the TLS target
+name, and `vfl certs issue` puts it in the certificate's DNS names, so dialing by IP or
+service name works). Servicers ask `check_caller` whether the caller's certificate names
+the party a request acts for; on an insecure server there are no identities to check.
+`explain` turns a failed call (handshake, size) into a message that names cause and fix.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
+
+from secure.certs import CertError, party_id_from_cert
 
 CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 8 << 20
 MAX_ENVELOPE_BYTES = 1 << 30
+COORDINATOR_ID = "coordinator"  # the identity in the coordinator's certificate
 
 _RETRY_POLICY = json.dumps(
     {
@@ -37,6 +51,10 @@ _RETRY_POLICY = json.dumps(
         ]
     }
 )
+_CA_HINT = (
+    "check that both sides use certificates from the same federation CA (vfl certs) "
+    "and that they have not expired"
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,6 @@ def channel_options() -> list[tuple[str, object]]:
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.enable_retries", 1),
         ("grpc.service_config", _RETRY_POLICY),
-        ("grpc.keepalive_time_ms", 30_000),
     ]
 
 
@@ -63,8 +80,12 @@ def _read(path: str) -> bytes:
         return fh.read()
 
 
-def dial(address: str, tls: TlsFiles | None = None) -> grpc.Channel:
-    """Open a client channel to `address` (host:port), with mutual TLS if `tls` is given."""
+def dial(address: str, tls: TlsFiles | None = None, expect: str | None = None) -> grpc.Channel:
+    """Open a client channel to `address` (host:port), with mutual TLS if `tls` is given.
+
+    With TLS and `expect`, the server's certificate must name party `expect`; without
+    `expect`, it must name the host of `address` (a DNS or IP name in the certificate).
+    """
     if tls is None:
         return grpc.insecure_channel(address, options=channel_options())
     creds = grpc.ssl_channel_credentials(
@@ -72,16 +93,86 @@ def dial(address: str, tls: TlsFiles | None = None) -> grpc.Channel:
         private_key=_read(tls.key),
         certificate_chain=_read(tls.cert),
     )
-    return grpc.secure_channel(address, creds, options=channel_options())
+    options = channel_options()
+    if expect:
+        options.append(("grpc.ssl_target_name_override", expect))
+    return grpc.secure_channel(address, creds, options=options)
+
+
+class _Undecodable:
+    """Stands in for a request that did not parse; the handler answers INVALID_ARGUMENT."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _lenient(parse: Callable[[bytes], Any], method: str) -> Callable[[bytes], Any]:
+    owner = getattr(parse, "__self__", None)
+    name = getattr(getattr(owner, "DESCRIPTOR", None), "full_name", "request message")
+
+    def lenient(raw: bytes) -> Any:
+        try:
+            return parse(raw)
+        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
+            return _Undecodable(
+                f"{method}: the request is not a valid {name} ({exc}); "
+                "client and server must use the same proto/*.proto"
+            )
+
+    return lenient
+
+
+def _checked(request: Any, context: grpc.ServicerContext) -> Any:
+    if isinstance(request, _Undecodable):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+    return request
+
+
+_HANDLERS = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
+class ParseCheck(grpc.ServerInterceptor):
+    """Answer a request that does not parse with INVALID_ARGUMENT naming its message type.
+
+    (gRPC's own answer is INTERNAL "Exception deserializing request!".)
+    """
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        parse = _lenient(handler.request_deserializer, handler_call_details.method)
+        if handler.request_streaming:
+            inner = handler.stream_unary or handler.stream_stream
+
+            def behavior(requests, context):
+                return inner((_checked(r, context) for r in requests), context)
+        else:
+            inner = handler.unary_unary or handler.unary_stream
+
+            def behavior(request, context):
+                return inner(_checked(request, context), context)
+
+        kind = (handler.request_streaming, handler.response_streaming)
+        return _HANDLERS[kind](behavior, parse, handler.response_serializer)
 
 
 def make_server(max_workers: int = 16) -> grpc.Server:
     return grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
+        interceptors=(ParseCheck(),),
         options=[
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.so_reuseport", 0),
+            # tolerate client keepalive pings on long idle watches
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+            ("grpc.keepalive_permit_without_calls", 1),
         ],
     )
 
@@ -108,3 +199,89 @@ def bind(server: grpc.Server, address: str, tls: TlsFiles | None = None) -> int:
 
 def host_of(address: str) -> str:
     return address.rsplit(":", 1)[0]
+
+
+def caller_party(context: grpc.ServicerContext) -> str | None:
+    """The party id named by the caller's certificate; None on an insecure server.
+
+    Raises:
+        CertError: a TLS caller without a certificate that names a valid party id.
+    """
+    auth = context.auth_context()
+    if auth.get("transport_security_type") != [b"ssl"]:
+        return None
+    pems = auth.get("x509_pem_cert")
+    if not pems:
+        raise CertError("the caller presented no client certificate")
+    return party_id_from_cert(pems[0])
+
+
+def check_caller(context: grpc.ServicerContext, party: str, action: str) -> None:
+    """Abort with PERMISSION_DENIED unless the caller's certificate names `party`.
+
+    `action` completes "... may only ..." in the message, e.g. "send as party 'bank'".
+    A no-op on an insecure server.
+    """
+    try:
+        caller = caller_party(context)
+    except CertError as exc:
+        context.abort(grpc.StatusCode.PERMISSION_DENIED, f"cannot identify the caller: {exc}")
+    if caller is not None and not party:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request names no party ({action})")
+    if caller is not None and caller != party:
+        context.abort(
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"only party '{party}' may {action}, but the caller's certificate names party "
+            f"'{caller}'; each process must use its own certificate (vfl certs issue)",
+        )
+
+
+def explain(exc: grpc.RpcError, address: str, tls: bool, expect: str | None = None) -> str:
+    """A one-line reason for a failed call to `address`: the likely cause and the fix."""
+    code, details = exc.code(), exc.details() or ""
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
+        return (
+            f"{details}: gRPC messages are limited to {MAX_MESSAGE_BYTES} bytes; "
+            "send less per call (the data plane streams envelopes in chunks)"
+        )
+    if code != grpc.StatusCode.UNAVAILABLE:
+        return f"{code.name}: {details}"
+    if "Hostname Verification" in details:
+        who = f"party '{expect}'" if expect else f"host '{host_of(address)}'"
+        return (
+            f"TLS handshake with {address} failed: its certificate does not name {who}; "
+            "is the address right, and was the server's certificate issued for that "
+            "party (vfl certs issue DIR --party ID)?"
+        )
+    if "WRONG_VERSION_NUMBER" in details:
+        return (
+            f"TLS handshake with {address} failed: the server does not speak TLS "
+            "(started with --insecure?); start both sides with --tls DIR or both insecure"
+        )
+    if "handshake" in details.lower() or "CERTIFICATE_VERIFY_FAILED" in details:
+        reason = details.split("CERTIFICATE_VERIFY_FAILED:")[-1].removesuffix(": OK").strip()
+        return f"TLS handshake with {address} failed ({reason}): {_CA_HINT}"
+    if "Socket closed" in details and tls:
+        return (
+            f"TLS handshake with {address} failed: the server closed the connection, "
+            f"most likely rejecting this client's certificate; {_CA_HINT}"
+        )
+    if "Socket closed" in details:
+        return f"{address} closed the connection: if it uses TLS, pass --tls DIR"
+    if "failed to connect" in details:
+        return f"{address} is unreachable ({details}); is the daemon running there?"
+    return details
+
+
+def handshake_failed(exc: grpc.RpcError, tls: bool) -> bool:
+    """True if a call failed in the TLS handshake (not transient: retrying will not help).
+
+    With TLS, a connection the server closes at once also counts: that is how a client
+    sees a server reject its certificate.
+    """
+    details = exc.details() or ""
+    return exc.code() == grpc.StatusCode.UNAVAILABLE and (
+        "handshake failed" in details.lower()
+        or "Hostname Verification" in details
+        or (tls and "Socket closed" in details)
+    )

@@ -3,6 +3,8 @@
 Each process binds port 0 and writes its bound port to a file once it is serving (and,
 for parties, registered), so nothing races for ports. Children watch the launcher's pid
 and stop if it disappears; on Ctrl-C the launcher cancels the job and stops them.
+With `tls` (the default) the run gets its own federation CA in `<workdir>/tls` and every
+process (coordinator, parties, and this launcher as `admin`) uses mutual TLS.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 
 import yaml
 
+from coordinator.cli.certs import ADMIN_ID, load_tls, local_federation
 from coordinator.client import CoordinatorClient, JobView
 from coordinator.errors import CoordinatorError
 from coordinator.spec import DataSpec, JobSpec
+from proto.rpc import COORDINATOR_ID
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -29,9 +33,12 @@ STARTUP_TIMEOUT_S = 60.0
 class LocalTopology:
     """Starts and stops the processes of one local run."""
 
-    def __init__(self, workdir: Path, party_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, workdir: Path, party_args: tuple[str, ...] = (), tls_dir: Path | None = None
+    ) -> None:
         self.workdir = workdir
         self.party_args = party_args
+        self.tls_args = ("--tls", str(tls_dir)) if tls_dir else ()
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.coordinator_address = ""
 
@@ -85,6 +92,7 @@ class LocalTopology:
                 str(self.workdir / "jobs.sqlite"),
                 "--listen",
                 "127.0.0.1:0",
+                *self.tls_args,
             ],
         )
         self.coordinator_address = f"127.0.0.1:{self._wait_port('coordinator', pf)}"
@@ -93,7 +101,8 @@ class LocalTopology:
             config = self.workdir / f"party-{p.id}.yaml"
             config.write_text(yaml.safe_dump(_party_config(p.id, p.data, self.coordinator_address)))
             files[p.id] = self._spawn(
-                f"party-{p.id}", ["party", "serve", "--config", str(config), *self.party_args]
+                f"party-{p.id}",
+                ["party", "serve", "--config", str(config), *self.tls_args, *self.party_args],
             )
             test = "test" if p.data.test_path else None
             spec = spec.with_data(p.id, DataSpec(dataset="data", test_dataset=test))
@@ -115,7 +124,7 @@ class LocalTopology:
 
 
 def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
-    dataset = {"path": data.path, "format": data.format or "csv"}
+    dataset: dict[str, object] = {"path": data.path, "format": data.format or "csv"}
     if data.id:
         dataset["id"] = data.id
     elif dataset["format"] == "libsvm":
@@ -143,17 +152,30 @@ def spec_to_yaml(spec: JobSpec) -> str:
 
 
 def run_local(
-    spec: JobSpec, watch, workdir: str | None = None, party_args: tuple[str, ...] = ()
+    spec: JobSpec,
+    watch,
+    workdir: str | None = None,
+    party_args: tuple[str, ...] = (),
+    *,
+    tls: bool = True,
 ) -> JobView:
-    """Run one job on a fresh local topology; `watch(client, job_id)` follows it."""
+    """Run one job on a fresh local topology; `watch(client, job_id)` follows it.
+
+    With `tls`, a fresh CA and certificates for every process go to `<workdir>/tls`.
+    """
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
     base.mkdir(parents=True, exist_ok=True)
-    topo = LocalTopology(base, party_args)
+    tls_dir = None
+    if tls:
+        ids = [COORDINATOR_ID, ADMIN_ID, *(p.id for p in spec.parties)]
+        tls_dir = local_federation(base / "tls", ids)
+    topo = LocalTopology(base, party_args, tls_dir)
     job_id = None
     client = None
     try:
         local_spec = topo.start(spec)
-        client = CoordinatorClient(topo.coordinator_address)
+        admin = load_tls(tls_dir, ADMIN_ID) if tls_dir else None
+        client = CoordinatorClient(topo.coordinator_address, admin)
         job_id = client.submit(spec_to_yaml(local_spec))
         return watch(client, job_id)
     except KeyboardInterrupt:

@@ -1,8 +1,9 @@
 """`vfl`: the command line. The only place that parses arguments, configures logging and
 installs signal handlers.
 
-Exit codes: 0 success; 1 the job failed or was cancelled; 2 bad input (spec, config,
-unknown job); 3 a daemon is unreachable; 130 interrupted.
+Exit codes: 0 success; 1 the job failed or was cancelled (or `vfl health`: not serving);
+2 bad input (spec, config, certificate, unknown job); 3 a daemon is unreachable or the
+TLS handshake failed; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from pathlib import Path
 
 import grpc
 
-from coordinator.cli import progress
+from coordinator.cli import certs, progress
 from coordinator.client import CoordinatorClient, JobView
 from coordinator.errors import CoordinatorError
 from party.errors import PartyError
+from proto.rpc import COORDINATOR_ID, explain
+from secure.errors import SecureError
 
 DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
 DEMO_SPEC = Path(__file__).parent / "data" / "demo.yaml"
@@ -59,8 +62,10 @@ def _write_port(path: str | None, port: int) -> None:
 def cmd_coordinator_serve(args: argparse.Namespace) -> int:
     from coordinator.server import create_coordinator_server
 
+    tls = certs.load_tls(args.tls, COORDINATOR_ID) if args.tls else None
     stop = _daemon_setup(args)
-    server = create_coordinator_server(args.db, args.listen)
+    _warn_insecure(tls is None)
+    server = create_coordinator_server(args.db, args.listen, tls)
     _write_port(args.port_file, server.port)
     print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
     stop.wait()
@@ -76,14 +81,15 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     from party.config import load_party_config
     from party.server import create_party_server
 
-    stop = _daemon_setup(args)
-    torch.set_num_threads(1)  # several parties share a machine's cores
     config = load_party_config(args.config)
-    if args.listen:
-        config = dataclasses.replace(config, listen=args.listen)
-    if args.coordinator:
-        config = dataclasses.replace(config, coordinator=args.coordinator)
-    server = create_party_server(config, options=_daemon_options(args))
+    overrides = {"listen": args.listen, "coordinator": args.coordinator}
+    overrides["advertise"] = args.advertise
+    config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v})
+    tls = certs.load_tls(args.tls, config.party_id) if args.tls else None
+    stop = _daemon_setup(args)
+    _warn_insecure(tls is None)
+    torch.set_num_threads(1)  # several parties share a machine's cores
+    server = create_party_server(config, tls, options=_daemon_options(args))
     _write_port(args.port_file, server.port)
     print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
     stop.wait()
@@ -103,8 +109,17 @@ def _daemon_options(args: argparse.Namespace):
     return DaemonOptions(audit_dir=args.audit, network=network)
 
 
+def _warn_insecure(insecure: bool) -> None:
+    if insecure:
+        print(
+            "warning: no TLS: traffic is not encrypted and parties are not authenticated; "
+            "use --tls DIR (see `vfl certs`) outside a trusted network",
+            file=sys.stderr,
+        )
+
+
 def _client(args: argparse.Namespace) -> CoordinatorClient:
-    return CoordinatorClient(args.coordinator)
+    return CoordinatorClient(args.coordinator, certs.client_tls(args))
 
 
 def _finish(view: JobView, as_json: bool) -> int:
@@ -117,8 +132,25 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if text is None:
         raise CoordinatorError(f"job spec '{args.spec}' does not exist")
     with _client(args) as c:
-        print(c.submit(text))
-    return 0
+        job_id = c.submit(text)
+        if not args.wait:
+            print(job_id)
+            return 0
+        print(f"submitted {job_id}", file=sys.stderr)
+        return _finish(progress.follow(c, job_id, show=not args.json), args.json)
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from proto.rpc import dial
+
+    request = health_pb2.HealthCheckRequest(service=args.service)
+    with dial(args.address, certs.client_tls(args), expect=args.expect) as channel:
+        resp = health_pb2_grpc.HealthStub(channel).Check(request, timeout=args.timeout)
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+    print(f"{args.address}: {status}")
+    return 0 if resp.status == health_pb2.HealthCheckResponse.SERVING else 1
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -160,11 +192,14 @@ def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
 
     spec = load_spec(spec_path or args.spec)
     party_args = ("--audit", str(Path(args.audit).resolve())) if args.audit else ()
+    if args.insecure:
+        print("warning: --insecure: the processes of this run talk without TLS", file=sys.stderr)
     view = run_local(
         spec,
         lambda c, j: progress.follow(c, j, show=not args.json),
         workdir=args.workdir,
         party_args=party_args,
+        tls=not args.insecure,
     )
     return _finish(view, args.json)
 
@@ -181,14 +216,25 @@ def cmd_synth_ctr(args: argparse.Namespace) -> int:
     job = {
         "job": "synth-ctr",
         "parties": [
-            {"id": "advertiser", "role": "active",
-             "data": {"path": "active.csv", "id": "id", "label": "y"}},
-            {"id": "publisher", "role": "passive",
-             "data": {"path": "passive.csv", "id": "id",
-                      "categorical": list(CATEGORICAL_FIELDS)}},
+            {
+                "id": "advertiser",
+                "role": "active",
+                "data": {"path": "active.csv", "id": "id", "label": "y"},
+            },
+            {
+                "id": "publisher",
+                "role": "passive",
+                "data": {
+                    "path": "passive.csv",
+                    "id": "id",
+                    "categorical": list(CATEGORICAL_FIELDS),
+                },
+            },
         ],
-        "model": {"source": {"out_dim": 32, "hidden": [64], "embedding_dim": 8},
-                  "top": {"hidden": [32], "task": "binary"}},
+        "model": {
+            "source": {"out_dim": 32, "hidden": [64], "embedding_dim": 8},
+            "top": {"hidden": [32], "task": "binary"},
+        },
         "local_updates": {"mode": "celu", "workset": 5, "reuse": 5, "xi": 0.5},
         "train": {"epochs": 1, "batch_size": 256, "lr": 0.05, "optimizer": "adagrad"},
         "validation": {"fraction": 0.1, "every": 20},
@@ -196,8 +242,10 @@ def cmd_synth_ctr(args: argparse.Namespace) -> int:
     import yaml
 
     (out / "job.yaml").write_text(yaml.safe_dump(job, sort_keys=False))
-    print(f"wrote {meta['rows']} rows (positive rate {meta['positive_rate']:.3f}) to {out}; "
-          f"train with: vfl run {out / 'job.yaml'}")
+    print(
+        f"wrote {meta['rows']} rows (positive rate {meta['positive_rate']:.3f}) to {out}; "
+        f"train with: vfl run {out / 'job.yaml'}"
+    )
     return 0
 
 
@@ -214,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     cs = co_sub.add_parser("serve", help="serve the coordinator")
     cs.add_argument("--db", default="jobs.sqlite", help="SQLite job store (created if absent)")
     cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
+    certs.add_tls_flags(cs, client=False)
     daemon_flags(cs)
     cs.set_defaults(fn=cmd_coordinator_serve)
 
@@ -223,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--config", required=True, help="party.yaml")
     ps.add_argument("--listen", help="override the config's listen address")
     ps.add_argument("--coordinator", help="override the config's coordinator address")
+    ps.add_argument("--advertise", help="override the config's advertised host:port")
+    certs.add_tls_flags(ps, client=False)
     ps.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
     ps.add_argument("--bandwidth-mbps", type=float, help="emulate a WAN link: bandwidth")
     ps.add_argument("--rtt-ms", type=float, help="emulate a WAN link: round-trip time")
@@ -239,16 +290,27 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=helptext)
         if name == "submit":
             sp.add_argument("spec", help="job.yaml")
+            sp.add_argument("--wait", action="store_true", help="follow the job until it ends")
         elif name != "jobs":
             sp.add_argument("job", help="job id (see `vfl jobs`)")
-        if name in ("status", "watch"):
+        if name in ("status", "watch", "submit"):
             sp.add_argument("--json", action="store_true", help="print the result as JSON")
         sp.add_argument(
             "--coordinator",
             default=DEFAULT_COORDINATOR,
             help="coordinator host:port (env VFL_COORDINATOR)",
         )
+        certs.add_tls_flags(sp, client=True)
         sp.set_defaults(fn=fn)
+
+    hc = sub.add_parser("health", help="check a daemon with the gRPC health service")
+    hc.add_argument("address", help="host:port of a coordinator or party daemon")
+    hc.add_argument("--service", default="", help="service name ('' = the whole server)")
+    hc.add_argument("--expect", help="party id the server's certificate must name")
+    hc.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    certs.add_tls_flags(hc, client=True)
+    hc.set_defaults(fn=cmd_health)
+    certs.add_parser(sub)
 
     for name, fn, helptext in (
         ("run", cmd_run, "run a job on local processes"),
@@ -260,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help="print the result as one JSON")
         sp.add_argument("--workdir", help="keep configs, logs and the job store here")
         sp.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
+        sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
         sp.set_defaults(fn=fn)
     data = sub.add_parser("data", help="data tools")
     data_sub = data.add_subparsers(dest="action", required=True)
@@ -272,6 +335,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
+    if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+        return exc.details() or exc.code().name
+    address = str(getattr(args, "coordinator", None) or getattr(args, "address", ""))
+    expect = COORDINATOR_ID if getattr(args, "coordinator", None) else getattr(args, "expect", None)
+    return explain(exc, address, bool(getattr(args, "tls", None)), expect)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -279,12 +350,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: job cancelled, processes stopped", file=sys.stderr)
         return 130
-    except (CoordinatorError, PartyError, OSError, ValueError) as exc:
+    except (CoordinatorError, PartyError, SecureError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except grpc.RpcError as exc:
+        print(f"error: {_explain(args, exc)}", file=sys.stderr)
         code = exc.code()
-        print(f"error: {exc.details()}", file=sys.stderr)
         return 3 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) else 2
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)

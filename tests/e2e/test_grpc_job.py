@@ -117,6 +117,15 @@ def test_bad_data_fails_the_job_with_its_reason_and_daemons_survive(
     assert wait(client, client.submit(job())).state == "SUCCEEDED"
 
 
+def test_a_job_failing_for_bad_input_leaves_a_concurrent_job_alone(topology) -> None:
+    client, *_ = topology
+    good = client.submit(job(name="good", epochs=4))
+    bad = client.submit(job(name="bad", shop="nan"))
+    failed = wait(client, bad)
+    assert failed.state == "FAILED" and "NaN or infinite" in failed.reason
+    assert wait(client, good).state == "SUCCEEDED"
+
+
 def test_bad_requests_get_status_codes(topology) -> None:
     client, *_ = topology
     with pytest.raises(grpc.RpcError) as err:

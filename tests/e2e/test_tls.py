@@ -1,0 +1,235 @@
+"""Mutual TLS with party identity: real daemons on port 0 with federation certificates.
+
+The right certificates run a job; a certificate from another CA, an expired one, one for
+another party id, and none at all are each rejected with a message that names the fix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+
+from coordinator.cli.certs import export_bundle, issue_identity, load_tls, local_federation
+from coordinator.client import CoordinatorClient
+from coordinator.server import create_coordinator_server
+from coordinator.spec import parse_spec_text
+from party.config import PartyConfig
+from party.data import DatasetConfig
+from party.server import create_party_server
+from proto import party_pb2, party_pb2_grpc
+from proto.rpc import TlsFiles, dial, explain
+from secure.certs import CertError, init_ca, issue
+from tests.conftest import FATE
+from tests.e2e.test_grpc_job import job, wait
+
+REPO = Path(__file__).resolve().parents[2]
+IDS = ("coordinator", "admin", "bank", "shop")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("pki")
+    fed = local_federation(root / "fed", IDS)
+    other = local_federation(root / "other", ("admin", "bank", "coordinator"))
+    now = dt.datetime.now(dt.timezone.utc)
+    issue(
+        fed,
+        "old",
+        hosts=("old", "127.0.0.1"),
+        not_before=now - dt.timedelta(days=30),
+        not_after=now - dt.timedelta(days=1),
+    )
+    return {"fed": fed, "other": other}
+
+
+def files(ca_dir: Path, identity: str) -> TlsFiles:
+    return TlsFiles(
+        str(ca_dir / "ca.crt"), str(ca_dir / f"{identity}.crt"), str(ca_dir / f"{identity}.key")
+    )
+
+
+@pytest.fixture(scope="module")
+def tls_topology(pki, tmp_path_factory):
+    fed = pki["fed"]
+    db = tmp_path_factory.mktemp("db") / "jobs.sqlite"
+    coord = create_coordinator_server(str(db), "127.0.0.1:0", load_tls(fed, "coordinator"))
+    address = f"127.0.0.1:{coord.port}"
+    parties = [
+        create_party_server(
+            PartyConfig(
+                pid,
+                "127.0.0.1:0",
+                address,
+                datasets={"breast": DatasetConfig("breast", str(FATE / file), label=y)},
+            ),
+            load_tls(fed, pid),
+        )
+        for pid, file, y in (
+            ("bank", "breast_hetero_guest.csv", "y"),
+            ("shop", "breast_hetero_host.csv", None),
+        )
+    ]
+    yield address, coord, *parties
+    for server in (*parties, coord):
+        server.stop(0)
+
+
+def rpc_error(fn) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as err:
+        fn()
+    return err.value
+
+
+def push(address: str, tls: TlsFiles | None, sender: str, expect: str = "bank", job_id="j"):
+    chunk = party_pb2.PushChunk(
+        job_id=job_id, tag="t", sender=sender, receiver=expect, data=b"x", total_size=1
+    )
+    with dial(address, tls, expect=expect) as channel:
+        return party_pb2_grpc.PartyServiceStub(channel).Push(iter([chunk]), timeout=10)
+
+
+def test_a_job_runs_with_every_channel_mutually_authenticated(tls_topology, pki) -> None:
+    address = tls_topology[0]
+    with CoordinatorClient(address, load_tls(pki["fed"], "admin")) as client:
+        view = wait(client, client.submit(job(epochs=2)))
+    assert view.state == "SUCCEEDED", view.reason
+    assert view.result["metrics"]["auc"] > 0.95 and view.result["intersection_size"] == 569
+
+
+@pytest.mark.parametrize(
+    ("trusts", "ca", "identity", "fragment"),
+    [
+        ("other", "other", "admin", "(unable to get local issuer certificate)"),  # other CA
+        ("fed", "other", "admin", "rejecting this client's certificate"),  # foreign cert
+        ("fed", "fed", "old", "rejecting this client's certificate"),  # expired
+    ],
+)
+def test_a_client_with_a_foreign_or_expired_certificate_is_rejected(
+    tls_topology, pki, trusts, ca, identity, fragment
+) -> None:
+    address = tls_topology[0]
+    own = files(pki[ca], identity)
+    tls = TlsFiles(str(pki[trusts] / "ca.crt"), own.cert, own.key)
+    with CoordinatorClient(address, tls) as client:
+        err = rpc_error(client.jobs)
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    message = explain(err, address, tls=True)
+    assert fragment in message and "same federation CA (vfl certs)" in message
+
+
+def test_a_client_without_a_certificate_is_rejected(tls_topology, pki) -> None:
+    address = tls_topology[0]
+    with CoordinatorClient(address) as client:  # no TLS at all
+        err = rpc_error(client.jobs)
+    assert "if it uses TLS, pass --tls DIR" in explain(err, address, tls=False)
+    creds = grpc.ssl_channel_credentials((pki["fed"] / "ca.crt").read_bytes())  # no client cert
+    with grpc.secure_channel(address, creds) as channel:
+        stub = party_pb2_grpc.PartyServiceStub(channel)
+        err = rpc_error(lambda: stub.GetPartyInfo(party_pb2.GetPartyInfoRequest(), timeout=10))
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_server_from_another_ca_or_for_another_party_is_rejected(tls_topology, pki) -> None:
+    _, _, bank, _ = tls_topology
+    bank_address = f"127.0.0.1:{bank.port}"
+    err = rpc_error(lambda: push(bank_address, files(pki["other"], "admin"), "admin"))
+    assert "unable to get local issuer certificate" in explain(err, bank_address, True)
+    err = rpc_error(lambda: push(bank_address, files(pki["fed"], "shop"), "shop", expect="shop"))
+    message = explain(err, bank_address, True, "shop")
+    assert "its certificate does not name party 'shop'" in message
+
+
+def test_a_party_may_push_only_as_itself(tls_topology, pki) -> None:
+    _, _, bank, _ = tls_topology
+    bank_address = f"127.0.0.1:{bank.port}"
+    shop = files(pki["fed"], "shop")
+    err = rpc_error(lambda: push(bank_address, shop, sender="coordinator"))
+    assert err.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "only party 'coordinator' may send envelopes" in err.details()
+    assert "certificate names party 'shop'" in err.details()
+    err = rpc_error(lambda: push(bank_address, shop, sender="shop"))  # itself: passes the check
+    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION and "not known" in err.details()
+
+
+def test_control_rpcs_only_from_the_coordinator_and_reports_only_as_oneself(
+    tls_topology, pki
+) -> None:
+    address, _, bank, _ = tls_topology
+    shop = files(pki["fed"], "shop")
+    spec = parse_spec_text(job()).to_json()
+    with dial(f"127.0.0.1:{bank.port}", shop, expect="bank") as channel:
+        stub = party_pb2_grpc.PartyServiceStub(channel)
+        request = party_pb2.PrepareJobRequest(job_id="evil", spec_json=spec)
+        err = rpc_error(lambda: stub.PrepareJob(request, timeout=10))
+        info = stub.GetPartyInfo(party_pb2.GetPartyInfoRequest(), timeout=10)
+    assert err.code() == grpc.StatusCode.PERMISSION_DENIED and "coordinator" in err.details()
+    assert info.party_id == "bank" and "evil" not in info.running_jobs
+    with CoordinatorClient(address, shop) as client:
+        err = rpc_error(lambda: client.register("bank", "127.0.0.1:1", []))
+        assert err.code() == grpc.StatusCode.PERMISSION_DENIED
+        err = rpc_error(lambda: client.report("nope", "bank", "failed"))
+        assert err.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "only party 'bank' may report progress" in err.details()
+
+
+def test_a_party_with_a_foreign_certificate_cannot_register(tls_topology, pki) -> None:
+    address = tls_topology[0]
+    config = PartyConfig("bank", "127.0.0.1:0", address)
+    with pytest.raises(RuntimeError, match="cannot register party 'bank'.*TLS handshake"):
+        create_party_server(config, files(pki["other"], "bank"))
+
+
+def test_load_tls_names_the_problem(pki, tmp_path) -> None:
+    fed = pki["fed"]
+    with pytest.raises(CertError, match="missing: create it with `vfl certs issue CA_DIR"):
+        load_tls(fed, "nobody")
+    with pytest.raises(CertError, match="expired on"):
+        load_tls(fed, "old")
+    bundle = export_bundle(fed, "bank", tmp_path / "bank")
+    assert load_tls(bundle, "bank").cert == str(bundle / "bank.crt")
+    (bundle / "bank.key").write_bytes((fed / "shop.key").read_bytes())
+    with pytest.raises(CertError, match="does not belong to"):
+        load_tls(bundle, "bank")
+    (bundle / "ca.crt").write_bytes((pki["other"] / "ca.crt").read_bytes())
+    with pytest.raises(CertError, match="not issued by this federation's CA"):
+        load_tls(bundle, "bank")
+    init_ca(tmp_path / "ca")
+    issue_identity(tmp_path / "ca", "bank")
+    (tmp_path / "ca" / "bank.crt").rename(tmp_path / "ca" / "shop.crt")
+    (tmp_path / "ca" / "bank.key").rename(tmp_path / "ca" / "shop.key")
+    with pytest.raises(CertError, match="names party 'bank', not 'shop'"):
+        load_tls(tmp_path / "ca", "shop")
+
+
+def vfl(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "coordinator.cli.main", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
+def test_cli_certs_health_and_a_clear_handshake_error(tls_topology, pki, tmp_path) -> None:
+    address = tls_topology[0]
+    ca = tmp_path / "ca"
+    assert vfl("certs", "init", str(ca)).returncode == 0
+    out = vfl("certs", "issue", str(ca), "--party", "admin", "--bundle", str(tmp_path / "b"))
+    assert out.returncode == 0 and "--tls" in out.stdout
+    again = vfl("certs", "issue", str(ca), "--party", "admin")
+    assert again.returncode == 2 and "already exists" in again.stderr
+    ok = vfl("health", address, "--tls", str(pki["fed"]), "--identity", "admin")
+    assert ok.returncode == 0 and "SERVING" in ok.stdout
+    foreign = vfl("jobs", "--coordinator", address, "--tls", str(tmp_path / "b"))
+    assert foreign.returncode == 3
+    assert f"TLS handshake with {address} failed" in foreign.stderr
+    assert "same federation CA (vfl certs)" in foreign.stderr
+
+
+def test_demo_runs_with_tls_by_default_and_warns_when_insecure(tmp_path) -> None:
+    out = vfl("demo", "--json", "--insecure", "--workdir", str(tmp_path / "run"))
+    assert out.returncode == 0 and json.loads(out.stdout)["state"] == "SUCCEEDED"
+    assert "warning: --insecure" in out.stderr and not (tmp_path / "run" / "tls").exists()
+    assert "warning: no TLS" in (tmp_path / "run" / "coordinator.log").read_text()
