@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 from collections.abc import Iterable, Sequence
 
@@ -21,15 +22,28 @@ def mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def _seed(seed: int, salt: str) -> int:
-    return (seed * 1_000_003 + zlib.crc32(salt.encode())) % (2**63)
+def _generator(seed: int, salt: str) -> torch.Generator:
+    """A private generator: parties that run as threads of one process never share the
+    global torch RNG, so initial weights depend only on (seed, salt)."""
+    return torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(salt.encode())) % 2**63)
+
+
+def _reinit(module: nn.Module, gen: torch.Generator) -> nn.Module:
+    """Torch's default initialisation, drawn from `gen`."""
+    with torch.no_grad():
+        for layer in module.modules():
+            if isinstance(layer, nn.Linear):
+                nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=gen)
+                bound = 1 / math.sqrt(layer.in_features) if layer.in_features else 0.0
+                nn.init.uniform_(layer.bias, -bound, bound, generator=gen)
+            elif isinstance(layer, nn.Embedding):
+                nn.init.normal_(layer.weight, std=0.01, generator=gen)
+    return module
 
 
 def seeded_mlp(seed: int, salt: str, in_dim: int, hidden: Sequence[int], out_dim: int):
-    """An MLP whose initial weights depend only on (seed, salt), not on global RNG state."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_seed(seed, salt))
-        return mlp(in_dim, hidden, out_dim)
+    """An MLP whose initial weights depend only on (seed, salt)."""
+    return _reinit(mlp(in_dim, hidden, out_dim), _generator(seed, salt))
 
 
 def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float):
@@ -74,8 +88,6 @@ class Bottom(nn.Module):
     ) -> None:
         super().__init__()
         self.embeddings = nn.ModuleList(nn.Embedding(c, emb_dim) for c in cardinalities)
-        for emb in self.embeddings:
-            nn.init.normal_(emb.weight, std=0.01)
         self.mlp = mlp(dense_dim + emb_dim * len(cardinalities), hidden, out_dim)
 
     def forward(self, inputs: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:
@@ -89,6 +101,5 @@ class Bottom(nn.Module):
 def seeded_bottom(
     seed: int, salt: str, inputs: Inputs, emb_dim: int, hidden: Sequence[int], out_dim: int
 ) -> Bottom:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_seed(seed, salt))
-        return Bottom(inputs.dense.shape[1], inputs.cardinalities, emb_dim, hidden, out_dim)
+    bottom = Bottom(inputs.dense.shape[1], inputs.cardinalities, emb_dim, hidden, out_dim)
+    return _reinit(bottom, _generator(seed, salt))

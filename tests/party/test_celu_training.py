@@ -34,7 +34,7 @@ def ctr_spec(local_updates: dict) -> object:
                 "top": {"hidden": [32]},
             },
             "local_updates": local_updates,
-            "train": {"epochs": 3, "batch_size": 256, "lr": 0.05, "seed": 0},
+            "train": {"epochs": 3, "batch_size": 256, "lr": 0.02, "seed": 0},
             "validation": {"fraction": 0.1, "every": 5},
         }
     )
