@@ -2,13 +2,19 @@
 
     python bench/secure_step.py            N=256, d_A=d_B=100, h=32, 2048-bit keys, K=1
     python bench/secure_step.py --quick    a smaller run
+    python bench/secure_step.py --embed    the Embed-MatMul layer: 26 fields, k=8 (no baseline)
+    python bench/secure_step.py --shape credit   N=256, d_A=13, d_B=10, h=8 and 32: s/batch
+                                                 before/after, and the ratio to FATE's 21 s
+    python bench/secure_step.py --shape a9a      real a9a batches, h=1: s/batch and s/epoch
 
 The secure step runs the real protocol (`secure.source_layer`) with both parties as
 threads over the in-process channel. The naive baseline does the same arithmetic with
 one `phe.EncryptedNumber` per matrix element (float encoding, no packing, no
 multi-exponentiation); it is measured on a sub-block of the batch (n rows, k outputs) and
 extrapolated linearly by (N*h)/(n*k), since every one of its costs (encryptions,
-decryptions, scalar products) scales with N*h.
+decryptions, scalar products) scales with N*h. The "before" row is the same protocol with
+one full exponentiation per r^n and one row per ciphertext. Every run also prints the cost
+of the primitives (r^n full vs fixed-base, CRT decryption); see `secure_shapes.py`.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ import time
 
 import numpy as np
 from phe import paillier
+from secure_shapes import print_primitives, run_shapes, time_primitives
 
 from secure.channel import InProcessHub
 from secure.config import SecureConfig
+from secure.embed_layer import ActiveEmbedLayer, PassiveEmbedLayer
 from secure.encoding import Packer
 from secure.keys import keypair_from_phe
 from secure.matmul import CipherMatmul, feature_exponents
@@ -61,11 +69,17 @@ def secure_step(active, passive, x_a, x_b, grad, tag: str) -> float:
     return time.perf_counter() - start
 
 
-def run_secure(args, keys, data) -> dict[str, float]:
+def run_secure(args, keys, data, **overrides) -> dict[str, float]:
     n, d, h = args.n, args.d, args.h
     x_a, x_b, grad = data
     pool = n * Packer(args.key_bits, 62, 40).columns(h)
-    config = SecureConfig(key_bits=args.key_bits, obfuscator_pool=pool, background_refill=False)
+    config = SecureConfig(
+        key_bits=args.key_bits,
+        allow_insecure_test_keys=args.key_bits < 2048,
+        obfuscator_pool=pool,
+        background_refill=False,
+        **overrides,
+    )
     hub = InProcessHub()
     active = ActiveSourceLayer(hub.channel("B"), ["A"], d, h, config, 1, keypair=keys["B"])
     passive = PassiveSourceLayer(hub.channel("A"), "B", d, h, config, 2, keypair=keys["A"])
@@ -85,6 +99,48 @@ def run_secure(args, keys, data) -> dict[str, float]:
         active.close()
         passive.close()
     return {"inline": inline, "online": online, "offline": offline}
+
+
+def run_embed(args, keys) -> dict[str, float]:
+    """One Embed-MatMul step: N rows of 26 fields with 100 codes each, k=8, h outputs."""
+    fields, n, h = [100] * 26, args.n, args.h
+    config = SecureConfig(
+        key_bits=args.key_bits,
+        allow_insecure_test_keys=args.key_bits < 2048,
+        obfuscator_pool=40 * n,  # every r^n of one step
+        background_refill=False,
+    )
+    hub = InProcessHub()
+    active = ActiveEmbedLayer(
+        hub.channel("B"), ["A"], {"A": fields}, 8, h, config, 1, keypair=keys["B"]
+    )
+    passive = PassiveEmbedLayer(hub.channel("A"), "B", fields, 8, h, config, 2, keypair=keys["A"])
+    rng = np.random.default_rng(1)
+    codes, grad = rng.integers(0, 100, size=(n, len(fields))), rng.normal(size=(n, h)) / n
+
+    def step(tag: str) -> float:
+        start = time.perf_counter()
+        join = _in_thread(passive.forward, tag, codes)
+        active.forward(tag)
+        join()
+        join = _in_thread(passive.backward, tag, 0.05)
+        active.backward(tag, grad, 0.05)
+        join()
+        return time.perf_counter() - start
+
+    try:
+        join = _in_thread(passive.setup, "setup")
+        active.setup("setup")
+        join()
+        inline = step("inline")
+        start = time.perf_counter()
+        join = _in_thread(passive.fill_obfuscator_pools)
+        active.fill_obfuscator_pools()
+        join()
+        return {"inline": inline, "offline": time.perf_counter() - start, "online": step("online")}
+    finally:
+        active.close()
+        passive.close()
 
 
 def run_xtg(args, keys, data) -> float:
@@ -146,6 +202,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N=64, d=25, h=16")
     parser.add_argument("--key-bits", type=int, default=2048)
+    parser.add_argument("--embed", action="store_true", help="time the Embed-MatMul layer")
+    parser.add_argument("--shape", choices=("default", "credit", "a9a"), default="default")
+    parser.add_argument("--steps", type=int, default=3, help="steps per variant (--shape)")
     args = parser.parse_args()
     args.n, args.d, args.h = (64, 25, 16) if args.quick else (256, 100, 32)
     args.naive_rows, args.naive_outputs = (4, 2) if args.quick else (8, 4)
@@ -158,12 +217,28 @@ def main() -> None:
     phe_keys = {p: paillier.generate_paillier_keypair(n_length=args.key_bits) for p in "AB"}
     config = SecureConfig(key_bits=args.key_bits, allow_insecure_test_keys=args.key_bits < 2048)
     keys = {p: keypair_from_phe(p, pk, sk, config) for p, (pk, sk) in phe_keys.items()}
+    if args.embed:
+        seconds = run_embed(args, keys)
+        print(
+            f"One secure Embed-MatMul step (forward + backward), K=1, N={args.n}, 26 fields of "
+            f"100 codes, k=8, h={args.h}, {args.key_bits}-bit keys, {os.cpu_count()} cores, "
+            f"parties as threads\n  r^n computed inside the step: {seconds['inline']:.1f} s\n"
+            f"  online (r^n precomputed: {seconds['offline']:.1f} s): {seconds['online']:.1f} s"
+        )
+        return
+    if args.shape != "default":
+        run_shapes(args.shape, keys, args.key_bits, args.steps)
+        print_primitives(time_primitives(keys))
+        print(f"load average during the run: {os.getloadavg()[0]:.1f}")
+        return
     secure = run_secure(args, keys, data)
+    secure["before"] = run_secure(args, keys, data, obfuscator="full", rows_per_cipher=1)["inline"]
     xtg = run_xtg(args, keys, data)
     naive_sub = run_naive(args, phe_keys, data)
     factor = (args.n * args.h) / (args.naive_rows * args.naive_outputs)
     naive = naive_sub * factor
     _print_table(args, secure, xtg, naive_sub, factor, naive)
+    print_primitives(time_primitives(keys))
 
 
 def _print_table(args, secure, xtg, naive_sub, factor, naive) -> None:
@@ -173,6 +248,10 @@ def _print_table(args, secure, xtg, naive_sub, factor, naive) -> None:
         f"keys, {os.cpu_count()} cores\n"
     )
     rows = [
+        (
+            "before: full r^n, one row per ciphertext, r^n computed inside the step",
+            secure["before"],
+        ),
         ("packed + multi-exp, r^n computed inside the step", secure["inline"]),
         (
             f"packed + multi-exp, online (r^n precomputed: {secure['offline']:.2f} s)",

@@ -11,13 +11,19 @@ and an exponent of 1 (a binary feature) is a single multiplication: a ciphertext
 Terms with negative exponents go to a second accumulator per output; the caller inverts
 that one product per output, instead of exponentiating by a huge n - |x|.
 
-This module imports only gmpy2 and numpy: it is the function the process pool runs.
+When bases serve few outputs and outputs have many terms, the row-wise (Straus) kernel
+of `secure.multiexp_rows` is cheaper; `multiexp_columns` runs whichever of the two an
+operation count says is cheaper (same inputs, same result).
+
+This module imports only gmpy2, numpy and that kernel: it is what the process pool runs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from gmpy2 import mpz
+
+from secure.multiexp_rows import estimated_cost, multiexp_rows
 
 Partial = list  # list[mpz | None], one entry per output; None means "no term yet"
 
@@ -31,6 +37,20 @@ def _window_bits(terms: int, exp_bits: int) -> int:
         if best_cost is None or cost < best_cost:
             best, best_cost = c, cost
     return best
+
+
+def _comb_cost(indptr: np.ndarray, exponents: np.ndarray) -> float:
+    """Modular products of the per-base comb below on this block (CSC form)."""
+    cost = 0.0
+    for j in range(len(indptr) - 1):
+        lo, hi = int(indptr[j]), int(indptr[j + 1])
+        if lo == hi:
+            continue
+        bits = int(np.abs(exponents[lo:hi]).max()).bit_length()
+        c = _window_bits(hi - lo, bits)
+        windows = -(-bits // c)
+        cost += windows * (c + (1 << c) - 2) + (hi - lo) * windows * (1 - 2.0**-c)
+    return cost
 
 
 def _comb_table(base: mpz, c: int, max_digits: list[int], modulus: mpz) -> list[list[mpz]]:
@@ -74,6 +94,9 @@ def multiexp_columns(
         base^|e| over terms with e < 0; None where an output has no such term.
     """
     modulus = mpz(modulus)
+    straus, window = estimated_cost(indptr, rows, exponents)
+    if straus < _comb_cost(indptr, exponents):
+        return multiexp_rows(modulus, bases, indptr, rows, exponents, n_out, window)
     pos: Partial = [None] * n_out
     neg: Partial = [None] * n_out
     for j, base in enumerate(bases):

@@ -5,8 +5,10 @@ per-step work. Plaintexts are signed integers (fixed-point, usually packed, see
 `secure.encoding`); ciphertexts are gmpy2 `mpz` in Z_{n^2}.
 
 - encryption with g = n + 1: c = (1 + m*n) * r^n mod n^2, r^n from an `ObfuscatorPool`;
-- decryption for the key owner by CRT (exponents p-1 and q-1 mod p^2 and q^2) with
-  `gmpy2.powmod_base_list`, which releases the GIL, split over threads;
+- decryption for the key owner by CRT (exponents p-1 and q-1 mod p^2 and q^2, the
+  constants h_p, h_q, p^-1 mod q precomputed in `PrivateKey`, L(x) = (x-1)/p by exact
+  division) with `gmpy2.powmod_base_list`, which releases the GIL: the p and q halves
+  run in parallel threads (a 2-core machine decrypts even one ciphertext ~2x faster);
 - homomorphic addition of ciphertexts and of plaintexts, negation by modular inverse
   (never by exponentiating with n - |x|), re-randomisation with fresh obfuscators.
 """
@@ -44,9 +46,7 @@ class Paillier:
         """Encrypt signed integers (taken mod n) with fresh obfuscators."""
         n, nsq = self.pk.n, self.pk.nsquare
         obfuscators = self.pool.take(len(plaintexts))
-        return [
-            (1 + (m % n) * n) % nsq * r % nsq for m, r in zip(plaintexts, obfuscators, strict=True)
-        ]
+        return [(1 + (m % n) * n) * r % nsq for m, r in zip(plaintexts, obfuscators, strict=True)]
 
     def rerandomize(self, ciphertexts: Sequence[mpz]) -> list[mpz]:
         """Multiply each ciphertext by a fresh r^n: same plaintext, fresh randomness."""
@@ -85,25 +85,30 @@ class Paillier:
             )
         sk, n = self.sk, self.pk.n
         half = n // 2
-        mp = self._parallel_powmod(ciphertexts, sk.p - 1, sk.psquare)
-        mq = self._parallel_powmod(ciphertexts, sk.q - 1, sk.qsquare)
+        mp, mq = self._crt_powmods(sk, list(ciphertexts))
         out = []
         for xp, xq in zip(mp, mq, strict=True):
-            m_p = (xp - 1) // sk.p * sk.hp % sk.p
-            m_q = (xq - 1) // sk.q * sk.hq % sk.q
+            m_p = gmpy2.divexact(xp - 1, sk.p) * sk.hp % sk.p
+            m_q = gmpy2.divexact(xq - 1, sk.q) * sk.hq % sk.q
             m = m_p + sk.p * ((m_q - m_p) * sk.p_inv_q % sk.q)
             out.append(int(m - n) if m > half else int(m))
         return out
 
-    def _parallel_powmod(self, bases: Sequence[mpz], exponent: mpz, modulus: mpz) -> list[mpz]:
-        bases = list(bases)
-        parts = min(self.threads, max(1, len(bases) // 8))
-        if parts <= 1:
-            return gmpy2.powmod_base_list(bases, exponent, modulus)
-        step = -(-len(bases) // parts)
-        chunks = [bases[i : i + step] for i in range(0, len(bases), step)]
-        with ThreadPoolExecutor(len(chunks)) as executor:
-            results = executor.map(
-                lambda chunk: gmpy2.powmod_base_list(chunk, exponent, modulus), chunks
-            )
-            return [value for part in results for value in part]
+    def _crt_powmods(self, sk: PrivateKey, cts: list[mpz]) -> tuple[list[mpz], list[mpz]]:
+        """([c^(p-1) mod p^2], [c^(q-1) mod q^2]): both halves at once over the threads
+        (`gmpy2.powmod_base_list` releases the GIL)."""
+        halves = ((sk.p - 1, sk.psquare), (sk.q - 1, sk.qsquare))
+        if self.threads == 1 or not cts:
+            mp, mq = (gmpy2.powmod_base_list(cts, e, m) for e, m in halves)
+            return mp, mq
+        parts = max(1, min(self.threads // 2, len(cts) // 8))
+        step = -(-len(cts) // parts)
+        jobs = [(cts[i : i + step], e, m) for e, m in halves for i in range(0, len(cts), step)]
+        with ThreadPoolExecutor(min(self.threads, len(jobs))) as executor:
+            results = list(executor.map(lambda job: gmpy2.powmod_base_list(*job), jobs))
+        split = len(jobs) // 2
+        return flatten(results[:split]), flatten(results[split:])
+
+
+def flatten(parts: list[list[mpz]]) -> list[mpz]:
+    return [value for part in parts for value in part]

@@ -6,6 +6,8 @@ Forward (per passive party A_k, then once):
     Z = Dec(prod_k m2_k) + sum_k R_k + X_B V_B + b   (zero-sum masks M_k cancel)
 B decrypts only the aggregate of the m2_k. Backward: m3 = [[eta G]]_B to every A_k,
 and V_B -= eta X_B^T G, b -= eta sum_i G_i in plaintext.
+m1 and m2 carry `rows_per_cipher` batch rows per ciphertext (`secure.row_packing`): B
+keeps [[U_B^k]] shifted by 0..k-1 rows; m3 keeps one row per ciphertext.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from secure.errors import SecureError
 from secure.keys import KeyPair, PublicKey, public_key_from_payload, public_key_to_payload
 from secure.paillier import Paillier
 from secure.payload import Payload
+from secure.row_packing import ShiftedCopies
 from secure.sharing import private_rng, sample_share, statistical_masks
 from secure.source_common import (
     Features,
@@ -53,6 +56,7 @@ class _Link:
     in_dim: int
     feature_bits: int
     enc_u_b: CipherMatrix  # [[U_B^k]] under that party's key
+    u_b_bases: list[list[mpz]]  # [[U_B^k]] shifted by 0..k-1 rows (`secure.row_packing`)
 
 
 class ActiveSourceLayer:
@@ -108,8 +112,11 @@ class ActiveSourceLayer:
         own, p = self._crypto.own, tag_prefix
         for pid in self._ids:
             self.channel.send(pid, f"{p}/pk", public_key_to_payload(own.pk))
-            self.channel.send(pid, f"{p}/params", self.params.to_payload())
         peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
+        max_in_dim = max(in_dim for _, in_dim, _ in peers.values())
+        self.params = self.params.with_row_packing(self.config.rows_per_cipher, max_in_dim)
+        for pid in self._ids:
+            self.channel.send(pid, f"{p}/params", self.params.to_payload())
         rng = private_rng(self.seed, self._crypto.keypair.private, "active")
         for pid, (_, in_dim, bits) in peers.items():
             v_a = check_init(self._init, f"V_A/{pid}", (in_dim, self.out_dim))
@@ -118,19 +125,8 @@ class ActiveSourceLayer:
             send_cipher(self.channel, pid, f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
         if len(peers) > 1:
             self._relay_pair_seeds(p, {pid: peer[0].pk for pid, peer in peers.items()})
-        scale = self.params.weight_bits(self.config.feature_bits)
         for pid, (he, in_dim, bits) in peers.items():
-            enc_u_b = recv_cipher(
-                self.channel,
-                pid,
-                f"{p}/u_b",
-                he.pk,
-                (self.in_dim, self.cols),
-                self.packer.slots,
-                scale,
-                self.config.timeout_s,
-            )
-            self._links[pid] = _Link(pid, he, in_dim, bits, enc_u_b)
+            self._links[pid] = self._receive_u_b(p, pid, he, in_dim, bits)
         self._init_own_shares(rng)
         log.info("active source layer %s: setup with %d passive parties", p, len(peers))
 
@@ -141,6 +137,22 @@ class ActiveSourceLayer:
         info = self.channel.recv(pid, f"{p}/params", self.config.timeout_s)
         in_dim, bits = passive_info_from_payload(info, self.params, pid)
         return self._crypto.add_peer(key), in_dim, bits
+
+    def _receive_u_b(self, p: str, pid: str, he: Paillier, in_dim: int, bits: int) -> _Link:
+        """[[U_B^k]] from passive party `pid`, with its row-shifted copies."""
+        scale = self.params.weight_bits(self.config.feature_bits)
+        enc_u_b = recv_cipher(
+            self.channel,
+            pid,
+            f"{p}/u_b",
+            he.pk,
+            (self.in_dim, self.cols),
+            self.packer.slots,
+            scale,
+            self.config.timeout_s,
+        )
+        copies = ShiftedCopies(enc_u_b.rows, self.params.layout(), he.pk.nsquare, he.threads)
+        return _Link(pid, he, in_dim, bits, enc_u_b, copies.stacked())
 
     def _init_own_shares(self, rng: np.random.Generator) -> None:
         v_b = check_init(self._init, "V_B", (self.in_dim, self.out_dim))
@@ -169,12 +181,24 @@ class ActiveSourceLayer:
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
-        n, cols = x.shape[0], self.cols
-        exps = exponents(x, self.config.feature_bits)
-        masks = [self._send_m1(tag, link, exps, n) for link in self._links.values()]
-        local = flat(
-            pack_real(self.packer, np.asarray(x @ self._v_b) + self._bias, self.params.output_bits)
-        )
+        layout, f_z = self.params.layout(), self.params.output_bits
+        n, groups = x.shape[0], layout.groups(x.shape[0])
+        exps = layout.group_exponents(exponents(x, self.config.feature_bits))
+        masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
+        local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
+        own = self._crypto.own
+        plain = own.decrypt(self._receive_m2_sum(tag, groups))
+        mask_sum = [sum(values) for values in zip(*(flat(m) for m in masks), strict=True)]
+        packed = [
+            to_signed(a + b + c, own.pk.n) for a, b, c in zip(plain, mask_sum, local, strict=True)
+        ]
+        grouped = self.packer.unpack(shaped(packed, self.cols), layout.rows * self.out_dim)
+        z = decode(layout.ungroup(grouped, n), f_z)
+        self._pending.remember(tag, x)
+        return z
+
+    def _receive_m2_sum(self, tag: str, groups: int) -> list[mpz]:
+        """The homomorphic sum of every passive party's m2 (flat)."""
         own, total = self._crypto.own, list[mpz]()
         for pid in self._links:
             m2 = recv_cipher(
@@ -182,25 +206,19 @@ class ActiveSourceLayer:
                 pid,
                 f"{tag}/m2",
                 own.pk,
-                (n, cols),
+                (groups, self.cols),
                 self.packer.slots,
                 self.params.output_bits,
                 self.config.timeout_s,
+                crypto=self._crypto,
             )
             total = own.add(total, flat(m2.rows)) if total else flat(m2.rows)
-        plain = own.decrypt(total)
-        mask_sum = [sum(values) for values in zip(*(flat(m) for m in masks), strict=True)]
-        packed = [
-            to_signed(a + b + c, own.pk.n) for a, b, c in zip(plain, mask_sum, local, strict=True)
-        ]
-        z = decode(self.packer.unpack(shaped(packed, cols), self.out_dim), self.params.output_bits)
-        self._pending.remember(tag, x)
-        return z
+        return total
 
     def _send_m1(self, tag: str, link: _Link, exps: sp.csr_matrix, n: int) -> list[list[int]]:
         """Send m1 = [[X_B U_B^k - R_k]]_Ak and return the mask R_k."""
         he, cols = link.he, self.cols
-        e = self._crypto.matmul.matmul(exps, link.enc_u_b.rows, he.pk.nsquare, cols)
+        e = self._crypto.matmul.matmul(exps, link.u_b_bases, he.pk.nsquare, cols)
         masks = statistical_masks(n, cols, self.packer.mask_bits)
         m1 = he.rerandomize(he.add_plain(flat(e), [-r for r in flat(masks)]))
         matrix = CipherMatrix(

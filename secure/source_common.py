@@ -3,8 +3,10 @@ and the ciphertext send/receive steps."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import TypeAlias
 
 import numpy as np
@@ -38,19 +40,47 @@ class PartyCrypto:
         """
         self.config = config
         self.keypair = keypair or generate_keypair(party_id, config)
+        self._idle = threading.Event()  # set while this party waits for a peer
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()
         pool = self._pool(self.keypair.public, self.keypair.private) if own_pool else None
         self.own = Paillier(self.keypair.public, self.keypair.private, pool, config.threads)
         self.matmul = CipherMatmul(config.workers, config.parallel_min_terms)
         self.peers: dict[str, Paillier] = {}
 
     def _pool(self, public: PublicKey, private: PrivateKey | None) -> ObfuscatorPool:
+        """A pool for repeated use: its fixed-base tables are built now (if configured)."""
         cfg = self.config
         pool = ObfuscatorPool(
-            public, private, cfg.obfuscator_pool, cfg.threads, cfg.background_refill
+            public,
+            private,
+            cfg.obfuscator_pool,
+            cfg.threads,
+            cfg.background_refill,
+            cfg.obfuscator,
+            self._idle,
+            cfg.obfuscator_helpers,
         )
-        if cfg.background_refill:
-            pool.refill_in_background()
+        if cfg.obfuscator_pool:
+            pool.prepare()
         return pool
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Mark a wait for a peer message: background refills may use the CPU meanwhile."""
+        with self._waiters_lock:
+            self._waiters += 1
+            self._idle.set()
+        if self.config.background_refill:
+            for context in [self.own, *self.peers.values()]:
+                context.pool.refill_in_background()
+        try:
+            yield
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+                if not self._waiters:
+                    self._idle.clear()
 
     def add_peer(self, key: PublicKey) -> Paillier:
         """A public-key context (with its own obfuscator pool) for a peer's key."""
@@ -125,14 +155,18 @@ def recv_cipher(
     slots: int,
     scale_bits: int,
     timeout: float | None,
+    *,
+    crypto: PartyCrypto | None = None,
 ) -> CipherMatrix:
-    """Receive and check a ciphertext matrix (see `ciphertexts_from_payload`).
+    """Receive and check a ciphertext matrix (see `ciphertexts_from_payload`); with
+    `crypto`, its obfuscator pools may refill in the background during the wait.
 
     Raises:
         PayloadError: the payload is not what this step expects.
         ChannelError: nothing arrived in time, or the job was closed.
     """
-    payload = channel.recv(peer, tag, timeout)
+    with crypto.waiting() if crypto is not None else nullcontext():
+        payload = channel.recv(peer, tag, timeout)
     return ciphertexts_from_payload(payload, key, shape=shape, slots=slots, scale_bits=scale_bits)
 
 

@@ -4,6 +4,8 @@ Forward: compute [[X_A V_A]]_B (cost O(nnz(X_A)), before m1 arrives), decrypt m1
 S = X_B U_B^k - R_k, add the plaintexts X_A U_A + S (+ the zero-sum mask M_k when
 K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G]]_B and update only the
 rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= X_A^T [[eta G]].
+With row packing (`secure.row_packing`) m1 and m2 carry k rows per ciphertext; A keeps
+[[V_A]] shifted by 0..k-1 rows and shifts each update into every copy.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from secure.errors import PayloadError, SecureError
 from secure.keys import KeyPair, public_key_from_payload, public_key_to_payload
 from secure.paillier import Paillier
 from secure.payload import Payload
+from secure.row_packing import ShiftedCopies
 from secure.sharing import ZeroSumMasks, new_seed, pair_sign, private_rng, sample_share
 from secure.source_common import (
     Features,
@@ -57,6 +60,7 @@ class _State:
     u_a: np.ndarray  # U_A, plaintext
     u_b: np.ndarray  # U_B^k, plaintext (B holds it encrypted under our key)
     v_a: CipherMatrix  # [[V_A]]_B, one row of packed ciphertexts per feature
+    v_a_copies: ShiftedCopies  # v_a.rows shifted by 0..k-1 rows (`secure.row_packing`)
     masks: ZeroSumMasks
 
     @property
@@ -103,13 +107,13 @@ class PassiveSourceLayer:
                 unusable (mismatched out_dim or key size, bad key) or nothing at all.
         """
         b, p, timeout, own = self.active_id, tag_prefix, self.config.timeout_s, self._crypto.own
+        self.channel.send(b, f"{p}/pk", public_key_to_payload(own.pk))
+        info = passive_info_payload(self.in_dim, self.config.feature_bits, self.config.key_bits)
+        self.channel.send(b, f"{p}/params", info)
         key_b = public_key_from_payload(self.channel.recv(b, f"{p}/pk", timeout), b, self.config)
         params = LayerParams.from_payload(self.channel.recv(b, f"{p}/params", timeout))
         self._check_params(params)
         packer, he_b = params.packer_checked(), self._crypto.add_peer(key_b)
-        self.channel.send(b, f"{p}/pk", public_key_to_payload(own.pk))
-        info = passive_info_payload(self.in_dim, self.config.feature_bits, self.config.key_bits)
-        self.channel.send(b, f"{p}/params", info)
         rng = private_rng(self.seed, self._crypto.keypair.private, "passive")
         u_a = self._share(rng, "U_A", self.in_dim)
         u_b = self._share(rng, "U_B", params.active_in_dim)
@@ -125,8 +129,9 @@ class PassiveSourceLayer:
             params.weight_bits(self.config.feature_bits),
             timeout,
         )
+        copies = ShiftedCopies(v_a.rows, params.layout(), key_b.nsquare, he_b.threads)
         masks = ZeroSumMasks(self._pair_seeds(p, params) if len(params.passive_ids) > 1 else {})
-        self._state = _State(params, packer, he_b, u_a, u_b, v_a, masks)
+        self._state = _State(params, packer, he_b, u_a, u_b, v_a, copies, masks)
         log.info("passive source layer %s: setup done", p)
 
     def _check_params(self, params: LayerParams) -> None:
@@ -176,24 +181,26 @@ class PassiveSourceLayer:
         """
         st = self._require_setup()
         x = check_features(x, self.in_dim)
-        n, cols, he_b, f_z = x.shape[0], st.cols, st.he_b, st.params.output_bits
-        exps = exponents(x, self.config.feature_bits)
-        xv = self._crypto.matmul.matmul(exps, st.v_a.rows, he_b.pk.nsquare, cols)
+        cols, he_b, f_z, layout = st.cols, st.he_b, st.params.output_bits, st.params.layout()
+        groups = layout.groups(x.shape[0])
+        exps = layout.group_exponents(exponents(x, self.config.feature_bits))
+        xv = self._crypto.matmul.matmul(exps, st.v_a_copies.stacked(), he_b.pk.nsquare, cols)
         own = self._crypto.own
         m1 = recv_cipher(
             self.channel,
             self.active_id,
             f"{tag}/m1",
             own.pk,
-            (n, cols),
+            (groups, cols),
             st.packer.slots,
             f_z,
             self.config.timeout_s,
+            crypto=self._crypto,
         )
-        xu = flat(pack_real(st.packer, np.asarray(x @ st.u_a), f_z))
+        xu = flat(pack_real(st.packer, layout.group_values(x @ st.u_a), f_z))
         plain = [a + b for a, b in zip(xu, own.decrypt(flat(m1.rows)), strict=True)]
         if st.masks.active:
-            zero_sum = flat(st.masks.next_masks(tag, n, cols, int(he_b.pk.n)))
+            zero_sum = flat(st.masks.next_masks(tag, groups, cols, int(he_b.pk.n)))
             plain = [a + m for a, m in zip(plain, zero_sum, strict=True)]
         m2 = he_b.rerandomize(he_b.add_plain(flat(xv), plain))
         matrix = CipherMatrix(shaped(m2, cols), cols, he_b.pk, st.packer.slots, f_z)
@@ -223,6 +230,7 @@ class PassiveSourceLayer:
             st.packer.slots,
             self._grad_bits(st),
             self.config.timeout_s,
+            crypto=self._crypto,
         )
         self._apply(st, m3, x)
         self.last_m3 = m3
@@ -259,11 +267,8 @@ class PassiveSourceLayer:
         present = np.flatnonzero(np.diff(xt.indptr))
         if not present.size:
             return
-        he_b = st.he_b
-        delta = self._crypto.matmul.matmul(-xt[present], m3.rows, he_b.pk.nsquare, st.cols)
-        rows = st.v_a.rows
-        for k, j in enumerate(present.tolist()):
-            rows[j] = he_b.add(rows[j], delta[k])
+        delta = self._crypto.matmul.matmul(-xt[present], m3.rows, st.he_b.pk.nsquare, st.cols)
+        st.v_a_copies.add(present.tolist(), delta)
 
     def _require_setup(self) -> _State:
         if self._state is None:

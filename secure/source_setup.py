@@ -3,8 +3,9 @@
 Messages (tags under the setup prefix P; every payload is a public key, a control
 message of sizes and scales, or ciphertexts):
 
-    B -> A_k  P/pk, P/params      pk_B; d_B, h, scales, slot layout, passive order
     A_k -> B  P/pk, P/params      pk_Ak; d_Ak, f_X of A_k
+    B -> A_k  P/pk, P/params      pk_B; d_B, h, scales, slot layout, rows per m1/m2
+                                  ciphertext (chosen from every d_Ak), passive order
     B -> A_k  P/v_a               [[V_Ak^(0)]]_B   (B samples V_Ak^(0))
     A_k -> B  P/u_b               [[U_B^k]]_Ak     (A_k samples U_Ak and U_B^k)
   only with K >= 2 passive parties (zero-sum masks, see `secure.sharing`):
@@ -15,7 +16,7 @@ message of sizes and scales, or ciphertexts):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from secure.encoding import Packer
 from secure.errors import PayloadError
 from secure.paillier import Paillier
 from secure.payload import Payload, control_from_payload, control_to_payload
+from secure.row_packing import RowLayout, choose_rows
 from secure.sharing import SEED_BYTES
 
 _FIELDS = (
@@ -35,6 +37,7 @@ _FIELDS = (
     "slot_bits",
     "stat_bits",
     "key_bits",
+    "rows_per_cipher",
     "passive_ids",
 )
 
@@ -50,6 +53,7 @@ class LayerParams:
     slot_bits: int
     stat_bits: int
     key_bits: int
+    rows_per_cipher: int
     passive_ids: tuple[str, ...]
 
     @classmethod
@@ -64,13 +68,24 @@ class LayerParams:
             config.slot_bits,
             config.stat_bits,
             config.key_bits,
+            1,
             tuple(passive_ids),
         )
         params.grad_bits(config.feature_bits)
         return params
 
+    def with_row_packing(self, limit: int | None, max_passive_in_dim: int) -> LayerParams:
+        """These parameters with rows per m1/m2 ciphertext chosen by the cost model of
+        `secure.row_packing` (`limit`: SecureConfig.rows_per_cipher)."""
+        rows = choose_rows(self.out_dim, self.packer().slots, max_passive_in_dim, limit)
+        return replace(self, rows_per_cipher=rows)
+
     def packer(self) -> Packer:
         return Packer(self.key_bits, self.slot_bits, self.stat_bits)
+
+    def layout(self) -> RowLayout:
+        """How batch rows share the ciphertexts of m1 and m2."""
+        return RowLayout(self.rows_per_cipher, self.out_dim, self.slot_bits)
 
     def weight_bits(self, feature_bits: int) -> int:
         """Scale f_V of a weight share over features at 2^feature_bits."""
@@ -112,12 +127,20 @@ class LayerParams:
 
     def packer_checked(self) -> Packer:
         """Raises:
-        PayloadError: the slot layout does not fit the key.
+        PayloadError: the slot layout does not fit the key, or more rows per ciphertext
+            than its slots hold.
         """
         try:
-            return self.packer()
+            packer = self.packer()
         except ValueError as exc:
             raise PayloadError(f"unusable layer parameters: {exc}") from exc
+        rows = self.rows_per_cipher
+        if rows < 1 or (rows > 1 and rows * self.out_dim > packer.slots):
+            raise PayloadError(
+                f"{self.rows_per_cipher} rows of {self.out_dim} outputs do not fit the "
+                f"{packer.slots} slots of one ciphertext; the parameters are corrupt"
+            )
+        return packer
 
 
 def passive_info_payload(in_dim: int, feature_bits: int, key_bits: int) -> Payload:

@@ -1,13 +1,14 @@
-"""`protocol: blindfl` (DESIGN.md §5): a federated MatMul source layer, then B's top model.
+"""`protocol: blindfl` (DESIGN.md §5): federated source layers, then B's top model.
 
-No party holds a plaintext model over another's features: the source layer's weights are
-secret-shared and the cross terms are computed under Paillier encryption
-(`secure.source_layer`). B learns Z = X_A W_A + X_B W_B + b and runs the top model in
-plaintext; passive parties only ever see ciphertexts.
+No party holds a plaintext model over another's features. Passive parties' dense features
+go through the MatMul source layer (`secure.source_layer`), their categorical fields
+(`data.categorical`) through the Embed-MatMul layer (`secure.embed_layer`); B learns
+Z = X_A W_A + X_B W_B + b (+ Z_emb) and runs the top model in plaintext; passive parties
+only ever see ciphertexts. At setup each passive party tells B its layout (sizes only).
 
 Local updates (DESIGN.md §6, last bullet): B runs CELU in full on cached (Z, G): the top
-model and its own share; a passive party re-applies cached encrypted steps [[lr G]]
-homomorphically, with uniform sampling and weight 1.
+model and its own share; a passive party re-applies cached encrypted steps [[lr G]] of the
+MatMul layer homomorphically, with uniform sampling and weight 1.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from torch import nn
 
 from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
+from party.errors import JobError
 from party.training.active import history_entry
 from party.training.context import RoleContext
 from party.training.models import Inputs, make_optimizer, seeded_mlp
 from party.training.task import Task
 from secure.config import SecureConfig
+from secure.embed_layer import ActiveEmbedLayer, PassiveEmbedLayer
+from secure.keys import generate_keypair
+from secure.payload import control_from_payload, control_to_payload
 from secure.source_layer import ActiveSourceLayer, PassiveSourceLayer
 
 SPARSE_DENSITY = 0.3
@@ -46,14 +51,8 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
 
 
 def features(inputs: Inputs, rows: np.ndarray):
-    """The rows as float64, CSR when sparse (the secure product then costs O(nnz))."""
-    dense, cat = inputs.take(rows)
-    if cat is not None:
-        raise ValueError(
-            "categorical fields under protocol: blindfl need the Embed-MatMul "
-            "layer, which this build does not include; use protocol: split"
-        )
-    x = dense.numpy().astype(np.float64)
+    """The dense rows as float64, CSR when sparse (the secure product then costs O(nnz))."""
+    x = inputs.take(rows)[0].numpy().astype(np.float64)
     if x.size and np.count_nonzero(x) / x.size < SPARSE_DENSITY:
         return sp.csr_matrix(x)
     return x
@@ -67,22 +66,17 @@ class BlindActiveTrainer:
         self.ctx, self.task = ctx, task
         self.y, self.val_y = task.encode(labels), task.encode(val_labels)
         h = s.model.source.out_dim
-        self.src = ActiveSourceLayer(
-            ctx.channel,
-            [p.id for p in s.passives],
-            ctx.inputs.dense.shape[1],
-            h,
-            secure_config(ctx, ctx.inputs),
-            s.train.seed,
-        )
+        self.config = secure_config(ctx, ctx.inputs)
+        self.keypair = generate_keypair(ctx.party_id, self.config)  # shared by both layers
+        self.src: ActiveSourceLayer | None = None
+        self.embed: ActiveEmbedLayer | None = None
+        self.own: nn.Module | None = None  # B's own features when no passive has dense ones
         identity = not s.model.top.hidden and h == task.out_dim
         self.top: nn.Module = (
             nn.Identity()
             if identity
             else seeded_mlp(s.train.seed, "top", h, s.model.top.hidden, task.out_dim)
         )
-        params = list(self.top.parameters())
-        self.opt = make_optimizer(s.train.optimizer, params, s.train.lr) if params else None
         self.src_lr = s.model.source.lr or s.train.lr
         self.updater = ctx.local_updater(self.local_update)
         self.xi = self.updater.config.effective_xi
@@ -92,9 +86,8 @@ class BlindActiveTrainer:
     def run(self) -> dict:
         plan = self.ctx.plan
         try:
-            self.src.setup("src")
-            self.started = time.monotonic()
-            self.val_seconds = 0.0
+            self._setup()
+            self.started, self.val_seconds = time.monotonic(), 0.0
             with self.updater:
                 for rnd, _, rows in plan.batches():
                     loss = self.step(rnd, rows)
@@ -102,7 +95,9 @@ class BlindActiveTrainer:
                     if plan.validates_at(rnd):
                         self.validate(rnd)
         finally:
-            self.src.close()
+            for layer in (self.src, self.embed):
+                if layer is not None:
+                    layer.close()
         return {
             "rounds": plan.total_rounds,
             "local_updates": self.updater.num_local_updates,
@@ -110,10 +105,63 @@ class BlindActiveTrainer:
             "history": self.history,
         }
 
+    def _setup(self) -> None:
+        ch, s = self.ctx.channel, self.ctx.spec
+        layouts = {
+            p.id: control_from_payload(
+                ch.recv(p.id, "layout", self.ctx.timeout), ["dense", "vocab"]
+            )
+            for p in s.passives
+        }
+        dense_ids = [pid for pid, lay in layouts.items() if int(lay["dense"]) > 0]
+        h, d_b = s.model.source.out_dim, self.ctx.inputs.dense.shape[1]
+        if dense_ids:
+            self.src = ActiveSourceLayer(
+                ch, dense_ids, d_b, h, self.config, s.train.seed, keypair=self.keypair
+            )
+            self.src.setup("src")
+        else:
+            self.own = seeded_mlp(s.train.seed, self.ctx.party_id, d_b, (), h)
+        fields = {
+            pid: [int(v) for v in lay["vocab"].split(",")]
+            for pid, lay in layouts.items()
+            if lay["vocab"]
+        }
+        if fields:
+            self.embed = ActiveEmbedLayer(
+                ch,
+                list(fields),
+                fields,
+                s.model.source.embedding_dim,
+                h,
+                self.config,
+                s.train.seed,
+                keypair=self.keypair,
+            )
+            self.embed.setup("emb")
+        params = list(self.top.parameters()) + (
+            list(self.own.parameters()) if self.own is not None else []
+        )
+        self.opt = make_optimizer(s.train.optimizer, params, s.train.lr) if params else None
+
+    def _z(self, tag: str, inputs: Inputs, rows: np.ndarray) -> torch.Tensor:
+        """Z from the secure layers (B's own linear part is added in `_top_step`)."""
+        z = np.zeros((len(rows), self.ctx.spec.model.source.out_dim))
+        if self.src is not None:
+            z = z + self.src.forward(tag, features(inputs, rows))
+        if self.embed is not None:
+            z = z + self.embed.forward(f"{tag}/emb")
+        return torch.from_numpy(z).float()
+
+    def _out(self, z: torch.Tensor, inputs: Inputs, rows: np.ndarray) -> torch.Tensor:
+        if self.own is not None:
+            z = z + self.own(inputs.take(rows)[0])
+        return self.top(z)
+
     def _top_step(self, z: torch.Tensor, rows: np.ndarray, cached_g=None):
-        """One top-model update on Z; returns (loss, dL/dZ)."""
+        """One update of the top model (and B's own part) on Z; returns (loss, dL/dZ)."""
         leaf = z.clone().requires_grad_(True)
-        losses = self.task.losses(self.top(leaf), self.y[rows])
+        losses = self.task.losses(self._out(leaf, self.ctx.inputs, rows), self.y[rows])
         if cached_g is None:
             loss = losses.mean()
         else:
@@ -127,65 +175,116 @@ class BlindActiveTrainer:
 
     def step(self, rnd: int, rows: np.ndarray) -> float:
         tag = f"train/r{rnd}"
-        z = torch.from_numpy(self.src.forward(tag, features(self.ctx.inputs, rows))).float()
+        z = self._z(tag, self.ctx.inputs, rows)
         with self.ctx.lock:
             loss, grad = self._top_step(z, rows)
-        self.src.backward(tag, grad.double().numpy(), self.src_lr)
+        g = grad.double().numpy()
+        if self.src is not None:
+            self.src.backward(tag, g, self.src_lr)
+        if self.embed is not None:
+            self.embed.backward(f"{tag}/emb", g, self.src_lr)
         self.updater.record_round(rnd, (rows, z), grad)
         return loss
 
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
         rows, z = entry.activation
         _, grad = self._top_step(z, rows, entry.derivative)
-        self.src.local_step(features(self.ctx.inputs, rows), grad.double().numpy(), self.src_lr)
+        if self.src is not None:
+            self.src.local_step(features(self.ctx.inputs, rows), grad.double().numpy(), self.src_lr)
 
     def validate(self, rnd: int) -> None:
         begun = time.monotonic()
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
-            z = self.src.forward(f"val/r{rnd}", features(self.ctx.val_inputs, rows))
+            z = self._z(f"val/r{rnd}", self.ctx.val_inputs, rows)
             with torch.no_grad():
-                out = self.top(torch.from_numpy(z).float()).numpy()
+                out = self._out(z, self.ctx.val_inputs, rows).numpy()
         self.metrics = self.task.evaluate(out, self.val_y[rows])
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
 
 
 class BlindPassiveTrainer:
+    """A passive party: dense features in the MatMul layer, categorical fields in the
+    Embed-MatMul layer (each only when the party has such inputs)."""
+
     def __init__(self, ctx: RoleContext) -> None:
-        s = ctx.spec
+        s, src = ctx.spec, ctx.spec.model.source
         self.ctx = ctx
-        self.src = PassiveSourceLayer(
-            ctx.channel,
-            s.active.id,
-            ctx.inputs.dense.shape[1],
-            s.model.source.out_dim,
-            secure_config(ctx, ctx.inputs),
-            s.train.seed,
+        config = secure_config(ctx, ctx.inputs)
+        keypair = generate_keypair(ctx.party_id, config)
+        d = ctx.inputs.dense.shape[1]
+        if d == 0 and ctx.inputs.cat is None:
+            raise JobError(f"party '{ctx.party_id}' has no features to train on")
+        self.src = (
+            None
+            if d == 0
+            else PassiveSourceLayer(
+                ctx.channel, s.active.id, d, src.out_dim, config, s.train.seed, keypair=keypair
+            )
         )
-        self.lr = s.model.source.lr or s.train.lr  # B builds the rate into [[lr G]]
+        self.embed = (
+            None
+            if ctx.inputs.cat is None
+            else PassiveEmbedLayer(
+                ctx.channel,
+                s.active.id,
+                list(ctx.inputs.cardinalities),
+                src.embedding_dim,
+                src.out_dim,
+                config,
+                s.train.seed,
+                keypair=keypair,
+            )
+        )
+        self.lr = src.lr or s.train.lr  # B builds the rate into [[lr G]]
         self.updater = ctx.local_updater(self.local_update)
 
     def run(self) -> dict:
         plan = self.ctx.plan
         try:
-            self.src.setup("src")
+            self._setup()
             with self.updater:
                 for rnd, _, rows in plan.batches():
-                    tag = f"train/r{rnd}"
-                    x = features(self.ctx.inputs, rows)
-                    self.src.forward(tag, x)
-                    m3 = self.src.backward(tag, self.lr, x)
+                    m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
                     self.updater.record_round(rnd, rows, m3)
                     if plan.validates_at(rnd):
-                        self.src.forward(
-                            f"val/r{rnd}", features(self.ctx.val_inputs, plan.val_rows)
-                        )
+                        self._round(f"val/r{rnd}", self.ctx.val_inputs, plan.val_rows)
         finally:
-            self.src.close()
+            for layer in (self.src, self.embed):
+                if layer is not None:
+                    layer.close()
         return {"rounds": plan.total_rounds, "local_updates": self.updater.num_local_updates}
 
+    def _setup(self) -> None:
+        inputs = self.ctx.inputs
+        layout = {
+            "dense": inputs.dense.shape[1],
+            "vocab": ",".join(str(v) for v in inputs.cardinalities),
+        }
+        self.ctx.channel.send(self.ctx.spec.active.id, "layout", control_to_payload(layout))
+        if self.src is not None:
+            self.src.setup("src")
+        if self.embed is not None:
+            self.embed.setup("emb")
+
+    def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, train: bool = False):
+        x = features(inputs, rows)
+        if self.src is not None:
+            self.src.forward(tag, x)
+        if self.embed is not None:
+            self.embed.forward(f"{tag}/emb", inputs.take(rows)[1].numpy())
+        if not train:
+            return None
+        m3 = None if self.src is None else self.src.backward(tag, self.lr, x)
+        if self.embed is not None:
+            self.embed.backward(f"{tag}/emb", self.lr)
+        return m3
+
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
-        self.src.backward_cached(
-            entry.derivative, features(self.ctx.inputs, entry.activation), self.lr
-        )
+        """Re-apply a cached [[lr G]] to the MatMul share with weight 1 (the Embed-MatMul
+        step needs B's interaction, so it is not replayed)."""
+        if self.src is not None and entry.derivative is not None:
+            self.src.backward_cached(
+                entry.derivative, features(self.ctx.inputs, entry.activation), self.lr
+            )

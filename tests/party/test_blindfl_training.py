@@ -103,3 +103,63 @@ def test_small_keys_need_the_named_test_setting() -> None:
                 "crypto": {"key_bits": 1024},
             }
         )
+
+
+def categorical_job(tmp_path, protocol: str):
+    """The passive party holds three categorical fields whose values drive the label."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    rows, vocab = 1200, 8
+    codes = rng.integers(0, vocab, size=(rows, 3))
+    effects = rng.normal(0, 1.5, size=(3, vocab))
+    x = rng.normal(size=(rows, 2))
+    logit = effects[np.arange(3), codes].sum(axis=1) + 0.5 * x[:, 0]
+    y = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(int)
+    ids = np.arange(rows)
+    np.savetxt(
+        tmp_path / "a.csv",
+        np.column_stack([ids, y, x]),
+        fmt=["%d", "%d", "%.5f", "%.5f"],
+        delimiter=",",
+        header="id,y,x1,x2",
+        comments="",
+    )
+    np.savetxt(
+        tmp_path / "p.csv",
+        np.column_stack([ids, codes]),
+        fmt="%d",
+        delimiter=",",
+        header="id,C1,C2,C3",
+        comments="",
+    )
+    datasets = {
+        "adv": {"d": DatasetConfig("d", str(tmp_path / "a.csv"), label="y")},
+        "pub": {"d": DatasetConfig("d", str(tmp_path / "p.csv"), categorical=("C1", "C2", "C3"))},
+    }
+    spec = parse_spec(
+        {
+            "job": "cat",
+            "protocol": protocol,
+            "crypto": TEST_CRYPTO,
+            "parties": [
+                {"id": "adv", "role": "active", "data": {"dataset": "d"}},
+                {"id": "pub", "role": "passive", "data": {"dataset": "d"}},
+            ],
+            "model": {
+                "source": {"out_dim": 2, "embedding_dim": 2, "lr": 5.0},
+                "top": {"hidden": [4]},
+            },
+            "train": {"epochs": 3, "batch_size": 128, "lr": 0.1},
+            "validation": {"every": 4},
+        }
+    )
+    return spec, datasets
+
+
+def test_blindfl_with_categorical_fields_trains(tmp_path) -> None:
+    """Embed-MatMul layer for the passive party's categorical fields."""
+    spec, datasets = categorical_job(tmp_path, "blindfl")
+    result = run_inprocess(spec, datasets)["adv"]
+    aucs = [h["auc"] for h in result["history"]]
+    assert result["rounds"] == 24 and aucs[-1] >= 0.65 and aucs[-1] > aucs[0] + 0.03, aucs

@@ -285,7 +285,8 @@ def test_setup_rejects_a_peer_key_below_the_minimum(test_keys):
 def test_a_malformed_m1_is_rejected_with_a_named_error(test_keys, field, value, message):
     job = make_job(test_keys)
     he = job.active._links["A1"].he
-    m1 = CipherMatrix([he.encrypt([1])] * 8, 1, he.pk, job.active.packer.slots, 52)
+    groups = job.active.params.layout().groups(8)  # batch rows share ciphertexts
+    m1 = CipherMatrix([he.encrypt([1])] * groups, 1, he.pk, job.active.packer.slots, 52)
     payload = ciphertexts_to_payload(m1)
     setattr(payload.ciphertexts, field, value)
     job.active.channel.send("A1", "b0/m1", payload)

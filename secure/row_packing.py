@@ -1,0 +1,131 @@
+"""Row packing of m1 and m2: k rows of h outputs share one ciphertext when k * h <= slots.
+
+Layout: row t of a group of k rows fills slots t*h .. t*h + h - 1, so a group's plaintext
+is sum_t P(row_t) * 2^(t*h*w) (w: slot width), exactly what `Packer.pack` makes of the
+group's rows laid side by side. Packing, statistical masks (slots*w + sigma bits, so a
+group is hidden as a row was) and unpacking are therefore the Packer's, applied to a
+(groups x k*h) matrix; only the number of ciphertexts (and of obfuscators and
+decryptions) drops from N to ceil(N / k) per message.
+
+Products: a group's [[X U]] needs U's ciphertexts shifted by t*h*w bits, t < k:
+[[U * 2^s]] = [[U]]^(2^s) (s squarings, no obfuscator). Group g is then
+prod_t prod_b [[U_b << t]]^X[g*k + t, b], an ordinary ciphertext matrix product of the
+grouped exponents (groups x k*d: rows g*k .. g*k + k - 1 side by side) with the k shifted
+copies stacked (`CipherMatmul.matmul`, unchanged). The active party shifts [[U_B]] once
+at setup; a passive party keeps k copies of [[V_A]] and shifts every update
+X_A^T [[eta G]] (present feature rows only) into them. m3 stays one ciphertext per row:
+X_A^T [[eta G]] needs each row's G in a ciphertext of its own.
+
+Choice of k: per step, every row that joins a group saves 2 obfuscators (fixed-base) and
+2 CRT decryptions, C ~ 24 S in the unit S = shifting one ciphertext by one 62-bit slot
+(2048-bit keys, measured by bench/secure_step.py); the copies cost about
+d_A * h * (k - 1) S per update. `choose_rows` minimises C * N / k + S * d_A * h * (k - 1)
+for a batch of 256 rows, so inputs with many features (large d_A) keep k = 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from gmpy2 import mpz
+
+from secure.fixed_base import parallel_powmod
+
+ROW_VS_SHIFT = 24  # C / S above
+REFERENCE_BATCH = 256
+
+
+def choose_rows(width: int, slots: int, max_in_dim: int, limit: int | None = None) -> int:
+    """Rows per ciphertext for outputs of `width` slots and a passive party with at most
+    `max_in_dim` features; `limit` caps it (1 disables row packing)."""
+    top = slots // width if width <= slots else 1
+    if limit is not None:
+        top = min(top, limit)
+    top = max(1, top)
+
+    def cost(k: int) -> float:
+        return ROW_VS_SHIFT * REFERENCE_BATCH / k + max_in_dim * width * (k - 1)
+
+    return min(range(1, top + 1), key=cost)
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """`rows` batch rows of `width` outputs per ciphertext, slots of `slot_bits` bits."""
+
+    rows: int
+    width: int
+    slot_bits: int
+
+    @property
+    def shift_bits(self) -> int:
+        """Bits between two rows of one group."""
+        return self.width * self.slot_bits
+
+    def groups(self, n: int) -> int:
+        return -(-n // self.rows)
+
+    def group_exponents(self, exps: sp.csr_matrix) -> sp.csr_matrix:
+        """N x d exponents to groups x (k*d): row g holds rows g*k .. g*k + k - 1."""
+        if self.rows == 1:
+            return exps
+        n, d = exps.shape
+        pad = self.groups(n) * self.rows - n
+        if pad:
+            exps = sp.vstack([exps, sp.csr_matrix((pad, d), dtype=exps.dtype)], format="csr")
+        return sp.csr_matrix(exps.reshape((self.groups(n), self.rows * d)))
+
+    def group_values(self, values: np.ndarray) -> np.ndarray:
+        """N x h values to groups x (k*h), zero-padded."""
+        values = np.asarray(values)
+        if self.rows == 1:
+            return values
+        n, h = values.shape
+        out = np.zeros((self.groups(n) * self.rows, h), dtype=values.dtype)
+        out[:n] = values
+        return out.reshape(self.groups(n), self.rows * h)
+
+    def ungroup(self, values: np.ndarray, n: int) -> np.ndarray:
+        """groups x (k*h) values back to the first n of groups*k rows of h."""
+        return np.asarray(values).reshape(-1, self.width)[:n]
+
+
+def shift(rows: list[list[mpz]], bits: int, nsquare: mpz, threads: int) -> list[list[mpz]]:
+    """[[M * 2^bits]] from [[M]]: every ciphertext raised to 2^bits (GIL-free, threads)."""
+    if not rows:
+        return []
+    cols = len(rows[0])
+    flat = [c for row in rows for c in row]
+    shifted = parallel_powmod(flat, mpz(1) << bits, nsquare, threads)
+    return [shifted[i : i + cols] for i in range(0, len(shifted), cols)]
+
+
+class ShiftedCopies:
+    """[[M]], [[M << 1 row]], ..., [[M << k-1 rows]] of a ciphertext matrix under one key.
+
+    Copy 0 is the caller's own list of rows (updated in place), so a holder of [[M]]
+    and this object always agree.
+    """
+
+    def __init__(
+        self, rows: list[list[mpz]], layout: RowLayout, nsquare: mpz, threads: int
+    ) -> None:
+        self._layout, self._nsquare, self._threads = layout, nsquare, threads
+        self.copies = [rows]
+        for _ in range(1, layout.rows):
+            self.copies.append(shift(self.copies[-1], layout.shift_bits, nsquare, threads))
+
+    def stacked(self) -> list[list[mpz]]:
+        """All copies, copy 0 first: the bases of a grouped product."""
+        return [row for copy in self.copies for row in copy]
+
+    def add(self, indices: list[int], deltas: list[list[mpz]]) -> None:
+        """Row indices[i] of M += deltas[i] (ciphertexts), in every copy."""
+        nsq = self._nsquare
+        for t, copy in enumerate(self.copies):
+            if t:
+                deltas = shift(deltas, self._layout.shift_bits, nsq, self._threads)
+            for j, delta in zip(indices, deltas, strict=True):
+                copy[j] = [a * b % nsq for a, b in zip(copy[j], delta, strict=True)]

@@ -1,0 +1,92 @@
+"""Row packing of m1/m2: layout round trips, shifted copies, the cost model, and the
+source layer with and without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from secure.encoding import Packer
+from secure.errors import PayloadError
+from secure.paillier import Paillier
+from secure.row_packing import RowLayout, ShiftedCopies, choose_rows
+from secure.source_setup import LayerParams
+from tests.secure.conftest import assert_close, config_for_tests
+from tests.secure.test_source_layer import batch, close, make_job, plain_step, secure_step
+
+
+def test_cost_model_packs_narrow_layers_and_keeps_wide_sparse_inputs_apart():
+    assert choose_rows(8, 32, 13) == 4  # credit table, h=8: limited by the slots
+    assert choose_rows(32, 32, 13) == 1 and choose_rows(40, 32, 13) == 1
+    assert 4 <= choose_rows(1, 32, 73) <= 16  # a9a, h=1
+    assert choose_rows(1, 32, 100_000) == 1  # many features: shifting updates costs more
+    assert choose_rows(8, 32, 13, limit=2) == 2 and choose_rows(8, 32, 13, limit=1) == 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(1, 20), st.integers(1, 7))
+def test_grouping_round_trips(rows, width, n, d):
+    layout = RowLayout(rows, width, 62)
+    rng = np.random.default_rng(n * 100 + d)
+    values = rng.integers(-50, 50, size=(n, width))
+    grouped = layout.group_values(values)
+    assert grouped.shape == (layout.groups(n), rows * width)
+    assert np.array_equal(layout.ungroup(grouped, n), values)
+    x = sp.random(n, d, density=0.5, format="csr", random_state=n) * 10
+    exps = sp.csr_matrix(np.rint(x.toarray()).astype(np.int64))
+    ge = layout.group_exponents(exps).toarray()
+    for i in range(n):
+        assert np.array_equal(
+            ge[i // rows, (i % rows) * d : (i % rows + 1) * d], exps[i].toarray()[0]
+        )
+
+
+def test_shifted_copies_hold_the_matrix_one_row_further_each_and_stay_in_step(test_keys):
+    key = test_keys["B"]
+    he = Paillier(key.public, key.private)
+    packer = Packer(key.public.bits, 62, 40)
+    layout = RowLayout(3, 4, 62)
+    m = np.arange(-6, 6).reshape(3, 4)
+    rows = [[c] for c in he.encrypt([v[0] for v in packer.pack(m)])]
+    copies = ShiftedCopies(rows, layout, key.public.nsquare, 2)
+    assert copies.copies[0] is rows
+    delta = [[c] for c in he.encrypt([v[0] for v in packer.pack(np.ones((1, 4), int))])]
+    copies.add([1], delta)
+    expected = m.copy()
+    expected[1] += 1
+    for t, copy in enumerate(copies.copies):
+        plain = [he.decrypt(row)[0] for row in copy]
+        shifted = [v[0] * 2 ** (t * layout.shift_bits) for v in packer.pack(expected)]
+        assert plain == shifted
+    assert len(copies.stacked()) == 9
+
+
+def test_layer_params_carry_and_check_rows_per_cipher():
+    config = config_for_tests()
+    params = LayerParams.for_active(config, 4, 5, ["A1"]).with_row_packing(None, 6)
+    assert params.rows_per_cipher == 3  # 15 slots of 62 bits in a 1024-bit key
+    decoded = LayerParams.from_payload(params.to_payload())
+    assert decoded == params and decoded.layout() == RowLayout(3, 5, 62)
+    bad = LayerParams.for_active(config, 4, 5, ["A1"]).with_row_packing(None, 6)
+    payload = bad.to_payload()
+    payload.control.fields["rows_per_cipher"] = "4"  # 4 x 5 > 15 slots
+    with pytest.raises(PayloadError, match="do not fit the 15 slots"):
+        LayerParams.from_payload(payload)
+
+
+@pytest.mark.parametrize("rows", [1, 2, None])
+def test_training_with_and_without_row_packing_matches_plaintext(test_keys, rows):
+    config = config_for_tests(rows_per_cipher=rows, obfuscator_pool=8, obfuscator_helpers=0)
+    job = make_job(test_keys, h=4, config_a=config, config_b=config)
+    assert job.active.params.rows_per_cipher == (rows or 3)
+    rng = np.random.default_rng(8)
+    for step, n in enumerate((7, 9)):  # batches that do not fill the last group
+        xs, x_b = batch(rng, job, n, sparse=bool(step))
+        target = rng.normal(size=(n, 4))
+        z = secure_step(job, f"b{step}", xs, x_b, target)
+        expected = plain_step(job.weights, xs, x_b, target)
+        assert_close(z, expected, 1e-4)
+    close(job)
