@@ -191,3 +191,34 @@ def test_ctrl_c_stops_every_process(tmp_path) -> None:
 
 def _logs(workdir: Path) -> str:
     return "".join(p.read_text() for p in workdir.glob("*.log")) if workdir.exists() else ""
+
+
+@pytest.mark.slow
+def test_blindfl_a9a_at_2048_bits_matches_split(tmp_path) -> None:
+    """The one slow test at full key size: a9a through `vfl run`, evaluated on a9a.t."""
+    data = shared_data("a9a")
+
+    def job(protocol: str) -> Path:
+        path = tmp_path / f"{protocol}.yaml"
+        path.write_text(f"""
+job: a9a-{protocol}
+parties:
+  - {{id: bank, role: active, data: {{path: {data}/a9a.guest, test_path: {data}/a9a.t.guest,
+      format: libsvm, label: y}}}}
+  - {{id: shop, role: passive, data: {{path: {data}/a9a.host, test_path: {data}/a9a.t.host,
+      format: libsvm}}}}
+protocol: {protocol}
+crypto: {{key_bits: 2048}}
+model: {{source: {{out_dim: 1, lr: 1.0}}, top: {{hidden: [], task: binary}}}}
+train: {{epochs: 2, batch_size: 256, lr: 0.1}}
+validation: {{every: 1000}}
+""")
+        return path
+
+    results = {}
+    for protocol in ("split", "blindfl"):
+        out = vfl("run", str(job(protocol)), "--json", timeout=1800)
+        assert out.returncode == 0, out.stderr[-2000:]
+        results[protocol] = json.loads(out.stdout)["metrics"]["auc"]
+    assert results["blindfl"] >= 0.895
+    assert abs(results["blindfl"] - results["split"]) <= 0.005
