@@ -41,12 +41,18 @@ from secure.errors import PayloadError, SecureError
 from secure.keys import KeyPair, public_key_from_payload, public_key_to_payload
 from secure.paillier import Paillier
 from secure.sharing import private_rng
-from secure.source_common import PartyCrypto, flat, shaped
+from secure.source_common import (
+    OwnsCrypto,
+    PartyCrypto,
+    check_step,
+    flat,
+    shaped,
+)
 
 log = logging.getLogger(__name__)
 
 
-class ActiveEmbedLayer:
+class ActiveEmbedLayer(OwnsCrypto):
     """Party B's side of the Embed-MatMul layer (see `secure.embed_layer`)."""
 
     def __init__(
@@ -179,7 +185,7 @@ class ActiveEmbedLayer:
         self._require_setup()
         shares = self._pending.take(tag)
         n = len(shares[self._ids[0]])
-        g = encode(_check_step(grad_z, lr, (n, self.out_dim)), self.params.grad_bits)
+        g = encode(check_step(grad_z, lr, (n, self.out_dim)), self.params.grad_bits)
         own, slots = self._crypto.own, self.h_lay.slots
         m3 = encrypt_rows(own, self.h_lay.pack(g.tolist()), slots, self.params.grad_bits)
         for pid, link in self._links.items():
@@ -191,25 +197,3 @@ class ActiveEmbedLayer:
     def _require_setup(self) -> None:
         if len(self._links) != len(self._ids):
             raise SecureError("call setup() before forward() or backward()")
-
-    def fill_obfuscator_pools(self) -> None:
-        """Precompute the r^n obfuscators of coming steps now (blocks until full)."""
-        self._crypto.fill_pools()
-
-    def close(self) -> None:
-        """Stop background work (obfuscator refills, matmul processes)."""
-        self._crypto.close()
-
-
-def _check_step(grad: np.ndarray, lr: float, shape: tuple[int, int]) -> np.ndarray:
-    """lr * grad, checked.
-
-    Raises:
-        ValueError: wrong shape, non-finite values or a non-positive lr.
-    """
-    g = np.asarray(grad, dtype=np.float64)
-    if g.shape != shape:
-        raise ValueError(f"grad_z must have shape {shape}, got {g.shape}")
-    if not (np.isfinite(lr) and lr > 0) or not np.all(np.isfinite(g)):
-        raise ValueError("lr must be a positive number and grad_z finite")
-    return lr * g

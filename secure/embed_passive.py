@@ -42,7 +42,11 @@ from secure.errors import PayloadError, SecureError
 from secure.keys import KeyPair, PublicKey, public_key_from_payload, public_key_to_payload
 from secure.paillier import Paillier
 from secure.sharing import ZeroSumMasks, private_rng
-from secure.source_common import PartyCrypto, check_lr
+from secure.source_common import (
+    OwnsCrypto,
+    PartyCrypto,
+    check_lr,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,7 @@ class _State:
     masks: ZeroSumMasks
 
 
-class PassiveEmbedLayer:
+class PassiveEmbedLayer(OwnsCrypto):
     """Party A_k's side of the Embed-MatMul layer (see `secure.embed_layer`)."""
 
     def __init__(
@@ -244,11 +248,3 @@ class PassiveEmbedLayer:
         if self._state is None:
             raise SecureError("call setup() before forward() or backward()")
         return self._state
-
-    def fill_obfuscator_pools(self) -> None:
-        """Precompute the r^n obfuscators of coming steps now (blocks until full)."""
-        self._crypto.fill_pools()
-
-    def close(self) -> None:
-        """Stop background work (obfuscator refills, matmul processes)."""
-        self._crypto.close()

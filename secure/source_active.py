@@ -31,9 +31,11 @@ from secure.row_packing import ShiftedCopies
 from secure.sharing import private_rng, sample_share, statistical_masks
 from secure.source_common import (
     Features,
+    OwnsCrypto,
     PartyCrypto,
     PendingBatches,
     check_features,
+    check_step,
     encrypt_matrix,
     exponents,
     flat,
@@ -59,7 +61,7 @@ class _Link:
     u_b_bases: list[list[mpz]]  # [[U_B^k]] shifted by 0..k-1 rows (`secure.row_packing`)
 
 
-class ActiveSourceLayer:
+class ActiveSourceLayer(OwnsCrypto):
     """Party B's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
 
     def __init__(
@@ -238,7 +240,7 @@ class ActiveSourceLayer:
         """
         self._require_setup()
         x = self._pending.take(tag, x)
-        step = _check_step(grad_z, lr, (x.shape[0], self.out_dim))
+        step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
         sent: dict[int, Payload] = {}
         for pid, link in self._links.items():
             bits = self.params.grad_bits(link.feature_bits)
@@ -260,32 +262,10 @@ class ActiveSourceLayer:
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
-        step = _check_step(grad_z, lr, (x.shape[0], self.out_dim))
+        step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
         self._v_b = self._v_b - np.asarray(x.T @ step)
         self._bias = self._bias - step.sum(axis=0)
 
     def _require_setup(self) -> None:
         if len(self._links) != len(self._ids):
             raise SecureError("call setup() before forward() or backward()")
-
-    def fill_obfuscator_pools(self) -> None:
-        """Precompute the r^n obfuscators of coming steps now (blocks until full)."""
-        self._crypto.fill_pools()
-
-    def close(self) -> None:
-        """Stop background work (obfuscator refills, matmul processes)."""
-        self._crypto.close()
-
-
-def _check_step(grad: np.ndarray, lr: float, shape: tuple[int, int]) -> np.ndarray:
-    """lr * grad, checked.
-
-    Raises:
-        ValueError: wrong shape, non-finite values or a non-positive lr.
-    """
-    g = np.asarray(grad, dtype=np.float64)
-    if g.shape != shape:
-        raise ValueError(f"grad_z must have shape {shape}, got {g.shape}")
-    if not (np.isfinite(lr) and lr > 0) or not np.all(np.isfinite(g)):
-        raise ValueError("lr must be a positive number and grad_z finite")
-    return lr * g

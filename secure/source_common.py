@@ -220,3 +220,31 @@ def check_lr(lr: float) -> None:
     """
     if not (np.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive finite number, got {lr}")
+
+
+def check_step(grad: np.ndarray, lr: float, shape: tuple[int, int]) -> np.ndarray:
+    """lr * grad, checked (B's step before it is encrypted into m3).
+
+    Raises:
+        ValueError: wrong shape, non-finite values or a non-positive lr.
+    """
+    g = np.asarray(grad, dtype=np.float64)
+    if g.shape != shape:
+        raise ValueError(f"grad_z must have shape {shape}, got {g.shape}")
+    if not (np.isfinite(lr) and lr > 0) or not np.all(np.isfinite(g)):
+        raise ValueError("lr must be a positive number and grad_z finite")
+    return lr * g
+
+
+class OwnsCrypto:
+    """Background-work controls shared by every source-layer role (needs `self._crypto`)."""
+
+    _crypto: PartyCrypto
+
+    def fill_obfuscator_pools(self) -> None:
+        """Precompute the r^n obfuscators of coming steps now (blocks until full)."""
+        self._crypto.fill_pools()
+
+    def close(self) -> None:
+        """Stop background work (obfuscator refills, matmul processes)."""
+        self._crypto.close()

@@ -27,6 +27,7 @@ from secure.row_packing import ShiftedCopies
 from secure.sharing import ZeroSumMasks, new_seed, pair_sign, private_rng, sample_share
 from secure.source_common import (
     Features,
+    OwnsCrypto,
     PartyCrypto,
     PendingBatches,
     check_features,
@@ -68,7 +69,7 @@ class _State:
         return self.packer.columns(self.params.out_dim)
 
 
-class PassiveSourceLayer:
+class PassiveSourceLayer(OwnsCrypto):
     """Party A_k's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
 
     def __init__(
@@ -274,11 +275,3 @@ class PassiveSourceLayer:
         if self._state is None:
             raise SecureError("call setup() before forward() or backward()")
         return self._state
-
-    def fill_obfuscator_pools(self) -> None:
-        """Precompute the r^n obfuscators of coming steps now (blocks until full)."""
-        self._crypto.fill_pools()
-
-    def close(self) -> None:
-        """Stop background work (obfuscator refills, matmul processes)."""
-        self._crypto.close()

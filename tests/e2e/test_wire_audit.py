@@ -48,22 +48,17 @@ def forbidden_patterns() -> dict[str, list[bytes]]:
     return patterns
 
 
-def test_blindfl_job_sends_only_allowed_payloads(tmp_path: Path) -> None:
-    # Prepare
-    job = tmp_path / "job.yaml"
-    job.write_text(f"""
-job: audited
+BREAST_PARTIES = f"""
 parties:
   - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
   - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
-protocol: blindfl
-crypto: {{key_bits: 512, allow_insecure_test_keys: true}}
-model: {{source: {{out_dim: 4}}, top: {{hidden: [8]}}}}
-train: {{epochs: 2, batch_size: 64}}
-validation: {{every: 4}}
-""")
-    audit = tmp_path / "audit"
-    # Execute
+"""
+
+
+def run_audited(tmp_path: Path, spec: str) -> list[dict]:
+    """`vfl run --audit` a breast job; returns the audit records."""
+    job, audit = tmp_path / "job.yaml", tmp_path / "audit"
+    job.write_text(BREAST_PARTIES + spec)
     out = subprocess.run(
         [
             sys.executable,
@@ -80,10 +75,23 @@ validation: {{every: 4}}
         cwd=REPO,
         timeout=600,
     )
-    # Assert
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout)["state"] == "SUCCEEDED"
-    records = read_audit(audit)
+    return read_audit(audit)
+
+
+def test_blindfl_job_sends_only_allowed_payloads(tmp_path: Path) -> None:
+    records = run_audited(
+        tmp_path,
+        """
+job: audited
+protocol: blindfl
+crypto: {key_bits: 512, allow_insecure_test_keys: true}
+model: {source: {out_dim: 4}, top: {hidden: [8]}}
+train: {epochs: 2, batch_size: 64}
+validation: {every: 4}
+""",
+    )
     kinds = {r["kind"] for r in records}
     assert {"public_key", "ciphertexts"} <= kinds, kinds
     assert kinds <= ALLOWED, f"disallowed payload kinds crossed the wire: {kinds - ALLOWED}"
@@ -96,30 +104,5 @@ validation: {{every: 4}}
 
 def test_split_job_is_flagged_by_the_same_audit(tmp_path: Path) -> None:
     """The audit is not vacuous: plaintext split learning sends tensors."""
-    job = tmp_path / "job.yaml"
-    job.write_text(f"""
-job: audited-split
-parties:
-  - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
-  - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
-train: {{epochs: 1, batch_size: 64}}
-""")
-    audit = tmp_path / "audit"
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli.main",
-            "run",
-            str(job),
-            "--json",
-            "--audit",
-            str(audit),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "tensor" in {r["kind"] for r in read_audit(audit)}
+    records = run_audited(tmp_path, "job: audited-split\ntrain: {epochs: 1, batch_size: 64}\n")
+    assert "tensor" in {r["kind"] for r in records}

@@ -11,17 +11,11 @@ import pytest
 
 from coordinator.spec import parse_spec
 from party.data import DatasetConfig
-from tests.conftest import FATE, shared_data
+from tests.conftest import shared_data
 from tests.harness import run_inprocess
+from tests.party.test_split_training import breast
 
 TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
-
-
-def breast() -> dict[str, dict[str, DatasetConfig]]:
-    return {
-        "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
-        "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
-    }
 
 
 def breast_spec(protocol: str, **extra) -> object:
