@@ -62,6 +62,7 @@ def time_primitives(keys, count: int = 24) -> dict[str, float]:
         out[f"{label} fixed-base"] = _per_item(lambda c, pool=table: pool.compute(c), 8 * count)
         helped = ObfuscatorPool(key, private, 0, 1, False, "fixed-base", helpers=1)
         helped.prepare()
+        helped.helpers_ready(timeout=60)
         out[f"{label} helped"] = _per_item(lambda c, pool=helped: pool.compute(c), 8 * count)
         helped.close()
     cts = Paillier(keys["B"].public).encrypt(list(range(count)))

@@ -2,8 +2,9 @@
 
 Table products hold the GIL, so threads cannot spread them over cores; a helper process
 can. The pool sends its secret table bases once (never anything from a peer), the helper
-rebuilds the power tables (255 P products, no exponentiation) and answers requests for
-k obfuscators with one fixed-width big-endian blob. Samples from a copy of the table
+rebuilds the power tables (255 P products, no exponentiation), reports that it is ready
+(until then the pool works alone), and answers requests for k obfuscators with one
+fixed-width big-endian blob. Samples from a copy of the table
 have the distribution of the pool's own (fresh uniform digits, same secret bases), so
 the pool may split any request between itself and its helpers.
 
@@ -22,6 +23,8 @@ from gmpy2 import mpz
 
 from secure.fixed_base import ObfuscatorTable
 from secure.keys import PrivateKey, PublicKey
+
+_READY = b"ready"
 
 
 class ObfuscatorWorker:
@@ -43,7 +46,18 @@ class ObfuscatorWorker:
         self._process.start()
         child.close()
         self._width = (int(public_key.nsquare.bit_length()) + 7) // 8
+        self._ready = False
         self._finalizer = weakref.finalize(self, _stop, self._conn, self._process)
+
+    def ready(self, timeout: float = 0.0) -> bool:
+        """Whether the helper has built its table (waits up to `timeout` seconds).
+
+        Raises:
+            EOFError: the helper process died.
+        """
+        if not self._ready and self._conn.poll(timeout):
+            self._ready = self._conn.recv_bytes() == _READY
+        return self._ready
 
     def request(self, count: int) -> None:
         """Ask for `count` obfuscators; collect them with `receive`."""
@@ -81,6 +95,7 @@ def _serve(conn: Connection, n: int, factors: tuple[int, int] | None, bases: lis
     private = None if factors is None else PrivateKey(public, mpz(factors[0]), mpz(factors[1]))
     table = ObfuscatorTable(public, private, [[mpz(b) for b in row] for row in bases])
     width = (int(public.nsquare.bit_length()) + 7) // 8
+    conn.send_bytes(_READY)
     while True:
         try:
             count = conn.recv()

@@ -118,12 +118,13 @@ class ObfuscatorPool:
         if not self._workers or count < 2 or not self._workers_lock.acquire(blocking=False):
             return table.sample(count)
         try:
-            share = count // (len(self._workers) + 1)
             try:
-                for worker in self._workers:
+                workers = [worker for worker in self._workers if worker.ready()]
+                share = count // (len(workers) + 1)
+                for worker in workers:
                     worker.request(share)
-                out = table.sample(count - share * len(self._workers))
-                for worker in self._workers:
+                out = table.sample(count - share * len(workers))
+                for worker in workers:
                     out.extend(worker.receive())
             except (EOFError, OSError):  # a helper died: carry on without helpers
                 log.warning("an obfuscator helper process failed; continuing without helpers")
@@ -132,6 +133,14 @@ class ObfuscatorPool:
             return out
         finally:
             self._workers_lock.release()
+
+    def helpers_ready(self, timeout: float = 0.0) -> bool:
+        """Whether every helper process is ready (waits up to `timeout` seconds each)."""
+        with self._workers_lock:
+            try:
+                return all(worker.ready(timeout) for worker in self._workers)
+            except (EOFError, OSError):
+                return False
 
     def _close_workers(self) -> None:
         """Stop the helpers (the caller holds the workers lock)."""

@@ -115,6 +115,7 @@ def test_helper_processes_share_requests_and_stop_on_close(test_keys):
     for private in (None, key.private):
         pool = ObfuscatorPool(key.public, private, 0, 2, False, "fixed-base", helpers=1)
         pool.prepare()
+        assert pool.helpers_ready(timeout=60)
         worker = pool._workers[0]  # noqa: SLF001 - white-box: the helper is in use
         values = pool.compute(64)
         assert len(set(values)) == 64 and owner.decrypt(values) == [0] * 64
@@ -126,6 +127,7 @@ def test_a_dead_helper_process_falls_back_to_the_pool_itself(test_keys, caplog):
     key = test_keys["B"]
     pool = ObfuscatorPool(key.public, None, 0, 2, False, "fixed-base", helpers=1)
     pool.prepare()
+    assert pool.helpers_ready(timeout=60)
     pool._workers[0]._process.kill()  # noqa: SLF001
     pool._workers[0]._process.join()  # noqa: SLF001
     values = pool.compute(16)
