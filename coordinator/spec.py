@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from coordinator import spec_fields as F
 from coordinator.errors import SpecError
 
 PROTOCOLS = ("split", "blindfl")
 TASKS = ("binary", "multiclass", "regression")
 OPTIMIZERS = ("adagrad", "sgd", "adam")
 FORMATS = ("csv", "libsvm")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -180,7 +179,7 @@ def parse_spec(raw: Any) -> JobSpec:
     """Validate a decoded spec (dict) and build the frozen `JobSpec`."""
     if not isinstance(raw, dict):
         raise SpecError("job spec must be a YAML mapping with at least 'job' and 'parties'")
-    top = _fields(
+    top = F.fields(
         raw,
         "",
         {
@@ -198,10 +197,10 @@ def parse_spec(raw: Any) -> JobSpec:
     if "parties" not in top:
         raise SpecError("'parties' is required: list one active party and at least one passive")
     spec = JobSpec(
-        job=_name(top.get("job", "job"), "job"),
+        job=F.name(top.get("job", "job"), "job"),
         parties=_parties(top["parties"]),
         model=_model(top.get("model") or {}),
-        protocol=_choice(top.get("protocol", "split"), "protocol", PROTOCOLS),
+        protocol=F.choice(top.get("protocol", "split"), "protocol", PROTOCOLS),
         local_updates=_local_updates(top.get("local_updates") or {}),
         train=_train(top.get("train") or {}),
         validation=_validation(top.get("validation") or {}),
@@ -222,70 +221,6 @@ def _resolve_paths(spec: JobSpec, base: Path) -> JobSpec:
         if changes:
             spec = spec.with_data(p.id, dataclasses.replace(p.data, **changes))
     return spec
-
-
-# --- field helpers -----------------------------------------------------------------
-
-
-def _fields(raw: Any, where: str, allowed: set[str]) -> dict[str, Any]:
-    label = where or "the job spec"
-    if not isinstance(raw, dict):
-        raise SpecError(f"'{where}' must be a mapping, got {type(raw).__name__}")
-    unknown = sorted(set(map(str, raw)) - allowed)
-    if unknown:
-        raise SpecError(
-            f"unknown field(s) {', '.join(repr(_join(where, u)) for u in unknown)} in {label}; "
-            f"allowed: {', '.join(sorted(allowed))}"
-        )
-    return raw
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
-
-
-def _name(value: Any, where: str) -> str:
-    if not isinstance(value, str | int) or not _NAME.match(str(value)):
-        raise SpecError(
-            f"'{where}' must be a name of letters, digits, '_', '.' or '-' (max 64), got {value!r}"
-        )
-    return str(value)
-
-
-def _choice(value: Any, where: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise SpecError(f"'{where}' must be one of {', '.join(options)}; got {value!r}")
-    return str(value)
-
-
-def _int(value: Any, where: str, lo: int, hi: int | None = None) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < lo
-        or (hi is not None and value > hi)
-    ):
-        rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
-        raise SpecError(f"'{where}' must be an integer {rng}; got {value!r}")
-    return value
-
-
-def _float(value: Any, where: str, lo: float, hi: float, *, open_lo: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if ok:
-        v = float(value)
-        ok = (v > lo if open_lo else v >= lo) and v <= hi
-    if not ok:
-        raise SpecError(
-            f"'{where}' must be a number in {'(' if open_lo else '['}{lo}, {hi}]; got {value!r}"
-        )
-    return float(value)
-
-
-def _int_list(value: Any, where: str) -> tuple[int, ...]:
-    if not isinstance(value, list):
-        raise SpecError(f"'{where}' must be a list of layer widths such as [32], or []")
-    return tuple(_int(v, f"{where}[{i}]", 1, 65536) for i, v in enumerate(value))
 
 
 def _parties(raw: Any) -> tuple[PartySpec, ...]:
@@ -311,19 +246,19 @@ def _parties(raw: Any) -> tuple[PartySpec, ...]:
 
 
 def _party(raw: Any, where: str) -> PartySpec:
-    r = _fields(raw, where, {"id", "role", "data"})
+    r = F.fields(raw, where, {"id", "role", "data"})
     for key in ("id", "role", "data"):
         if key not in r:
             raise SpecError(f"'{where}.{key}' is required")
     return PartySpec(
-        id=_name(r["id"], f"{where}.id"),
-        role=_choice(r["role"], f"{where}.role", ("active", "passive")),
+        id=F.name(r["id"], f"{where}.id"),
+        role=F.choice(r["role"], f"{where}.role", ("active", "passive")),
         data=_data(r["data"], f"{where}.data"),
     )
 
 
 def _data(raw: Any, where: str) -> DataSpec:
-    r = _fields(
+    r = F.fields(
         raw,
         where,
         {"dataset", "path", "format", "id", "label", "categorical", "test_dataset", "test_path"},
@@ -336,7 +271,7 @@ def _data(raw: Any, where: str) -> DataSpec:
         )
     fmt = r.get("format")
     if fmt is not None:
-        _choice(fmt, f"{where}.format", FORMATS)
+        F.choice(fmt, f"{where}.format", FORMATS)
     if "test_dataset" in r and "path" in r or "test_path" in r and "dataset" in r:
         raise SpecError(f"'{where}': pair 'dataset' with 'test_dataset', 'path' with 'test_path'")
     for key in ("dataset", "path", "id", "label", "test_dataset", "test_path"):
@@ -355,36 +290,32 @@ def _data(raw: Any, where: str) -> DataSpec:
         label=None if label is None else str(label),
         test_dataset=None if "test_dataset" not in r else str(r["test_dataset"]),
         test_path=None if "test_path" not in r else str(r["test_path"]),
-        categorical=_names(r["categorical"], f"{where}.categorical")
+        categorical=F.names(r["categorical"], f"{where}.categorical")
         if "categorical" in r
         else None,
     )
 
 
-def _names(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise SpecError(f"'{where}' must be a list of column names, e.g. [C1, C2]")
-    return tuple(value)
-
-
 def _model(raw: Any) -> ModelSpec:
-    r = _fields(raw, "model", {"source", "top"})
-    src = _fields(
+    r = F.fields(raw, "model", {"source", "top"})
+    src = F.fields(
         r.get("source") or {}, "model.source", {"out_dim", "hidden", "embedding_dim", "lr"}
     )
-    top = _fields(r.get("top") or {}, "model.top", {"hidden", "task"})
+    top = F.fields(r.get("top") or {}, "model.top", {"hidden", "task"})
     return ModelSpec(
         source=SourceSpec(
-            out_dim=_int(src.get("out_dim", 16), "model.source.out_dim", 1, 4096),
-            hidden=_int_list(src.get("hidden", []), "model.source.hidden"),
-            embedding_dim=_int(src.get("embedding_dim", 8), "model.source.embedding_dim", 1, 1024),
+            out_dim=F.integer(src.get("out_dim", 16), "model.source.out_dim", 1, 4096),
+            hidden=F.int_list(src.get("hidden", []), "model.source.hidden"),
+            embedding_dim=F.integer(
+                src.get("embedding_dim", 8), "model.source.embedding_dim", 1, 1024
+            ),
             lr=None
             if src.get("lr") is None
-            else _float(src["lr"], "model.source.lr", 0.0, 100.0, open_lo=True),
+            else F.number(src["lr"], "model.source.lr", 0.0, 100.0, open_lo=True),
         ),
         top=TopSpec(
-            hidden=_int_list(top.get("hidden", [32]), "model.top.hidden"),
-            task=_choice(top.get("task", "binary"), "model.top.task", TASKS),
+            hidden=F.int_list(top.get("hidden", [32]), "model.top.hidden"),
+            task=F.choice(top.get("task", "binary"), "model.top.task", TASKS),
         ),
     )
 
@@ -393,7 +324,7 @@ def _local_updates(raw: Any) -> LocalUpdatesSpec:
     from celu.config import LocalUpdateConfig
     from celu.errors import CeluError
 
-    r = dict(_fields(raw, "local_updates", {f.name for f in dataclasses.fields(LocalUpdatesSpec)}))
+    r = dict(F.fields(raw, "local_updates", {f.name for f in dataclasses.fields(LocalUpdatesSpec)}))
     r.setdefault("mode", "none")
     if r.get("mode") != "celu":
         r.setdefault("schedule", "sync")
@@ -407,45 +338,45 @@ def _local_updates(raw: Any) -> LocalUpdatesSpec:
 
 
 def _train(raw: Any) -> TrainSpec:
-    r = _fields(raw, "train", {"epochs", "batch_size", "lr", "optimizer", "seed", "timeout_s"})
+    r = F.fields(raw, "train", {"epochs", "batch_size", "lr", "optimizer", "seed", "timeout_s"})
     return TrainSpec(
-        epochs=_int(r.get("epochs", 3), "train.epochs", 1, 100000),
-        batch_size=_int(r.get("batch_size", 256), "train.batch_size", 1, 1 << 20),
-        lr=_float(r.get("lr", 0.05), "train.lr", 0.0, 100.0, open_lo=True),
-        optimizer=_choice(r.get("optimizer", "adagrad"), "train.optimizer", OPTIMIZERS),
-        seed=_int(r.get("seed", 0), "train.seed", 0, 2**31 - 1),
-        timeout_s=_float(r.get("timeout_s", 300.0), "train.timeout_s", 1.0, 86400.0),
+        epochs=F.integer(r.get("epochs", 3), "train.epochs", 1, 100000),
+        batch_size=F.integer(r.get("batch_size", 256), "train.batch_size", 1, 1 << 20),
+        lr=F.number(r.get("lr", 0.05), "train.lr", 0.0, 100.0, open_lo=True),
+        optimizer=F.choice(r.get("optimizer", "adagrad"), "train.optimizer", OPTIMIZERS),
+        seed=F.integer(r.get("seed", 0), "train.seed", 0, 2**31 - 1),
+        timeout_s=F.number(r.get("timeout_s", 300.0), "train.timeout_s", 1.0, 86400.0),
     )
 
 
 def _validation(raw: Any) -> ValidationSpec:
-    r = _fields(raw, "validation", {"fraction", "every"})
+    r = F.fields(raw, "validation", {"fraction", "every"})
     return ValidationSpec(
-        fraction=_float(r.get("fraction", 0.2), "validation.fraction", 0.0, 0.9, open_lo=True),
-        every=_int(r.get("every", 20), "validation.every", 1),
+        fraction=F.number(r.get("fraction", 0.2), "validation.fraction", 0.0, 0.9, open_lo=True),
+        every=F.integer(r.get("every", 20), "validation.every", 1),
     )
 
 
 def _network(raw: Any) -> NetworkSpec:
-    r = _fields(raw, "network", {"bandwidth_mbps", "rtt_ms"})
+    r = F.fields(raw, "network", {"bandwidth_mbps", "rtt_ms"})
     if "bandwidth_mbps" not in r:
         raise SpecError(
             "'network.bandwidth_mbps' is required, e.g. network: {bandwidth_mbps: 20, rtt_ms: 50}"
         )
     return NetworkSpec(
-        bandwidth_mbps=_float(
+        bandwidth_mbps=F.number(
             r["bandwidth_mbps"], "network.bandwidth_mbps", 0.0, 1e6, open_lo=True
         ),
-        rtt_ms=_float(r.get("rtt_ms", 0.0), "network.rtt_ms", 0.0, 60000.0),
+        rtt_ms=F.number(r.get("rtt_ms", 0.0), "network.rtt_ms", 0.0, 60000.0),
     )
 
 
 def _crypto(raw: Any) -> CryptoSpec:
-    r = _fields(raw, "crypto", {"key_bits", "allow_insecure_test_keys"})
+    r = F.fields(raw, "crypto", {"key_bits", "allow_insecure_test_keys"})
     insecure = r.get("allow_insecure_test_keys", False)
     if not isinstance(insecure, bool):
         raise SpecError("'crypto.allow_insecure_test_keys' must be true or false")
-    bits = _int(r.get("key_bits", 2048), "crypto.key_bits", 512, 8192)
+    bits = F.integer(r.get("key_bits", 2048), "crypto.key_bits", 512, 8192)
     if bits < 2048 and not insecure:
         raise SpecError(
             f"'crypto.key_bits' is {bits}: keys below 2048 bits are insecure; use 2048 or more, "
