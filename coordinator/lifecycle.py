@@ -66,6 +66,7 @@ class Lifecycle:
         self._parties = parties
         self._lock = threading.Lock()
         self._silent_since: dict[tuple[str, str], float] = {}
+        self._threads: list[threading.Thread] = []
 
     # --- user-facing -----------------------------------------------------------------
 
@@ -165,9 +166,7 @@ class Lifecycle:
             elif event == "failed":
                 reason = str(payload.get("reason", f"party '{party_id}' failed"))
                 self.store.set_state(job_id, "FAILED", reason)
-                threading.Thread(
-                    target=self._abort_all, args=(job_id, spec, reason), daemon=True
-                ).start()
+                self._background(self._abort_all, job_id, spec, reason)
         return self.store.get(job_id).terminal
 
     def _party_done(
@@ -235,9 +234,18 @@ class Lifecycle:
     # --- launching ---------------------------------------------------------------------
 
     def _spawn(self, job_id: str) -> None:
-        threading.Thread(
-            target=self._launch, args=(job_id,), name=f"launch-{job_id}", daemon=True
-        ).start()
+        self._background(self._launch, job_id)
+
+    def _background(self, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait for launch and abort threads (a daemon stops only after them)."""
+        deadline = time.monotonic() + timeout
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _launch(self, job_id: str) -> None:
         record = self.store.get(job_id)

@@ -27,10 +27,14 @@ class CoordinatorServer:
     health: health.HealthServicer
     clients: PeerClients
     stopping: threading.Event = field(default_factory=threading.Event)
+    monitor: threading.Thread | None = None
 
     def stop(self, grace: float = 2.0) -> None:
         self.stopping.set()
         self.health.enter_graceful_shutdown()
+        if self.monitor is not None:  # its health probes use the clients closed below
+            self.monitor.join(timeout=grace + 10)
+        self.lifecycle.join(timeout=grace + 10)
         self.server.stop(grace).wait()
         self.clients.close()
         self.lifecycle.store.close()
@@ -68,10 +72,11 @@ def create_coordinator_server(
     lifecycle.resume_pending()
     log.info("coordinator serving on port %d (db %s)", port, db_path)
     running = CoordinatorServer(server, lifecycle, port, health_servicer, clients)
-    threading.Thread(
+    running.monitor = threading.Thread(
         target=_monitor,
         args=(running, health_interval_s, party_grace_s),
         name="party-monitor",
         daemon=True,
-    ).start()
+    )
+    running.monitor.start()
     return running

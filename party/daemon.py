@@ -87,6 +87,7 @@ class PartyDaemon:
         self._clients = clients
         self._coordinator = coordinator
         self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
         self._jobs: dict[str, RunningJob] = {}
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.registered_peers: dict[str, str] = {}
@@ -134,6 +135,15 @@ class PartyDaemon:
             )
             running.state = "RUNNING"
             running.thread.start()
+            self._threads.append(running.thread)
+
+    def join_jobs(self, timeout: float) -> None:
+        """Wait for job threads to finish (after `abort`), so none outlives the daemon."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = [t for t in self._threads if t.is_alive()]
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def abort(self, job_id: str, reason: str) -> None:
         with self._lock:

@@ -45,6 +45,7 @@ class PartyServer:
         self.health.enter_graceful_shutdown()
         for job_id in self.daemon.running_jobs():
             self.daemon.abort(job_id, "party daemon shutting down")
+        self.daemon.join_jobs(timeout=grace + 10)  # no job thread may outlive the channels
         self.server.stop(grace).wait()
         self.clients.close()
         if self.coordinator is not None:

@@ -98,8 +98,9 @@ class _Link:
             while self._in_flight and time.monotonic() < deadline:
                 self._cond.wait(deadline - time.monotonic())
             if self._in_flight:
-                raise ChannelError(f"{self._in_flight} envelope(s) still in flight after "
-                                   f"{timeout:.0f} s")
+                raise ChannelError(
+                    f"{self._in_flight} envelope(s) still in flight after {timeout:.0f} s"
+                )
         if self._error is not None:
             raise ChannelError(f"an envelope on this link failed: {self._error}")
 

@@ -58,8 +58,14 @@ def format_result(view: JobView) -> str:
             "  validation: "
             + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items() if isinstance(v, float))
         )
-    for key in ("intersection_size", "psi_seconds", "rounds", "local_updates", "bytes_sent",
-                "seconds"):
+    for key in (
+        "intersection_size",
+        "psi_seconds",
+        "rounds",
+        "local_updates",
+        "bytes_sent",
+        "seconds",
+    ):
         if key in r:
             lines.append(f"  {key}: {r[key]}")
     return "\n".join(lines)

@@ -154,8 +154,9 @@ def test_by_hand_topology(tmp_path) -> None:
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
-        for p in procs:
-            assert p.wait(timeout=20) == 0
+        for name, p in zip(("coordinator", "bank", "shop"), procs, strict=False):
+            code = p.wait(timeout=30)
+            assert code == 0, f"{name} exited {code}: {(tmp_path / f'{name}.log').read_text()}"
 
 
 def test_unreachable_coordinator_exits_3() -> None:
