@@ -42,6 +42,7 @@ class SecureConfig:
         obfuscator_pool: r^n values kept ready per public key (each is used once).
         background_refill: refill the obfuscator pools in a background thread (only
             while the party waits for a peer message).
+        timeout_s: receive deadline of every protocol message (None: channel default).
         obfuscator: how r^n is computed: "fixed-base" (secret random power tables,
             statistically uniform, ~6x faster for a peer's key; see
             `secure.fixed_base`) or "full" (one full exponentiation each).
@@ -49,7 +50,6 @@ class SecureConfig:
             fixed-base table, so that table products use more than one core.
         rows_per_cipher: at most this many batch rows share one ciphertext of m1 and m2
             (None: chosen by the cost model of `secure.row_packing`; 1: one row each).
-        timeout_s: receive deadline of every protocol message (None: channel default).
     """
 
     key_bits: int = MIN_KEY_BITS
@@ -63,10 +63,10 @@ class SecureConfig:
     threads: int | None = None
     obfuscator_pool: int = 512
     background_refill: bool = True
+    timeout_s: float | None = None
     obfuscator: str = "fixed-base"
     obfuscator_helpers: int = 1
     rows_per_cipher: int | None = None
-    timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         """Raises:

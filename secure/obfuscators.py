@@ -155,8 +155,11 @@ class ObfuscatorPool:
             return
         table = self._build()
         with self._workers_lock:
-            while len(self._workers) < self._helpers:
-                self._workers.append(ObfuscatorWorker(self._pk, self._sk, table))
+            try:
+                while len(self._workers) < self._helpers:
+                    self._workers.append(ObfuscatorWorker(self._pk, self._sk, table))
+            except (AssertionError, OSError) as exc:  # e.g. inside a daemonic process
+                log.warning("no obfuscator helper processes (%s); the pool works alone", exc)
 
     def _table_for(self, count: int) -> ObfuscatorTable | None:
         if self._method != "fixed-base":
