@@ -90,7 +90,6 @@ class PartyDaemon:
         self._threads: list[threading.Thread] = []
         self._jobs: dict[str, RunningJob] = {}
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
-        self.registered_peers: dict[str, str] = {}
 
     # --- control plane -------------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 
@@ -108,8 +107,3 @@ def _register(coordinator: CoordinatorClient, config: PartyConfig, address: str,
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
-
-
-def serve_forever(running: PartyServer, stop: threading.Event) -> None:
-    stop.wait()
-    running.stop()

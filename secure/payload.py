@@ -93,13 +93,3 @@ def indices_from_payload(payload: Payload, upper: int) -> np.ndarray:
     if idx.size and (idx.min() < 0 or idx.max() >= upper):
         raise PayloadError(f"indices out of range [0, {upper})")
     return idx
-
-
-def digest_to_payload(value: bytes, count: int) -> Payload:
-    return Payload(digest=common_pb2.Digest(value=value, count=count))
-
-
-def digest_from_payload(payload: Payload) -> tuple[bytes, int]:
-    if payload.WhichOneof("kind") != "digest":
-        raise PayloadError(f"expected a digest payload, got '{payload.WhichOneof('kind')}'")
-    return payload.digest.value, int(payload.digest.count)

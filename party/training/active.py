@@ -13,7 +13,7 @@ import torch
 
 from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
-from party.training.context import RoleContext
+from party.training.context import RoleContext, train_rounds
 from party.training.models import make_optimizer, seeded_bottom, seeded_mlp
 from party.training.task import Task
 from secure.payload import tensor_from_payload, tensor_to_payload
@@ -51,19 +51,8 @@ class ActiveTrainer:
         self.history: list[dict] = []
 
     def run(self) -> dict:
-        plan = self.ctx.plan
-        with self.updater:
-            for rnd, _, rows in plan.batches():
-                loss = self.step(rnd, rows)
-                self.ctx.reporter.round(rnd, plan.total_rounds, loss)
-                if plan.validates_at(rnd):
-                    self.validate(rnd)
-        return {
-            "rounds": plan.total_rounds,
-            "local_updates": self.updater.num_local_updates,
-            "metrics": self.metrics,
-            "history": self.history,
-        }
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate)
+        return {**result, "metrics": self.metrics, "history": self.history}
 
     def _recv_acts(self, tag: str, n: int) -> list[torch.Tensor]:
         return [

@@ -24,7 +24,7 @@ from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
 from party.errors import JobError
 from party.training.active import history_entry
-from party.training.context import RoleContext
+from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs, make_optimizer, seeded_mlp
 from party.training.task import Task
 from secure.config import SecureConfig
@@ -58,6 +58,12 @@ def features(inputs: Inputs, rows: np.ndarray):
     return x
 
 
+def _close(*layers) -> None:
+    for layer in layers:
+        if layer is not None:
+            layer.close()
+
+
 class BlindActiveTrainer:
     def __init__(
         self, ctx: RoleContext, labels: np.ndarray, val_labels: np.ndarray, task: Task
@@ -84,26 +90,13 @@ class BlindActiveTrainer:
         self.history: list[dict] = []
 
     def run(self) -> dict:
-        plan = self.ctx.plan
         try:
             self._setup()
             self.started, self.val_seconds = time.monotonic(), 0.0
-            with self.updater:
-                for rnd, _, rows in plan.batches():
-                    loss = self.step(rnd, rows)
-                    self.ctx.reporter.round(rnd, plan.total_rounds, loss)
-                    if plan.validates_at(rnd):
-                        self.validate(rnd)
+            result = train_rounds(self.ctx, self.updater, self.step, self.validate)
         finally:
-            for layer in (self.src, self.embed):
-                if layer is not None:
-                    layer.close()
-        return {
-            "rounds": plan.total_rounds,
-            "local_updates": self.updater.num_local_updates,
-            "metrics": self.metrics,
-            "history": self.history,
-        }
+            _close(self.src, self.embed)
+        return {**result, "metrics": self.metrics, "history": self.history}
 
     def _setup(self) -> None:
         ch, s = self.ctx.channel, self.ctx.spec
@@ -241,20 +234,18 @@ class BlindPassiveTrainer:
         self.updater = ctx.local_updater(self.local_update)
 
     def run(self) -> dict:
-        plan = self.ctx.plan
         try:
             self._setup()
-            with self.updater:
-                for rnd, _, rows in plan.batches():
-                    m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
-                    self.updater.record_round(rnd, rows, m3)
-                    if plan.validates_at(rnd):
-                        self._round(f"val/r{rnd}", self.ctx.val_inputs, plan.val_rows)
+            return train_rounds(self.ctx, self.updater, self.step, self.validate)
         finally:
-            for layer in (self.src, self.embed):
-                if layer is not None:
-                    layer.close()
-        return {"rounds": plan.total_rounds, "local_updates": self.updater.num_local_updates}
+            _close(self.src, self.embed)
+
+    def step(self, rnd: int, rows: np.ndarray) -> None:
+        m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
+        self.updater.record_round(rnd, rows, m3)
+
+    def validate(self, rnd: int) -> None:
+        self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
 
     def _setup(self) -> None:
         inputs = self.ctx.inputs

@@ -48,3 +48,18 @@ class RoleContext:
             schedule=lu.schedule,
         )
         return LocalUpdater(config, update_fn, seed=self.spec.train.seed, lock=self.lock)
+
+
+def train_rounds(ctx: RoleContext, updater: LocalUpdater, step, validate) -> dict:
+    """The communication rounds of one party: `step(rnd, rows)` per batch (its loss, if
+    it returns one, is reported), `validate(rnd)` when the plan says so, local updates
+    around them; returns the round counts for the result."""
+    plan = ctx.plan
+    with updater:
+        for rnd, _, rows in plan.batches():
+            loss = step(rnd, rows)
+            if loss is not None:
+                ctx.reporter.round(rnd, plan.total_rounds, loss)
+            if plan.validates_at(rnd):
+                validate(rnd)
+    return {"rounds": plan.total_rounds, "local_updates": updater.num_local_updates}

@@ -12,7 +12,7 @@ import torch
 
 from celu.weighting import passive_local_derivative
 from celu.workset import CachedBatch
-from party.training.context import RoleContext
+from party.training.context import RoleContext, train_rounds
 from party.training.models import make_optimizer, seeded_bottom
 from secure.payload import tensor_from_payload, tensor_to_payload
 
@@ -31,13 +31,7 @@ class PassiveTrainer:
         self.xi = self.updater.config.effective_xi
 
     def run(self) -> dict:
-        plan = self.ctx.plan
-        with self.updater:
-            for rnd, _, rows in plan.batches():
-                self.step(rnd, rows)
-                if plan.validates_at(rnd):
-                    self.validate(rnd)
-        return {"rounds": plan.total_rounds, "local_updates": self.updater.num_local_updates}
+        return train_rounds(self.ctx, self.updater, self.step, self.validate)
 
     def step(self, rnd: int, rows: np.ndarray) -> None:
         ch, lock = self.ctx.channel, self.ctx.lock
