@@ -3,7 +3,8 @@
 `CipherMatmul.matmul(E, C)` computes [[E @ M]] from an integer matrix E (outputs x m,
 scipy sparse or dense) and the ciphertexts C = [[M]] (m rows x cols packed ciphertexts):
     out[o][c] = prod_b C[b][c] ^ E[o, b]   (mod n^2)
-Only the nonzero terms of E cost anything (`secure.multiexp`). Typical uses:
+Only the nonzero terms of E cost anything (`secure.multiexp`); when every nonzero is +-1
+(binary features) each term is a single multiplication, done in-process. Typical uses:
     X (N x d)   @ [[V]] (d packed rows)  -> [[X V]]    forward, one output per instance
     X^T (d x N) @ [[G]] (N packed rows)  -> [[X^T G]]  update, one output per feature
 Each packed ciphertext carries a row of `slots` outputs, so one multiplication serves
@@ -32,7 +33,7 @@ import scipy.sparse as sp
 from gmpy2 import mpz
 
 from secure.encoding import encode
-from secure.multiexp import Partial, multiexp_columns
+from secure.multiexp import Partial, multiexp_columns, unit_products
 
 
 def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_matrix:
@@ -80,6 +81,12 @@ class CipherMatmul:
         n_out, m = csc.shape
         if m != len(cipher_rows):
             raise ValueError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
+        if csc.nnz and np.all(np.abs(csc.data) == 1):
+            csr = csc.tocsr()
+            csr.sort_indices()
+            return unit_products(
+                nsquare, cipher_rows, csr.indptr, csr.indices, csr.data, n_out, cols
+            )
         blocks = self._blocks(csc)
         jobs = [
             (nsquare, [cipher_rows[j][c] for j in range(lo, hi)], csc, lo, hi, n_out)

@@ -15,11 +15,15 @@ When bases serve few outputs and outputs have many terms, the row-wise (Straus) 
 of `secure.multiexp_rows` is cheaper; `multiexp_columns` runs whichever of the two an
 operation count says is cheaper (same inputs, same result).
 
+Exponents that are all +-1 (binary features, f_X = 0) need no tables at all:
+`unit_products` multiplies the bases of each output directly, one product per term.
+
 This module imports only gmpy2, numpy and that kernel: it is what the process pool runs.
 """
 
 from __future__ import annotations
 
+import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
@@ -118,3 +122,38 @@ def multiexp_columns(
         if negative.any():
             _accumulate(neg, rows[lo:hi][negative], digits[negative], table, modulus)
     return pos, neg
+
+
+def unit_products(
+    modulus: mpz,
+    cipher_rows: list[list[mpz]],
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    signs: np.ndarray,
+    n_out: int,
+    cols: int,
+) -> list[list[mpz]]:
+    """[[E @ M]] for E with entries in {-1, 0, 1}, given row-wise (CSR: output o has
+    terms indices[indptr[o]:indptr[o+1]] with signs +-1): a product of ciphertexts per
+    output and column, one modular inverse per output with negative terms.
+
+    At one multiplication per term this beats any table, and it is too cheap to be
+    worth shipping the bases to worker processes.
+    """
+    modulus = mpz(modulus)
+    out: list[list[mpz]] = []
+    cols_range = range(cols)
+    for o in range(n_out):
+        lo, hi = int(indptr[o]), int(indptr[o + 1])
+        pos = [mpz(1)] * cols
+        neg: list[mpz] | None = None
+        for j, s in zip(indices[lo:hi].tolist(), signs[lo:hi].tolist(), strict=True):
+            row = cipher_rows[j]
+            if s > 0:
+                pos = [pos[c] * row[c] % modulus for c in cols_range]
+            else:
+                neg = list(row) if neg is None else [neg[c] * row[c] % modulus for c in cols_range]
+        if neg is not None:
+            pos = [pos[c] * gmpy2.invert(neg[c], modulus) % modulus for c in cols_range]
+        out.append(pos)
+    return out

@@ -8,19 +8,24 @@ group is hidden as a row was) and unpacking are therefore the Packer's, applied 
 decryptions) drops from N to ceil(N / k) per message.
 
 Products: a group's [[X U]] needs U's ciphertexts shifted by t*h*w bits, t < k:
-[[U * 2^s]] = [[U]]^(2^s) (s squarings, no obfuscator). Group g is then
-prod_t prod_b [[U_b << t]]^X[g*k + t, b], an ordinary ciphertext matrix product of the
-grouped exponents (groups x k*d: rows g*k .. g*k + k - 1 side by side) with the k shifted
-copies stacked (`CipherMatmul.matmul`, unchanged). The active party shifts [[U_B]] once
-at setup; a passive party keeps k copies of [[V_A]] and shifts every update
-X_A^T [[eta G]] (present feature rows only) into them. m3 stays one ciphertext per row:
-X_A^T [[eta G]] needs each row's G in a ciphertext of its own.
+[[U * 2^s]] = [[U]]^(2^s) (s squarings, no obfuscator). Two ways to get there:
+- shifted copies (`ShiftedCopies`): keep [[U << t rows]] for every t < k; group g is then
+  prod_t prod_b [[U_b << t]]^X[g*k + t, b], an ordinary ciphertext matrix product of the
+  grouped exponents (groups x k*d: rows g*k .. g*k + k - 1 side by side) with the k
+  copies stacked. Free per step for a fixed matrix (B's [[U_B]], shifted once at setup);
+  an updated one ([[V_A]] at a passive party) costs d_A * (k - 1) shifts per update.
+- Horner's rule (`HornerRows`): compute each row's [[x_i U]] unshifted, then fold a group
+  as ((r_{k-1} << 1) * r_{k-2} << 1) * ... * r_0: (k - 1) shifts per group, N (k-1)/k per
+  product, whatever d_A. A passive party with many features (a9a: d_A = 73, h = 1) uses
+  this; one with few (the credit table: d_A = 13, h = 8) keeps copies (`packed_products`).
+m3 stays one ciphertext per row: X_A^T [[eta G]] needs each row's G in a ciphertext of
+its own.
 
 Choice of k: per step, every row that joins a group saves 2 obfuscators (fixed-base) and
 2 CRT decryptions, C ~ 24 S in the unit S = shifting one ciphertext by one 62-bit slot
-(2048-bit keys, measured by bench/secure_step.py); the copies cost about
-d_A * h * (k - 1) S per update. `choose_rows` minimises C * N / k + S * d_A * h * (k - 1)
-for a batch of 256 rows, so inputs with many features (large d_A) keep k = 1.
+(2048-bit keys, measured by bench/secure_step.py); the passive party's shifts cost
+h * (k - 1) * min(d_A, N / k) S per step. `choose_rows` minimises their sum for a batch
+of 256 rows.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import scipy.sparse as sp
 from gmpy2 import mpz
 
 from secure.fixed_base import parallel_powmod
+from secure.matmul import CipherMatmul
 
 ROW_VS_SHIFT = 24  # C / S above
 REFERENCE_BATCH = 256
@@ -46,7 +52,8 @@ def choose_rows(width: int, slots: int, max_in_dim: int, limit: int | None = Non
     top = max(1, top)
 
     def cost(k: int) -> float:
-        return ROW_VS_SHIFT * REFERENCE_BATCH / k + max_in_dim * width * (k - 1)
+        shifted_rows = min(max_in_dim, REFERENCE_BATCH / k)  # copies or Horner, the cheaper
+        return ROW_VS_SHIFT * REFERENCE_BATCH / k + shifted_rows * width * (k - 1)
 
     return min(range(1, top + 1), key=cost)
 
@@ -121,6 +128,11 @@ class ShiftedCopies:
         """All copies, copy 0 first: the bases of a grouped product."""
         return [row for copy in self.copies for row in copy]
 
+    def product(self, matmul: CipherMatmul, exps: sp.csr_matrix, cols: int) -> list[list[mpz]]:
+        """[[X M]] with the rows of X (N x d exponents) packed k to a ciphertext."""
+        grouped = self._layout.group_exponents(exps)
+        return matmul.matmul(grouped, self.stacked(), self._nsquare, cols)
+
     def add(self, indices: list[int], deltas: list[list[mpz]]) -> None:
         """Row indices[i] of M += deltas[i] (ciphertexts), in every copy."""
         nsq = self._nsquare
@@ -129,3 +141,57 @@ class ShiftedCopies:
                 deltas = shift(deltas, self._layout.shift_bits, nsq, self._threads)
             for j, delta in zip(indices, deltas, strict=True):
                 copy[j] = [a * b % nsq for a, b in zip(copy[j], delta, strict=True)]
+
+
+class HornerRows:
+    """[[M]] kept unshifted; packed products fold each group's rows by Horner's rule.
+
+    Same interface as `ShiftedCopies` (`product`, `add`); `rows` is the caller's list.
+    """
+
+    def __init__(
+        self, rows: list[list[mpz]], layout: RowLayout, nsquare: mpz, threads: int
+    ) -> None:
+        self._layout, self._nsquare, self._threads = layout, nsquare, threads
+        self.rows = rows
+
+    def product(self, matmul: CipherMatmul, exps: sp.csr_matrix, cols: int) -> list[list[mpz]]:
+        """[[X M]] with the rows of X packed k to a ciphertext."""
+        per_row = matmul.matmul(exps, self.rows, self._nsquare, cols)
+        return horner(per_row, self._layout, self._nsquare, self._threads)
+
+    def add(self, indices: list[int], deltas: list[list[mpz]]) -> None:
+        """Row indices[i] of M += deltas[i] (ciphertexts)."""
+        nsq = self._nsquare
+        for j, delta in zip(indices, deltas, strict=True):
+            self.rows[j] = [a * b % nsq for a, b in zip(self.rows[j], delta, strict=True)]
+
+
+def horner(rows: list[list[mpz]], layout: RowLayout, nsquare: mpz, threads: int) -> list[list[mpz]]:
+    """Group g = [[sum_t row_{g*k+t} << t rows]] from per-row ciphertexts: k - 1 rounds of
+    (shift every group's accumulator by one row, multiply in its next lower row); the
+    shifts of a round run GIL-free over `threads`."""
+    k, n = layout.rows, len(rows)
+    if k == 1 or not rows:
+        return rows
+    one = [mpz(1)] * len(rows[0])
+    padded = rows + [one] * (layout.groups(n) * k - n)
+    acc = [list(padded[g * k + k - 1]) for g in range(layout.groups(n))]
+    for t in range(k - 2, -1, -1):
+        acc = shift(acc, layout.shift_bits, nsquare, threads)
+        acc = [
+            [a * b % nsquare for a, b in zip(group, padded[g * k + t], strict=True)]
+            for g, group in enumerate(acc)
+        ]
+    return acc
+
+
+def packed_products(
+    rows: list[list[mpz]], layout: RowLayout, in_dim: int, nsquare: mpz, threads: int
+) -> ShiftedCopies | HornerRows:
+    """The cheaper holder for an *updated* matrix of `in_dim` rows: copies cost
+    in_dim * (k - 1) shifts per update, Horner about REFERENCE_BATCH * (k - 1) / k per
+    product."""
+    if in_dim * layout.rows > REFERENCE_BATCH:
+        return HornerRows(rows, layout, nsquare, threads)
+    return ShiftedCopies(rows, layout, nsquare, threads)

@@ -58,7 +58,7 @@ class _Link:
     in_dim: int
     feature_bits: int
     enc_u_b: CipherMatrix  # [[U_B^k]] under that party's key
-    u_b_bases: list[list[mpz]]  # [[U_B^k]] shifted by 0..k-1 rows (`secure.row_packing`)
+    u_b_copies: ShiftedCopies  # [[U_B^k]] shifted by 0..k-1 rows (`secure.row_packing`)
 
 
 class ActiveSourceLayer(OwnsCrypto):
@@ -154,7 +154,7 @@ class ActiveSourceLayer(OwnsCrypto):
             self.config.timeout_s,
         )
         copies = ShiftedCopies(enc_u_b.rows, self.params.layout(), he.pk.nsquare, he.threads)
-        return _Link(pid, he, in_dim, bits, enc_u_b, copies.stacked())
+        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
 
     def _init_own_shares(self, rng: np.random.Generator) -> None:
         v_b = check_init(self._init, "V_B", (self.in_dim, self.out_dim))
@@ -185,7 +185,7 @@ class ActiveSourceLayer(OwnsCrypto):
         x = check_features(x, self.in_dim)
         layout, f_z = self.params.layout(), self.params.output_bits
         n, groups = x.shape[0], layout.groups(x.shape[0])
-        exps = layout.group_exponents(exponents(x, self.config.feature_bits))
+        exps = exponents(x, self.config.feature_bits)
         masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
         local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
         own = self._crypto.own
@@ -220,7 +220,7 @@ class ActiveSourceLayer(OwnsCrypto):
     def _send_m1(self, tag: str, link: _Link, exps: sp.csr_matrix, n: int) -> list[list[int]]:
         """Send m1 = [[X_B U_B^k - R_k]]_Ak and return the mask R_k."""
         he, cols = link.he, self.cols
-        e = self._crypto.matmul.matmul(exps, link.u_b_bases, he.pk.nsquare, cols)
+        e = link.u_b_copies.product(self._crypto.matmul, exps, cols)
         masks = statistical_masks(n, cols, self.packer.mask_bits)
         m1 = he.rerandomize(he.add_plain(flat(e), [-r for r in flat(masks)]))
         matrix = CipherMatrix(

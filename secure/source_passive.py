@@ -4,8 +4,9 @@ Forward: compute [[X_A V_A]]_B (cost O(nnz(X_A)), before m1 arrives), decrypt m1
 S = X_B U_B^k - R_k, add the plaintexts X_A U_A + S (+ the zero-sum mask M_k when
 K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G]]_B and update only the
 rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= X_A^T [[eta G]].
-With row packing (`secure.row_packing`) m1 and m2 carry k rows per ciphertext; A keeps
-[[V_A]] shifted by 0..k-1 rows and shifts each update into every copy.
+With row packing (`secure.row_packing`) m1 and m2 carry k rows per ciphertext; A either
+keeps [[V_A]] shifted by 0..k-1 rows (few features) or folds each group's rows of
+[[X_A V_A]] by Horner's rule (many features).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from secure.errors import PayloadError, SecureError
 from secure.keys import KeyPair, public_key_from_payload, public_key_to_payload
 from secure.paillier import Paillier
 from secure.payload import Payload
-from secure.row_packing import ShiftedCopies
+from secure.row_packing import HornerRows, ShiftedCopies, packed_products
 from secure.sharing import ZeroSumMasks, new_seed, pair_sign, private_rng, sample_share
 from secure.source_common import (
     Features,
@@ -61,7 +62,7 @@ class _State:
     u_a: np.ndarray  # U_A, plaintext
     u_b: np.ndarray  # U_B^k, plaintext (B holds it encrypted under our key)
     v_a: CipherMatrix  # [[V_A]]_B, one row of packed ciphertexts per feature
-    v_a_copies: ShiftedCopies  # v_a.rows shifted by 0..k-1 rows (`secure.row_packing`)
+    v_a_packed: ShiftedCopies | HornerRows  # packs X_A [[V_A]] k rows a ciphertext
     masks: ZeroSumMasks
 
     @property
@@ -130,9 +131,11 @@ class PassiveSourceLayer(OwnsCrypto):
             params.weight_bits(self.config.feature_bits),
             timeout,
         )
-        copies = ShiftedCopies(v_a.rows, params.layout(), key_b.nsquare, he_b.threads)
+        packed = packed_products(
+            v_a.rows, params.layout(), self.in_dim, key_b.nsquare, he_b.threads
+        )
         masks = ZeroSumMasks(self._pair_seeds(p, params) if len(params.passive_ids) > 1 else {})
-        self._state = _State(params, packer, he_b, u_a, u_b, v_a, copies, masks)
+        self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
         log.info("passive source layer %s: setup done", p)
 
     def _check_params(self, params: LayerParams) -> None:
@@ -184,8 +187,9 @@ class PassiveSourceLayer(OwnsCrypto):
         x = check_features(x, self.in_dim)
         cols, he_b, f_z, layout = st.cols, st.he_b, st.params.output_bits, st.params.layout()
         groups = layout.groups(x.shape[0])
-        exps = layout.group_exponents(exponents(x, self.config.feature_bits))
-        xv = self._crypto.matmul.matmul(exps, st.v_a_copies.stacked(), he_b.pk.nsquare, cols)
+        xv = st.v_a_packed.product(
+            self._crypto.matmul, exponents(x, self.config.feature_bits), cols
+        )
         own = self._crypto.own
         m1 = recv_cipher(
             self.channel,
@@ -269,7 +273,7 @@ class PassiveSourceLayer(OwnsCrypto):
         if not present.size:
             return
         delta = self._crypto.matmul.matmul(-xt[present], m3.rows, st.he_b.pk.nsquare, st.cols)
-        st.v_a_copies.add(present.tolist(), delta)
+        st.v_a_packed.add(present.tolist(), delta)
 
     def _require_setup(self) -> _State:
         if self._state is None:

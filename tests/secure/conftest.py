@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from phe import paillier
 
+from secure.channel import InProcessHub
 from secure.config import SecureConfig
 from secure.keys import KeyPair, keypair_from_phe
 
@@ -76,3 +77,16 @@ def run_parties(*calls: Callable[[], object]) -> list[object]:
     if errors:
         raise errors[0]
     return results
+
+
+@pytest.fixture(params=["inprocess", "grpc"])
+def hub(request):
+    """The same protocol tests over the in-process channel and over real gRPC servers."""
+    if request.param == "inprocess":
+        yield InProcessHub()
+        return
+    from tests.grpc_hub import GrpcHub
+
+    grpc_hub = GrpcHub()
+    yield grpc_hub
+    grpc_hub.close()

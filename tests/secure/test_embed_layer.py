@@ -40,10 +40,10 @@ class Job:
     initial: list[np.ndarray] = field(default_factory=list)
 
 
-def make_job(test_keys, k_parties=1, emb_dim=3, h=4, vocab=None, config=None) -> Job:
+def make_job(test_keys, k_parties=1, emb_dim=3, h=4, vocab=None, config=None, hub=None) -> Job:
     rng, vocab, config = np.random.default_rng(0), vocab or VOCAB, config or config_for_tests()
     ids = [f"A{i + 1}" for i in range(k_parties)]
-    hub, job = InProcessHub(), Job(None, [], {})
+    hub, job = hub or InProcessHub(), Job(None, [], {})
 
     def hook(direction, sender, receiver, tag, data):
         if direction == "sent":
@@ -139,8 +139,17 @@ def close(job: Job) -> None:
     ],
 )
 def test_training_matches_plaintext_training(test_keys, k_parties, emb_dim, vocab, steps):
+    check_training(make_job(test_keys, k_parties, emb_dim=emb_dim, vocab=vocab), emb_dim, steps)
+
+
+@pytest.mark.parametrize("hub", ["grpc"], indirect=True)
+@pytest.mark.parametrize("k_parties", [1, 2])
+def test_training_over_real_grpc_matches_plaintext_training(test_keys, hub, k_parties):
+    check_training(make_job(test_keys, k_parties, hub=hub), 3, 2)
+
+
+def check_training(job: Job, emb_dim: int, steps: int) -> None:
     # Prepare
-    job = make_job(test_keys, k_parties, emb_dim=emb_dim, vocab=vocab)
     rng = np.random.default_rng(11)
     # Execute / Assert: outputs every step, Q and W after the first and the last SGD step
     for step in range(steps):

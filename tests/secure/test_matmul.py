@@ -84,6 +84,16 @@ def test_binary_features_are_ciphertext_additions(he):
     assert he.decrypt([r[0] for r in out]) == [16, 0, 9]
 
 
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 9), st.integers(1, 2), st.integers(0, 10**6))
+def test_unit_exponents_match_the_general_kernel(he, n, d, cols, seed):
+    rng = np.random.default_rng(seed)
+    exps = sp.csr_matrix(rng.choice([-1, 0, 0, 1], size=(n, d)).astype(np.int64))
+    values = [[int(v) for v in rng.integers(-(2**40), 2**40, size=cols)] for _ in range(d)]
+    out = CipherMatmul(workers=1).matmul(exps, encrypt_rows(he, values), he.pk.nsquare, cols)
+    np.testing.assert_array_equal(decrypt_rows(he, out), exact_product(exps, values))
+
+
 def test_negative_exponents_use_one_inverse_not_huge_exponents(he):
     bases = encrypt_rows(he, [[3], [4]])
     pos, neg = multiexp_columns(

@@ -9,10 +9,17 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from secure.encoding import Packer
+from secure.encoding import Packer, to_signed
 from secure.errors import PayloadError
+from secure.matmul import CipherMatmul
 from secure.paillier import Paillier
-from secure.row_packing import RowLayout, ShiftedCopies, choose_rows
+from secure.row_packing import (
+    HornerRows,
+    RowLayout,
+    ShiftedCopies,
+    choose_rows,
+    packed_products,
+)
 from secure.source_setup import LayerParams
 from tests.secure.conftest import assert_close, config_for_tests
 from tests.secure.test_source_layer import batch, close, make_job, plain_step, secure_step
@@ -21,8 +28,9 @@ from tests.secure.test_source_layer import batch, close, make_job, plain_step, s
 def test_cost_model_packs_narrow_layers_and_keeps_wide_sparse_inputs_apart():
     assert choose_rows(8, 32, 13) == 4  # credit table, h=8: limited by the slots
     assert choose_rows(32, 32, 13) == 1 and choose_rows(40, 32, 13) == 1
-    assert 4 <= choose_rows(1, 32, 73) <= 16  # a9a, h=1
-    assert choose_rows(1, 32, 100_000) == 1  # many features: shifting updates costs more
+    assert choose_rows(1, 32, 73) == 32  # a9a, h=1: Horner's rule keeps shifts at ~N
+    assert choose_rows(1, 32, 100_000) == 32  # Horner's cost does not grow with d_A
+    assert choose_rows(16, 32, 13) == 2
     assert choose_rows(8, 32, 13, limit=2) == 2 and choose_rows(8, 32, 13, limit=1) == 1
 
 
@@ -62,6 +70,37 @@ def test_shifted_copies_hold_the_matrix_one_row_further_each_and_stay_in_step(te
         shifted = [v[0] * 2 ** (t * layout.shift_bits) for v in packer.pack(expected)]
         assert plain == shifted
     assert len(copies.stacked()) == 9
+
+
+@pytest.mark.parametrize("n", [1, 5, 6, 7])
+def test_horner_and_shifted_copies_give_the_same_packed_product(test_keys, n):
+    key = test_keys["B"]
+    he = Paillier(key.public, key.private)
+    packer = Packer(key.public.bits, 62, 40)
+    layout, nsq = RowLayout(3, 2, 62), key.public.nsquare
+    m = np.arange(-5, 5).reshape(5, 2)
+    copies_rows = [[c] for c in he.encrypt([v[0] for v in packer.pack(m)])]
+    horner_rows = [list(row) for row in copies_rows]
+    copies = ShiftedCopies(copies_rows, layout, nsq, 2)
+    horner = HornerRows(horner_rows, layout, nsq, 2)
+    delta = [[c] for c in he.encrypt([v[0] for v in packer.pack(np.full((1, 2), 3))])]
+    copies.add([4], delta)
+    horner.add([4], delta)
+    x = sp.csr_matrix(np.random.default_rng(n).integers(-3, 4, size=(n, 5)))
+    matmul = CipherMatmul(workers=1)
+    from_copies = [he.decrypt(row) for row in copies.product(matmul, x, 1)]
+    from_horner = [he.decrypt(row) for row in horner.product(matmul, x, 1)]
+    assert from_copies == from_horner and len(from_horner) == layout.groups(n)
+    m[4] += 3
+    expected = layout.group_values(x.toarray() @ m)
+    signed = [[to_signed(v, key.public.n) for v in row] for row in from_horner]
+    assert packer.unpack(signed, 6).tolist() == expected.tolist()
+
+
+def test_an_updated_matrix_over_many_features_uses_horners_rule(test_keys):
+    nsq, layout = test_keys["B"].public.nsquare, RowLayout(32, 1, 62)
+    assert isinstance(packed_products([], layout, 73, nsq, 1), HornerRows)  # a9a
+    assert isinstance(packed_products([], RowLayout(4, 8, 62), 13, nsq, 1), ShiftedCopies)
 
 
 def test_layer_params_carry_and_check_rows_per_cipher():

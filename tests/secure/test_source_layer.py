@@ -121,19 +121,6 @@ def close(job: Job) -> None:
         p.close()
 
 
-@pytest.fixture(params=["inprocess", "grpc"])
-def hub(request):
-    """The same protocol tests over the in-process channel and over real gRPC servers."""
-    if request.param == "inprocess":
-        yield InProcessHub()
-        return
-    from tests.grpc_hub import GrpcHub
-
-    grpc_hub = GrpcHub()
-    yield grpc_hub
-    grpc_hub.close()
-
-
 @pytest.mark.parametrize(
     ("sparse", "k", "h"), [(False, 1, 5), (True, 1, 20), (False, 2, 20), (True, 2, 5)]
 )
