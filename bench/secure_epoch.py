@@ -27,31 +27,24 @@ ROWS_PER_EPOCH = 32_561
 BATCH = 256
 
 
+def _party(party_id: str, role: str, side: str) -> dict:
+    data = {
+        "path": str(A9A / f"a9a.{side}"),
+        "test_path": str(A9A / f"a9a.t.{side}"),
+        "format": "libsvm",
+    }
+    return {
+        "id": party_id,
+        "role": role,
+        "data": {**data, **({"label": "y"} if role == "active" else {})},
+    }
+
+
 def job_spec(protocol: str, epochs: int, key_bits: int) -> dict:
     rounds = -(-ROWS_PER_EPOCH // BATCH) * epochs
     return {
         "job": f"a9a-{protocol}",
-        "parties": [
-            {
-                "id": "bank",
-                "role": "active",
-                "data": {
-                    "path": str(A9A / "a9a.guest"),
-                    "test_path": str(A9A / "a9a.t.guest"),
-                    "format": "libsvm",
-                    "label": "y",
-                },
-            },
-            {
-                "id": "shop",
-                "role": "passive",
-                "data": {
-                    "path": str(A9A / "a9a.host"),
-                    "test_path": str(A9A / "a9a.t.host"),
-                    "format": "libsvm",
-                },
-            },
-        ],
+        "parties": [_party("bank", "active", "guest"), _party("shop", "passive", "host")],
         "protocol": protocol,
         "crypto": {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048},
         "model": {"source": {"out_dim": 1, "lr": 1.0}, "top": {"hidden": [], "task": "binary"}},

@@ -11,7 +11,9 @@ source layer on a credit-table shape and on real a9a batches.
 Variants: "before" = one full exponentiation per r^n and one row per ciphertext (the
 code before fixed-base tables and row packing); "inline" = the defaults, every r^n
 computed inside the step; "online" = the defaults with the pools filled beforehand (what
-background refill during peer waits buys in a deployment with one machine per party).
+background refill during peer waits buys in a deployment with one machine per party);
+"in a row" = consecutive batches with each party in its own loop, as in training, pools
+refilled in the background, both parties' work on these cores (s/batch of an epoch).
 """
 
 from __future__ import annotations
@@ -136,6 +138,48 @@ def run_layer(keys, shape: Shape, batches, key_bits: int, steps: int, **override
     return {"inline": med(inline), "online": med(online), "offline": med(offline), "rows": rows}
 
 
+def run_training_loop(keys, shape: Shape, batches, key_bits: int, steps: int) -> float:
+    """Seconds per batch over `steps` consecutive batches, each party in its own loop as in
+    training (B starts the next m1 while A applies the last update), with the obfuscator
+    pools refilled in the background while a party waits: everything on these cores."""
+    config = SecureConfig(
+        key_bits=key_bits,
+        allow_insecure_test_keys=key_bits < 2048,
+        feature_bits=shape.feature_bits,
+        obfuscator_pool=2 * shape.n,
+    )
+    hub = InProcessHub()
+    active = ActiveSourceLayer(
+        hub.channel("B"), ["A"], shape.d_b, shape.h, config, 1, keypair=keys["B"]
+    )
+    passive = PassiveSourceLayer(
+        hub.channel("A"), "B", shape.d_a, shape.h, config, 2, keypair=keys["A"]
+    )
+
+    def active_loop(tags: list[str]) -> None:
+        for i, tag in enumerate(tags):
+            x_b, grad = batches[i % len(batches)][1:]
+            active.forward(tag, x_b)
+            active.backward(tag, grad, 0.05)
+
+    def passive_loop(tags: list[str]) -> None:
+        for i, tag in enumerate(tags):
+            passive.forward(tag, batches[i % len(batches)][0])
+            passive.backward(tag, 0.05)
+
+    try:
+        _both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
+        warm = [f"w{i}" for i in range(2)]
+        _both(lambda: active_loop(warm), lambda: passive_loop(warm))
+        tags = [f"t{i}" for i in range(steps)]
+        start = time.perf_counter()
+        _both(lambda: active_loop(tags), lambda: passive_loop(tags))
+        return (time.perf_counter() - start) / steps
+    finally:
+        active.close()
+        passive.close()
+
+
 def _both(active_call, passive_call) -> None:
     errors: list[BaseException] = []
 
@@ -223,6 +267,7 @@ def run_shapes(which: str, keys, key_bits: int, steps: int) -> None:
             keys, shape, batches, key_bits, steps, obfuscator="full", rows_per_cipher=1
         )
         after = run_layer(keys, shape, batches, key_bits, steps)
+        loop = run_training_loop(keys, shape, batches, key_bits, 4 * steps)
         rows += [
             (f"h={shape.h}: before (full r^n, 1 row/ciphertext), r^n inline", before["inline"]),
             (f"h={shape.h}: before, r^n precomputed ({before['offline']:.2f} s)", before["online"]),
@@ -231,6 +276,7 @@ def run_shapes(which: str, keys, key_bits: int, steps: int) -> None:
                 after["inline"],
             ),
             (f"h={shape.h}: same, r^n precomputed ({after['offline']:.2f} s)", after["online"]),
+            (f"h={shape.h}: same, {4 * steps} batches in a row, refill in background", loop),
         ]
     print_shape_table(
         f"{title}, {key_bits}-bit keys, {os.cpu_count()} cores, parties as threads, "

@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from secure.config import SecureConfig
 from secure.embed_packing import FieldLayout, SlotLayout
 from secure.errors import PayloadError
-from secure.payload import Payload, control_from_payload, control_to_payload
+from secure.payload import (
+    Payload,
+    control_from_payload,
+    control_to_payload,
+    layer_params_from_payload,
+)
 
 E_SLOT_BITS = 63
 DIM_BITS = 16  # F*k < 2^16
@@ -162,12 +167,7 @@ class EmbedParams:
         PayloadError: not a control payload, a field missing or malformed, or values
             that cannot work.
         """
-        fields = control_from_payload(payload, _FIELDS)
-        try:
-            ints = {name: int(fields[name]) for name in _FIELDS[:-1]}
-        except ValueError as exc:
-            raise PayloadError(f"Embed-MatMul parameters are not integers: {exc}") from exc
-        ids = tuple(p for p in fields["passive_ids"].split(",") if p)
+        ints, ids = layer_params_from_payload(payload, _FIELDS[:-1], "Embed-MatMul")
         params = cls(passive_ids=ids, **ints)
         params.check()
         return params

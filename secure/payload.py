@@ -77,6 +77,23 @@ def control_from_payload(payload: Payload, required: Sequence[str] = ()) -> dict
     return fields
 
 
+def layer_params_from_payload(
+    payload: Payload, int_fields: Sequence[str], what: str
+) -> tuple[dict[str, int], tuple[str, ...]]:
+    """A layer's parameters as set up by the active party: the integer fields, and the
+    passive party ids (field "passive_ids", comma-separated).
+
+    Raises:
+        PayloadError: not a control payload, a field missing or not an integer.
+    """
+    fields = control_from_payload(payload, [*int_fields, "passive_ids"])
+    try:
+        ints = {name: int(fields[name]) for name in int_fields}
+    except ValueError as exc:
+        raise PayloadError(f"{what} parameters are not integers: {exc}") from exc
+    return ints, tuple(p for p in fields["passive_ids"].split(",") if p)
+
+
 def indices_to_payload(indices: np.ndarray) -> Payload:
     data = np.ascontiguousarray(indices, dtype="<i8").tobytes()
     return Payload(indices=common_pb2.Indices(data=data))

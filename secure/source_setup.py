@@ -25,7 +25,12 @@ from secure.config import SecureConfig
 from secure.encoding import Packer
 from secure.errors import PayloadError
 from secure.paillier import Paillier
-from secure.payload import Payload, control_from_payload, control_to_payload
+from secure.payload import (
+    Payload,
+    control_from_payload,
+    control_to_payload,
+    layer_params_from_payload,
+)
 from secure.row_packing import RowLayout, choose_rows
 from secure.sharing import SEED_BYTES
 
@@ -115,12 +120,7 @@ class LayerParams:
         """Raises:
         PayloadError: not a control payload, a field missing or not an integer.
         """
-        fields = control_from_payload(payload, _FIELDS)
-        try:
-            ints = {name: int(fields[name]) for name in _FIELDS[:-1]}
-        except ValueError as exc:
-            raise PayloadError(f"layer parameters are not integers: {exc}") from exc
-        ids = tuple(p for p in fields["passive_ids"].split(",") if p)
+        ints, ids = layer_params_from_payload(payload, _FIELDS[:-1], "layer")
         params = cls(passive_ids=ids, **ints)
         params.packer_checked()
         return params
