@@ -1,0 +1,103 @@
+"""`vfl coordinator serve` and `vfl party serve`: the two daemons' entry points, with the
+logging, signal handlers and parent watchdog every daemon process gets."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from coordinator.cli import certs
+from coordinator.errors import CoordinatorError
+from proto.rpc import COORDINATOR_ID
+
+
+def _daemon_setup(args: argparse.Namespace) -> threading.Event:
+    """Logging, signal handlers and the parent watchdog of a daemon process."""
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.parent_pid:
+
+        def watch_parent() -> None:
+            while not stop.wait(1.0):
+                if os.getppid() != args.parent_pid:
+                    stop.set()
+
+        threading.Thread(target=watch_parent, daemon=True).start()
+    return stop
+
+
+def _write_port(path: str | None, port: int) -> None:
+    if path:
+        tmp = Path(path + ".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(path)
+
+
+def cmd_coordinator_serve(args: argparse.Namespace) -> int:
+    from coordinator.server import create_coordinator_server
+
+    tls = certs.load_tls(args.tls, COORDINATOR_ID) if args.tls else None
+    stop = _daemon_setup(args)
+    _warn_insecure(tls is None)
+    server = create_coordinator_server(args.db, args.listen, tls)
+    _write_port(args.port_file, server.port)
+    print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
+    stop.wait()
+    server.stop()
+    return 0
+
+
+def cmd_party_serve(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import torch
+
+    from party.config import load_party_config
+    from party.server import create_party_server
+
+    config = load_party_config(args.config)
+    overrides = {"listen": args.listen, "coordinator": args.coordinator}
+    overrides["advertise"] = args.advertise
+    config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v})
+    tls = certs.load_tls(args.tls, config.party_id) if args.tls else None
+    stop = _daemon_setup(args)
+    _warn_insecure(tls is None)
+    torch.set_num_threads(1)  # several parties share a machine's cores
+    server = create_party_server(config, tls, options=_daemon_options(args))
+    _write_port(args.port_file, server.port)
+    print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
+    stop.wait()
+    server.stop()
+    return 0
+
+
+def _daemon_options(args: argparse.Namespace):
+    from party.daemon import DaemonOptions
+    from party.wan import WanProfile
+
+    network = None
+    if args.bandwidth_mbps is not None:
+        network = WanProfile(args.bandwidth_mbps, args.rtt_ms or 0.0)
+    elif args.rtt_ms is not None:
+        raise CoordinatorError("--rtt-ms needs --bandwidth-mbps too")
+    return DaemonOptions(audit_dir=args.audit, network=network)
+
+
+def _warn_insecure(insecure: bool) -> None:
+    if insecure:
+        print(
+            "warning: no TLS: traffic is not encrypted and parties are not authenticated; "
+            "use --tls DIR (see `vfl certs`) outside a trusted network",
+            file=sys.stderr,
+        )
