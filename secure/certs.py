@@ -88,7 +88,9 @@ def party_files(directory: str | Path, party_id: str) -> PartyFiles:
     )
     for path in (files.ca_cert, files.cert, files.key):
         if not path.is_file():
-            raise CertError(f"{path} is missing; run `vfl certs issue {party_id}` (or issue())")
+            raise CertError(
+                f"{path} is missing; run `vfl certs issue CA_DIR --party {party_id} --bundle DIR` (or issue())"
+            )
     return files
 
 

@@ -79,7 +79,7 @@ def test_issue_refuses_overwrite_unless_forced(ca_dir: Path) -> None:
 def test_issue_without_ca_names_the_fix(tmp_path: Path) -> None:
     with pytest.raises(CertError, match="no CA in .* run init_ca"):
         issue(tmp_path / "nowhere", "alice")
-    with pytest.raises(CertError, match="missing; run `vfl certs issue bob`"):
+    with pytest.raises(CertError, match="missing; run `vfl certs issue CA_DIR --party bob`"):
         party_files(tmp_path, "bob")
 
 
