@@ -89,7 +89,8 @@ def party_files(directory: str | Path, party_id: str) -> PartyFiles:
     for path in (files.ca_cert, files.cert, files.key):
         if not path.is_file():
             raise CertError(
-                f"{path} is missing; run `vfl certs issue CA_DIR --party {party_id} --bundle DIR` (or issue())"
+                f"{path} is missing; run `vfl certs issue CA_DIR --party {party_id}` (it "
+                "writes into CA_DIR, or into --bundle DIR), or call issue()"
             )
     return files
 
