@@ -12,7 +12,9 @@ Modes (DESIGN.md section 4):
 
 Schedules (``celu`` only): ``sync`` runs up to ``steps`` local updates right after each
 round, deterministically (tests, reproducible runs); ``async`` runs them in a background
-worker that overlaps the wait for the network.
+worker that overlaps the wait for the network, also at most ``steps`` between two rounds.
+Each round brings one batch with R-1 local uses, so ``steps = reuse - 1`` lets
+CELU run every use it is allowed; a smaller ``steps`` caps it.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ class LocalUpdateConfig:
 
     Attributes:
         mode: ``none``, ``fedbcd`` or ``celu``.
-        steps: FedBCD's Q (local steps per round); for ``celu`` with the ``sync`` schedule,
-            the most local updates run after one round (fewer when nothing is eligible).
+        steps: FedBCD's Q (local steps per round); for ``celu``, the most local updates
+            run between two rounds, in either schedule (fewer when nothing is eligible).
         workset: W, batches kept in the workset table.
         reuse: R, updates each cached batch may drive, its communication round included.
         xi: similarity threshold; None (or outside (-1, 1)) turns weighting off.
@@ -64,7 +66,7 @@ class LocalUpdateConfig:
             raise LocalUpdateConfigError(
                 "mode", f"unknown mode {self.mode!r}", f"use one of {MODES}"
             )
-        _positive_int("steps", self.steps, "set steps >= 1 (FedBCD's Q, or the sync cap)")
+        _positive_int("steps", self.steps, "set steps >= 1 (FedBCD's Q, or CELU's cap per round)")
         _positive_int("workset", self.workset, "workset must be >= 1 batch (default 5)")
         _positive_int("reuse", self.reuse, "reuse must be >= 1 (1 means vanilla VFL, default 5)")
         self._check_xi()

@@ -59,7 +59,7 @@ class SecureConfig:
     slot_bits: int = 62
     stat_bits: int = 40
     workers: int | None = None
-    parallel_min_terms: int = 20_000
+    parallel_min_terms: int = 2_000
     threads: int | None = None
     obfuscator_pool: int = 512
     background_refill: bool = True

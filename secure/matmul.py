@@ -58,7 +58,7 @@ def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_
 class CipherMatmul:
     """Computes [[E @ M]] for integer E and ciphertexts [[M]]; owns its process pool."""
 
-    def __init__(self, workers: int | None = None, parallel_min_terms: int = 20_000) -> None:
+    def __init__(self, workers: int | None = None, parallel_min_terms: int = 2_000) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.parallel_min_terms = parallel_min_terms
         self._executor: Executor | None = None

@@ -37,7 +37,8 @@ class PassiveTrainer:
         ch, lock = self.ctx.channel, self.ctx.lock
         with lock:
             act = self.bottom(self.ctx.inputs.take(rows))
-        ch.send(self.active, f"train/r{rnd}/act", tensor_to_payload(act.detach().numpy()))
+        sent = act.detach()
+        ch.send(self.active, f"train/r{rnd}/act", tensor_to_payload(sent.numpy()))
         grad = torch.from_numpy(
             tensor_from_payload(
                 ch.recv(self.active, f"train/r{rnd}/grad", self.ctx.timeout),
@@ -51,7 +52,10 @@ class PassiveTrainer:
             self.opt.zero_grad()
             act.backward(grad)
             self.opt.step()
-        self.updater.record_round(rnd, (rows, act.detach()), grad)
+        # Cache the activation the derivative was computed for (the one sent), not the
+        # recomputed one: the worker may have stepped in between, and the cosine weighting
+        # of later local updates must measure drift from what the active party saw.
+        self.updater.record_round(rnd, (rows, sent), grad)
 
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
         rows, cached_act = entry.activation

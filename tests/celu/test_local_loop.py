@@ -238,6 +238,23 @@ def test_worker_restarts_after_stop() -> None:
     assert not updater.is_running
 
 
+def test_async_worker_spends_at_most_steps_per_round() -> None:
+    # W=5, R=8: once the table is full, 5 entries hold up to 35 uses; a worker without a
+    # per-round budget would burn them all at once instead of 3 per round.
+    cfg = LocalUpdateConfig(mode="celu", workset=5, reuse=8, steps=3, schedule="async")
+    per_round = []
+    with LocalUpdater(cfg, recorder([]), seed=0, idle_wait=0.01) as updater:
+        for batch_id in range(12):
+            before = updater.num_local_updates
+            updater.record_round(batch_id, None, None)
+            if batch_id >= 5:  # enough eligible entries: the budget is what stops it
+                wait_until(lambda b=before: updater.num_local_updates >= b + cfg.steps)
+            time.sleep(0.05)  # room for any update beyond the budget
+            per_round.append(updater.num_local_updates - before)
+    assert max(per_round) <= cfg.steps
+    assert per_round[5:] == [cfg.steps] * 7
+
+
 # --- toy split learning through the updater, both parties in one thread -----------------------
 # The parties follow the lock protocol of celu.local_loop, so the same code runs with the
 # sync schedule and with a background worker per party.
