@@ -9,7 +9,6 @@ federation, e.g. the operator's `admin`.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -21,9 +20,8 @@ from coordinator.lifecycle import Lifecycle
 from coordinator.store import JobRecord
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import check_caller
+from proto.rpc import call_with_status, check_caller
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 WATCH_POLL_S = 0.2
 
@@ -38,18 +36,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
 
 
 def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run `fn`, turning errors into a gRPC status with their message."""
-    try:
-        return fn()
-    except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
-        if context.code() is not None:
-            raise  # already aborted (e.g. a request that does not parse)
-        for kind, code in _CODES:
-            if isinstance(exc, kind):
-                context.abort(code, str(exc) or type(exc).__name__)
-        log.exception("internal error")
-        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-    raise AssertionError("unreachable")  # context.abort raises
+    """Run `fn`; errors become statuses by `_CODES` (`proto.rpc.call_with_status`)."""
+    return call_with_status(context, fn, _CODES)
 
 
 def _summary(r: JobRecord) -> pb.JobSummary:

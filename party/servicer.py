@@ -7,7 +7,6 @@ and the control RPCs (PrepareJob, StartJob, AbortJob) only from the coordinator.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -18,10 +17,9 @@ from party.daemon import PartyDaemon
 from party.errors import ConfigError, DataError, JobError, PartyError
 from proto import party_pb2 as pb
 from proto import party_pb2_grpc as pb_grpc
-from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, check_caller
+from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, call_with_status, check_caller
 from secure.errors import ChannelClosed, PayloadError, SecureError
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
@@ -37,18 +35,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
 
 
 def call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run `fn`, turning domain errors into a gRPC status with their message."""
-    try:
-        return fn()
-    except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
-        if context.code() is not None:
-            raise  # already aborted (e.g. a request that does not parse)
-        for kind, code in _CODES:
-            if isinstance(exc, kind):
-                context.abort(code, str(exc))
-        log.exception("internal error")
-        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
-    raise AssertionError("unreachable")  # context.abort raises
+    """Run `fn`; errors become statuses by `_CODES` (`proto.rpc.call_with_status`)."""
+    return call_with_status(context, fn, _CODES)
 
 
 def header(request_iterator: Iterator[pb.PushChunk]) -> pb.PushChunk:

@@ -16,14 +16,18 @@ the party a request acts for; on an insecure server there are no identities to c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
 from secure.certs import CertError, party_id_from_cert
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 8 << 20
@@ -285,3 +289,23 @@ def handshake_failed(exc: grpc.RpcError, tls: bool) -> bool:
         or "Hostname Verification" in details
         or (tls and "Socket closed" in details)
     )
+
+
+def call_with_status(
+    context: grpc.ServicerContext,
+    fn: Callable[[], T],
+    codes: Sequence[tuple[type[Exception], grpc.StatusCode]],
+) -> T:
+    """Run a servicer's `fn`, turning errors into a gRPC status with their message: the
+    first matching entry of `codes`, else INTERNAL (logged). A servicer never crashes."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
+        if context.code() is not None:
+            raise  # already aborted (e.g. a request that does not parse)
+        for kind, code in codes:
+            if isinstance(exc, kind):
+                context.abort(code, str(exc) or type(exc).__name__)
+        log.exception("internal error")
+        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+    raise AssertionError("unreachable")  # context.abort raises
