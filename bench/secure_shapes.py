@@ -103,14 +103,13 @@ def print_primitives(ms: dict[str, float]) -> None:
     )
 
 
-def run_layer(keys, shape: Shape, batches, key_bits: int, steps: int, **overrides) -> dict:
-    """Median seconds per step of the real protocol, both parties as threads."""
+def _layers(keys, shape: Shape, key_bits: int, **overrides):
+    """B's and A's MatMul layers over one in-process hub, pools sized for two batches."""
     config = SecureConfig(
         key_bits=key_bits,
         allow_insecure_test_keys=key_bits < 2048,
         feature_bits=shape.feature_bits,
         obfuscator_pool=2 * shape.n,
-        background_refill=False,
         **overrides,
     )
     hub = InProcessHub()
@@ -120,6 +119,12 @@ def run_layer(keys, shape: Shape, batches, key_bits: int, steps: int, **override
     passive = PassiveSourceLayer(
         hub.channel("A"), "B", shape.d_a, shape.h, config, 2, keypair=keys["A"]
     )
+    return active, passive
+
+
+def run_layer(keys, shape: Shape, batches, key_bits: int, steps: int, **overrides) -> dict:
+    """Median seconds per step of the real protocol, both parties as threads."""
+    active, passive = _layers(keys, shape, key_bits, background_refill=False, **overrides)
     try:
         _both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
         _step(active, passive, batches[0], "warm")  # starts the process pools
@@ -142,19 +147,7 @@ def run_training_loop(keys, shape: Shape, batches, key_bits: int, steps: int) ->
     """Seconds per batch over `steps` consecutive batches, each party in its own loop as in
     training (B starts the next m1 while A applies the last update), with the obfuscator
     pools refilled in the background while a party waits: everything on these cores."""
-    config = SecureConfig(
-        key_bits=key_bits,
-        allow_insecure_test_keys=key_bits < 2048,
-        feature_bits=shape.feature_bits,
-        obfuscator_pool=2 * shape.n,
-    )
-    hub = InProcessHub()
-    active = ActiveSourceLayer(
-        hub.channel("B"), ["A"], shape.d_b, shape.h, config, 1, keypair=keys["B"]
-    )
-    passive = PassiveSourceLayer(
-        hub.channel("A"), "B", shape.d_a, shape.h, config, 2, keypair=keys["A"]
-    )
+    active, passive = _layers(keys, shape, key_bits)
 
     def active_loop(tags: list[str]) -> None:
         for i, tag in enumerate(tags):

@@ -139,8 +139,7 @@ class ShiftedCopies:
         for t, copy in enumerate(self.copies):
             if t:
                 deltas = shift(deltas, self._layout.shift_bits, nsq, self._threads)
-            for j, delta in zip(indices, deltas, strict=True):
-                copy[j] = [a * b % nsq for a, b in zip(copy[j], delta, strict=True)]
+            add_at(copy, indices, deltas, nsq)
 
 
 class HornerRows:
@@ -162,9 +161,15 @@ class HornerRows:
 
     def add(self, indices: list[int], deltas: list[list[mpz]]) -> None:
         """Row indices[i] of M += deltas[i] (ciphertexts)."""
-        nsq = self._nsquare
-        for j, delta in zip(indices, deltas, strict=True):
-            self.rows[j] = [a * b % nsq for a, b in zip(self.rows[j], delta, strict=True)]
+        add_at(self.rows, indices, deltas, self._nsquare)
+
+
+def add_at(
+    rows: list[list[mpz]], indices: list[int], deltas: list[list[mpz]], nsquare: mpz
+) -> None:
+    """rows[indices[i]] += deltas[i] homomorphically, in place."""
+    for j, delta in zip(indices, deltas, strict=True):
+        rows[j] = [a * b % nsquare for a, b in zip(rows[j], delta, strict=True)]
 
 
 def horner(rows: list[list[mpz]], layout: RowLayout, nsquare: mpz, threads: int) -> list[list[mpz]]:
