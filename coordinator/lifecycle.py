@@ -32,6 +32,9 @@ class Lifecycle:
         self._parties = parties
         self._lock = threading.Lock()
         self._silent_since: dict[tuple[str, str], float] = {}
+        # job id -> parties handed PrepareJob so far, while the job is being launched; the
+        # others cannot hold the job yet, so the monitor only checks that they answer
+        self._handed: dict[str, set[str]] = {}
         self._threads: list[threading.Thread] = []
 
     # --- user-facing -----------------------------------------------------------------
@@ -167,7 +170,7 @@ class Lifecycle:
             for p in spec.parties:
                 if p.id in finished or p.id not in known:
                     continue
-                problem = self._probe(p.id, known[p.id], job_id)
+                problem = self._probe(p.id, known[p.id], job_id, self._holds_job(job_id, p.id))
                 key = (job_id, p.id)
                 if problem is None:
                     self._silent_since.pop(key, None)
@@ -179,7 +182,13 @@ class Lifecycle:
                         self._abort_all(job_id, spec, problem)
                     break
 
-    def _probe(self, party_id: str, address: str, job_id: str) -> str | None:
+    def _holds_job(self, job_id: str, party_id: str) -> bool:
+        """Whether `party_id` should know `job_id` by now (it was handed PrepareJob)."""
+        with self._lock:
+            handed = self._handed.get(job_id)
+        return handed is None or party_id in handed
+
+    def _probe(self, party_id: str, address: str, job_id: str, holds_job: bool) -> str | None:
         try:
             info = self._parties.stub(address, party_id).GetPartyInfo(
                 party_pb2.GetPartyInfoRequest(), timeout=5
@@ -190,7 +199,7 @@ class Lifecycle:
                 f"({explain(exc, address, self._parties.tls is not None, party_id)}); "
                 "restart its daemon and submit the job again"
             )
-        if job_id not in info.running_jobs:
+        if holds_job and job_id not in info.running_jobs:
             return (
                 f"party '{party_id}' lost job {job_id} (was its daemon restarted?); "
                 "submit the job again"
@@ -216,6 +225,8 @@ class Lifecycle:
     def _launch(self, job_id: str) -> None:
         record = self.store.get(job_id)
         spec = JobSpec.from_json(record.spec_json)
+        with self._lock:
+            self._handed[job_id] = set()
         try:
             addresses = self._addresses(spec)
             self.store.set_state(
@@ -223,6 +234,8 @@ class Lifecycle:
             )
             peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
             for p in spec.parties:
+                with self._lock:
+                    self._handed[job_id].add(p.id)
                 self._call(
                     p.id,
                     addresses[p.id],
@@ -241,6 +254,9 @@ class Lifecycle:
         except PartyUnavailable as exc:
             self.store.set_state(job_id, "FAILED", str(exc))
             self._abort_all(job_id, spec, str(exc))
+        finally:
+            with self._lock:
+                self._handed.pop(job_id, None)
 
     def _addresses(self, spec: JobSpec) -> dict[str, str]:
         known = self.store.parties()

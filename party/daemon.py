@@ -89,6 +89,7 @@ class PartyDaemon:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._jobs: dict[str, RunningJob] = {}
+        self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
 
     # --- control plane -------------------------------------------------------------
@@ -104,8 +105,14 @@ class PartyDaemon:
         except (SpecError, ValueError) as exc:  # ValueError: not JSON
             raise JobError(f"job {job_id}: invalid spec: {exc}") from exc
         me = self.config.party_id
-        job = PartyJob(job_id, spec, me, self.config.datasets)
-        table = job.prepare()
+        with self._lock:  # a slow load must not look like a lost job to the coordinator
+            self._preparing.add(job_id)
+        try:
+            job = PartyJob(job_id, spec, me, self.config.datasets)
+            table = job.prepare()
+        finally:
+            with self._lock:
+                self._preparing.discard(job_id)
         addresses = {**peers, **self.config.peers}
         missing = [p.id for p in spec.parties if p.id != me and p.id not in addresses]
         if missing:
@@ -154,8 +161,9 @@ class PartyDaemon:
             log.info("job %s party %s: aborted", job_id, self.config.party_id)
 
     def running_jobs(self) -> list[str]:
+        """Jobs this party holds, including any whose data it is still loading."""
         with self._lock:
-            return sorted(self._jobs)
+            return sorted(set(self._jobs) | self._preparing)
 
     # --- data plane ----------------------------------------------------------------
 

@@ -29,8 +29,20 @@ def job(name: str = "t", bank: str = "breast", shop: str = "breast", epochs: int
     return JOB.format(name=name, bank=bank, shop=shop, epochs=epochs)
 
 
+@pytest.fixture(scope="module")
+def wide_csv(tmp_path_factory) -> Path:
+    """The breast guest table with 30,000 more columns: seconds to load, as a big table is."""
+    rows = (FATE / "breast_hetero_guest.csv").read_text().splitlines()
+    extra = 30_000
+    path = tmp_path_factory.mktemp("wide") / "wide.csv"
+    ones = "," + ",".join(["1"] * extra)
+    header = rows[0] + "," + ",".join(f"w{i}" for i in range(extra))
+    path.write_text("\n".join([header, *(r + ones for r in rows[1:])]) + "\n")
+    return path
+
+
 @pytest.fixture
-def topology(tmp_path: Path):
+def topology(tmp_path: Path, wide_csv: Path):
     nan = tmp_path / "nan.csv"
     rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
     nan.write_text("\n".join([rows[0], rows[1].replace("0.449512", "nan"), *rows[2:]]))
@@ -48,7 +60,8 @@ def topology(tmp_path: Path):
             "127.0.0.1:0",
             address,
             datasets={
-                "breast": DatasetConfig("breast", str(FATE / "breast_hetero_guest.csv"), label="y")
+                "breast": DatasetConfig("breast", str(FATE / "breast_hetero_guest.csv"), label="y"),
+                "wide": DatasetConfig("wide", str(wide_csv), label="y"),
             },
         )
     )
@@ -92,6 +105,14 @@ def test_full_job_over_grpc(topology) -> None:
     assert [h["round"] for h in r["history"]] == [10, 20, 30, 40]
     assert [j.job_id for j in client.jobs()] == [view.job_id]
     assert r["intersection_size"] == 569 and r["psi_seconds"] >= 0
+
+
+def test_a_party_still_loading_its_data_is_not_taken_for_lost(topology) -> None:
+    # The monitor (grace 1 s) probes both parties while the bank loads its wide table and
+    # the shop has not been asked to prepare yet; neither may count as having lost the job.
+    client, *_ = topology
+    view = wait(client, client.submit(job(bank="wide", epochs=1)))
+    assert view.state == "SUCCEEDED", view.reason
 
 
 def test_partial_overlap_reports_the_intersection(topology) -> None:
