@@ -32,11 +32,14 @@ and initial weights; rounds to vanilla's final AUC - 0.002 = 0.7384, validated e
 Measured through `vfl run` (bench/results/celu_wan.*, 24 minutes): on the slow profile
 vanilla needs all 220 rounds (59.8 s), both CELU settings 80 (23.1 s, 2.6x); FedBCD never
 gets there (its Q=1 curve swings by up to 0.07 AUC late in the run and ends at 0.698).
-The ``async`` schedule needs more rounds than the in-process ``sync`` sweep above (80 vs
-50 for W5R8): overlapping means the passive party's round update applies a derivative
-computed for the activation it sent before its own R-1 local updates (DESIGN.md section
-6), so every round update is stale too. On the 100 Mbit/s profile a round is 76 ms and the
-tuned setting's local updates no longer all fit in it (5.5 of 7 at the active party).
+The same settings with the ``sync`` schedule through `vfl run` (local updates right after
+each round, off the overlap) took 0.37 s (W5R8) and 0.33 s (W5R5) per round and reached
+the target at round 70 (26.3 s) and 100 (33.1 s): overlapping pays. Those runs also show
+that the in-process sweep's 50 rounds for W5R8 do not carry over: rounds to target move
+by 10-20 between runs of the same settings, as between seeds (most likely float
+summation order, which differs between one process and separate daemons, amplified over
+hundreds of updates). On the 100 Mbit/s profile a round is 76 ms and the tuned setting's
+local updates no longer all fit in it (5.5 of 7 at the active party).
 
 Regimes tried and rejected (vanilla vs CELU W5R8, rounds to target): 1M rows with vocab
 1000 (1.6x: rare values learn slowly for every mode); 8192-row batches (3.7x, vanilla
