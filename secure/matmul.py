@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 from gmpy2 import mpz
 
+from secure.config import SecureConfig
 from secure.encoding import encode
 from secure.multiexp import Partial, multiexp_columns, unit_products
 
@@ -58,7 +59,11 @@ def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_
 class CipherMatmul:
     """Computes [[E @ M]] for integer E and ciphertexts [[M]]; owns its process pool."""
 
-    def __init__(self, workers: int | None = None, parallel_min_terms: int = 2_000) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        parallel_min_terms: int = SecureConfig.parallel_min_terms,
+    ) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.parallel_min_terms = parallel_min_terms
         self._executor: Executor | None = None
