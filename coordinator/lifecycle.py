@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -27,9 +28,21 @@ CONTROL_TIMEOUT_S = 60.0
 
 
 class Lifecycle:
-    def __init__(self, store: JobStore, parties: PeerClients) -> None:
+    """Args:
+    store: the job database.
+    parties: gRPC clients of the party daemons.
+    control_timeout_s: deadline of a control call (StartJob). PrepareJob, which loads
+        and checks a party's table, may take as long as the job's own ``train.timeout_s``
+        when that is longer: a big table loads for minutes, and the health monitor
+        notices a party that dies meanwhile.
+    """
+
+    def __init__(
+        self, store: JobStore, parties: PeerClients, control_timeout_s: float = CONTROL_TIMEOUT_S
+    ) -> None:
         self.store = store
         self._parties = parties
+        self._control_timeout_s = control_timeout_s
         self._lock = threading.Lock()
         self._silent_since: dict[tuple[str, str], float] = {}
         # job id -> parties handed PrepareJob so far, while the job is being launched; the
@@ -233,17 +246,7 @@ class Lifecycle:
                 job_id, "ALIGNING", result={"job": job_id, "started_at": time.time()}
             )
             peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
-            for p in spec.parties:
-                with self._lock:
-                    self._handed[job_id].add(p.id)
-                self._call(
-                    p.id,
-                    addresses[p.id],
-                    "PrepareJob",
-                    party_pb2.PrepareJobRequest(
-                        job_id=job_id, spec_json=record.spec_json, peers=peers
-                    ),
-                )
+            self._prepare_all(job_id, record.spec_json, spec, addresses, peers)
             if self.store.get(job_id).terminal:
                 return
             for p in spec.parties:
@@ -258,6 +261,33 @@ class Lifecycle:
             with self._lock:
                 self._handed.pop(job_id, None)
 
+    def _prepare_all(
+        self,
+        job_id: str,
+        spec_json: str,
+        spec: JobSpec,
+        addresses: dict[str, str],
+        peers: list[party_pb2.PeerAddress],
+    ) -> None:
+        """PrepareJob on every party at once: launching waits for the slowest load, not
+        their sum.
+
+        Raises:
+            PartyUnavailable: the first party (in spec order) that could not prepare,
+                once every party has answered.
+        """
+        request = party_pb2.PrepareJobRequest(job_id=job_id, spec_json=spec_json, peers=peers)
+        deadline = max(self._control_timeout_s, spec.train.timeout_s)
+        with self._lock:
+            self._handed[job_id].update(p.id for p in spec.parties)
+        with ThreadPoolExecutor(len(spec.parties), thread_name_prefix="prepare") as pool:
+            futures = [
+                pool.submit(self._call, p.id, addresses[p.id], "PrepareJob", request, deadline)
+                for p in spec.parties
+            ]
+        for future in futures:
+            future.result()
+
     def _addresses(self, spec: JobSpec) -> dict[str, str]:
         known = self.store.parties()
         missing = [p.id for p in spec.parties if p.id not in known]
@@ -269,10 +299,12 @@ class Lifecycle:
             )
         return {p.id: known[p.id] for p in spec.parties}
 
-    def _call(self, party_id: str, address: str, method: str, request) -> object:
+    def _call(
+        self, party_id: str, address: str, method: str, request, timeout: float | None = None
+    ) -> object:
         stub = self._parties.stub(address, party_id)
         try:
-            return getattr(stub, method)(request, timeout=CONTROL_TIMEOUT_S)
+            return getattr(stub, method)(request, timeout=timeout or self._control_timeout_s)
         except grpc.RpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 why = explain(exc, address, self._parties.tls is not None, party_id)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from coordinator.lifecycle import Lifecycle
+from coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
 from party.transport import PeerClients
@@ -55,11 +55,12 @@ def create_coordinator_server(
     *,
     health_interval_s: float = 2.0,
     party_grace_s: float = 10.0,
+    control_timeout_s: float = CONTROL_TIMEOUT_S,
 ) -> CoordinatorServer:
     """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs."""
     store = JobStore(db_path)
     clients = PeerClients(tls)
-    lifecycle = Lifecycle(store, clients)
+    lifecycle = Lifecycle(store, clients, control_timeout_s)
     server = make_server()
     coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
         CoordinatorServicer(lifecycle), server
