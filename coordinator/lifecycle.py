@@ -247,7 +247,9 @@ class Lifecycle:
             )
             peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
             self._prepare_all(job_id, record.spec_json, spec, addresses, peers)
-            if self.store.get(job_id).terminal:
+            ended = self.store.get(job_id)
+            if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
+                self._abort_all(job_id, spec, ended.reason)
                 return
             for p in spec.parties:
                 self._call(

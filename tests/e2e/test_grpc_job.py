@@ -120,6 +120,21 @@ def test_a_party_still_loading_its_data_is_not_taken_for_lost(topology) -> None:
     assert view.state == "SUCCEEDED", view.reason
 
 
+def test_a_job_cancelled_while_a_party_loads_is_dropped_once_loaded(topology) -> None:
+    # The cancel's AbortJob reaches the bank before its table is loaded; the prepared job
+    # (and its table) must not stay behind once the load finishes.
+    client, _, bank, _ = topology
+    job_id = client.submit(job(bank="wide", epochs=1))
+    deadline = time.monotonic() + 30
+    while job_id not in bank.daemon.running_jobs() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert client.cancel(job_id) == "CANCELLED"
+    while job_id in bank.daemon.running_jobs() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert bank.daemon.running_jobs() == []
+    assert client.get(job_id).state == "CANCELLED"
+
+
 @pytest.mark.parametrize("topology", [0.5], indirect=True)
 def test_loading_a_table_may_outlast_the_control_timeout(topology) -> None:
     # PrepareJob loads the table: its deadline is the job's timeout_s, not the 0.5 s
