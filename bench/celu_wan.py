@@ -40,7 +40,10 @@ that the in-process sweep's 50 rounds for W5R8 do not carry over: rounds to targ
 by 10-20 between runs of the same settings, as between seeds (most likely float
 summation order, which differs between one process and separate daemons, amplified over
 hundreds of updates). On the 100 Mbit/s profile a round is 76 ms and the tuned setting's
-local updates no longer all fit in it (5.5 of 7 at the active party).
+local updates no longer all fit in it (5.5 of 7 at the active party). Over train seeds
+0-2 through `vfl run` on the slow profile (``--seeds 3``, bench/results/celu_wan_seeds3.*)
+CELU W5R5 is 2.62, 1.62 and 1.83x vanilla (median 1.83) and W5R8 2.29, 1.39 and 2.18x
+(median 2.18); FedBCD never reaches a target.
 
 Regimes tried and rejected (vanilla vs CELU W5R8, rounds to target): 1M rows with vocab
 1000 (1.6x: rare values learn slowly for every mode); 8192-row batches (3.7x, vanilla
