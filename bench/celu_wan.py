@@ -267,14 +267,19 @@ def fmt_speedup(row: dict, base: str) -> str:
     return "-"
 
 
+def to_target_cells(row: dict) -> tuple[str, str]:
+    """Rounds and seconds to the target as table cells ("-": never reached)."""
+    rounds, secs = row["rounds_to_target"], row["seconds_to_target"]
+    return ("-" if rounds is None else f"{rounds:.0f}", "-" if secs is None else f"{secs:.1f}")
+
+
 def print_medians(name: str, rows: dict[str, dict]) -> None:
     seeds = len(rows["vanilla"]["per_seed"])
     print(f"\n{name}: medians over {seeds} seeds")
     head = ("mode", "rounds→tgt", "sec→tgt", "final AUC", "× vanilla", "× fedbcd")
     print(f"{head[0]:<10} " + " ".join(f"{h:>{max(8, len(h))}}" for h in head[1:]))
     for mode, r in rows.items():
-        rounds = "-" if r["rounds_to_target"] is None else f"{r['rounds_to_target']:.0f}"
-        secs = "-" if r["seconds_to_target"] is None else f"{r['seconds_to_target']:.1f}"
+        rounds, secs = to_target_cells(r)
         print(
             f"{mode:<10} {rounds:>10} {secs:>8} {r['final_auc']:>9.4f} "
             f"{fmt_speedup(r, 'vanilla'):>9} {fmt_speedup(r, 'fedbcd'):>8}"
@@ -288,8 +293,7 @@ def print_table(name: str, rows: dict[str, dict]) -> None:
         f"{'MB sent':>8} {'local upd/round':>15} {'× vanilla':>9} {'× fedbcd':>8}"
     )
     for mode, r in rows.items():
-        rounds = "-" if r["rounds_to_target"] is None else str(r["rounds_to_target"])
-        secs = "-" if r["seconds_to_target"] is None else f"{r['seconds_to_target']:.1f}"
+        rounds, secs = to_target_cells(r)
         per_round = "/".join(f"{n / r['rounds']:.1f}" for n in r["local_updates"].values())
         print(
             f"{mode:<10} {rounds:>10} {secs:>8} {r['train_seconds']:>8.1f} "
