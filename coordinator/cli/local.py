@@ -186,6 +186,6 @@ def run_local(
                 pass
         raise
     finally:
+        topo.stop()  # first: whatever closing the client does, no process is left behind
         if client is not None:
             client.close()
-        topo.stop()

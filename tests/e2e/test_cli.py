@@ -172,13 +172,19 @@ def test_ctrl_c_stops_every_process(tmp_path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread's stack
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and "round" not in _logs(workdir):
         time.sleep(0.1)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=30)
+        pytest.fail(f"vfl run still running 60 s after Ctrl-C; its threads:\n{err[-6000:]}")
     assert proc.returncode == 130 and "interrupted" in err
     pids = (
         [int(p) for p in (workdir / "pids").read_text().split()]
