@@ -173,6 +173,9 @@ def test_ctrl_c_stops_every_process(tmp_path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # SIGABRT dumps every thread's stack
+        # Ctrl-C as from a terminal: a suite started in the background (`cmd &`) ignores
+        # SIGINT, and a child would inherit that, so vfl run would never see it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and "round" not in _logs(workdir):
