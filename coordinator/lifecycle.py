@@ -45,9 +45,9 @@ class Lifecycle:
         self._control_timeout_s = control_timeout_s
         self._lock = threading.Lock()
         self._silent_since: dict[tuple[str, str], float] = {}
-        # job id -> parties handed PrepareJob so far, while the job is being launched; the
-        # others cannot hold the job yet, so the monitor only checks that they answer
-        self._handed: dict[str, set[str]] = {}
+        # jobs being launched whose parties have not been sent PrepareJob yet: no party can
+        # hold such a job, so the monitor only checks that its parties answer
+        self._unprepared: set[str] = set()
         self._threads: list[threading.Thread] = []
 
     # --- user-facing -----------------------------------------------------------------
@@ -183,7 +183,7 @@ class Lifecycle:
             for p in spec.parties:
                 if p.id in finished or p.id not in known:
                     continue
-                problem = self._probe(p.id, known[p.id], job_id, self._holds_job(job_id, p.id))
+                problem = self._probe(p.id, known[p.id], job_id, self._holds_job(job_id))
                 key = (job_id, p.id)
                 if problem is None:
                     self._silent_since.pop(key, None)
@@ -195,11 +195,10 @@ class Lifecycle:
                         self._abort_all(job_id, spec, problem)
                     break
 
-    def _holds_job(self, job_id: str, party_id: str) -> bool:
-        """Whether `party_id` should know `job_id` by now (it was handed PrepareJob)."""
+    def _holds_job(self, job_id: str) -> bool:
+        """Whether the parties of `job_id` should know it by now (were sent PrepareJob)."""
         with self._lock:
-            handed = self._handed.get(job_id)
-        return handed is None or party_id in handed
+            return job_id not in self._unprepared
 
     def _probe(self, party_id: str, address: str, job_id: str, holds_job: bool) -> str | None:
         try:
@@ -239,7 +238,7 @@ class Lifecycle:
         record = self.store.get(job_id)
         spec = JobSpec.from_json(record.spec_json)
         with self._lock:
-            self._handed[job_id] = set()
+            self._unprepared.add(job_id)
         try:
             addresses = self._addresses(spec)
             self.store.set_state(
@@ -261,7 +260,7 @@ class Lifecycle:
             self._abort_all(job_id, spec, str(exc))
         finally:
             with self._lock:
-                self._handed.pop(job_id, None)
+                self._unprepared.discard(job_id)
 
     def _prepare_all(
         self,
@@ -281,7 +280,7 @@ class Lifecycle:
         request = party_pb2.PrepareJobRequest(job_id=job_id, spec_json=spec_json, peers=peers)
         deadline = max(self._control_timeout_s, spec.train.timeout_s)
         with self._lock:
-            self._handed[job_id].update(p.id for p in spec.parties)
+            self._unprepared.discard(job_id)
         with ThreadPoolExecutor(len(spec.parties), thread_name_prefix="prepare") as pool:
             futures = [
                 pool.submit(self._call, p.id, addresses[p.id], "PrepareJob", request, deadline)
