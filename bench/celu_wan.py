@@ -94,8 +94,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
-from coordinator.cli.local import run_local
 from coordinator.cli.progress import follow
+from coordinator.local import run_local
 from coordinator.spec import parse_spec
 
 MODES: dict[str, dict[str, object]] = {

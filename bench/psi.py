@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from secure.channel import InProcessHub
-from secure.psi import PsiConfig, PsiResult, run_psi
-from secure.psi_ec import Blinder, hash_to_curve
+from secure.psi.curve import Blinder, hash_to_curve
+from secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 
 def cpu_seconds() -> float:

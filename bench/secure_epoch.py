@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from coordinator.cli.local import run_local
 from coordinator.cli.progress import follow
+from coordinator.local import run_local
 from coordinator.spec import parse_spec
 
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
@@ -75,11 +75,11 @@ def obfuscator_floor(key_bits: int, rounds: int) -> float:
 
     Every round the active party encrypts [[eta G]] for all 256 rows, one ciphertext per
     row (X_A^T [[eta G]] needs each row's G on its own), so it needs 256 fresh uniform
-    r^n for its own key, the cheapest kind (CRT tables, `secure.fixed_base`).
+    r^n for its own key, the cheapest kind (CRT tables, `secure.paillier.fixed_base`).
     """
     from secure.config import SecureConfig
-    from secure.keys import generate_keypair
-    from secure.obfuscators import ObfuscatorPool
+    from secure.paillier.keys import generate_keypair
+    from secure.paillier.obfuscators import ObfuscatorPool
 
     config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=key_bits < 2048)
     keys = generate_keypair("bank", config)

@@ -31,9 +31,9 @@ import scipy.sparse as sp
 
 from secure.channel import InProcessHub
 from secure.config import SecureConfig
-from secure.obfuscators import ObfuscatorPool
-from secure.paillier import Paillier
-from secure.source_layer import ActiveSourceLayer, PassiveSourceLayer
+from secure.paillier.engine import Paillier
+from secure.paillier.obfuscators import ObfuscatorPool
+from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
 
 FATE_SECONDS_PER_BATCH = 21.0
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
@@ -99,7 +99,7 @@ def print_primitives(ms: dict[str, float]) -> None:
         f"  one row in a shared ciphertext saves 2 r^n (peer, table) + 2 decryptions = "
         f"{2 * ms['peer fixed-base'] + 2 * ms['decrypt 2']:.1f} ms = "
         f"{(2 * ms['peer fixed-base'] + 2 * ms['decrypt 2']) / ms['shift']:.0f} x a 62-bit "
-        f"ciphertext shift ({ms['shift']:.2f}); secure.row_packing assumes 24"
+        f"ciphertext shift ({ms['shift']:.2f}); secure.source_layers.matmul.row_packing assumes 24"
     )
 
 

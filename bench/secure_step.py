@@ -7,7 +7,7 @@
                                                  before/after, and the ratio to FATE's 21 s
     python bench/secure_step.py --shape a9a      real a9a batches, h=1: s/batch and s/epoch
 
-The secure step runs the real protocol (`secure.source_layer`) with both parties as
+The secure step runs the real protocol (`secure.source_layers.matmul`) with both parties as
 threads over the in-process channel. The naive baseline does the same arithmetic with
 one `phe.EncryptedNumber` per matrix element (float encoding, no packing, no
 multi-exponentiation); it is measured on a sub-block of the batch (n rows, k outputs) and
@@ -30,12 +30,12 @@ from secure_shapes import print_primitives, run_shapes, time_primitives
 
 from secure.channel import InProcessHub
 from secure.config import SecureConfig
-from secure.embed_layer import ActiveEmbedLayer, PassiveEmbedLayer
-from secure.encoding import Packer
-from secure.keys import keypair_from_phe
-from secure.matmul import CipherMatmul, feature_exponents
-from secure.paillier import Paillier
-from secure.source_layer import ActiveSourceLayer, PassiveSourceLayer
+from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
+from secure.paillier.encoding import Packer
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import keypair_from_phe
+from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
+from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
 
 
 def _in_thread(fn, *args):

@@ -12,7 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
-from party.transport import PeerClients
+from party.transport.grpc_channel import PeerClients
 from proto import coordinator_pb2_grpc
 from proto.rpc import TlsFiles, bind, make_server
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from coordinator.client import CoordinatorClient
 from coordinator.errors import SpecError
 from coordinator.spec import JobSpec
-from party.audit import AuditLog
 from party.config import PartyConfig
 from party.errors import JobError
 from party.job import PartyJob
-from party.transport import GrpcChannel, PeerClients
-from party.wan import ShapedChannel, WanProfile
+from party.transport.audit import AuditLog
+from party.transport.grpc_channel import GrpcChannel, PeerClients
+from party.transport.wan import ShapedChannel, WanProfile
 from secure.channel import Mailbox
 from secure.errors import ChannelClosed
 

@@ -20,7 +20,7 @@ from party.training.models import Inputs
 from party.training.plan import Plan, make_plan, make_test_plan
 from party.training.task import make_task
 from secure.channel import Channel
-from secure.psi import PsiConfig, run_psi
+from secure.psi.protocol import PsiConfig, run_psi
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from coordinator.client import CoordinatorClient
 from party.config import PartyConfig
 from party.daemon import DaemonOptions, PartyDaemon
 from party.servicer import PartyServicer
-from party.transport import PeerClients
+from party.transport.grpc_channel import PeerClients
 from proto import party_pb2_grpc
 from proto.rpc import (
     COORDINATOR_ID,

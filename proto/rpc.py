@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from secure.certs import CertError, party_id_from_cert
+from secure.pki.certs import CertError, party_id_from_cert
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

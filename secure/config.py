@@ -45,11 +45,12 @@ class SecureConfig:
         timeout_s: receive deadline of every protocol message (None: channel default).
         obfuscator: how r^n is computed: "fixed-base" (secret random power tables,
             statistically uniform, ~6x faster for a peer's key; see
-            `secure.fixed_base`) or "full" (one full exponentiation each).
+            `secure.paillier.fixed_base`) or "full" (one full exponentiation each).
         obfuscator_helpers: processes per obfuscator pool that sample from copies of its
             fixed-base table, so that table products use more than one core.
         rows_per_cipher: at most this many batch rows share one ciphertext of m1 and m2
-            (None: chosen by the cost model of `secure.row_packing`; 1: one row each).
+            (None: chosen by the cost model of
+            `secure.source_layers.matmul.row_packing`; 1: one row each).
     """
 
     key_bits: int = MIN_KEY_BITS

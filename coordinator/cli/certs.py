@@ -26,7 +26,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from proto.rpc import COORDINATOR_ID, TlsFiles
-from secure.certs import CertError, check_party_id, init_ca, issue, verify_party_cert
+from secure.pki.certs import CertError, check_party_id, init_ca, issue, verify_party_cert
 
 ADMIN_ID = "admin"
 DEFAULT_HOSTS = ("localhost", "127.0.0.1")

@@ -84,7 +84,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
 
 def _daemon_options(args: argparse.Namespace):
     from party.daemon import DaemonOptions
-    from party.wan import WanProfile
+    from party.transport.wan import WanProfile
 
     network = None
     if args.bandwidth_mbps is not None:

@@ -98,7 +98,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
-    from coordinator.cli.local import run_local
+    from coordinator.local import run_local
     from coordinator.spec import load_spec
 
     spec = load_spec(spec_path or args.spec)

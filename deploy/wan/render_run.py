@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from coordinator.cli.local import spec_to_yaml
+from coordinator.local import spec_to_yaml
 from coordinator.spec import DataSpec, load_spec
 
 

@@ -1,8 +1,8 @@
 """`protocol: blindfl` (DESIGN.md §5): federated source layers, then B's top model.
 
 No party holds a plaintext model over another's features. Passive parties' dense features
-go through the MatMul source layer (`secure.source_layer`), their categorical fields
-(`data.categorical`) through the Embed-MatMul layer (`secure.embed_layer`); B learns
+go through the MatMul source layer (`secure.source_layers.matmul`), their categorical fields
+(`data.categorical`) through the Embed-MatMul layer (`secure.source_layers.embed`); B learns
 Z = X_A W_A + X_B W_B + b (+ Z_emb) and runs the top model in plaintext; passive parties
 only ever see ciphertexts. At setup each passive party tells B its layout (sizes only).
 
@@ -23,15 +23,15 @@ from torch import nn
 from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
 from party.errors import JobError
-from party.training.active import history_entry
 from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs, make_optimizer, seeded_mlp
+from party.training.split.active import history_entry
 from party.training.task import Task
 from secure.config import SecureConfig
-from secure.embed_layer import ActiveEmbedLayer, PassiveEmbedLayer
-from secure.keys import generate_keypair
-from secure.payload import control_from_payload, control_to_payload
-from secure.source_layer import ActiveSourceLayer, PassiveSourceLayer
+from secure.paillier.keys import generate_keypair
+from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
+from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from secure.wire.payload import control_from_payload, control_to_payload
 
 SPARSE_DENSITY = 0.3
 

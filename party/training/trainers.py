@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from party.training.active import ActiveTrainer
 from party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
 from party.training.context import RoleContext
-from party.training.passive import PassiveTrainer
+from party.training.split.active import ActiveTrainer
+from party.training.split.passive import PassiveTrainer
 from party.training.task import make_task
 
 

@@ -20,15 +20,11 @@ from celu.weighting import (
     weighted_mean_loss,
     weighting_enabled,
 )
+from tests.support.numeric import assert_close
 
 X = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [2.0, 0.0]])
 Y = torch.tensor([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 3.0]])
 ROOT_HALF = 1 / math.sqrt(2)
-
-
-def assert_close(actual: torch.Tensor, expected: list[float] | torch.Tensor) -> None:
-    """The one numeric comparison used in this file."""
-    torch.testing.assert_close(actual, torch.as_tensor(expected, dtype=actual.dtype))
 
 
 def test_hand_computed_cosines() -> None:

@@ -22,6 +22,8 @@ from coordinator.cli import main as cli
 from coordinator.spec import parse_spec_text
 from party.config import PartyConfig, load_party_config
 
+pytestmark = pytest.mark.subprocess
+
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 DAEMONS = {"coordinator": cli.cmd_coordinator_serve}
 
@@ -119,6 +121,7 @@ def test_health_checks_call_the_grpc_health_service_of_their_own_daemon(services
 def test_coordinator_keeps_its_store_on_a_writable_volume_and_publishes_its_port(
     services,
 ) -> None:
+
     service = services["coordinator"]
     args = parse(service["command"])
     assert args.fn is cli.cmd_coordinator_serve

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FATE, shared_data
+from tests.support.data import FATE, shared_data
+
+pytestmark = pytest.mark.subprocess
 
 VFL = [sys.executable, "-m", "coordinator.cli.main"]
 REPO = Path(__file__).resolve().parents[2]

@@ -33,8 +33,10 @@ from party.server import create_party_server
 from proto import coordinator_pb2 as cpb
 from proto import party_pb2 as ppb
 from proto.rpc import MAX_MESSAGE_BYTES
-from tests.conftest import FATE
-from tests.e2e.test_grpc_job import job, wait
+from tests.support.data import FATE
+from tests.support.jobs import job, wait
+
+pytestmark = pytest.mark.grpc
 
 EXAMPLES = 150
 PARTY, COORD = "/vfl.v1.PartyService/", "/vfl.v1.CoordinatorService/"

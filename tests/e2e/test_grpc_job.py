@@ -13,20 +13,10 @@ from coordinator.server import create_coordinator_server
 from party.config import PartyConfig
 from party.data import DatasetConfig
 from party.server import create_party_server
-from tests.conftest import FATE
+from tests.support.data import FATE
+from tests.support.jobs import job, wait
 
-JOB = """
-job: {name}
-parties:
-  - {{id: bank, role: active, data: {{dataset: {bank}}}}}
-  - {{id: shop, role: passive, data: {{dataset: {shop}}}}}
-train: {{epochs: {epochs}, batch_size: 64}}
-validation: {{every: 10}}
-"""
-
-
-def job(name: str = "t", bank: str = "breast", shop: str = "breast", epochs: int = 3) -> str:
-    return JOB.format(name=name, bank=bank, shop=shop, epochs=epochs)
+pytestmark = pytest.mark.grpc
 
 
 @pytest.fixture(scope="module")
@@ -90,16 +80,6 @@ def topology(request, tmp_path: Path, wide_csv: Path):
         server.stop(0)
 
 
-def wait(client: CoordinatorClient, job_id: str, timeout: float = 120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        view = client.get(job_id)
-        if view.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
-            return view
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} still {view.state}")
-
-
 def test_full_job_over_grpc(topology) -> None:
     client, *_ = topology
     view = wait(client, client.submit(job(epochs=5)))
@@ -161,6 +141,7 @@ def test_partial_overlap_reports_the_intersection(topology) -> None:
 def test_bad_data_fails_the_job_with_its_reason_and_daemons_survive(
     topology, spec, fragment
 ) -> None:
+
     client, *_ = topology
     view = wait(client, client.submit(spec))
     assert view.state == "FAILED" and fragment in view.reason

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FATE
+from tests.support.data import FATE
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "deploy" / "wan" / "netns.sh"
@@ -35,7 +35,7 @@ def _can_make_namespaces() -> str | None:
 
 
 REASON = _can_make_namespaces()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+pytestmark = [pytest.mark.subprocess, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
 
 
 @pytest.fixture

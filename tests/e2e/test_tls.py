@@ -24,9 +24,11 @@ from party.data import DatasetConfig
 from party.server import create_party_server
 from proto import party_pb2, party_pb2_grpc
 from proto.rpc import TlsFiles, dial, explain
-from secure.certs import CertError, init_ca, issue
-from tests.conftest import FATE
-from tests.e2e.test_grpc_job import job, wait
+from secure.pki.certs import CertError, init_ca, issue
+from tests.support.data import FATE
+from tests.support.jobs import job, wait
+
+pytestmark = pytest.mark.grpc
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = ("coordinator", "admin", "bank", "shop")
@@ -160,6 +162,7 @@ def test_a_party_may_push_only_as_itself(tls_topology, pki) -> None:
 def test_control_rpcs_only_from_the_coordinator_and_reports_only_as_oneself(
     tls_topology, pki
 ) -> None:
+
     address, _, bank, _ = tls_topology
     shop = files(pki["fed"], "shop")
     spec = parse_spec_text(job()).to_json()

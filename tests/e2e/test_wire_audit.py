@@ -15,9 +15,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from party.audit import read_audit
-from tests.conftest import FATE
+from party.transport.audit import read_audit
+from tests.support.data import FATE
+
+pytestmark = pytest.mark.subprocess
+
 
 REPO = Path(__file__).resolve().parents[2]
 ALLOWED = {"public_key", "ciphertexts", "control", "indices", "ec_points", "digest"}

@@ -11,9 +11,8 @@ import pytest
 
 from coordinator.spec import parse_spec
 from party.data import DatasetConfig
-from tests.conftest import shared_data
-from tests.harness import run_inprocess
-from tests.party.test_split_training import breast
+from tests.support.data import breast, shared_data
+from tests.support.harness import run_inprocess
 
 TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
 

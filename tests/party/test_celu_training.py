@@ -7,8 +7,8 @@ import pytest
 from celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
 from coordinator.spec import parse_spec
 from party.data import DatasetConfig
-from tests.conftest import FATE
-from tests.harness import run_inprocess
+from tests.support.data import FATE
+from tests.support.harness import run_inprocess
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import pytest
 
 from party.data import DatasetConfig, load_table
 from party.errors import DataError
-from tests.conftest import shared_data
+from tests.support.data import shared_data
 
 
 def test_breast_csv(breast_files) -> None:

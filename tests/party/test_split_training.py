@@ -6,8 +6,8 @@ import pytest
 
 from coordinator.spec import parse_spec
 from party.data import DatasetConfig
-from tests.conftest import FATE, shared_data
-from tests.harness import run_inprocess
+from tests.support.data import FATE, breast, shared_data
+from tests.support.harness import run_inprocess
 
 
 def spec_for(parties: list[tuple[str, str]], task: str, **train) -> object:
@@ -22,13 +22,6 @@ def spec_for(parties: list[tuple[str, str]], task: str, **train) -> object:
             "validation": {"fraction": 0.2, "every": 1000},
         }
     )
-
-
-def breast() -> dict[str, dict[str, DatasetConfig]]:
-    return {
-        "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
-        "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
-    }
 
 
 def test_breast_binary_reaches_high_auc_and_is_deterministic() -> None:

@@ -1,0 +1,122 @@
+"""The active party in split mode: own bottom model, top model, loss, derivatives, metrics.
+
+Local updates (CELU / FedBCD) rerun the top model on cached passive activations and
+weight each instance by the cosine between the fresh and the cached derivative.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from celu.weighting import active_local_loss
+from celu.workset import CachedBatch
+from party.training.context import RoleContext, train_rounds
+from party.training.models import make_optimizer, seeded_bottom, seeded_mlp
+from party.training.task import Task
+from secure.wire.payload import tensor_from_payload, tensor_to_payload
+
+
+class ActiveTrainer:
+    def __init__(
+        self, ctx: RoleContext, labels: np.ndarray, val_labels: np.ndarray, task: Task
+    ) -> None:
+        s = ctx.spec
+        self.ctx, self.task = ctx, task
+        self.passives = [p.id for p in s.passives]
+        src = s.model.source
+        self.width = src.out_dim
+        self.y = task.encode(labels)
+        self.val_y = task.encode(val_labels)
+        self.bottom = (
+            None
+            if ctx.inputs.empty
+            else seeded_bottom(
+                s.train.seed, ctx.party_id, ctx.inputs, src.embedding_dim, src.hidden, self.width
+            )
+        )
+        top_in = self.width * (len(self.passives) + int(self.bottom is not None))
+        self.top = seeded_mlp(s.train.seed, "top", top_in, s.model.top.hidden, task.out_dim)
+        params = list(self.top.parameters())
+        if self.bottom is not None:
+            params += list(self.bottom.parameters())
+        self.opt = make_optimizer(s.train.optimizer, params, s.train.lr)
+        self.updater = ctx.local_updater(self.local_update)
+        self.xi = self.updater.config.effective_xi
+        self.started = time.monotonic()
+        self.val_seconds = 0.0
+        self.metrics: dict[str, float] = {}
+        self.history: list[dict] = []
+
+    def run(self) -> dict:
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate)
+        return {**result, "metrics": self.metrics, "history": self.history}
+
+    def _recv_acts(self, tag: str, n: int) -> list[torch.Tensor]:
+        return [
+            torch.from_numpy(
+                tensor_from_payload(
+                    self.ctx.channel.recv(p, tag, self.ctx.timeout),
+                    shape=(n, self.width),
+                    dtype="float32",
+                )
+            )
+            for p in self.passives
+        ]
+
+    def _forward(self, rows: np.ndarray, acts: list[torch.Tensor], inputs=None) -> torch.Tensor:
+        parts = list(acts)
+        if self.bottom is not None:
+            parts.insert(0, self.bottom((inputs or self.ctx.inputs).take(rows)))
+        return self.top(torch.cat(parts, dim=1))
+
+    def step(self, rnd: int, rows: np.ndarray) -> float:
+        acts = self._recv_acts(f"train/r{rnd}/act", len(rows))
+        with self.ctx.lock:
+            leaves = [a.clone().requires_grad_(True) for a in acts]
+            loss = self.task.losses(self._forward(rows, leaves), self.y[rows]).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            grads = [a.grad.detach().clone() for a in leaves]
+            self.opt.step()
+        for p, g in zip(self.passives, grads, strict=True):
+            self.ctx.channel.send(p, f"train/r{rnd}/grad", tensor_to_payload(g.numpy()))
+        self.updater.record_round(rnd, (rows, acts), grads)
+        return float(loss.detach())
+
+    def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
+        rows, acts = entry.activation
+        leaves = [a.clone().requires_grad_(True) for a in acts]
+        losses = self.task.losses(self._forward(rows, leaves), self.y[rows])
+        loss, _ = active_local_loss(losses, leaves, entry.derivative, self.xi)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+    def validate(self, rnd: int) -> None:
+        """Validate with local updates paused; its time is left out of `train_seconds`."""
+        begun = time.monotonic()
+        rows = self.ctx.plan.val_rows
+        with self.ctx.lock:
+            acts = self._recv_acts(f"val/r{rnd}/act", len(rows))
+            with torch.no_grad():
+                out = self._forward(rows, acts, self.ctx.val_inputs).numpy()
+        self.metrics = self.task.evaluate(out, self.val_y[rows])
+        self.history.append(history_entry(self, rnd, begun))
+        self.ctx.reporter.validation(rnd, self.metrics)
+
+
+def history_entry(trainer, rnd: int, validation_began: float) -> dict:
+    """One validation record: round, wall seconds, seconds spent training, metrics."""
+    now = time.monotonic()
+    entry = {
+        "round": rnd,
+        "seconds": round(now - trainer.started, 3),
+        "train_seconds": round(validation_began - trainer.started - trainer.val_seconds, 3),
+        "local_updates": trainer.updater.num_local_updates,
+        **trainer.metrics,
+    }
+    trainer.val_seconds += now - validation_began
+    return entry

@@ -1,0 +1,72 @@
+"""A passive party in split mode: its bottom model, activations out, derivatives in.
+
+Tags: `train/r{round}/act` (sent), `train/r{round}/grad` (received), `val/r{round}/act`.
+Local updates (CELU / FedBCD) re-apply cached derivatives, weighted by the cosine between
+the fresh and the cached activation (DESIGN.md §6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from celu.weighting import passive_local_derivative
+from celu.workset import CachedBatch
+from party.training.context import RoleContext, train_rounds
+from party.training.models import make_optimizer, seeded_bottom
+from secure.wire.payload import tensor_from_payload, tensor_to_payload
+
+
+class PassiveTrainer:
+    def __init__(self, ctx: RoleContext) -> None:
+        s = ctx.spec
+        self.ctx = ctx
+        self.active = s.active.id
+        src = s.model.source
+        self.bottom = seeded_bottom(
+            s.train.seed, ctx.party_id, ctx.inputs, src.embedding_dim, src.hidden, src.out_dim
+        )
+        self.opt = make_optimizer(s.train.optimizer, self.bottom.parameters(), s.train.lr)
+        self.updater = ctx.local_updater(self.local_update)
+        self.xi = self.updater.config.effective_xi
+
+    def run(self) -> dict:
+        return train_rounds(self.ctx, self.updater, self.step, self.validate)
+
+    def step(self, rnd: int, rows: np.ndarray) -> None:
+        ch, lock = self.ctx.channel, self.ctx.lock
+        with lock:
+            act = self.bottom(self.ctx.inputs.take(rows))
+        sent = act.detach()
+        ch.send(self.active, f"train/r{rnd}/act", tensor_to_payload(sent.numpy()))
+        grad = torch.from_numpy(
+            tensor_from_payload(
+                ch.recv(self.active, f"train/r{rnd}/grad", self.ctx.timeout),
+                shape=tuple(act.shape),
+                dtype="float32",
+            )
+        )
+        with lock:
+            if self.updater.uses_worker:  # the worker may have stepped since the forward
+                act = self.bottom(self.ctx.inputs.take(rows))
+            self.opt.zero_grad()
+            act.backward(grad)
+            self.opt.step()
+        # Cache the activation the derivative was computed for (the one sent), not the
+        # recomputed one: the worker may have stepped in between, and the cosine weighting
+        # of later local updates must measure drift from what the active party saw.
+        self.updater.record_round(rnd, (rows, sent), grad)
+
+    def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
+        rows, cached_act = entry.activation
+        fresh = self.bottom(self.ctx.inputs.take(rows))
+        derivative, _ = passive_local_derivative(fresh, cached_act, entry.derivative, self.xi)
+        self.opt.zero_grad()
+        fresh.backward(derivative)
+        self.opt.step()
+
+    def validate(self, rnd: int) -> None:
+        with self.ctx.lock:  # local updates pause while validating
+            with torch.no_grad():
+                act = self.bottom(self.ctx.val_inputs.take(self.ctx.plan.val_rows))
+            self.ctx.channel.send(self.active, f"val/r{rnd}/act", tensor_to_payload(act.numpy()))

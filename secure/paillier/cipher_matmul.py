@@ -1,0 +1,168 @@
+"""Plaintext-matrix x ciphertext-matrix products, O(nnz), spread over processes.
+
+`CipherMatmul.matmul(E, C)` computes [[E @ M]] from an integer matrix E (outputs x m,
+scipy sparse or dense) and the ciphertexts C = [[M]] (m rows x cols packed ciphertexts):
+    out[o][c] = prod_b C[b][c] ^ E[o, b]   (mod n^2)
+Only the nonzero terms of E cost anything (`secure.paillier.multiexp`); when every nonzero is +-1
+(binary features) each term is a single multiplication, done in-process. Typical uses:
+    X (N x d)   @ [[V]] (d packed rows)  -> [[X V]]    forward, one output per instance
+    X^T (d x N) @ [[G]] (N packed rows)  -> [[X^T G]]  update, one output per feature
+Each packed ciphertext carries a row of `slots` outputs, so one multiplication serves
+them all.
+
+Parallelism: the bases (columns of E) are split into contiguous blocks of roughly equal
+nnz, one per worker process; each worker returns per-output partial products, which the
+caller multiplies together (one modular inverse per output for negative terms). The
+process pool belongs to the `CipherMatmul` object and is shut down by `close()` (or when
+the object is garbage collected). Small products run in-process. Workers are started
+with "spawn" (safe next to gRPC and party threads), so a script that uses workers > 1
+needs the usual `if __name__ == "__main__":` guard. Only our own integers and index
+arrays cross that local pipe; nothing received from a peer is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import weakref
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+import gmpy2
+import numpy as np
+import scipy.sparse as sp
+from gmpy2 import mpz
+
+from secure.config import SecureConfig
+from secure.paillier.encoding import encode
+from secure.paillier.multiexp import Partial, multiexp_columns, unit_products
+
+
+def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_matrix:
+    """Fixed-point exponents round(x * 2^feature_bits) as an int64 CSR matrix.
+
+    Raises:
+        ValueError: x is not 2-D, holds NaN/inf, or a value is too large for 62 bits.
+    """
+    if sp.issparse(x):
+        csr = sp.csr_matrix(x, copy=True)
+        csr.data = encode(csr.data, feature_bits)
+        csr = csr.astype(np.int64)
+    else:
+        dense = np.asarray(x)
+        if dense.ndim != 2:
+            raise ValueError(f"features must be a 2-D matrix, got shape {dense.shape}")
+        csr = sp.csr_matrix(encode(dense, feature_bits))
+    csr.eliminate_zeros()
+    return csr
+
+
+class CipherMatmul:
+    """Computes [[E @ M]] for integer E and ciphertexts [[M]]; owns its process pool."""
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        parallel_min_terms: int = SecureConfig.parallel_min_terms,
+    ) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.parallel_min_terms = parallel_min_terms
+        self._executor: Executor | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    def matmul(
+        self,
+        exps: sp.spmatrix | np.ndarray,
+        cipher_rows: list[list[mpz]],
+        nsquare: mpz,
+        cols: int,
+    ) -> list[list[mpz]]:
+        """[[exps @ M]] as rows of ciphertexts (outputs x cols); outputs without any
+        term get mpz(1), the trivial encryption of 0.
+
+        Raises:
+            ValueError: exps has a column count different from the number of cipher rows.
+        """
+        csc = sp.csc_matrix(exps).astype(np.int64)
+        n_out, m = csc.shape
+        if m != len(cipher_rows):
+            raise ValueError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
+        if csc.nnz and np.all(np.abs(csc.data) == 1):
+            csr = csc.tocsr()
+            csr.sort_indices()
+            return unit_products(
+                nsquare, cipher_rows, csr.indptr, csr.indices, csr.data, n_out, cols
+            )
+        blocks = self._blocks(csc)
+        jobs = [
+            (nsquare, [cipher_rows[j][c] for j in range(lo, hi)], csc, lo, hi, n_out)
+            for c in range(cols)
+            for lo, hi in blocks
+        ]
+        partials = self._run(jobs, csc.nnz)
+        out = [[mpz(1)] * cols for _ in range(n_out)]
+        per_col = len(blocks)
+        for c in range(cols):
+            parts = partials[c * per_col : (c + 1) * per_col]
+            for o, value in enumerate(_combine(parts, n_out, nsquare)):
+                out[o][c] = value
+        return out
+
+    def _blocks(self, csc: sp.csc_matrix) -> list[tuple[int, int]]:
+        m = csc.shape[1]
+        if self.workers == 1 or csc.nnz < self.parallel_min_terms or m < 2:
+            return [(0, m)]
+        cuts = np.searchsorted(csc.indptr, np.linspace(0, csc.nnz, self.workers + 1)[1:-1])
+        edges = sorted({0, m, *np.clip(cuts, 1, m - 1).tolist()})
+        return list(zip(edges[:-1], edges[1:], strict=True))
+
+    def _run(self, jobs: list, nnz: int) -> list[tuple[Partial, Partial]]:
+        args = [_job_args(*job) for job in jobs]
+        if len(jobs) == 1 or self.workers == 1 or nnz < self.parallel_min_terms:
+            return [multiexp_columns(*a) for a in args]
+        executor = self._pool()
+        return list(executor.map(multiexp_columns, *zip(*args, strict=True)))
+
+    def _pool(self) -> Executor:
+        if self._executor is None:
+            context = multiprocessing.get_context("spawn")
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=context)
+            self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False)
+        return self._executor
+
+    def warm_up(self) -> None:
+        """Start the worker processes now rather than on the first large product."""
+        if self.workers > 1:
+            executor = self._pool()
+            list(executor.map(abs, range(self.workers)))
+
+    def close(self) -> None:
+        """Shut the process pool down."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._executor = None
+        self._finalizer = None
+
+
+def _job_args(
+    nsquare: mpz, bases: list[mpz], csc: sp.csc_matrix, lo: int, hi: int, n_out: int
+) -> tuple:
+    start, stop = int(csc.indptr[lo]), int(csc.indptr[hi])
+    indptr = csc.indptr[lo : hi + 1] - start
+    return (nsquare, bases, indptr, csc.indices[start:stop], csc.data[start:stop], n_out)
+
+
+def _combine(parts: list[tuple[Partial, Partial]], n_out: int, nsquare: mpz) -> list[mpz]:
+    """Multiply the workers' partial products; divide by the negative-term products."""
+    out = []
+    for o in range(n_out):
+        pos = neg = None
+        for p, q in parts:
+            if p[o] is not None:
+                pos = p[o] if pos is None else pos * p[o] % nsquare
+            if q[o] is not None:
+                neg = q[o] if neg is None else neg * q[o] % nsquare
+        value = mpz(1) if pos is None else pos
+        if neg is not None:
+            value = value * gmpy2.invert(neg, nsquare) % nsquare
+        out.append(value)
+    return out

@@ -1,0 +1,114 @@
+"""The Paillier hot path over gmpy2 integers, for whole vectors of ciphertexts.
+
+`phe` (python-paillier) generates keys and is the test oracle; this module does the
+per-step work. Plaintexts are signed integers (fixed-point, usually packed, see
+`secure.paillier.encoding`); ciphertexts are gmpy2 `mpz` in Z_{n^2}.
+
+- encryption with g = n + 1: c = (1 + m*n) * r^n mod n^2, r^n from an `ObfuscatorPool`;
+- decryption for the key owner by CRT (exponents p-1 and q-1 mod p^2 and q^2, the
+  constants h_p, h_q, p^-1 mod q precomputed in `PrivateKey`, L(x) = (x-1)/p by exact
+  division) with `gmpy2.powmod_base_list`, which releases the GIL: the p and q halves
+  run in parallel threads (a 2-core machine decrypts even one ciphertext ~2x faster);
+- homomorphic addition of ciphertexts and of plaintexts, negation by modular inverse
+  (never by exponentiating with n - |x|), re-randomisation with fresh obfuscators.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import gmpy2
+from gmpy2 import mpz
+
+from secure.errors import KeyError_
+from secure.paillier.keys import PrivateKey, PublicKey
+from secure.paillier.obfuscators import ObfuscatorPool
+
+
+class Paillier:
+    """Vector operations under one public key (and its private key, if we own it)."""
+
+    def __init__(
+        self,
+        public_key: PublicKey,
+        private_key: PrivateKey | None = None,
+        pool: ObfuscatorPool | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.pk = public_key
+        self.sk = private_key
+        self.threads = max(1, threads or os.cpu_count() or 1)
+        self.pool = pool or ObfuscatorPool(public_key, private_key, 0, self.threads, False)
+
+    def encrypt(self, plaintexts: Sequence[int]) -> list[mpz]:
+        """Encrypt signed integers (taken mod n) with fresh obfuscators."""
+        n, nsq = self.pk.n, self.pk.nsquare
+        obfuscators = self.pool.take(len(plaintexts))
+        return [(1 + (m % n) * n) * r % nsq for m, r in zip(plaintexts, obfuscators, strict=True)]
+
+    def rerandomize(self, ciphertexts: Sequence[mpz]) -> list[mpz]:
+        """Multiply each ciphertext by a fresh r^n: same plaintext, fresh randomness."""
+        nsq = self.pk.nsquare
+        obfuscators = self.pool.take(len(ciphertexts))
+        return [c * r % nsq for c, r in zip(ciphertexts, obfuscators, strict=True)]
+
+    def add(self, a: Sequence[mpz], b: Sequence[mpz]) -> list[mpz]:
+        """[[x]] + [[y]] elementwise."""
+        nsq = self.pk.nsquare
+        return [x * y % nsq for x, y in zip(a, b, strict=True)]
+
+    def add_plain(self, ciphertexts: Sequence[mpz], plaintexts: Sequence[int]) -> list[mpz]:
+        """[[x]] + m elementwise, m a signed integer (g^m = 1 + m*n, no exponentiation)."""
+        n, nsq = self.pk.n, self.pk.nsquare
+        return [
+            c * ((1 + (m % n) * n) % nsq) % nsq
+            for c, m in zip(ciphertexts, plaintexts, strict=True)
+        ]
+
+    def negate(self, ciphertexts: Sequence[mpz]) -> list[mpz]:
+        """[[-x]] by modular inverse."""
+        nsq = self.pk.nsquare
+        return [gmpy2.invert(c, nsq) for c in ciphertexts]
+
+    def decrypt(self, ciphertexts: Sequence[mpz]) -> list[int]:
+        """Decrypt to signed integers in (-n/2, n/2].
+
+        Raises:
+            KeyError_: this context does not hold the private key.
+        """
+        if self.sk is None:
+            raise KeyError_(
+                f"cannot decrypt under the key of '{self.pk.owner}': its private key is "
+                "not held here"
+            )
+        sk, n = self.sk, self.pk.n
+        half = n // 2
+        mp, mq = self._crt_powmods(sk, list(ciphertexts))
+        out = []
+        for xp, xq in zip(mp, mq, strict=True):
+            m_p = gmpy2.divexact(xp - 1, sk.p) * sk.hp % sk.p
+            m_q = gmpy2.divexact(xq - 1, sk.q) * sk.hq % sk.q
+            m = m_p + sk.p * ((m_q - m_p) * sk.p_inv_q % sk.q)
+            out.append(int(m - n) if m > half else int(m))
+        return out
+
+    def _crt_powmods(self, sk: PrivateKey, cts: list[mpz]) -> tuple[list[mpz], list[mpz]]:
+        """([c^(p-1) mod p^2], [c^(q-1) mod q^2]): both halves at once over the threads
+        (`gmpy2.powmod_base_list` releases the GIL)."""
+        halves = ((sk.p - 1, sk.psquare), (sk.q - 1, sk.qsquare))
+        if self.threads == 1 or not cts:
+            mp, mq = (gmpy2.powmod_base_list(cts, e, m) for e, m in halves)
+            return mp, mq
+        parts = max(1, min(self.threads // 2, len(cts) // 8))
+        step = -(-len(cts) // parts)
+        jobs = [(cts[i : i + step], e, m) for e, m in halves for i in range(0, len(cts), step)]
+        with ThreadPoolExecutor(min(self.threads, len(jobs))) as executor:
+            results = list(executor.map(lambda job: gmpy2.powmod_base_list(*job), jobs))
+        split = len(jobs) // 2
+        return flatten(results[:split]), flatten(results[split:])
+
+
+def flatten(parts: list[list[mpz]]) -> list[mpz]:
+    return [value for part in parts for value in part]

@@ -1,0 +1,162 @@
+"""Fixed-base tables for Paillier obfuscators: uniform n-th residues at ~1/6 of the cost.
+
+An obfuscator must be a uniformly random n-th residue mod n^2: m1 and m2 are
+re-randomised for the party that *owns* the key and decrypts them, and that party knows
+p and q, so its view must not depend on how a ciphertext was computed. No computational
+assumption can be leaned on against it beyond discrete logarithms mod p (1024 bits for a
+2048-bit n, well below 112-bit security), and a single fixed base h (obfuscators h^k)
+confines every obfuscator to the cyclic subgroup <h>: the key owner reads the coset of
+the computed ciphertext's randomness modulo <h>, e.g. its Legendre symbols mod p and q,
+at once. So we keep *statistical* hiding and make it cheap instead:
+
+    setup   P independent uniform n-th residues g_1..g_P (P full exponentiations) and
+            the tables T_i[d] = g_i^d for d < 2^8 (255 multiplications each);
+    sample  prod_i T_i[d_i] with fresh uniform bytes d_1..d_P: P - 1 multiplications.
+
+Security (no assumption): the bases are secret, independent and uniform, and a sample
+is h_g(x) = prod_i g_i^(x_i) for uniform bytes x. For x != x', h_g(x) = h_g(x') iff
+prod_i g_i^(x_i - x'_i) = 1, which has probability |G[d]| / |G| over g (G[d]: elements
+of order dividing d, d = gcd of the byte differences). d > 1 needs all P byte pairs to
+agree modulo a prime t (probability <= (1/t + 1/256)^P), and |G[2]| <= 4, so
+E|G[d]| <= 1 + 2^(2-P): the family is universal up to that excess, and by the leftover
+hash lemma an obfuscator is within (1/2) sqrt(|G| / 2^(8P) + 2^(2-P)) <= 2^-80 of
+uniform on the group G of n-th residues once 8P >= log2|G| + 160 and P >= 162. q
+obfuscators from one (never revealed) table are within q * 2^-80 of independent ones.
+
+The key owner samples by CRT: the n-th residues mod p^2 form the cyclic group of order
+p - 1 (the values s^p mod p^2), so one table mod p^2 and one mod q^2 (2048-bit
+products instead of 4096-bit ones), recombined by CRT.
+
+Cost at 2048 bits: 276 products mod n^2 versus one 2048-bit exponent (~2450 modular
+squarings and products) for r^n; the owner's 2 x 162 products mod p^2, q^2 versus two
+1024-bit exponents. Tables: 276 x 256 values of 512 bytes (about 36 MB) for a peer's
+key, about 21 MB for our own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import gmpy2
+from gmpy2 import mpz
+
+from secure.paillier.keys import PrivateKey, PublicKey
+
+HIDING_BITS = 160  # table entropy above log2|G|: statistical distance <= 2^-80 each
+MIN_POSITIONS = 162  # keeps the small-torsion excess 2^(2-P) of the hash below 2^-160
+_DIGITS = 256  # one table row per random byte
+
+
+def positions(group_bits: int) -> int:
+    """Table rows (random bytes per obfuscator) for a group of order < 2^group_bits."""
+    return max(-(-(group_bits + HIDING_BITS) // 8), MIN_POSITIONS)
+
+
+def parallel_powmod(bases: Sequence[mpz], exponent: mpz, modulus: mpz, threads: int) -> list[mpz]:
+    """[b^exponent mod modulus] with `gmpy2.powmod_base_list` (which releases the GIL)
+    split over `threads` threads."""
+    bases = list(bases)
+    parts = min(threads, max(1, len(bases) // 8))
+    if parts <= 1:
+        return gmpy2.powmod_base_list(bases, exponent, modulus)
+    step = -(-len(bases) // parts)
+    chunks = [bases[i : i + step] for i in range(0, len(bases), step)]
+    with ThreadPoolExecutor(len(chunks)) as executor:
+        results = executor.map(
+            lambda chunk: gmpy2.powmod_base_list(chunk, exponent, modulus), chunks
+        )
+        return [value for part in results for value in part]
+
+
+class ProductTable:
+    """Products of one entry per row of independent power tables, modulo `modulus`."""
+
+    def __init__(self, bases: Sequence[mpz], modulus: mpz) -> None:
+        """`bases`: independent uniform elements of the group to sample from."""
+        self._modulus = mpz(modulus)
+        self._rows = [self._powers(mpz(g)) for g in bases]
+
+    def _powers(self, base: mpz) -> list[mpz]:
+        row = [mpz(1), base]
+        for _ in range(2, _DIGITS):
+            row.append(row[-1] * base % self._modulus)
+        return row
+
+    @property
+    def rows(self) -> int:
+        return len(self._rows)
+
+    def sample(self, count: int) -> list[mpz]:
+        """`count` fresh products prod_i T_i[d_i], d_i from the OS CSPRNG."""
+        modulus, rows = self._modulus, self._rows
+        out = []
+        for _ in range(count):
+            digits = secrets.token_bytes(len(rows))
+            acc = rows[0][digits[0]]
+            for row, d in zip(rows[1:], digits[1:], strict=True):
+                if d:
+                    acc = acc * row[d] % modulus
+            out.append(acc)
+        return out
+
+
+class ObfuscatorTable:
+    """Uniform r^n mod n^2 for one key from product tables (CRT ones for the owner)."""
+
+    def __init__(
+        self, public_key: PublicKey, private_key: PrivateKey | None, bases: list[list[mpz]]
+    ) -> None:
+        """`bases`: the secret uniform elements of each table (`random_bases`); tables
+        built from the same bases sample the same distribution (255 P products)."""
+        self._sk = private_key
+        if private_key is None:
+            moduli = [public_key.nsquare]
+        else:
+            moduli = [private_key.psquare, private_key.qsquare]
+        self.bases = bases
+        self._tables = [ProductTable(b, m) for b, m in zip(bases, moduli, strict=True)]
+
+    @classmethod
+    def generate(
+        cls, public_key: PublicKey, private_key: PrivateKey | None, threads: int
+    ) -> ObfuscatorTable:
+        """New secret tables: P full exponentiations (in threads) and 255 P products."""
+        return cls(public_key, private_key, random_bases(public_key, private_key, threads))
+
+    @property
+    def multiplications(self) -> int:
+        """Products per obfuscator (for cost estimates)."""
+        return sum(table.rows - 1 for table in self._tables)
+
+    def sample(self, count: int) -> list[mpz]:
+        """`count` obfuscators, each within 2^-80 of a uniform n-th residue."""
+        if self._sk is None:
+            return self._tables[0].sample(count)
+        sk = self._sk
+        xp, xq = (table.sample(count) for table in self._tables)
+        return [
+            a + sk.psquare * ((b - a) * sk.psquare_inv_qsquare % sk.qsquare)
+            for a, b in zip(xp, xq, strict=True)
+        ]
+
+
+def random_bases(
+    public_key: PublicKey, private_key: PrivateKey | None, threads: int
+) -> list[list[mpz]]:
+    """Independent uniform n-th residues mod n^2 (one list), or, for the key owner,
+    uniform elements s^p of the order-(p-1) subgroup of (Z/p^2)^* and likewise mod q^2."""
+    if private_key is None:
+        n = public_key.n
+        seeds = [mpz(secrets.randbelow(int(n) - 1) + 1) for _ in range(positions(n.bit_length()))]
+        return [parallel_powmod(seeds, n, public_key.nsquare, threads)]
+    out = []
+    for prime, square in (
+        (private_key.p, private_key.psquare),
+        (private_key.q, private_key.qsquare),
+    ):
+        count = positions(int(prime.bit_length()))
+        seeds = [mpz(secrets.randbelow(int(prime) - 1) + 1) for _ in range(count)]
+        out.append(parallel_powmod(seeds, prime, square, threads))
+    return out

@@ -1,0 +1,246 @@
+"""A refillable pool of Paillier obfuscators r^n mod n^2, each used once.
+
+Two ways to compute them (`SecureConfig.obfuscator`):
+
+- "fixed-base" (default): products of one entry per row of secret random power tables
+  (`secure.paillier.fixed_base`), about 1/6 of the cost of r^n for a peer's key and 1/4 of the
+  CRT cost for our own key; statistically uniform, no extra assumption. The tables cost
+  about P full exponentiations to build, so a pool builds them when asked (`prepare`)
+  or once it has spent that much on full exponentiations (the ski-rental rule: never
+  more than twice the better of the two choices).
+- "full": r^n with a uniform r (2048-bit exponent mod n^2) for a peer's key; for our own
+  key CRT(s_p^p mod p^2, s_q^q mod q^2), two 1024-bit exponents mod 2048-bit moduli. The
+  n-th residues mod p^2 are exactly the subgroup of order p - 1, {s^p mod p^2}.
+
+Table products hold the GIL (gmpy2 releases it only inside big powmods), so threads
+cannot share them out; `helpers` processes (`secure.paillier.obfuscator_worker`) with copies of
+the table take a share of every request instead (2 cores: ~2x).
+
+Background refill runs in one daemon thread per pool, and only while its `gate` event
+is set: a refill thread that ran while the party computes would take half of the
+interpreter from it. `PartyCrypto` sets the gate only while the party waits for a peer
+message; the few obfuscators in flight when the gate closes cost ~3 ms. (The thread is
+not niced: a low-priority thread that holds the GIL when a busy machine preempts it
+would stall the foreground for a whole scheduling round.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+
+from gmpy2 import mpz
+
+from secure.config import OBFUSCATOR_METHODS as METHODS
+from secure.paillier.fixed_base import ObfuscatorTable, parallel_powmod, positions
+from secure.paillier.keys import PrivateKey, PublicKey
+from secure.paillier.obfuscator_worker import ObfuscatorWorker
+
+log = logging.getLogger(__name__)
+
+_BATCH = 16
+_STEP = 4  # table obfuscators per background step: the gate closes within ~3 ms
+
+
+class ObfuscatorPool:
+    """r^n mod n^2 values for one public key; `take` hands each value out exactly once."""
+
+    def __init__(
+        self,
+        public_key: PublicKey,
+        private_key: PrivateKey | None = None,
+        capacity: int = 512,
+        threads: int | None = None,
+        background: bool = True,
+        method: str = "fixed-base",
+        gate: threading.Event | None = None,
+        helpers: int = 0,
+    ) -> None:
+        """`gate`: background refill works only while it is set (None: always).
+        `helpers`: processes that `prepare` starts to sample from copies of the table.
+
+        Raises:
+            ValueError: unknown `method`.
+        """
+        if method not in METHODS:
+            raise ValueError(f"unknown obfuscator method {method!r}; use one of {METHODS}")
+        self._pk, self._sk = public_key, private_key
+        self._capacity, self._background, self._method = capacity, background, method
+        self._threads = max(1, threads or os.cpu_count() or 1)
+        self._gate = gate
+        self._ready: list[mpz] = []
+        self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+        self._table: ObfuscatorTable | None = None
+        self._spent = 0  # full exponentiation batches' obfuscators (ski-rental rule)
+        self._stop = threading.Event()
+        self._filler: threading.Thread | None = None
+        self._helpers = helpers
+        self._workers: list[ObfuscatorWorker] = []
+        self._workers_lock = threading.Lock()
+
+    @property
+    def method(self) -> str:
+        return self._method
+
+    @property
+    def uses_table(self) -> bool:
+        """Whether the fixed-base tables are built (new obfuscators come from them)."""
+        return self._table is not None
+
+    def take(self, count: int) -> list[mpz]:
+        """`count` fresh obfuscators; those not ready are computed now."""
+        with self._lock:
+            got = self._ready[-count:] if count else []
+            del self._ready[len(self._ready) - len(got) :]
+        missing = count - len(got)
+        if missing:
+            got.extend(self.compute(missing))
+        if self._background:
+            self.refill_in_background()
+        return got
+
+    def compute(self, count: int) -> list[mpz]:
+        """Compute `count` obfuscators now, by table or by full exponentiation."""
+        if count <= 0:
+            return []
+        table = self._table_for(count)
+        if table is not None:
+            return self._sample(table, count)
+        self._spent += count
+        return self._full(count, self._threads)
+
+    def _sample(self, table: ObfuscatorTable, count: int) -> list[mpz]:
+        """From the table, shared with the helper processes unless another thread uses
+        them (the caller computes its share meanwhile)."""
+        if not self._workers or count < 2 or not self._workers_lock.acquire(blocking=False):
+            return table.sample(count)
+        try:
+            try:
+                workers = [worker for worker in self._workers if worker.ready()]
+                share = count // (len(workers) + 1)
+                for worker in workers:
+                    worker.request(share)
+                out = table.sample(count - share * len(workers))
+                for worker in workers:
+                    out.extend(worker.receive())
+            except (EOFError, OSError):  # a helper died: carry on without helpers
+                log.warning("an obfuscator helper process failed; continuing without helpers")
+                self._close_workers()
+                return table.sample(count)
+            return out
+        finally:
+            self._workers_lock.release()
+
+    def helpers_ready(self, timeout: float = 0.0) -> bool:
+        """Whether every helper process is ready (waits up to `timeout` seconds each)."""
+        with self._workers_lock:
+            try:
+                return all(worker.ready(timeout) for worker in self._workers)
+            except (EOFError, OSError):
+                return False
+
+    def _close_workers(self) -> None:
+        """Stop the helpers (the caller holds the workers lock)."""
+        for worker in self._workers:
+            worker.close()
+        self._workers.clear()
+
+    def prepare(self) -> None:
+        """Build the fixed-base tables and start the helper processes now (no-op for the
+        "full" method, or if done)."""
+        if self._method != "fixed-base":
+            return
+        table = self._build()
+        with self._workers_lock:
+            try:
+                while len(self._workers) < self._helpers:
+                    self._workers.append(ObfuscatorWorker(self._pk, self._sk, table))
+            except (AssertionError, OSError) as exc:  # e.g. inside a daemonic process
+                log.warning("no obfuscator helper processes (%s); the pool works alone", exc)
+
+    def _table_for(self, count: int) -> ObfuscatorTable | None:
+        if self._method != "fixed-base":
+            return None
+        if self._table is None and self._spent + count >= self._table_cost():
+            self._build()
+        return self._table
+
+    def _table_cost(self) -> int:
+        """Full exponentiations a table costs to build (its number of bases)."""
+        if self._sk is None:
+            return positions(int(self._pk.n.bit_length()))
+        return positions(int(self._sk.p.bit_length())) + positions(int(self._sk.q.bit_length()))
+
+    def _build(self) -> ObfuscatorTable:
+        with self._build_lock:
+            if self._table is None:
+                self._table = ObfuscatorTable.generate(self._pk, self._sk, self._threads)
+            return self._table
+
+    def fill(self) -> None:
+        """Top the pool up to capacity in the calling thread (ignores the gate)."""
+        while not self._stop.is_set():
+            with self._lock:
+                need = min(_BATCH, self._capacity - len(self._ready))
+            if need <= 0:
+                return
+            batch = self.compute(need)
+            with self._lock:
+                self._ready.extend(batch)
+
+    def refill_in_background(self) -> None:
+        """Start a daemon thread that tops the pool up, unless one runs."""
+        with self._lock:
+            if self._filler is not None and self._filler.is_alive():
+                return
+            if len(self._ready) >= self._capacity or self._stop.is_set():
+                return
+            self._filler = threading.Thread(target=self._refill, name="obfuscators", daemon=True)
+            self._filler.start()
+
+    def _refill(self) -> None:
+        """A few obfuscators at a time (a batch of full ones), only while the gate is open."""
+        while not self._stop.is_set():
+            if self._gate is not None and not self._gate.wait(timeout=0.5):
+                continue
+            with self._lock:
+                if len(self._ready) >= self._capacity:
+                    return
+            table = self._table if self._method == "fixed-base" else None
+            batch = self._sample(table, _STEP) if table is not None else self._full(_BATCH, 1)
+            with self._lock:
+                self._ready.extend(batch)
+
+    @property
+    def ready(self) -> int:
+        with self._lock:
+            return len(self._ready)
+
+    def close(self) -> None:
+        """Stop the background refill (waits for the item in flight) and the helpers."""
+        self._stop.set()
+        filler = self._filler
+        if filler is not None:
+            filler.join()
+        with self._workers_lock:
+            self._close_workers()
+
+    def _full(self, count: int, threads: int) -> list[mpz]:
+        """`count` obfuscators by full exponentiation (GIL-free, over `threads`)."""
+        if self._sk is None:
+            n = self._pk.n
+            bases = [mpz(secrets.randbelow(int(n) - 1) + 1) for _ in range(count)]
+            return parallel_powmod(bases, n, self._pk.nsquare, threads)
+        sk = self._sk
+        sp = [mpz(secrets.randbelow(int(sk.p) - 1) + 1) for _ in range(count)]
+        sq = [mpz(secrets.randbelow(int(sk.q) - 1) + 1) for _ in range(count)]
+        xp = parallel_powmod(sp, sk.p, sk.psquare, threads)
+        xq = parallel_powmod(sq, sk.q, sk.qsquare, threads)
+        # CRT: x = xp (mod p^2), x = xq (mod q^2)
+        return [
+            a + sk.psquare * ((b - a) * sk.psquare_inv_qsquare % sk.qsquare)
+            for a, b in zip(xp, xq, strict=True)
+        ]

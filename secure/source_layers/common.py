@@ -1,0 +1,251 @@
+"""What both roles of a source layer share: one party's crypto bundle, input checks,
+and the ciphertext send/receive steps."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from typing import TypeAlias
+
+import numpy as np
+import scipy.sparse as sp
+from gmpy2 import mpz
+
+from secure.channel import Channel
+from secure.config import SecureConfig
+from secure.errors import SecureError
+from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
+from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.encoding import Packer, encode
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
+from secure.paillier.obfuscators import ObfuscatorPool
+from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+
+Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
+
+
+class PartyCrypto:
+    """One party's key pair, its Paillier contexts (own and peers'), and its matmul pool."""
+
+    def __init__(
+        self, party_id: str, config: SecureConfig, keypair: KeyPair | None, own_pool: bool
+    ) -> None:
+        """`own_pool`: keep a pool of obfuscators for our own key (the active party
+        encrypts every backward step; a passive party only encrypts at setup).
+
+        Raises:
+            KeyError_: no key pair given and `config.key_bits` is below the minimum.
+        """
+        self.config = config
+        self.keypair = keypair or generate_keypair(party_id, config)
+        self._idle = threading.Event()  # set while this party waits for a peer
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()
+        pool = self._pool(self.keypair.public, self.keypair.private) if own_pool else None
+        self.own = Paillier(self.keypair.public, self.keypair.private, pool, config.threads)
+        self.matmul = CipherMatmul(config.workers, config.parallel_min_terms)
+        self.peers: dict[str, Paillier] = {}
+
+    def _pool(self, public: PublicKey, private: PrivateKey | None) -> ObfuscatorPool:
+        """A pool for repeated use: its fixed-base tables are built now (if configured)."""
+        cfg = self.config
+        pool = ObfuscatorPool(
+            public,
+            private,
+            cfg.obfuscator_pool,
+            cfg.threads,
+            cfg.background_refill,
+            cfg.obfuscator,
+            self._idle,
+            cfg.obfuscator_helpers,
+        )
+        if cfg.obfuscator_pool:
+            pool.prepare()
+        return pool
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Mark a wait for a peer message: background refills may use the CPU meanwhile."""
+        with self._waiters_lock:
+            self._waiters += 1
+            self._idle.set()
+        if self.config.background_refill:
+            for context in [self.own, *self.peers.values()]:
+                context.pool.refill_in_background()
+        try:
+            yield
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+                if not self._waiters:
+                    self._idle.clear()
+
+    def add_peer(self, key: PublicKey) -> Paillier:
+        """A public-key context (with its own obfuscator pool) for a peer's key."""
+        context = Paillier(key, None, self._pool(key, None), self.config.threads)
+        self.peers[key.owner] = context
+        return context
+
+    def fill_pools(self) -> None:
+        """Fill every obfuscator pool to capacity now (blocks)."""
+        for context in [self.own, *self.peers.values()]:
+            context.pool.fill()
+
+    def close(self) -> None:
+        """Stop background refills and the process pool."""
+        for context in [self.own, *self.peers.values()]:
+            context.pool.close()
+        self.matmul.close()
+
+
+def check_features(x: Features, in_dim: int, rows: int | None = None) -> Features:
+    """Check a feature batch (dense 2-D array or scipy sparse); sparse becomes CSR.
+
+    Raises:
+        ValueError: wrong type, shape, or NaN/infinite values.
+    """
+    if sp.issparse(x):
+        x = sp.csr_matrix(x, dtype=np.float64)
+        values = np.asarray(x.data)
+    else:
+        x = np.asarray(x, dtype=np.float64)
+        values = x
+    if x.ndim != 2 or x.shape[1] != in_dim or (rows is not None and x.shape[0] != rows):
+        want = f"({rows if rows is not None else 'N'}, {in_dim})"
+        raise ValueError(f"features must have shape {want}, got {x.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("features contain NaN or infinite values; clean them first")
+    return x
+
+
+def exponents(x: Features, feature_bits: int) -> sp.csr_matrix:
+    """Fixed-point exponents of a checked feature batch (see `feature_exponents`)."""
+    return feature_exponents(x, feature_bits)
+
+
+def pack_real(packer: Packer, values: np.ndarray, scale_bits: int) -> list[list[int]]:
+    """Encode reals at 2^scale_bits and pack each row.
+
+    Raises:
+        ValueError: a value does not fit a slot at this scale.
+    """
+    return packer.pack(encode(values, scale_bits))
+
+
+def flat(rows: Sequence[Sequence]) -> list:
+    return [value for row in rows for value in row]
+
+
+def shaped(values: Sequence, cols: int) -> list[list]:
+    return [list(values[i : i + cols]) for i in range(0, len(values), cols)]
+
+
+def send_cipher(channel: Channel, peer: str, tag: str, matrix: CipherMatrix) -> None:
+    channel.send(peer, tag, ciphertexts_to_payload(matrix))
+
+
+def recv_cipher(
+    channel: Channel,
+    peer: str,
+    tag: str,
+    key: PublicKey,
+    shape: tuple[int | None, int | None],
+    slots: int,
+    scale_bits: int,
+    timeout: float | None,
+    *,
+    crypto: PartyCrypto | None = None,
+) -> CipherMatrix:
+    """Receive and check a ciphertext matrix (see `ciphertexts_from_payload`); with
+    `crypto`, its obfuscator pools may refill in the background during the wait.
+
+    Raises:
+        PayloadError: the payload is not what this step expects.
+        ChannelError: nothing arrived in time, or the job was closed.
+    """
+    with crypto.waiting() if crypto is not None else nullcontext():
+        payload = channel.recv(peer, tag, timeout)
+    return ciphertexts_from_payload(payload, key, shape=shape, slots=slots, scale_bits=scale_bits)
+
+
+def encrypt_matrix(
+    he: Paillier, packer: Packer, values: np.ndarray, scale_bits: int
+) -> CipherMatrix:
+    """Encrypt a real matrix row-packed at 2^scale_bits under `he`'s key."""
+    packed = pack_real(packer, values, scale_bits)
+    cols = packer.columns(values.shape[1])
+    cipher = shaped(he.encrypt(flat(packed)), cols) if packed else []
+    return CipherMatrix(cipher, cols, he.pk, packer.slots, scale_bits)
+
+
+def identity_rows(rows: int, cols: int) -> list[list[mpz]]:
+    """Trivial encryptions of zero (re-randomise before sending)."""
+    return [[mpz(1)] * cols for _ in range(rows)]
+
+
+class PendingBatches:
+    """Feature batches of recent forward steps, for the backward step that follows."""
+
+    def __init__(self, in_dim: int, keep: int = 16) -> None:
+        self._in_dim = in_dim
+        self._keep = keep
+        self._batches: OrderedDict[str, Features] = OrderedDict()
+
+    def remember(self, tag: str, x: Features) -> None:
+        self._batches[tag] = x
+        while len(self._batches) > self._keep:
+            self._batches.popitem(last=False)
+
+    def take(self, tag: str, x: Features | None) -> Features:
+        """`x` if given (checked), else the batch of forward step `tag`, else the latest.
+
+        Raises:
+            SecureError: no forward step is pending and no `x` was given.
+            ValueError: `x` is malformed.
+        """
+        if x is not None:
+            return check_features(x, self._in_dim)
+        if tag in self._batches:
+            return self._batches.pop(tag)
+        if self._batches:
+            return self._batches.popitem(last=True)[1]
+        raise SecureError(f"backward('{tag}') has no forward step; pass x explicitly")
+
+
+def check_lr(lr: float) -> None:
+    """Raises:
+    ValueError: lr is not a positive finite number.
+    """
+    if not (np.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive finite number, got {lr}")
+
+
+def check_step(grad: np.ndarray, lr: float, shape: tuple[int, int]) -> np.ndarray:
+    """lr * grad, checked (B's step before it is encrypted into m3).
+
+    Raises:
+        ValueError: wrong shape, non-finite values or a non-positive lr.
+    """
+    g = np.asarray(grad, dtype=np.float64)
+    if g.shape != shape:
+        raise ValueError(f"grad_z must have shape {shape}, got {g.shape}")
+    if not (np.isfinite(lr) and lr > 0) or not np.all(np.isfinite(g)):
+        raise ValueError("lr must be a positive number and grad_z finite")
+    return lr * g
+
+
+class OwnsCrypto:
+    """Background-work controls shared by every source-layer role (needs `self._crypto`)."""
+
+    _crypto: PartyCrypto
+
+    def fill_obfuscator_pools(self) -> None:
+        """Precompute the r^n obfuscators of coming steps now (blocks until full)."""
+        self._crypto.fill_pools()
+
+    def close(self) -> None:
+        """Stop background work (obfuscator refills, matmul processes)."""
+        self._crypto.close()

@@ -1,0 +1,205 @@
+"""The active party (B) of the Embed-MatMul layer: holds [[W]]_A and [[W^T]]_A per passive
+party, and G; learns only the layer output (the sum over passive parties when K >= 2).
+
+Forward, per passive party A_k, then once:
+    e_k = [[E^B - R]]_B         <-  A_k   B decrypts E'_B = E^B - R (R: A_k's per-slot mask)
+    c_k = [[E'_B W - M_k]]_A    ->  A_k   (M_k: mask over the whole packed row)
+    z_k = [[E'_A W + E'_B W - M_k (+ zero-sum mask)]]_B  <-  A_k
+    Z = Dec(prod_k z_k) + sum_k M_k
+Backward, with lr*G at scale f_G:
+    m3 = [[lr G]]_B, pb = [[-E'_B^T lr G]]_B                      ->  A_k
+    de = [[lr G W^T - S]]_A (from [[W^T]]_A, before the update)  ->  A_k
+    st = [[-round(S / 2^trunc)]]_B, one ciphertext per (row, field segment)  ->  A_k
+    y = [[-dW - Phi]]_B, phi = [[Phi]]_A, phit = [[Phi^T]]_A  <-  A_k
+    [[W]]_A and [[W^T]]_A += [[Phi]]_A + (-dW - Phi)   (Phi: A_k's per-slot mask)
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from gmpy2 import mpz
+
+from secure.channel import Channel
+from secure.config import SecureConfig
+from secure.errors import PayloadError, SecureError
+from secure.paillier.encoding import decode, encode, to_signed
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import KeyPair
+from secure.source_layers.common import (
+    OwnsCrypto,
+    PartyCrypto,
+    check_step,
+    flat,
+    shaped,
+)
+from secure.source_layers.embed.common import (
+    Pending,
+    Wire,
+    encode_table,
+    encrypt_rows,
+    initial_tables,
+    initial_weight,
+    relay_pair_seeds,
+)
+from secure.source_layers.embed.link import PassiveLink
+from secure.source_layers.embed.setup import (
+    EmbedParams,
+    check_vocab,
+    vocab_from_payload,
+    vocab_payload,
+)
+from secure.source_layers.embed.tables import table_rows
+from secure.source_layers.sharing import private_rng
+from secure.wire.ciphertexts import ciphertexts_to_payload
+from secure.wire.keys import public_key_from_payload, public_key_to_payload
+
+log = logging.getLogger(__name__)
+
+
+class ActiveEmbedLayer(OwnsCrypto):
+    """Party B's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        passive_ids: list[str],
+        fields_per_passive: dict[str, list[int]],
+        emb_dim: int,
+        out_dim: int,
+        config: SecureConfig,
+        seed: int,
+        init: dict | None = None,
+        *,
+        keypair: KeyPair | None = None,
+    ) -> None:
+        """`fields_per_passive` maps each passive party to its fields' vocabulary sizes.
+        `init` (tests only): "Q_B/<id>" (one V_f x emb_dim table per field) and "W_B/<id>"
+        (F*k x out_dim) initial shares. `keypair`: e.g. the MatMul layer's key pair.
+
+        Raises:
+            ValueError: empty or duplicate passive ids, fields missing, bad dimensions,
+                or a configuration without room for this layer's scales.
+            KeyError_: no key pair given and the configured key size is too small.
+        """
+        ids = list(passive_ids)
+        if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
+            raise ValueError(f"passive_ids must be distinct other parties, got {ids}")
+        if set(fields_per_passive) != set(ids):
+            raise ValueError("fields_per_passive must name exactly the passive parties")
+        self.channel, self.config, self.seed = channel, config, seed
+        self.emb_dim, self.out_dim = emb_dim, out_dim
+        self.params = EmbedParams.for_active(config, emb_dim, out_dim, ids)
+        self.fields = {pid: check_vocab(fields_per_passive[pid], emb_dim) for pid in ids}
+        self.h_lay = self.params.h_layout()
+        self._init = init or {}
+        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=True)
+        self._ids = ids
+        self._links: dict[str, PassiveLink] = {}
+        self._pending = Pending()
+
+    def setup(self, tag_prefix: str) -> None:
+        """Exchange keys and parameters with every passive party and initialise the shares.
+
+        Raises:
+            PayloadError, KeyError_, ChannelError: a peer sent something unusable or
+                nothing at all.
+            ValueError: an initial share is malformed or too large.
+        """
+        own, p, timeout = self._crypto.own, tag_prefix, self.config.timeout_s
+        for pid in self._ids:
+            self.channel.send(pid, f"{p}/pk", public_key_to_payload(own.pk))
+            self.channel.send(pid, f"{p}/params", self.params.to_payload())
+            vocab = vocab_payload(self.fields[pid], self.config.key_bits)
+            self.channel.send(pid, f"{p}/vocab", vocab)
+        peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
+        w_b = {pid: self._send_shares(pid, p) for pid in self._ids}
+        if len(peers) > 1:
+            relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
+        for pid, he in peers.items():
+            wire = Wire(self.channel, pid, timeout, self._crypto)
+            link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
+            link.receive_weights(p, w_b[pid])
+            self._links[pid] = link
+        log.info("active embed layer %s: setup with %d passive parties", p, len(peers))
+
+    def _receive_peer(self, pid: str, p: str) -> Paillier:
+        timeout = self.config.timeout_s
+        key = public_key_from_payload(self.channel.recv(pid, f"{p}/pk", timeout), pid, self.config)
+        sizes, key_bits = vocab_from_payload(self.channel.recv(pid, f"{p}/params", timeout), pid)
+        if sizes != self.fields[pid] or key_bits != self.params.key_bits:
+            raise PayloadError(
+                f"party '{pid}' announced {len(sizes)} fields of sizes {list(sizes)} and "
+                f"{key_bits}-bit keys; expected {list(self.fields[pid])} and "
+                f"{self.params.key_bits} bits"
+            )
+        return self._crypto.add_peer(key)
+
+    def _send_shares(self, pid: str, p: str) -> np.ndarray:
+        """Send [[Q^B_f]]_B (every table, in storage form) and [[W^B]]_B; return W^B."""
+        own, prm, sizes = self._crypto.own, self.params, self.fields[pid]
+        rng = private_rng(self.seed, self._crypto.keypair.private, f"embed-active/{pid}")
+        tables = initial_tables(self._init, f"Q_B/{pid}", sizes, self.emb_dim, rng)
+        lay = prm.e_layout(len(sizes))
+        for f, table in enumerate(tables):
+            rows = table_rows(lay, f, encode_table(table, prm.feature_bits, prm.e_bits))
+            cipher = encrypt_rows(own, rows, lay.slots, prm.feature_bits)
+            self.channel.send(pid, f"{p}/q_b/{f}", ciphertexts_to_payload(cipher))
+        w_b = initial_weight(self._init, f"W_B/{pid}", lay.width, self.out_dim, rng)
+        w_b = encode(w_b, prm.weight_bits)
+        packed = self.h_lay.pack(w_b.tolist())
+        cipher = encrypt_rows(own, packed, self.h_lay.slots, prm.weight_bits)
+        self.channel.send(pid, f"{p}/w_b", ciphertexts_to_payload(cipher))
+        return w_b
+
+    def forward(self, tag: str) -> np.ndarray:
+        """Run the forward exchange and return Z_emb = sum_k E_k W_k (N x out_dim float64).
+
+        Raises:
+            PayloadError, ChannelError: a passive party's message is bad or missing, or
+                the passive parties disagree on the batch size.
+            SecureError: setup() has not run, or an embedding share left its slot range.
+        """
+        self._require_setup()
+        own, shares, masks, n = self._crypto.own, {}, [], None
+        for pid, link in self._links.items():
+            shares[pid] = link.receive_embeddings(tag, own, n)
+            n = len(shares[pid])
+            masks.append(link.send_cross_term(tag, shares[pid]))
+        cols, slots, f_z = self.h_lay.cols, self.h_lay.slots, self.params.output_bits
+        total: list[mpz] = []
+        for link in self._links.values():
+            z = flat(link.wire.recv(f"{tag}/z", own.pk, (n, cols), slots, f_z).rows)
+            total = own.add(total, z) if total else z
+        mask_sum = [sum(values) for values in zip(*masks, strict=True)]
+        plain = zip(own.decrypt(total), mask_sum, strict=True)
+        packed = [to_signed(a + m, own.pk.n) for a, m in plain]
+        z_int = self.h_lay.unpack(shaped(packed, cols))
+        self._pending.remember(tag, shares)
+        return decode(np.array(z_int, dtype=np.float64), f_z)
+
+    def backward(self, tag: str, grad_z: np.ndarray, lr: float) -> None:
+        """Send the encrypted step of forward step `tag` (else the latest) to every passive
+        party and update B's encrypted copies of W with their answers.
+
+        Raises:
+            ValueError: grad_z of the wrong shape or non-finite, lr not positive.
+            PayloadError, ChannelError: a passive party's answer is bad or missing.
+            SecureError: setup() has not run, or no forward step is pending.
+        """
+        self._require_setup()
+        shares = self._pending.take(tag)
+        n = len(shares[self._ids[0]])
+        g = encode(check_step(grad_z, lr, (n, self.out_dim)), self.params.grad_bits)
+        own, slots = self._crypto.own, self.h_lay.slots
+        m3 = encrypt_rows(own, self.h_lay.pack(g.tolist()), slots, self.params.grad_bits)
+        for pid, link in self._links.items():
+            link.wire.send(f"{tag}/m3", m3)
+            link.send_steps(tag, own, shares[pid], g)
+        for link in self._links.values():
+            link.apply_weight_step(tag, own)
+
+    def _require_setup(self) -> None:
+        if len(self._links) != len(self._ids):
+            raise SecureError("call setup() before forward() or backward()")

@@ -1,0 +1,31 @@
+"""The BlindFL MatMul source layer, Z = sum_k X_Ak W_Ak + X_B W_B + b (DESIGN.md 5).
+
+Weights are additively shared and never exist in one place:
+    W_Ak = U_Ak + V_Ak   A_k holds U_Ak in plaintext and [[V_Ak]]_B,
+    W_B = V_B + sum_k U_B^k   B holds V_B and every [[U_B^k]]_Ak; A_k holds U_B^k.
+Per step: forward m1 (B -> A_k), m2 (A_k -> B); backward m3 = [[eta G]]_B (B -> A_k).
+
+    ActiveSourceLayer   party B, holds the labels       (`secure.source_layers.matmul.active`)
+    PassiveSourceLayer  party A_k                        (`secure.source_layers.matmul.passive`)
+    setup messages and protocol parameters               (`secure.source_layers.matmul.setup`)
+
+Aggregation over K >= 2 passive parties: each A_k adds a pairwise zero-sum mask to its
+m2 (seeds relayed by B, encrypted under the receiving passive party's key), and B
+decrypts only the homomorphic sum of all m2: it learns Z and nothing per party.
+
+What is revealed: B learns Z for every batch; a passive party learns only sizes (batch
+size, widths, B's feature count and scales). Output leakage remains as described in
+PROTOCOLS.md 1.3.4 (differences of Z over time for the same batch).
+
+Precision: features at 2^-f_X (default 2^-16), Z at 2^-f_Z (2^-52), [[eta G]] at
+2^-(f_Z - 2 f_X) (2^-20); |Z| and every term read back must stay below
+2^(slot_bits - 1 - f_Z) (= 512 by default).
+"""
+
+from __future__ import annotations
+
+from secure.config import SecureConfig
+from secure.source_layers.matmul.active import ActiveSourceLayer
+from secure.source_layers.matmul.passive import PassiveSourceLayer
+
+__all__ = ["ActiveSourceLayer", "PassiveSourceLayer", "SecureConfig"]

@@ -1,0 +1,273 @@
+"""The active party (B) of the MatMul source layer: holds V_B, the bias, [[U_B^k]]_Ak.
+
+Forward (per passive party A_k, then once):
+    m1_k = [[X_B U_B^k - R_k]]_Ak  ->  A_k           (R_k: statistical mask)
+    m2_k = [[X_Ak W_Ak + X_B U_B^k - R_k + M_k]]_B  <-  A_k
+    Z = Dec(prod_k m2_k) + sum_k R_k + X_B V_B + b   (zero-sum masks M_k cancel)
+B decrypts only the aggregate of the m2_k. Backward: m3 = [[eta G]]_B to every A_k,
+and V_B -= eta X_B^T G, b -= eta sum_i G_i in plaintext.
+m1 and m2 carry `rows_per_cipher` batch rows per ciphertext (`matmul.row_packing`): B
+keeps [[U_B^k]] shifted by 0..k-1 rows; m3 keeps one row per ciphertext.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from gmpy2 import mpz
+
+from secure.channel import Channel
+from secure.config import SecureConfig
+from secure.errors import SecureError
+from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.encoding import decode, to_signed
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import KeyPair, PublicKey
+from secure.source_layers.common import (
+    Features,
+    OwnsCrypto,
+    PartyCrypto,
+    PendingBatches,
+    check_features,
+    check_step,
+    encrypt_matrix,
+    exponents,
+    flat,
+    pack_real,
+    recv_cipher,
+    send_cipher,
+    shaped,
+)
+from secure.source_layers.matmul.row_packing import ShiftedCopies
+from secure.source_layers.matmul.setup import LayerParams, check_init, passive_info_from_payload
+from secure.source_layers.sharing import private_rng, sample_share, statistical_masks
+from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+from secure.wire.keys import public_key_from_payload, public_key_to_payload
+from secure.wire.payload import Payload
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Link:
+    """B's state for one passive party."""
+
+    party_id: str
+    he: Paillier  # under that party's public key
+    in_dim: int
+    feature_bits: int
+    enc_u_b: CipherMatrix  # [[U_B^k]] under that party's key
+    u_b_copies: ShiftedCopies  # [[U_B^k]] shifted by 0..k-1 rows (`row_packing`)
+
+
+class ActiveSourceLayer(OwnsCrypto):
+    """Party B's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        passive_ids: list[str],
+        in_dim: int,
+        out_dim: int,
+        config: SecureConfig,
+        seed: int,
+        init: dict | None = None,
+        *,
+        keypair: KeyPair | None = None,
+    ) -> None:
+        """`init` (tests only): "V_B" (in_dim x out_dim), "bias" (out_dim,) and
+        "V_A/<passive id>" (d_A x out_dim) initial shares.
+
+        Raises:
+            ValueError: empty or duplicate passive ids, bad dimensions.
+            KeyError_: no key pair given and the configured key size is too small.
+        """
+        ids = list(passive_ids)
+        if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
+            raise ValueError(f"passive_ids must be distinct other parties, got {ids}")
+        if in_dim < 0 or out_dim < 1:
+            raise ValueError(f"need in_dim >= 0 and out_dim >= 1, got {in_dim}, {out_dim}")
+        self.channel, self.config, self.seed = channel, config, seed
+        self.in_dim, self.out_dim = in_dim, out_dim
+        self.params = LayerParams.for_active(config, in_dim, out_dim, ids)
+        self.packer = self.params.packer()
+        self._init = init or {}
+        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=True)
+        self._ids = ids
+        self._links: dict[str, _Link] = {}
+        self._v_b = np.zeros((in_dim, out_dim))
+        self._bias = np.zeros(out_dim)
+        self._pending = PendingBatches(in_dim)
+
+    @property
+    def cols(self) -> int:
+        return self.packer.columns(self.out_dim)
+
+    def setup(self, tag_prefix: str) -> None:
+        """Exchange keys and parameters with every passive party and initialise shares.
+
+        Raises:
+            PayloadError, KeyError_, ChannelError: a peer sent something unusable or
+                nothing at all.
+        """
+        own, p = self._crypto.own, tag_prefix
+        for pid in self._ids:
+            self.channel.send(pid, f"{p}/pk", public_key_to_payload(own.pk))
+        peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
+        max_in_dim = max(in_dim for _, in_dim, _ in peers.values())
+        self.params = self.params.with_row_packing(self.config.rows_per_cipher, max_in_dim)
+        for pid in self._ids:
+            self.channel.send(pid, f"{p}/params", self.params.to_payload())
+        rng = private_rng(self.seed, self._crypto.keypair.private, "active")
+        for pid, (_, in_dim, bits) in peers.items():
+            v_a = check_init(self._init, f"V_A/{pid}", (in_dim, self.out_dim))
+            v_a = sample_share(rng, in_dim, self.out_dim) if v_a is None else v_a
+            scale = self.params.weight_bits(bits)
+            send_cipher(self.channel, pid, f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
+        if len(peers) > 1:
+            self._relay_pair_seeds(p, {pid: peer[0].pk for pid, peer in peers.items()})
+        for pid, (he, in_dim, bits) in peers.items():
+            self._links[pid] = self._receive_u_b(p, pid, he, in_dim, bits)
+        self._init_own_shares(rng)
+        log.info("active source layer %s: setup with %d passive parties", p, len(peers))
+
+    def _receive_peer(self, pid: str, p: str) -> tuple[Paillier, int, int]:
+        """A passive party's public key context, feature count and feature scale."""
+        payload = self.channel.recv(pid, f"{p}/pk", self.config.timeout_s)
+        key = public_key_from_payload(payload, pid, self.config)
+        info = self.channel.recv(pid, f"{p}/params", self.config.timeout_s)
+        in_dim, bits = passive_info_from_payload(info, self.params, pid)
+        return self._crypto.add_peer(key), in_dim, bits
+
+    def _receive_u_b(self, p: str, pid: str, he: Paillier, in_dim: int, bits: int) -> _Link:
+        """[[U_B^k]] from passive party `pid`, with its row-shifted copies."""
+        scale = self.params.weight_bits(self.config.feature_bits)
+        enc_u_b = recv_cipher(
+            self.channel,
+            pid,
+            f"{p}/u_b",
+            he.pk,
+            (self.in_dim, self.cols),
+            self.packer.slots,
+            scale,
+            self.config.timeout_s,
+        )
+        copies = ShiftedCopies(enc_u_b.rows, self.params.layout(), he.pk.nsquare, he.threads)
+        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
+
+    def _init_own_shares(self, rng: np.random.Generator) -> None:
+        v_b = check_init(self._init, "V_B", (self.in_dim, self.out_dim))
+        self._v_b = sample_share(rng, self.in_dim, self.out_dim) if v_b is None else v_b
+        bias = check_init(self._init, "bias", (self.out_dim,))
+        self._bias = np.zeros(self.out_dim) if bias is None else bias
+
+    def _relay_pair_seeds(self, p: str, keys: dict[str, PublicKey]) -> None:
+        """Forward public keys, then the encrypted pair seeds, between passive parties."""
+        ids = list(keys)
+        for pid in ids:
+            for other in ids:
+                if other != pid:
+                    self.channel.send(pid, f"{p}/pk/{other}", public_key_to_payload(keys[other]))
+        for j, low in enumerate(ids):
+            for high in ids[j + 1 :]:
+                payload = self.channel.recv(low, f"{p}/seed/{high}", self.config.timeout_s)
+                ciphertexts_from_payload(payload, keys[high], shape=(1, 1), slots=1, scale_bits=0)
+                self.channel.send(high, f"{p}/seed/{low}", payload)
+
+    def forward(self, tag: str, x: Features) -> np.ndarray:
+        """Run the forward exchange and return Z (N x out_dim float64).
+
+        Raises:
+            ValueError: bad features. PayloadError, ChannelError: see `setup`.
+        """
+        self._require_setup()
+        x = check_features(x, self.in_dim)
+        layout, f_z = self.params.layout(), self.params.output_bits
+        n, groups = x.shape[0], layout.groups(x.shape[0])
+        exps = exponents(x, self.config.feature_bits)
+        masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
+        local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
+        own = self._crypto.own
+        plain = own.decrypt(self._receive_m2_sum(tag, groups))
+        mask_sum = [sum(values) for values in zip(*(flat(m) for m in masks), strict=True)]
+        packed = [
+            to_signed(a + b + c, own.pk.n) for a, b, c in zip(plain, mask_sum, local, strict=True)
+        ]
+        grouped = self.packer.unpack(shaped(packed, self.cols), layout.rows * self.out_dim)
+        z = decode(layout.ungroup(grouped, n), f_z)
+        self._pending.remember(tag, x)
+        return z
+
+    def _receive_m2_sum(self, tag: str, groups: int) -> list[mpz]:
+        """The homomorphic sum of every passive party's m2 (flat)."""
+        own, total = self._crypto.own, list[mpz]()
+        for pid in self._links:
+            m2 = recv_cipher(
+                self.channel,
+                pid,
+                f"{tag}/m2",
+                own.pk,
+                (groups, self.cols),
+                self.packer.slots,
+                self.params.output_bits,
+                self.config.timeout_s,
+                crypto=self._crypto,
+            )
+            total = own.add(total, flat(m2.rows)) if total else flat(m2.rows)
+        return total
+
+    def _send_m1(self, tag: str, link: _Link, exps: sp.csr_matrix, n: int) -> list[list[int]]:
+        """Send m1 = [[X_B U_B^k - R_k]]_Ak and return the mask R_k."""
+        he, cols = link.he, self.cols
+        e = link.u_b_copies.product(self._crypto.matmul, exps, cols)
+        masks = statistical_masks(n, cols, self.packer.mask_bits)
+        m1 = he.rerandomize(he.add_plain(flat(e), [-r for r in flat(masks)]))
+        matrix = CipherMatrix(
+            shaped(m1, cols), cols, he.pk, self.packer.slots, self.params.output_bits
+        )
+        send_cipher(self.channel, link.party_id, f"{tag}/m1", matrix)
+        return masks
+
+    def backward(self, tag: str, grad_z: np.ndarray, lr: float, x: Features | None = None) -> None:
+        """Send m3 = [[lr * grad_z]]_B to every passive party and update V_B and the bias.
+
+        `x` defaults to the features of the forward step `tag` (else the latest one).
+
+        Raises:
+            ValueError: grad_z of the wrong shape or non-finite, lr not positive.
+            SecureError: no forward step to take the features from.
+        """
+        self._require_setup()
+        x = self._pending.take(tag, x)
+        step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
+        sent: dict[int, Payload] = {}
+        for pid, link in self._links.items():
+            bits = self.params.grad_bits(link.feature_bits)
+            if bits not in sent:
+                matrix = encrypt_matrix(self._crypto.own, self.packer, step, bits)
+                sent[bits] = ciphertexts_to_payload(matrix)
+            self.channel.send(pid, f"{tag}/m3", sent[bits])
+        self._v_b -= np.asarray(x.T @ step)
+        self._bias -= step.sum(axis=0)
+
+    def local_step(self, x: Features, grad_z: np.ndarray, lr: float) -> None:
+        """Update only B's own plaintext share V_B and the bias from a (cached) derivative.
+
+        Used by CELU local updates at B; nothing is sent. The new arrays replace the old
+        ones, so a concurrent forward sees either the old or the new share, never a mix.
+
+        Raises:
+            ValueError: bad features, grad_z of the wrong shape or non-finite, lr not positive.
+        """
+        self._require_setup()
+        x = check_features(x, self.in_dim)
+        step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
+        self._v_b = self._v_b - np.asarray(x.T @ step)
+        self._bias = self._bias - step.sum(axis=0)
+
+    def _require_setup(self) -> None:
+        if len(self._links) != len(self._ids):
+            raise SecureError("call setup() before forward() or backward()")

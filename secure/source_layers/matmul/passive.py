@@ -1,0 +1,289 @@
+"""A passive party (A_k) of the MatMul source layer: holds U_A, U_B^k and [[V_A]]_B.
+
+Forward: compute [[X_A V_A]]_B (cost O(nnz(X_A)), before m1 arrives), decrypt m1 to
+S = X_B U_B^k - R_k, add the plaintexts X_A U_A + S (+ the zero-sum mask M_k when
+K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G]]_B and update only the
+rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= X_A^T [[eta G]].
+With row packing (`matmul.row_packing`) m1 and m2 carry k rows per ciphertext; A either
+keeps [[V_A]] shifted by 0..k-1 rows (few features) or folds each group's rows of
+[[X_A V_A]] by Horner's rule (many features).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from secure.channel import Channel
+from secure.config import SecureConfig
+from secure.errors import PayloadError, SecureError
+from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.encoding import Packer
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import KeyPair
+from secure.source_layers.common import (
+    Features,
+    OwnsCrypto,
+    PartyCrypto,
+    PendingBatches,
+    check_features,
+    check_lr,
+    encrypt_matrix,
+    exponents,
+    flat,
+    pack_real,
+    recv_cipher,
+    send_cipher,
+    shaped,
+)
+from secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
+from secure.source_layers.matmul.setup import (
+    LayerParams,
+    check_init,
+    passive_info_payload,
+    seed_from_payload,
+    seed_payload,
+)
+from secure.source_layers.sharing import (
+    ZeroSumMasks,
+    new_seed,
+    pair_sign,
+    private_rng,
+    sample_share,
+)
+from secure.wire.ciphertexts import ciphertexts_from_payload
+from secure.wire.keys import public_key_from_payload, public_key_to_payload
+from secure.wire.payload import Payload
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _State:
+    """Everything a passive party knows after setup."""
+
+    params: LayerParams
+    packer: Packer
+    he_b: Paillier  # B's public key, with obfuscators for re-randomising m2
+    u_a: np.ndarray  # U_A, plaintext
+    u_b: np.ndarray  # U_B^k, plaintext (B holds it encrypted under our key)
+    v_a: CipherMatrix  # [[V_A]]_B, one row of packed ciphertexts per feature
+    v_a_packed: ShiftedCopies | HornerRows  # packs X_A [[V_A]] k rows a ciphertext
+    masks: ZeroSumMasks
+
+    @property
+    def cols(self) -> int:
+        return self.packer.columns(self.params.out_dim)
+
+
+class PassiveSourceLayer(OwnsCrypto):
+    """Party A_k's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        active_id: str,
+        in_dim: int,
+        out_dim: int,
+        config: SecureConfig,
+        seed: int,
+        init: dict | None = None,
+        *,
+        keypair: KeyPair | None = None,
+    ) -> None:
+        """`init` (tests only): "U_A" (in_dim x out_dim) and "U_B" (d_B x out_dim).
+
+        Raises:
+            ValueError: bad dimensions.
+            KeyError_: no key pair given and the configured key size is too small.
+        """
+        if in_dim < 1 or out_dim < 1:
+            raise ValueError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
+        self.channel, self.active_id, self.config, self.seed = channel, active_id, config, seed
+        self.in_dim, self.out_dim = in_dim, out_dim
+        self._init = init or {}
+        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=False)
+        self._state: _State | None = None
+        self._pending = PendingBatches(in_dim)
+        self.last_m3: CipherMatrix | None = None
+
+    def setup(self, tag_prefix: str) -> None:
+        """Exchange keys and parameters with the active party and initialise shares.
+
+        Raises:
+            PayloadError, KeyError_, ChannelError: the active party sent something
+                unusable (mismatched out_dim or key size, bad key) or nothing at all.
+        """
+        b, p, timeout, own = self.active_id, tag_prefix, self.config.timeout_s, self._crypto.own
+        self.channel.send(b, f"{p}/pk", public_key_to_payload(own.pk))
+        info = passive_info_payload(self.in_dim, self.config.feature_bits, self.config.key_bits)
+        self.channel.send(b, f"{p}/params", info)
+        key_b = public_key_from_payload(self.channel.recv(b, f"{p}/pk", timeout), b, self.config)
+        params = LayerParams.from_payload(self.channel.recv(b, f"{p}/params", timeout))
+        self._check_params(params)
+        packer, he_b = params.packer_checked(), self._crypto.add_peer(key_b)
+        rng = private_rng(self.seed, self._crypto.keypair.private, "passive")
+        u_a = self._share(rng, "U_A", self.in_dim)
+        u_b = self._share(rng, "U_B", params.active_in_dim)
+        enc_u_b = encrypt_matrix(own, packer, u_b, params.weight_bits(params.active_feature_bits))
+        send_cipher(self.channel, b, f"{p}/u_b", enc_u_b)
+        v_a = recv_cipher(
+            self.channel,
+            b,
+            f"{p}/v_a",
+            key_b,
+            (self.in_dim, packer.columns(self.out_dim)),
+            packer.slots,
+            params.weight_bits(self.config.feature_bits),
+            timeout,
+        )
+        packed = packed_products(
+            v_a.rows, params.layout(), self.in_dim, key_b.nsquare, he_b.threads
+        )
+        masks = ZeroSumMasks(self._pair_seeds(p, params) if len(params.passive_ids) > 1 else {})
+        self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
+        log.info("passive source layer %s: setup done", p)
+
+    def _check_params(self, params: LayerParams) -> None:
+        me = self.channel.party_id
+        if params.out_dim != self.out_dim or me not in params.passive_ids:
+            raise PayloadError(
+                f"the active party runs a layer of width {params.out_dim} with passive parties "
+                f"{list(params.passive_ids)}; this party ('{me}') expects width {self.out_dim}"
+            )
+        if params.key_bits != self.config.key_bits:
+            raise PayloadError(
+                f"the active party uses {params.key_bits}-bit keys, this party "
+                f"{self.config.key_bits}; set the same SecureConfig.key_bits everywhere"
+            )
+        params.grad_bits(self.config.feature_bits)
+
+    def _share(self, rng: np.random.Generator, name: str, rows: int) -> np.ndarray:
+        value = check_init(self._init, name, (rows, self.out_dim))
+        return sample_share(rng, rows, self.out_dim) if value is None else value
+
+    def _pair_seeds(self, p: str, params: LayerParams) -> dict[str, tuple[int, bytes]]:
+        """Agree a seed with every other passive party, relayed (encrypted) by B."""
+        b, me, ids = self.active_id, self.channel.party_id, list(params.passive_ids)
+        others = [pid for pid in ids if pid != me]
+        keys = {}
+        for pid in others:
+            payload = self.channel.recv(b, f"{p}/pk/{pid}", self.config.timeout_s)
+            keys[pid] = public_key_from_payload(payload, pid, self.config)
+        seeds: dict[str, tuple[int, bytes]] = {}
+        for pid in others:
+            if pair_sign(me, pid, ids) > 0:
+                seeds[pid] = (1, new_seed())
+                payload = seed_payload(seeds[pid][1], Paillier(keys[pid]))
+                self.channel.send(b, f"{p}/seed/{pid}", payload)
+        for pid in others:
+            if pair_sign(me, pid, ids) < 0:
+                payload = self.channel.recv(b, f"{p}/seed/{pid}", self.config.timeout_s)
+                seeds[pid] = (-1, seed_from_payload(payload, self._crypto.own))
+        return seeds
+
+    def forward(self, tag: str, x: Features) -> None:
+        """Answer the active party's m1 with m2 for this batch.
+
+        Raises:
+            ValueError: bad features. PayloadError, ChannelError: bad or missing m1.
+            SecureError: setup() has not run.
+        """
+        st = self._require_setup()
+        x = check_features(x, self.in_dim)
+        cols, he_b, f_z, layout = st.cols, st.he_b, st.params.output_bits, st.params.layout()
+        groups = layout.groups(x.shape[0])
+        xv = st.v_a_packed.product(
+            self._crypto.matmul, exponents(x, self.config.feature_bits), cols
+        )
+        own = self._crypto.own
+        m1 = recv_cipher(
+            self.channel,
+            self.active_id,
+            f"{tag}/m1",
+            own.pk,
+            (groups, cols),
+            st.packer.slots,
+            f_z,
+            self.config.timeout_s,
+            crypto=self._crypto,
+        )
+        xu = flat(pack_real(st.packer, layout.group_values(x @ st.u_a), f_z))
+        plain = [a + b for a, b in zip(xu, own.decrypt(flat(m1.rows)), strict=True)]
+        if st.masks.active:
+            zero_sum = flat(st.masks.next_masks(tag, groups, cols, int(he_b.pk.n)))
+            plain = [a + m for a, m in zip(plain, zero_sum, strict=True)]
+        m2 = he_b.rerandomize(he_b.add_plain(flat(xv), plain))
+        matrix = CipherMatrix(shaped(m2, cols), cols, he_b.pk, st.packer.slots, f_z)
+        send_cipher(self.channel, self.active_id, f"{tag}/m2", matrix)
+        self._pending.remember(tag, x)
+
+    def backward(self, tag: str, lr: float, x: Features | None = None) -> CipherMatrix:
+        """Receive m3 = [[eta G]]_B, apply it, and return it (e.g. for a CELU cache).
+
+        The active party folds its learning rate into m3, so the step applied is exactly
+        X_A^T [[eta G]]; `lr` is checked (positive, finite) but does not rescale it.
+        `x` defaults to the features of the forward step `tag` (else the latest one).
+
+        Raises:
+            PayloadError, ChannelError: bad or missing m3.
+            SecureError: setup() has not run, or no forward step to take x from.
+        """
+        st = self._require_setup()
+        x = self._pending.take(tag, x)
+        check_lr(lr)
+        m3 = recv_cipher(
+            self.channel,
+            self.active_id,
+            f"{tag}/m3",
+            st.he_b.pk,
+            (x.shape[0], st.cols),
+            st.packer.slots,
+            self._grad_bits(st),
+            self.config.timeout_s,
+            crypto=self._crypto,
+        )
+        self._apply(st, m3, x)
+        self.last_m3 = m3
+        return m3
+
+    def backward_cached(self, m3: CipherMatrix | Payload, x: Features, lr: float) -> None:
+        """Re-apply a stored [[eta G]]_B to the batch `x` (CELU local update, weight 1).
+
+        Raises:
+            PayloadError: m3 is not an [[eta G]] of this layer for len(x) rows.
+            ValueError: bad features or lr. SecureError: setup() has not run.
+        """
+        st = self._require_setup()
+        x = check_features(x, self.in_dim)
+        check_lr(lr)
+        shape, bits = (x.shape[0], st.cols), self._grad_bits(st)
+        if isinstance(m3, Payload):
+            m3 = ciphertexts_from_payload(
+                m3, st.he_b.pk, shape=shape, slots=st.packer.slots, scale_bits=bits
+            )
+        if m3.shape != shape or m3.scale_bits != bits or m3.key.n != st.he_b.pk.n:
+            raise PayloadError(
+                f"cached step has shape {m3.shape} at 2^{m3.scale_bits} under the key of "
+                f"'{m3.key_owner}'; expected {shape} at 2^{bits} under '{self.active_id}'"
+            )
+        self._apply(st, m3, x)
+
+    def _grad_bits(self, st: _State) -> int:
+        return st.params.grad_bits(self.config.feature_bits)
+
+    def _apply(self, st: _State, m3: CipherMatrix, x: Features) -> None:
+        """[[V_A]] -= X_A^T [[eta G]], touching only rows of features present in x."""
+        xt = exponents(x, self.config.feature_bits).T.tocsr()
+        present = np.flatnonzero(np.diff(xt.indptr))
+        if not present.size:
+            return
+        delta = self._crypto.matmul.matmul(-xt[present], m3.rows, st.he_b.pk.nsquare, st.cols)
+        st.v_a_packed.add(present.tolist(), delta)
+
+    def _require_setup(self) -> _State:
+        if self._state is None:
+            raise SecureError("call setup() before forward() or backward()")
+        return self._state

@@ -1,0 +1,205 @@
+"""Setup of the MatMul source layer: keys, protocol parameters and initial shares.
+
+Messages (tags under the setup prefix P; every payload is a public key, a control
+message of sizes and scales, or ciphertexts):
+
+    A_k -> B  P/pk, P/params      pk_Ak; d_Ak, f_X of A_k
+    B -> A_k  P/pk, P/params      pk_B; d_B, h, scales, slot layout, rows per m1/m2
+                                  ciphertext (chosen from every d_Ak), passive order
+    B -> A_k  P/v_a               [[V_Ak^(0)]]_B   (B samples V_Ak^(0))
+    A_k -> B  P/u_b               [[U_B^k]]_Ak     (A_k samples U_Ak and U_B^k)
+  only with K >= 2 passive parties (zero-sum masks, see `secure.source_layers.sharing`):
+    B -> A_k  P/pk/<A_j>          the other passive parties' public keys
+    A_j -> B -> A_k  P/seed/..    a 256-bit pair seed encrypted under pk_Ak, relayed by B
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from secure.config import SecureConfig
+from secure.errors import PayloadError
+from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.encoding import Packer
+from secure.paillier.engine import Paillier
+from secure.source_layers.matmul.row_packing import RowLayout, choose_rows
+from secure.source_layers.sharing import SEED_BYTES
+from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+from secure.wire.payload import (
+    Payload,
+    control_from_payload,
+    control_to_payload,
+    layer_params_from_payload,
+)
+
+_FIELDS = (
+    "out_dim",
+    "active_in_dim",
+    "active_feature_bits",
+    "output_bits",
+    "slot_bits",
+    "stat_bits",
+    "key_bits",
+    "rows_per_cipher",
+    "passive_ids",
+)
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """The protocol values of one source layer; the active party decides them."""
+
+    out_dim: int
+    active_in_dim: int
+    active_feature_bits: int
+    output_bits: int
+    slot_bits: int
+    stat_bits: int
+    key_bits: int
+    rows_per_cipher: int
+    passive_ids: tuple[str, ...]
+
+    @classmethod
+    def for_active(
+        cls, config: SecureConfig, in_dim: int, out_dim: int, passive_ids: Sequence[str]
+    ) -> LayerParams:
+        params = cls(
+            out_dim,
+            in_dim,
+            config.feature_bits,
+            config.output_bits,
+            config.slot_bits,
+            config.stat_bits,
+            config.key_bits,
+            1,
+            tuple(passive_ids),
+        )
+        params.grad_bits(config.feature_bits)
+        return params
+
+    def with_row_packing(self, limit: int | None, max_passive_in_dim: int) -> LayerParams:
+        """These parameters with rows per m1/m2 ciphertext chosen by the cost model of
+        `secure.source_layers.matmul.row_packing` (`limit`: SecureConfig.rows_per_cipher)."""
+        rows = choose_rows(self.out_dim, self.packer().slots, max_passive_in_dim, limit)
+        return replace(self, rows_per_cipher=rows)
+
+    def packer(self) -> Packer:
+        return Packer(self.key_bits, self.slot_bits, self.stat_bits)
+
+    def layout(self) -> RowLayout:
+        """How batch rows share the ciphertexts of m1 and m2."""
+        return RowLayout(self.rows_per_cipher, self.out_dim, self.slot_bits)
+
+    def weight_bits(self, feature_bits: int) -> int:
+        """Scale f_V of a weight share over features at 2^feature_bits."""
+        return self.output_bits - feature_bits
+
+    def grad_bits(self, feature_bits: int) -> int:
+        """Scale f_G of [[eta G]] for a party with features at 2^feature_bits.
+
+        Raises:
+            PayloadError: output_bits leaves no room for it (needs f_Z >= 2 f_X).
+        """
+        bits = self.output_bits - 2 * feature_bits
+        if bits < 0:
+            raise PayloadError(
+                f"output scale 2^{self.output_bits} is too small for features at "
+                f"2^{feature_bits}: raise output_bits to at least {2 * feature_bits}"
+            )
+        return bits
+
+    def to_payload(self) -> Payload:
+        fields = {name: getattr(self, name) for name in _FIELDS}
+        fields["passive_ids"] = ",".join(self.passive_ids)
+        return control_to_payload(fields)
+
+    @classmethod
+    def from_payload(cls, payload: Payload) -> LayerParams:
+        """Raises:
+        PayloadError: not a control payload, a field missing or not an integer.
+        """
+        ints, ids = layer_params_from_payload(payload, _FIELDS[:-1], "layer")
+        params = cls(passive_ids=ids, **ints)
+        params.packer_checked()
+        return params
+
+    def packer_checked(self) -> Packer:
+        """Raises:
+        PayloadError: the slot layout does not fit the key, or more rows per ciphertext
+            than its slots hold.
+        """
+        try:
+            packer = self.packer()
+        except ValueError as exc:
+            raise PayloadError(f"unusable layer parameters: {exc}") from exc
+        rows = self.rows_per_cipher
+        if rows < 1 or (rows > 1 and rows * self.out_dim > packer.slots):
+            raise PayloadError(
+                f"{self.rows_per_cipher} rows of {self.out_dim} outputs do not fit the "
+                f"{packer.slots} slots of one ciphertext; the parameters are corrupt"
+            )
+        return packer
+
+
+def passive_info_payload(in_dim: int, feature_bits: int, key_bits: int) -> Payload:
+    return control_to_payload(
+        {"in_dim": in_dim, "feature_bits": feature_bits, "key_bits": key_bits}
+    )
+
+
+def passive_info_from_payload(payload: Payload, params: LayerParams, party: str) -> tuple[int, int]:
+    """(in_dim, feature_bits) announced by a passive party.
+
+    Raises:
+        PayloadError: missing or malformed fields, or a key size different from B's.
+    """
+    fields = control_from_payload(payload, ("in_dim", "feature_bits", "key_bits"))
+    try:
+        in_dim, bits, key_bits = (int(fields[k]) for k in ("in_dim", "feature_bits", "key_bits"))
+    except ValueError as exc:
+        raise PayloadError(f"party '{party}' sent non-integer layer info: {exc}") from exc
+    if in_dim < 1 or not 0 <= bits <= 32:
+        raise PayloadError(f"party '{party}' announced in_dim={in_dim}, feature_bits={bits}")
+    if key_bits != params.key_bits:
+        raise PayloadError(
+            f"party '{party}' uses {key_bits}-bit keys, the active party {params.key_bits}; "
+            "set the same SecureConfig.key_bits on every party"
+        )
+    params.grad_bits(bits)
+    return in_dim, bits
+
+
+def check_init(init: dict | None, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A test-supplied initial share, shape-checked, or None.
+
+    Raises:
+        ValueError: wrong shape or non-finite values.
+    """
+    if not init or name not in init:
+        return None
+    value = np.asarray(init[name], dtype=np.float64)
+    if value.shape != shape or not np.all(np.isfinite(value)):
+        raise ValueError(f"init['{name}'] must be a finite array of shape {shape}")
+    return value.copy()
+
+
+def seed_payload(seed: bytes, he: Paillier) -> Payload:
+    """A pair seed encrypted under the receiving passive party's key."""
+    value = he.encrypt([int.from_bytes(seed, "big")])
+    return ciphertexts_to_payload(CipherMatrix([value], 1, he.pk, 1, 0))
+
+
+def seed_from_payload(payload: Payload, own: Paillier) -> bytes:
+    """Decrypt a relayed pair seed with our own private key.
+
+    Raises:
+        PayloadError: malformed ciphertexts or a value that is not a seed.
+    """
+    matrix = ciphertexts_from_payload(payload, own.pk, shape=(1, 1), slots=1, scale_bits=0)
+    value = own.decrypt(matrix.rows[0])[0]
+    if not 0 <= value < 1 << (8 * SEED_BYTES):
+        raise PayloadError("a relayed pair seed is out of range; the payload is corrupt")
+    return value.to_bytes(SEED_BYTES, "big")

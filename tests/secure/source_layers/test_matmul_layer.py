@@ -1,0 +1,227 @@
+"""The MatMul source layer over the in-process channel, parties as threads, against
+plaintext numpy training with the same initial weights W = U + V."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from proto import common_pb2
+from secure.channel import InProcessHub
+from secure.config import SecureConfig
+from secure.errors import KeyError_, PayloadError, SecureError
+from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.encoding import to_signed
+from secure.paillier.keys import generate_keypair
+from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from secure.wire.ciphertexts import ciphertexts_to_payload
+from tests.support.matmul_layer import (
+    LR,
+    RTOL,
+    batch,
+    close,
+    make_job,
+    plain_step,
+    secure_step,
+)
+from tests.support.numeric import assert_close
+from tests.support.reveal import reveal_weights_for_tests
+from tests.support.secure import config_for_tests, run_parties
+
+
+@pytest.mark.parametrize(
+    ("sparse", "k", "h"), [(False, 1, 5), (True, 1, 20), (False, 2, 20), (True, 2, 5)]
+)
+def test_training_matches_plaintext_training(test_keys, hub, sparse, k, h):
+    # Prepare
+    job = make_job(test_keys, k=k, h=h, hub=hub)
+    rng = np.random.default_rng(11)
+    # Execute / Assert: forward outputs and weights after 1 and after 3 SGD steps
+    for step in range(3):
+        xs, x_b = batch(rng, job, 16, sparse)
+        target = rng.normal(size=(16, h))
+        z = secure_step(job, f"train/b{step}", xs, x_b, target)
+        assert_close(z, plain_step(job.weights, xs, x_b, target), RTOL)
+        if step in (0, 2):
+            revealed = reveal_weights_for_tests(job.active, job.passives)
+            for name, expected in job.weights.items():
+                assert_close(revealed[name], expected, RTOL)
+    close(job)
+
+
+def test_only_ciphertexts_keys_and_setup_controls_cross_the_wire(test_keys):
+    job = make_job(test_keys, k=2)
+    rng = np.random.default_rng(2)
+    xs, x_b = batch(rng, job, 8, sparse=True)
+    secure_step(job, "train/b0", xs, x_b, np.zeros((8, 5)))
+    kinds = {}
+    for tag, _, data in job.envelopes:
+        payload = common_pb2.Payload.FromString(data)
+        kinds.setdefault(payload.WhichOneof("kind"), set()).add(tag.split("/")[-1])
+    assert set(kinds) <= {"ciphertexts", "public_key", "control"}
+    assert kinds["control"] == {"params"}
+    assert {"m1", "m2", "m3"} <= kinds["ciphertexts"]
+    close(job)
+
+
+def test_active_party_decrypts_only_the_aggregate_with_two_passive_parties(test_keys):
+    job = make_job(test_keys, k=2)
+    xs, x_b = batch(np.random.default_rng(3), job, 8, sparse=False)
+    secure_step(job, "train/b0", xs, x_b, np.zeros((8, 5)))
+    own, packer = job.active._crypto.own, job.active.packer
+    m2 = [d for tag, to, d in job.envelopes if tag.endswith("/m2")]
+    assert len(m2) == 2
+    for data in m2:  # each m2 alone is uniform mod n, far above the masked partial sums
+        blob = common_pb2.Payload.FromString(data).ciphertexts.blob
+        cts = [int.from_bytes(blob[i : i + 256], "big") for i in range(0, len(blob), 256)]
+        sizes = [abs(to_signed(m, int(own.pk.n))).bit_length() for m in own.decrypt(cts)]
+        assert min(sizes) > packer.mask_bits + 20  # K=1: below mask_bits + 2
+    close(job)
+
+
+def test_sparse_update_touches_only_present_feature_rows(test_keys):
+    job = make_job(test_keys, d_a=10)
+    passive = job.passives[0]
+    x = np.zeros((8, 10))
+    x[:, [1, 4]] = np.random.default_rng(4).normal(size=(8, 2))
+    before = [list(row) for row in passive._state.v_a.rows]
+    secure_step(job, "train/b0", {"A1": sp.csr_matrix(x)}, np.ones((8, 4)), np.zeros((8, 5)))
+    changed = [j for j, row in enumerate(passive._state.v_a.rows) if row != before[j]]
+    assert changed == [1, 4]
+    close(job)
+
+
+def test_cached_encrypted_step_can_be_reapplied(test_keys):
+    # Prepare
+    job = make_job(test_keys)
+    passive = job.passives[0]
+    rng = np.random.default_rng(5)
+    xs, x_b = batch(rng, job, 8, sparse=False)
+    target = rng.normal(size=(8, 5))
+    # Execute: one step, then re-apply its cached [[eta G]] twice (object and payload)
+    calls = [lambda: passive.forward("b0", xs["A1"])]
+    z = run_parties(lambda: job.active.forward("b0", x_b), *calls)[0]
+    grad = (z - target) / 8
+    cached = run_parties(
+        lambda: passive.backward("b0", LR), lambda: job.active.backward("b0", grad, LR)
+    )[0]
+    assert isinstance(cached, CipherMatrix) and passive.last_m3 is cached
+    passive.backward_cached(cached, xs["A1"], LR)
+    passive.backward_cached(ciphertexts_to_payload(cached), xs["A1"], LR)
+    # Assert: W_A moved by three steps, the active party's weights by one
+    plain_step(job.weights, xs, x_b, target)
+    job.weights["W_A/A1"] -= 2 * LR * xs["A1"].T @ grad
+    revealed = reveal_weights_for_tests(job.active, job.passives)
+    for name, expected in job.weights.items():
+        assert_close(revealed[name], expected, RTOL)
+    close(job)
+
+
+def test_binary_features_and_an_active_party_without_features(test_keys):
+    job = make_job(test_keys, d_b=0, config_a=config_for_tests(feature_bits=0))
+    rng = np.random.default_rng(6)
+    for step in range(2):
+        xs, x_b = batch(rng, job, 8, sparse=True, binary=True)
+        target = rng.normal(size=(8, 5))
+        z = secure_step(job, f"b{step}", xs, x_b, target)
+        assert_close(z, plain_step(job.weights, xs, x_b, target), RTOL)
+    revealed = reveal_weights_for_tests(job.active, job.passives)
+    assert_close(revealed["W_A/A1"], job.weights["W_A/A1"], RTOL)
+    close(job)
+
+
+def failing_setup(active: ActiveSourceLayer, passive: PassiveSourceLayer, hub: InProcessHub):
+    """Run a setup that the passive party must refuse; return what the active one raised."""
+    raised: list[BaseException] = []
+
+    def run_active() -> None:
+        try:
+            active.setup("setup")
+        except SecureError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run_active)
+    thread.start()
+    try:
+        passive.setup("setup")
+    finally:
+        hub.close("passive party refused the setup")
+        thread.join()
+    return raised
+
+
+def test_setup_rejects_a_layer_of_another_width(test_keys):
+    hub = InProcessHub()
+    active = ActiveSourceLayer(
+        hub.channel("B"), ["A1"], 4, 5, config_for_tests(), 0, keypair=test_keys["B"]
+    )
+    passive = PassiveSourceLayer(
+        hub.channel("A1"), "B", 6, 7, config_for_tests(), 0, keypair=test_keys["A1"]
+    )
+    with pytest.raises(PayloadError, match="width 5 .* expects width 7"):
+        failing_setup(active, passive, hub)
+
+
+def test_setup_rejects_a_peer_key_below_the_minimum(test_keys):
+    hub = InProcessHub()
+    active = ActiveSourceLayer(
+        hub.channel("B"), ["A1"], 4, 5, config_for_tests(), 0, keypair=test_keys["B"]
+    )
+    strict = SecureConfig(workers=1, obfuscator_pool=0, background_refill=False)
+    passive = PassiveSourceLayer(hub.channel("A1"), "B", 6, 5, strict, 0, keypair=test_keys["A1"])
+    with pytest.raises(KeyError_, match="1024 bits; the minimum is 2048"):
+        failing_setup(active, passive, hub)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("width", 128, "width 128 bytes"), ("blob", b"", "truncated"), ("key_owner", "A2", "'A2'")],
+)
+def test_a_malformed_m1_is_rejected_with_a_named_error(test_keys, field, value, message):
+    job = make_job(test_keys)
+    he = job.active._links["A1"].he
+    groups = job.active.params.layout().groups(8)  # batch rows share ciphertexts
+    m1 = CipherMatrix([he.encrypt([1])] * groups, 1, he.pk, job.active.packer.slots, 52)
+    payload = ciphertexts_to_payload(m1)
+    setattr(payload.ciphertexts, field, value)
+    job.active.channel.send("A1", "b0/m1", payload)
+    with pytest.raises(PayloadError, match=message):
+        job.passives[0].forward("b0", np.ones((8, 6)))
+    close(job)
+
+
+def test_bad_local_inputs_raise_before_anything_is_sent(test_keys):
+    hub = InProcessHub()
+    passive = PassiveSourceLayer(
+        hub.channel("A1"), "B", 6, 5, config_for_tests(), 0, keypair=test_keys["A1"]
+    )
+    with pytest.raises(SecureError, match="call setup"):
+        passive.forward("b0", np.ones((8, 6)))
+    job = make_job(test_keys)
+    with pytest.raises(ValueError, match="NaN"):
+        job.passives[0].forward("b0", np.full((8, 6), np.nan))
+    with pytest.raises(ValueError, match=r"shape \(N, 4\)"):
+        job.active.forward("b0", np.ones((8, 3)))
+    with pytest.raises(ValueError, match="passive_ids"):
+        ActiveSourceLayer(hub.channel("B"), [], 4, 5, config_for_tests(), 0, keypair=test_keys["B"])
+    close(job)
+
+
+@pytest.mark.slow
+def test_one_step_with_2048_bit_keys_matches_plaintext():
+    config = SecureConfig(workers=1, obfuscator_pool=0, background_refill=False, timeout_s=60)
+    keys = {p: generate_keypair(p, config) for p in ("B", "A1")}
+    job = make_job(keys, d_a=5, d_b=3, h=4, config_a=config, config_b=config)
+    assert job.active._crypto.own.pk.bits == 2048
+    rng = np.random.default_rng(9)
+    xs, x_b = batch(rng, job, 8, sparse=False)
+    target = rng.normal(size=(8, 4))
+    z = secure_step(job, "b0", xs, x_b, target)
+    assert_close(z, plain_step(job.weights, xs, x_b, target), RTOL)
+    revealed = reveal_weights_for_tests(job.active, job.passives)
+    for name, expected in job.weights.items():
+        assert_close(revealed[name], expected, RTOL)
+    close(job)

@@ -1,0 +1,26 @@
+"""Where the test data sets are, and the breast tables as a party's datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from party.data import DatasetConfig
+
+REPO = Path(__file__).resolve().parents[2]
+FATE = REPO / "coordinator" / "cli" / "data"
+DATA = REPO / "tests" / "data"
+
+
+def shared_data(*parts: str) -> Path:
+    """A data file copied into tests/data (see its README for sources and licences)."""
+    path = DATA.joinpath(*parts)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: restore tests/data from git")
+    return path
+
+
+def breast() -> dict[str, dict[str, DatasetConfig]]:
+    return {
+        "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
+        "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
+    }

@@ -1,0 +1,30 @@
+"""A small breast job spec and waiting for a job to end, for tests over real daemons."""
+
+from __future__ import annotations
+
+import time
+
+from coordinator.client import CoordinatorClient
+
+JOB = """
+job: {name}
+parties:
+  - {{id: bank, role: active, data: {{dataset: {bank}}}}}
+  - {{id: shop, role: passive, data: {{dataset: {shop}}}}}
+train: {{epochs: {epochs}, batch_size: 64}}
+validation: {{every: 10}}
+"""
+
+
+def job(name: str = "t", bank: str = "breast", shop: str = "breast", epochs: int = 3) -> str:
+    return JOB.format(name=name, bank=bank, shop=shop, epochs=epochs)
+
+
+def wait(client: CoordinatorClient, job_id: str, timeout: float = 120.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        view = client.get(job_id)
+        if view.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return view
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} still {view.state}")

@@ -1,0 +1,112 @@
+"""A MatMul source layer job for tests: secure layers over a hub, parties as threads, and
+the plaintext model with the same initial weights W = U + V that they must track."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from secure.channel import InProcessHub
+from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from tests.support.secure import config_for_tests, run_parties
+
+RTOL = 1e-4
+LR = 0.1
+
+
+@dataclass
+class Job:
+    """Secure layers of one test plus the plaintext model they must track."""
+
+    active: ActiveSourceLayer
+    passives: list[PassiveSourceLayer]
+    weights: dict[str, np.ndarray]
+    envelopes: list[tuple[str, str, bytes]] = field(default_factory=list)
+
+
+def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, seed=0, hub=None):
+    rng = np.random.default_rng(seed)
+    ids = [f"A{i + 1}" for i in range(k)]
+    hub, envelopes = hub or InProcessHub(), []
+
+    def hook(direction, sender, receiver, tag, data):
+        if direction == "sent":
+            envelopes.append((tag, receiver, data))
+
+    init_b = {"V_B": rng.normal(size=(d_b, h)) * 0.3, "bias": rng.normal(size=h) * 0.1}
+    weights = {"W_B": init_b["V_B"].copy(), "bias": init_b["bias"].copy()}
+    passives = []
+    for pid in ids:
+        init_a = {"U_A": rng.normal(size=(d_a, h)) * 0.3, "U_B": rng.normal(size=(d_b, h)) * 0.3}
+        init_b[f"V_A/{pid}"] = rng.normal(size=(d_a, h)) * 0.3
+        weights[f"W_A/{pid}"] = init_a["U_A"] + init_b[f"V_A/{pid}"]
+        weights["W_B"] = weights["W_B"] + init_a["U_B"]
+        passives.append(
+            PassiveSourceLayer(
+                hub.channel(pid, hook),
+                "B",
+                d_a,
+                h,
+                config_a or config_for_tests(),
+                7,
+                init_a,
+                keypair=test_keys[pid],
+            )
+        )
+    active = ActiveSourceLayer(
+        hub.channel("B", hook),
+        ids,
+        d_b,
+        h,
+        config_b or config_for_tests(),
+        3,
+        init_b,
+        keypair=test_keys["B"],
+    )
+    run_parties(lambda: active.setup("setup"), *[lambda p=p: p.setup("setup") for p in passives])
+    return Job(active, passives, weights, envelopes)
+
+
+def batch(rng, job: Job, n: int, sparse: bool, binary: bool = False):
+    xs = {}
+    for p in job.passives:
+        x = rng.normal(size=(n, p.in_dim))
+        if binary:
+            x = (x > 0.5).astype(float)
+        if sparse:
+            x[rng.random(size=x.shape) < 0.7] = 0.0
+            x = sp.csr_matrix(x)
+        xs[p.channel.party_id] = x
+    return xs, rng.normal(size=(n, job.active.in_dim))
+
+
+def plain_forward(w, xs, x_b) -> np.ndarray:
+    z = x_b @ w["W_B"] + w["bias"]
+    return z + sum(np.asarray(x @ w[f"W_A/{pid}"]) for pid, x in xs.items())
+
+
+def secure_step(job: Job, tag, xs, x_b, target) -> np.ndarray:
+    calls = [lambda p=p: p.forward(tag, xs[p.channel.party_id]) for p in job.passives]
+    z = run_parties(lambda: job.active.forward(tag, x_b), *calls)[0]
+    grad = (z - target) / len(z)
+    calls = [lambda p=p: p.backward(tag, LR) for p in job.passives]
+    run_parties(lambda: job.active.backward(tag, grad, LR), *calls)
+    return z
+
+
+def plain_step(w, xs, x_b, target) -> np.ndarray:
+    z = plain_forward(w, xs, x_b)
+    grad = (z - target) / len(z)
+    w["W_B"] -= LR * x_b.T @ grad
+    w["bias"] -= LR * grad.sum(axis=0)
+    for pid, x in xs.items():
+        w[f"W_A/{pid}"] -= LR * np.asarray(x.T @ grad)
+    return z
+
+
+def close(job: Job) -> None:
+    job.active.close()
+    for p in job.passives:
+        p.close()
