@@ -13,7 +13,8 @@ import grpc
 
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import COORDINATOR_ID, TlsFiles, dial
+from proto.rpc import COORDINATOR_ID, dial
+from secure.pki.certs import PartyFiles
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class JobView:
 class CoordinatorClient:
     """Thin wrapper; RPC errors surface as `grpc.RpcError` with the server's message."""
 
-    def __init__(self, address: str, tls: TlsFiles | None = None, timeout: float = 30.0):
+    def __init__(self, address: str, tls: PartyFiles | None = None, timeout: float = 30.0):
         self.address = address
         self.tls = tls
         self._channel = dial(address, tls, expect=COORDINATOR_ID)

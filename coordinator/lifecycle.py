@@ -17,9 +17,8 @@ from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError
 from coordinator.reports import RUNNING, check_report
 from coordinator.spec import JobSpec, parse_spec_text
 from coordinator.store import JobStore
-from party.transport.grpc_channel import PeerClients
 from proto import party_pb2
-from proto.rpc import COORDINATOR_ID, explain
+from proto.rpc import COORDINATOR_ID, PeerClients, explain
 from secure.pki.certs import CertError, check_party_id
 
 log = logging.getLogger(__name__)

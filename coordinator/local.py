@@ -21,11 +21,11 @@ from pathlib import Path
 
 import yaml
 
-from coordinator.cli.certs import ADMIN_ID, load_tls, local_federation
 from coordinator.client import CoordinatorClient, JobView
 from coordinator.errors import CoordinatorError
 from coordinator.spec import DataSpec, JobSpec
 from proto.rpc import COORDINATOR_ID
+from secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 STARTUP_TIMEOUT_S = 60.0
 
@@ -174,7 +174,7 @@ def run_local(
     client = None
     try:
         local_spec = topo.start(spec)
-        admin = load_tls(tls_dir, ADMIN_ID) if tls_dir else None
+        admin = load_identity(tls_dir, ADMIN_ID) if tls_dir else None
         client = CoordinatorClient(topo.coordinator_address, admin)
         job_id = client.submit(spec_to_yaml(local_spec))
         return watch(client, job_id)

@@ -12,9 +12,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
-from party.transport.grpc_channel import PeerClients
 from proto import coordinator_pb2_grpc
-from proto.rpc import TlsFiles, bind, make_server
+from proto.rpc import PeerClients, bind, make_server
+from secure.pki.certs import PartyFiles
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _monitor(running: CoordinatorServer, interval_s: float, grace_s: float) -> N
 def create_coordinator_server(
     db_path: str,
     listen: str,
-    tls: TlsFiles | None = None,
+    tls: PartyFiles | None = None,
     *,
     health_interval_s: float = 2.0,
     party_grace_s: float = 10.0,

@@ -18,8 +18,9 @@ from party.config import PartyConfig
 from party.errors import JobError
 from party.job import PartyJob
 from party.transport.audit import AuditLog
-from party.transport.grpc_channel import GrpcChannel, PeerClients
+from party.transport.grpc_channel import GrpcChannel
 from party.transport.wan import ShapedChannel, WanProfile
+from proto.rpc import PeerClients
 from secure.channel import Mailbox
 from secure.errors import ChannelClosed
 

@@ -13,17 +13,17 @@ from coordinator.client import CoordinatorClient
 from party.config import PartyConfig
 from party.daemon import DaemonOptions, PartyDaemon
 from party.servicer import PartyServicer
-from party.transport.grpc_channel import PeerClients
 from proto import party_pb2_grpc
 from proto.rpc import (
     COORDINATOR_ID,
-    TlsFiles,
+    PeerClients,
     bind,
     explain,
     handshake_failed,
     host_of,
     make_server,
 )
+from secure.pki.certs import PartyFiles
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class PartyServer:
 
 
 def create_party_server(
-    config: PartyConfig, tls: TlsFiles | None = None, options: DaemonOptions | None = None
+    config: PartyConfig, tls: PartyFiles | None = None, options: DaemonOptions | None = None
 ) -> PartyServer:
     """Start a party daemon on `config.listen` and register it with the coordinator.
 

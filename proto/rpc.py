@@ -4,8 +4,8 @@ Message sizes are set explicitly on both sides (DESIGN.md §2): the data plane s
 envelopes in 1 MiB chunks, so no single gRPC message needs more than `MAX_MESSAGE_BYTES`;
 a larger one gets RESOURCE_EXHAUSTED.
 
-Mutual TLS: a server bound with `TlsFiles` requires a client certificate from the
-federation CA; a client dialing with `TlsFiles` checks the server's certificate against the
+Mutual TLS: a server bound with `PartyFiles` requires a client certificate from the
+federation CA; a client dialing with `PartyFiles` checks the server's certificate against the
 same CA and, with `expect=<party id>`, that it names that party (the id is the TLS target
 name, and `vfl certs issue` puts it in the certificate's DNS names, so dialing by IP or
 service name works). Servicers ask `check_caller` whether the caller's certificate names
@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent import futures
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
 
-from secure.pki.certs import CertError, party_id_from_cert
+from proto import party_pb2_grpc
+from secure.pki.certs import CertError, PartyFiles, party_id_from_cert
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,15 +62,6 @@ _CA_HINT = (
 )
 
 
-@dataclass(frozen=True)
-class TlsFiles:
-    """PEM files for mutual TLS: the federation CA, this process's certificate and key."""
-
-    ca: str
-    cert: str
-    key: str
-
-
 def channel_options() -> list[tuple[str, object]]:
     return [
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -84,7 +76,7 @@ def _read(path: str) -> bytes:
         return fh.read()
 
 
-def dial(address: str, tls: TlsFiles | None = None, expect: str | None = None) -> grpc.Channel:
+def dial(address: str, tls: PartyFiles | None = None, expect: str | None = None) -> grpc.Channel:
     """Open a client channel to `address` (host:port), with mutual TLS if `tls` is given.
 
     With TLS and `expect`, the server's certificate must name party `expect`; without
@@ -93,7 +85,7 @@ def dial(address: str, tls: TlsFiles | None = None, expect: str | None = None) -
     if tls is None:
         return grpc.insecure_channel(address, options=channel_options())
     creds = grpc.ssl_channel_credentials(
-        root_certificates=_read(tls.ca),
+        root_certificates=_read(tls.ca_cert),
         private_key=_read(tls.key),
         certificate_chain=_read(tls.cert),
     )
@@ -181,7 +173,7 @@ def make_server(max_workers: int = 16) -> grpc.Server:
     )
 
 
-def bind(server: grpc.Server, address: str, tls: TlsFiles | None = None) -> int:
+def bind(server: grpc.Server, address: str, tls: PartyFiles | None = None) -> int:
     """Bind `address` (port 0 lets the OS pick) and return the bound port.
 
     Raises:
@@ -192,7 +184,7 @@ def bind(server: grpc.Server, address: str, tls: TlsFiles | None = None) -> int:
     else:
         creds = grpc.ssl_server_credentials(
             [(_read(tls.key), _read(tls.cert))],
-            root_certificates=_read(tls.ca),
+            root_certificates=_read(tls.ca_cert),
             require_client_auth=True,
         )
         port = server.add_secure_port(address, creds)
@@ -309,3 +301,26 @@ def call_with_status(
         log.exception("internal error")
         context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
     raise AssertionError("unreachable")  # context.abort raises
+
+
+class PeerClients:
+    """One gRPC channel per (peer address, party id), shared by all jobs of a daemon."""
+
+    def __init__(self, tls: PartyFiles | None = None) -> None:
+        self.tls = tls
+        self._lock = threading.Lock()
+        self._channels: dict[tuple[str, str], grpc.Channel] = {}
+
+    def stub(self, address: str, party_id: str) -> party_pb2_grpc.PartyServiceStub:
+        """A stub for party `party_id` at `address` (with TLS, its certificate must say so)."""
+        key = (address, party_id)
+        with self._lock:
+            if key not in self._channels:
+                self._channels[key] = dial(address, self.tls, expect=party_id)
+            return party_pb2_grpc.PartyServiceStub(self._channels[key])
+
+    def close(self) -> None:
+        with self._lock:
+            for ch in self._channels.values():
+                ch.close()
+            self._channels.clear()

@@ -47,7 +47,7 @@ def _write_port(path: str | None, port: int) -> None:
 def cmd_coordinator_serve(args: argparse.Namespace) -> int:
     from coordinator.server import create_coordinator_server
 
-    tls = certs.load_tls(args.tls, COORDINATOR_ID) if args.tls else None
+    tls = certs.load_identity(args.tls, COORDINATOR_ID) if args.tls else None
     stop = _daemon_setup(args)
     _warn_insecure(tls is None)
     server = create_coordinator_server(args.db, args.listen, tls)
@@ -70,7 +70,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     overrides = {"listen": args.listen, "coordinator": args.coordinator}
     overrides["advertise"] = args.advertise
     config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v})
-    tls = certs.load_tls(args.tls, config.party_id) if args.tls else None
+    tls = certs.load_identity(args.tls, config.party_id) if args.tls else None
     stop = _daemon_setup(args)
     _warn_insecure(tls is None)
     torch.set_num_threads(1)  # several parties share a machine's cores
@@ -101,3 +101,34 @@ def _warn_insecure(insecure: bool) -> None:
             "use --tls DIR (see `vfl certs`) outside a trusted network",
             file=sys.stderr,
         )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`vfl coordinator serve` and `vfl party serve`."""
+
+    def daemon_flags(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--port-file", help="write the bound port here once serving")
+        sp.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+
+    co = sub.add_parser("coordinator", help="the coordinator daemon")
+    co_sub = co.add_subparsers(dest="action", required=True)
+    cs = co_sub.add_parser("serve", help="serve the coordinator")
+    cs.add_argument("--db", default="jobs.sqlite", help="SQLite job store (created if absent)")
+    cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
+    certs.add_tls_flags(cs, client=False)
+    daemon_flags(cs)
+    cs.set_defaults(fn=cmd_coordinator_serve)
+
+    pa = sub.add_parser("party", help="the party daemon")
+    pa_sub = pa.add_subparsers(dest="action", required=True)
+    ps = pa_sub.add_parser("serve", help="serve a party next to its data")
+    ps.add_argument("--config", required=True, help="party.yaml")
+    ps.add_argument("--listen", help="override the config's listen address")
+    ps.add_argument("--coordinator", help="override the config's coordinator address")
+    ps.add_argument("--advertise", help="override the config's advertised host:port")
+    certs.add_tls_flags(ps, client=False)
+    ps.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
+    ps.add_argument("--bandwidth-mbps", type=float, help="emulate a WAN link: bandwidth")
+    ps.add_argument("--rtt-ms", type=float, help="emulate a WAN link: round-trip time")
+    daemon_flags(ps)
+    ps.set_defaults(fn=cmd_party_serve)

@@ -8,39 +8,15 @@ checks that the peer's certificate names the party it was dialed for.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
 import grpc
 
-from proto import party_pb2, party_pb2_grpc
-from proto.rpc import CHUNK_BYTES, TlsFiles, dial, explain, handshake_failed
+from proto import party_pb2
+from proto.rpc import CHUNK_BYTES, PeerClients, explain, handshake_failed
 from secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
 from secure.errors import ChannelClosed, ChannelError
-
-
-class PeerClients:
-    """One gRPC channel per (peer address, party id), shared by all jobs of a daemon."""
-
-    def __init__(self, tls: TlsFiles | None = None) -> None:
-        self.tls = tls
-        self._lock = threading.Lock()
-        self._channels: dict[tuple[str, str], grpc.Channel] = {}
-
-    def stub(self, address: str, party_id: str) -> party_pb2_grpc.PartyServiceStub:
-        """A stub for party `party_id` at `address` (with TLS, its certificate must say so)."""
-        key = (address, party_id)
-        with self._lock:
-            if key not in self._channels:
-                self._channels[key] = dial(address, self.tls, expect=party_id)
-            return party_pb2_grpc.PartyServiceStub(self._channels[key])
-
-    def close(self) -> None:
-        with self._lock:
-            for ch in self._channels.values():
-                ch.close()
-            self._channels.clear()
 
 
 def chunks(

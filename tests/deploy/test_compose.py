@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 import yaml
 
+from coordinator.cli import daemons, jobs
 from coordinator.cli import main as cli
 from coordinator.spec import parse_spec_text
 from party.config import PartyConfig, load_party_config
@@ -25,7 +26,7 @@ from party.config import PartyConfig, load_party_config
 pytestmark = pytest.mark.subprocess
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-DAEMONS = {"coordinator": cli.cmd_coordinator_serve}
+DAEMONS = {"coordinator": daemons.cmd_coordinator_serve}
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def port(address: str) -> int:
 
 
 def parties(services: dict) -> dict[str, dict]:
-    return {n: s for n, s in services.items() if parse(s["command"]).fn is cli.cmd_party_serve}
+    return {n: s for n, s in services.items() if parse(s["command"]).fn is daemons.cmd_party_serve}
 
 
 def party_config(service: dict) -> PartyConfig:
@@ -109,11 +110,11 @@ def test_certificates_are_each_process_own_bundle(services) -> None:
 def test_health_checks_call_the_grpc_health_service_of_their_own_daemon(services) -> None:
     for name, service in services.items():
         args = parse(service["command"])
-        if args.fn is cli.cmd_submit:
+        if args.fn is jobs.cmd_submit:
             continue
         test = service["healthcheck"]["test"]
         check = parse(test[1:])
-        assert test[0] == "CMD" and check.fn is cli.cmd_health
+        assert test[0] == "CMD" and check.fn is jobs.cmd_health
         assert port(check.address) == port(args.listen)
         assert (check.tls, check.identity) == (args.tls, name)
 
@@ -124,7 +125,7 @@ def test_coordinator_keeps_its_store_on_a_writable_volume_and_publishes_its_port
 
     service = services["coordinator"]
     args = parse(service["command"])
-    assert args.fn is cli.cmd_coordinator_serve
+    assert args.fn is daemons.cmd_coordinator_serve
     db_volume = mounts(service)[PurePosixPath(args.db).parent]
     assert db_volume == (DEPLOY / "run" / "db", False)
     assert service["ports"] == [f"127.0.0.1:{port(args.listen)}:{port(args.listen)}"]
@@ -133,7 +134,7 @@ def test_coordinator_keeps_its_store_on_a_writable_volume_and_publishes_its_port
 def test_submit_runs_the_demo_job_on_the_healthy_parties(services) -> None:
     service = services["submit"]
     args = parse(service["command"])
-    assert args.fn is cli.cmd_submit and args.wait and args.identity == "admin"
+    assert args.fn is jobs.cmd_submit and args.wait and args.identity == "admin"
     coordinator = parse(services["coordinator"]["command"])
     assert args.coordinator == f"coordinator:{port(coordinator.listen)}"
     spec = parse_spec_text(host_path(service, args.spec).read_text())

@@ -15,7 +15,6 @@ from pathlib import Path
 import grpc
 import pytest
 
-from coordinator.cli.certs import export_bundle, issue_identity, load_tls, local_federation
 from coordinator.client import CoordinatorClient
 from coordinator.server import create_coordinator_server
 from coordinator.spec import parse_spec_text
@@ -23,8 +22,9 @@ from party.config import PartyConfig
 from party.data import DatasetConfig
 from party.server import create_party_server
 from proto import party_pb2, party_pb2_grpc
-from proto.rpc import TlsFiles, dial, explain
-from secure.pki.certs import CertError, init_ca, issue
+from proto.rpc import dial, explain
+from secure.pki.certs import CertError, PartyFiles, init_ca, issue
+from secure.pki.federation import export_bundle, issue_identity, load_identity, local_federation
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
 
@@ -50,17 +50,15 @@ def pki(tmp_path_factory) -> dict[str, Path]:
     return {"fed": fed, "other": other}
 
 
-def files(ca_dir: Path, identity: str) -> TlsFiles:
-    return TlsFiles(
-        str(ca_dir / "ca.crt"), str(ca_dir / f"{identity}.crt"), str(ca_dir / f"{identity}.key")
-    )
+def files(ca_dir: Path, identity: str) -> PartyFiles:
+    return PartyFiles(ca_dir / "ca.crt", ca_dir / f"{identity}.crt", ca_dir / f"{identity}.key")
 
 
 @pytest.fixture(scope="module")
 def tls_topology(pki, tmp_path_factory):
     fed = pki["fed"]
     db = tmp_path_factory.mktemp("db") / "jobs.sqlite"
-    coord = create_coordinator_server(str(db), "127.0.0.1:0", load_tls(fed, "coordinator"))
+    coord = create_coordinator_server(str(db), "127.0.0.1:0", load_identity(fed, "coordinator"))
     address = f"127.0.0.1:{coord.port}"
     parties = [
         create_party_server(
@@ -70,7 +68,7 @@ def tls_topology(pki, tmp_path_factory):
                 address,
                 datasets={"breast": DatasetConfig("breast", str(FATE / file), label=y)},
             ),
-            load_tls(fed, pid),
+            load_identity(fed, pid),
         )
         for pid, file, y in (
             ("bank", "breast_hetero_guest.csv", "y"),
@@ -88,7 +86,7 @@ def rpc_error(fn) -> grpc.RpcError:
     return err.value
 
 
-def push(address: str, tls: TlsFiles | None, sender: str, expect: str = "bank", job_id="j"):
+def push(address: str, tls: PartyFiles | None, sender: str, expect: str = "bank", job_id="j"):
     chunk = party_pb2.PushChunk(
         job_id=job_id, tag="t", sender=sender, receiver=expect, data=b"x", total_size=1
     )
@@ -98,7 +96,7 @@ def push(address: str, tls: TlsFiles | None, sender: str, expect: str = "bank", 
 
 def test_a_job_runs_with_every_channel_mutually_authenticated(tls_topology, pki) -> None:
     address = tls_topology[0]
-    with CoordinatorClient(address, load_tls(pki["fed"], "admin")) as client:
+    with CoordinatorClient(address, load_identity(pki["fed"], "admin")) as client:
         view = wait(client, client.submit(job(epochs=2)))
     assert view.state == "SUCCEEDED", view.reason
     assert view.result["metrics"]["auc"] > 0.95 and view.result["intersection_size"] == 569
@@ -117,7 +115,7 @@ def test_a_client_with_a_foreign_or_expired_certificate_is_rejected(
 ) -> None:
     address = tls_topology[0]
     own = files(pki[ca], identity)
-    tls = TlsFiles(str(pki[trusts] / "ca.crt"), own.cert, own.key)
+    tls = PartyFiles(pki[trusts] / "ca.crt", own.cert, own.key)
     with CoordinatorClient(address, tls) as client:
         err = rpc_error(client.jobs)
     assert err.code() == grpc.StatusCode.UNAVAILABLE
@@ -188,26 +186,26 @@ def test_a_party_with_a_foreign_certificate_cannot_register(tls_topology, pki) -
         create_party_server(config, files(pki["other"], "bank"))
 
 
-def test_load_tls_names_the_problem(pki, tmp_path) -> None:
+def test_load_identity_names_the_problem(pki, tmp_path) -> None:
     fed = pki["fed"]
     with pytest.raises(CertError, match="missing: create it with `vfl certs issue CA_DIR"):
-        load_tls(fed, "nobody")
+        load_identity(fed, "nobody")
     with pytest.raises(CertError, match="expired on"):
-        load_tls(fed, "old")
+        load_identity(fed, "old")
     bundle = export_bundle(fed, "bank", tmp_path / "bank")
-    assert load_tls(bundle, "bank").cert == str(bundle / "bank.crt")
+    assert load_identity(bundle, "bank").cert == bundle / "bank.crt"
     (bundle / "bank.key").write_bytes((fed / "shop.key").read_bytes())
     with pytest.raises(CertError, match="does not belong to"):
-        load_tls(bundle, "bank")
+        load_identity(bundle, "bank")
     (bundle / "ca.crt").write_bytes((pki["other"] / "ca.crt").read_bytes())
     with pytest.raises(CertError, match="not issued by this federation's CA"):
-        load_tls(bundle, "bank")
+        load_identity(bundle, "bank")
     init_ca(tmp_path / "ca")
     issue_identity(tmp_path / "ca", "bank")
     (tmp_path / "ca" / "bank.crt").rename(tmp_path / "ca" / "shop.crt")
     (tmp_path / "ca" / "bank.key").rename(tmp_path / "ca" / "shop.key")
     with pytest.raises(CertError, match="names party 'bank', not 'shop'"):
-        load_tls(tmp_path / "ca", "shop")
+        load_identity(tmp_path / "ca", "shop")
 
 
 def vfl(*args: str) -> subprocess.CompletedProcess:

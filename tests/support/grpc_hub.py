@@ -9,9 +9,9 @@ into the party's `Mailbox`.
 from __future__ import annotations
 
 from party.servicer import PartyServicer
-from party.transport.grpc_channel import GrpcChannel, PeerClients
+from party.transport.grpc_channel import GrpcChannel
 from proto import party_pb2_grpc
-from proto.rpc import bind, make_server
+from proto.rpc import PeerClients, bind, make_server
 from secure.channel import EnvelopeHook, Mailbox
 
 

@@ -1,0 +1,100 @@
+"""A passive party of `protocol: blindfl`: its dense features in the MatMul layer, its
+categorical fields in the Embed-MatMul layer; it only ever sees ciphertexts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from celu.workset import CachedBatch
+from party.errors import JobError
+from party.training.blindfl.common import close_layers, features, secure_config
+from party.training.context import RoleContext, train_rounds
+from party.training.models import Inputs
+from secure.paillier.keys import generate_keypair
+from secure.source_layers.embed import PassiveEmbedLayer
+from secure.source_layers.matmul import PassiveSourceLayer
+from secure.wire.payload import control_to_payload
+
+
+class BlindPassiveTrainer:
+    """A passive party: dense features in the MatMul layer, categorical fields in the
+    Embed-MatMul layer (each only when the party has such inputs)."""
+
+    def __init__(self, ctx: RoleContext) -> None:
+        s, src = ctx.spec, ctx.spec.model.source
+        self.ctx = ctx
+        config = secure_config(ctx, ctx.inputs)
+        keypair = generate_keypair(ctx.party_id, config)
+        d = ctx.inputs.dense.shape[1]
+        if d == 0 and ctx.inputs.cat is None:
+            raise JobError(f"party '{ctx.party_id}' has no features to train on")
+        self.src = (
+            None
+            if d == 0
+            else PassiveSourceLayer(
+                ctx.channel, s.active.id, d, src.out_dim, config, s.train.seed, keypair=keypair
+            )
+        )
+        self.embed = (
+            None
+            if ctx.inputs.cat is None
+            else PassiveEmbedLayer(
+                ctx.channel,
+                s.active.id,
+                list(ctx.inputs.cardinalities),
+                src.embedding_dim,
+                src.out_dim,
+                config,
+                s.train.seed,
+                keypair=keypair,
+            )
+        )
+        self.lr = src.lr or s.train.lr  # B builds the rate into [[lr G]]
+        self.updater = ctx.local_updater(self.local_update)
+
+    def run(self) -> dict:
+        try:
+            self._setup()
+            return train_rounds(self.ctx, self.updater, self.step, self.validate)
+        finally:
+            close_layers(self.src, self.embed)
+
+    def step(self, rnd: int, rows: np.ndarray) -> None:
+        m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
+        self.updater.record_round(rnd, rows, m3)
+
+    def validate(self, rnd: int) -> None:
+        self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
+
+    def _setup(self) -> None:
+        inputs = self.ctx.inputs
+        layout = {
+            "dense": inputs.dense.shape[1],
+            "vocab": ",".join(str(v) for v in inputs.cardinalities),
+        }
+        self.ctx.channel.send(self.ctx.spec.active.id, "layout", control_to_payload(layout))
+        if self.src is not None:
+            self.src.setup("src")
+        if self.embed is not None:
+            self.embed.setup("emb")
+
+    def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, train: bool = False):
+        x = features(inputs, rows)
+        if self.src is not None:
+            self.src.forward(tag, x)
+        if self.embed is not None:
+            self.embed.forward(f"{tag}/emb", inputs.take(rows)[1].numpy())
+        if not train:
+            return None
+        m3 = None if self.src is None else self.src.backward(tag, self.lr, x)
+        if self.embed is not None:
+            self.embed.backward(f"{tag}/emb", self.lr)
+        return m3
+
+    def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
+        """Re-apply a cached [[lr G]] to the MatMul share with weight 1 (the Embed-MatMul
+        step needs B's interaction, so it is not replayed)."""
+        if self.src is not None and entry.derivative is not None:
+            self.src.backward_cached(
+                entry.derivative, features(self.ctx.inputs, entry.activation), self.lr
+            )
