@@ -179,7 +179,7 @@ def run_one(spec: dict) -> dict:
     view = run_local(parse_spec(spec), lambda c, j: follow(c, j, show=False))
     if view.state != "SUCCEEDED":
         raise SystemExit(f"benchmark job failed: {view.reason}")
-    return view.result
+    return view.to_plain()
 
 
 def to_target(history: list[dict], target: float) -> tuple[int | None, float | None]:

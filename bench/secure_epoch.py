@@ -58,7 +58,7 @@ def run(protocol: str, epochs: int, key_bits: int) -> dict:
     view = run_local(parse_spec(job_spec(protocol, epochs, key_bits)), lambda c, j: follow(c, j))
     if view.state != "SUCCEEDED":
         raise SystemExit(f"{protocol} job failed: {view.reason}")
-    result = view.result
+    result = view.to_plain()
     seconds = result["history"][-1]["train_seconds"]
     return {
         "seconds": seconds,

@@ -5,40 +5,46 @@ With TLS, the coordinator's certificate must name the identity `coordinator`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-import grpc
-
+from coordinator.states import JobState, state_name
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
 from proto.rpc import COORDINATOR_ID, dial
+from proto.serde import to_plain
 from secure.pki.certs import PartyFiles
 
 
 @dataclass(frozen=True)
 class JobView:
+    """A job as a user sees it: its state by name ("TRAINING"), reason and typed result."""
+
     job_id: str
     name: str
     state: str
     reason: str
     created_at: float
     updated_at: float
-    result: dict
+    result: pb.JobResult
 
     @staticmethod
     def from_proto(resp: pb.GetJobResponse) -> JobView:
         j = resp.job
         return JobView(
-            j.job_id,
-            j.name,
-            j.state,
-            j.reason,
-            j.created_at,
-            j.updated_at,
-            json.loads(resp.result_json or "{}"),
+            j.job_id, j.name, state_name(j.state), j.reason, j.created_at, j.updated_at, resp.result
         )
+
+    def to_plain(self) -> dict[str, Any]:
+        """The job as `vfl ... --json` prints it: its result's fields, its state and reason;
+        each validation's metrics inline, as {"round", "seconds", ..., "auc"}."""
+        out = {k: v for k, v in to_plain(self.result).items() if k != "started_at"}
+        out.update(job=self.job_id, state=self.state)
+        if self.reason:
+            out["reason"] = self.reason
+        out["history"] = [{**h, **h.pop("metrics", {})} for h in out.get("history", [])]
+        return out
 
 
 class CoordinatorClient:
@@ -60,9 +66,6 @@ class CoordinatorClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def wait_ready(self, timeout: float) -> None:
-        grpc.channel_ready_future(self._channel).result(timeout=timeout)
-
     def submit(self, spec_yaml: str) -> str:
         req = pb.SubmitJobRequest(spec_yaml=spec_yaml)
         return self._stub.SubmitJob(req, timeout=self._timeout).job_id
@@ -79,21 +82,15 @@ class CoordinatorClient:
             yield JobView.from_proto(resp)
 
     def cancel(self, job_id: str) -> str:
-        return self._stub.CancelJob(pb.CancelJobRequest(job_id=job_id), timeout=self._timeout).state
+        """Cancel a job; returns the state it is in afterwards, by name."""
+        req = pb.CancelJobRequest(job_id=job_id)
+        state: JobState = self._stub.CancelJob(req, timeout=self._timeout).state
+        return state_name(state)
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)
         self._stub.RegisterParty(req, timeout=self._timeout)
 
-    def report(
-        self, job_id: str, party_id: str, event: str, state: str = "", payload: dict | None = None
-    ) -> bool:
+    def report(self, request: pb.ReportProgressRequest) -> bool:
         """Send a progress report; returns True if the coordinator says to stop the job."""
-        req = pb.ReportProgressRequest(
-            job_id=job_id,
-            party_id=party_id,
-            event=event,
-            state=state,
-            payload_json=json.dumps(payload or {}),
-        )
-        return self._stub.ReportProgress(req, timeout=self._timeout).cancel
+        return self._stub.ReportProgress(request, timeout=self._timeout).cancel

@@ -1,49 +1,52 @@
-"""The job life cycle (DESIGN.md §3): submit, launch on the parties, progress, end states.
+"""The job life cycle: submit, launch on the parties, fold in their reports, end states.
 
-SUBMITTED -> ALIGNING -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED with a reason.
-The coordinator talks to parties over the control plane only; it never sees a payload.
+SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
+with a reason (`coordinator.states`). The coordinator talks to parties over the control
+plane only (`coordinator.party_control`); it never sees a payload. Reports are folded in
+by `coordinator.reports`, silent parties found by `coordinator.health`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-
-import grpc
+from collections.abc import Callable
+from typing import Any
 
 from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError
-from coordinator.reports import RUNNING, check_report
+from coordinator.health import PartyHealth
+from coordinator.logs import job_context
+from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
+from coordinator.reports import apply_report, check_report
 from coordinator.spec import JobSpec, parse_spec_text
+from coordinator.states import ALIGNING, CANCELLED, FAILED, SUBMITTED, JobState, state_name
 from coordinator.store import JobStore
-from proto import party_pb2
-from proto.rpc import COORDINATOR_ID, PeerClients, explain
+from proto import coordinator_pb2 as pb
+from proto.rpc import COORDINATOR_ID, PeerClients
 from secure.pki.certs import CertError, check_party_id
 
 log = logging.getLogger(__name__)
 
-CONTROL_TIMEOUT_S = 60.0
+__all__ = ["CONTROL_TIMEOUT_S", "Lifecycle"]
 
 
 class Lifecycle:
     """Args:
     store: the job database.
     parties: gRPC clients of the party daemons.
-    control_timeout_s: deadline of a control call (StartJob). PrepareJob, which loads
-        and checks a party's table, may take as long as the job's own ``train.timeout_s``
-        when that is longer: a big table loads for minutes, and the health monitor
-        notices a party that dies meanwhile.
+    control_timeout_s: deadline of a control call (see `PartyControl`).
     """
 
     def __init__(
         self, store: JobStore, parties: PeerClients, control_timeout_s: float = CONTROL_TIMEOUT_S
     ) -> None:
         self.store = store
-        self._parties = parties
-        self._control_timeout_s = control_timeout_s
+        self.control = PartyControl(store, parties, control_timeout_s)
+        self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.fail)
         self._lock = threading.Lock()
-        self._silent_since: dict[tuple[str, str], float] = {}
+        self._specs: dict[str, JobSpec] = {}  # parsed once per job
         # jobs being launched whose parties have not been sent PrepareJob yet: no party can
         # hold such a job, so the monitor only checks that its parties answer
         self._unprepared: set[str] = set()
@@ -66,19 +69,21 @@ class Lifecycle:
                 "(`vfl run` accepts paths because it starts the parties itself)"
             )
         job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
+        with self._lock:
+            self._specs[job_id] = spec
+        log.info("job %s submitted (%s, %d parties)", job_id, spec.protocol, len(spec.parties))
         self._spawn(job_id)
         return job_id
 
-    def cancel(self, job_id: str) -> str:
+    def cancel(self, job_id: str) -> JobState:
         record = self.store.get(job_id)
         if not record.terminal:
-            self.store.set_state(job_id, "CANCELLED", "cancelled by the user")
-            self._abort_all(job_id, JobSpec.from_json(record.spec_json), "cancelled by the user")
+            self.end(job_id, CANCELLED, "cancelled by the user")
         return self.store.get(job_id).state
 
     def resume_pending(self) -> None:
         """After a restart: launch jobs that were submitted but not yet started."""
-        for job_id in self.store.in_states("SUBMITTED"):
+        for job_id in self.store.in_states(SUBMITTED):
             self._spawn(job_id)
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
@@ -100,130 +105,90 @@ class Lifecycle:
                 f"party address {address!r} is not host:port (e.g. bank.example.org:7701)"
             )
         self.store.register_party(party_id, address, datasets)
+        log.info("party %s registered at %s", party_id, address)
+
+    def spec(self, job_id: str) -> JobSpec:
+        """The parsed spec of a job (parsed once, then kept)."""
+        with self._lock:
+            spec = self._specs.get(job_id)
+        if spec is None:
+            spec = JobSpec.from_json(self.store.get(job_id).spec_json)
+            with self._lock:
+                self._specs[job_id] = spec
+        return spec
 
     # --- party reports -----------------------------------------------------------------
 
-    def report(self, job_id: str, party_id: str, event: str, state: str, payload: dict) -> bool:
+    def report(self, party_id: str, request: pb.ReportProgressRequest) -> bool:
         """Record a party's report; returns True if the party should stop the job.
 
         Raises:
-            UnknownJob, SpecError, CoordinatorError: no such job, party, event or field type.
+            UnknownJob, SpecError, CoordinatorError: no such job, a party not in the job,
+                or a malformed report.
         """
+        job_id = request.job_id
+        with job_context(job_id):
+            return self._report(job_id, party_id, request)
+
+    def _report(self, job_id: str, party_id: str, request: pb.ReportProgressRequest) -> bool:
         record = self.store.get(job_id)
-        check_report(event, state, payload)
+        event = check_report(request)
         if record.terminal:
             return True
-        spec = JobSpec.from_json(record.spec_json)
+        spec = self.spec(job_id)
         spec.party(party_id)  # SpecError if the party is not in the job
         if event in ("round", "validation"):
-            self.store.add_metric(job_id, party_id, event, payload)
+            self.store.add_metric(job_id, party_id, event, getattr(request, event))
         with self._lock:
-            record = self.store.get(job_id)
-            result = dict(record.result)
-            if event == "state" and state and party_id == spec.active.id:
-                self.store.set_state(job_id, state)
-            elif event == "round":
-                result.update(
-                    round=payload.get("round"),
-                    total_rounds=payload.get("total_rounds"),
-                    loss=payload.get("loss"),
-                )
-                self.store.update_result(job_id, result)
-            elif event == "aligned" and party_id == spec.active.id:
-                for key in ("intersection_size", "psi_seconds"):
-                    result[key] = payload.get(key)
-                self.store.update_result(job_id, result)
-            elif event == "validation":
-                entry = {
-                    "round": payload.get("round"),
-                    "seconds": round(time.time() - result.get("started_at", time.time()), 3),
-                    **payload.get("metrics", {}),
-                }
-                result.setdefault("history", []).append(entry)
-                result["metrics"] = payload.get("metrics", {})
-                self.store.update_result(job_id, result)
-            elif event == "done":
-                self._party_done(job_id, spec, party_id, result, payload)
-            elif event == "failed":
-                reason = str(payload.get("reason", f"party '{party_id}' failed"))
-                self.store.set_state(job_id, "FAILED", reason)
-                self._background(self._abort_all, job_id, spec, reason)
+            outcome = apply_report(self.store.get(job_id).result, spec, party_id, request)
+        if outcome.state == FAILED:
+            self.end(job_id, FAILED, outcome.reason, background=True)
+        elif outcome.state is not None:
+            self.store.set_state(job_id, outcome.state, result=outcome.result)
+            log.info("%s (reported by %s)", state_name(outcome.state), party_id)
+        else:
+            self.store.update_result(job_id, outcome.result)
         return self.store.get(job_id).terminal
 
-    def _party_done(
-        self, job_id: str, spec: JobSpec, party_id: str, result: dict, payload: dict
-    ) -> None:
-        done = result.setdefault("parties", {})
-        done[party_id] = {
-            "bytes_sent": payload.get("bytes_sent", 0),
-            "seconds": payload.get("seconds"),
-            "local_updates": payload.get("local_updates", 0),
-        }
-        if party_id == spec.active.id:
-            for key in ("rounds", "metrics", "history", "local_updates"):
-                if key in payload:
-                    result[key] = payload[key]
-        result["bytes_sent"] = sum(int(p.get("bytes_sent") or 0) for p in done.values())
-        if set(done) == {p.id for p in spec.parties}:
-            result["seconds"] = round(time.time() - result.get("started_at", time.time()), 3)
-            self.store.set_state(job_id, "SUCCEEDED", result=result)
+    # --- ending ------------------------------------------------------------------------
+
+    def end(self, job_id: str, state: JobState, reason: str, background: bool = False) -> None:
+        """Move a job to an end state (unless it already ended) and abort it everywhere."""
+        with job_context(job_id):
+            self._end(job_id, state, reason, background)
+
+    def _end(self, job_id: str, state: JobState, reason: str, background: bool) -> None:
+        if not self.store.set_state(job_id, state, reason):
+            return
+        log.info("%s: %s", state_name(state), reason)
+        spec = self.spec(job_id)
+        if background:
+            self._background(self.control.abort_all, job_id, spec, reason)
         else:
-            self.store.update_result(job_id, result)
+            self.control.abort_all(job_id, spec, reason)
+
+    def fail(self, job_id: str, spec: JobSpec, reason: str) -> None:
+        self.end(job_id, FAILED, reason)
 
     # --- party health ----------------------------------------------------------------
 
     def check_parties(self, grace_s: float) -> None:
         """Fail running jobs whose parties stopped answering or lost the job."""
-        known = self.store.parties()
-        for job_id in self.store.in_states(*RUNNING):
-            record = self.store.get(job_id)
-            spec = JobSpec.from_json(record.spec_json)
-            finished = set(record.result.get("parties", {}))
-            for p in spec.parties:
-                if p.id in finished or p.id not in known:
-                    continue
-                problem = self._probe(p.id, known[p.id], job_id, self._holds_job(job_id))
-                key = (job_id, p.id)
-                if problem is None:
-                    self._silent_since.pop(key, None)
-                    continue
-                first = self._silent_since.setdefault(key, time.monotonic())
-                if time.monotonic() - first >= grace_s:
-                    self._silent_since.pop(key, None)
-                    if self.store.set_state(job_id, "FAILED", problem):
-                        self._abort_all(job_id, spec, problem)
-                    break
+        self.health.check(grace_s)
 
     def _holds_job(self, job_id: str) -> bool:
         """Whether the parties of `job_id` should know it by now (were sent PrepareJob)."""
         with self._lock:
             return job_id not in self._unprepared
 
-    def _probe(self, party_id: str, address: str, job_id: str, holds_job: bool) -> str | None:
-        try:
-            info = self._parties.stub(address, party_id).GetPartyInfo(
-                party_pb2.GetPartyInfoRequest(), timeout=5
-            )
-        except grpc.RpcError as exc:
-            return (
-                f"party '{party_id}' at {address} stopped answering during the job "
-                f"({explain(exc, address, self._parties.tls is not None, party_id)}); "
-                "restart its daemon and submit the job again"
-            )
-        if holds_job and job_id not in info.running_jobs:
-            return (
-                f"party '{party_id}' lost job {job_id} (was its daemon restarted?); "
-                "submit the job again"
-            )
-        return None
-
     # --- launching ---------------------------------------------------------------------
 
     def _spawn(self, job_id: str) -> None:
         self._background(self._launch, job_id)
 
-    def _background(self, target, *args) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True)
+    def _background(self, target: Callable[..., Any], *args: Any) -> None:
+        context = contextvars.copy_context()  # a job's abort thread names the job
+        thread = threading.Thread(target=context.run, args=(target, *args), daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
 
@@ -234,93 +199,32 @@ class Lifecycle:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _launch(self, job_id: str) -> None:
+        with job_context(job_id):
+            self._launch_job(job_id)
+
+    def _launch_job(self, job_id: str) -> None:
         record = self.store.get(job_id)
-        spec = JobSpec.from_json(record.spec_json)
+        spec = self.spec(job_id)
         with self._lock:
             self._unprepared.add(job_id)
         try:
-            addresses = self._addresses(spec)
-            self.store.set_state(
-                job_id, "ALIGNING", result={"job": job_id, "started_at": time.time()}
-            )
-            peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
-            self._prepare_all(job_id, record.spec_json, spec, addresses, peers)
+            addresses = self.control.addresses(spec)
+            started = pb.JobResult(job=job_id, started_at=time.time())
+            self.store.set_state(job_id, ALIGNING, result=started)
+            with self._lock:
+                self._unprepared.discard(job_id)
+            self.control.prepare_all(job_id, record.spec_json, spec, addresses)
             ended = self.store.get(job_id)
             if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
-                self._abort_all(job_id, spec, ended.reason)
+                self.control.abort_all(job_id, spec, ended.reason)
                 return
-            for p in spec.parties:
-                self._call(
-                    p.id, addresses[p.id], "StartJob", party_pb2.StartJobRequest(job_id=job_id)
-                )
-            log.info("job %s started on %d parties", job_id, len(spec.parties))
+            self.control.start_all(job_id, spec, addresses)
+            log.info("started on %d parties", len(spec.parties))
         except PartyUnavailable as exc:
-            self.store.set_state(job_id, "FAILED", str(exc))
-            self._abort_all(job_id, spec, str(exc))
+            self.end(job_id, FAILED, str(exc))
+        except Exception:
+            log.exception("launch failed unexpectedly")
+            self.end(job_id, FAILED, "the coordinator failed to launch the job (see its log)")
         finally:
             with self._lock:
                 self._unprepared.discard(job_id)
-
-    def _prepare_all(
-        self,
-        job_id: str,
-        spec_json: str,
-        spec: JobSpec,
-        addresses: dict[str, str],
-        peers: list[party_pb2.PeerAddress],
-    ) -> None:
-        """PrepareJob on every party at once: launching waits for the slowest load, not
-        their sum.
-
-        Raises:
-            PartyUnavailable: the first party (in spec order) that could not prepare,
-                once every party has answered.
-        """
-        request = party_pb2.PrepareJobRequest(job_id=job_id, spec_json=spec_json, peers=peers)
-        deadline = max(self._control_timeout_s, spec.train.timeout_s)
-        with self._lock:
-            self._unprepared.discard(job_id)
-        with ThreadPoolExecutor(len(spec.parties), thread_name_prefix="prepare") as pool:
-            futures = [
-                pool.submit(self._call, p.id, addresses[p.id], "PrepareJob", request, deadline)
-                for p in spec.parties
-            ]
-        for future in futures:
-            future.result()
-
-    def _addresses(self, spec: JobSpec) -> dict[str, str]:
-        known = self.store.parties()
-        missing = [p.id for p in spec.parties if p.id not in known]
-        if missing:
-            raise PartyUnavailable(
-                f"part{'ies' if len(missing) > 1 else 'y'} {missing} never registered with "
-                "this coordinator; start each with `vfl party serve --config party.yaml` "
-                "pointing its 'coordinator' at this coordinator"
-            )
-        return {p.id: known[p.id] for p in spec.parties}
-
-    def _call(
-        self, party_id: str, address: str, method: str, request, timeout: float | None = None
-    ) -> object:
-        stub = self._parties.stub(address, party_id)
-        try:
-            return getattr(stub, method)(request, timeout=timeout or self._control_timeout_s)
-        except grpc.RpcError as exc:
-            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                why = explain(exc, address, self._parties.tls is not None, party_id)
-                raise PartyUnavailable(
-                    f"party '{party_id}' at {address} is not reachable ({exc.code().name}: "
-                    f"{why}); check that its daemon is running and the address is right"
-                ) from None
-            raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None
-
-    def _abort_all(self, job_id: str, spec: JobSpec, reason: str) -> None:
-        known = self.store.parties()
-        for p in spec.parties:
-            if p.id in known:
-                try:
-                    self._parties.stub(known[p.id], p.id).AbortJob(
-                        party_pb2.AbortJobRequest(job_id=job_id, reason=reason), timeout=5
-                    )
-                except grpc.RpcError:
-                    pass  # an unreachable party has nothing left to stop

@@ -1,41 +1,100 @@
-"""What a party may report about a job, checked before a report touches the job."""
+"""Party reports: checked, then folded into the job's typed result.
+
+A party reports the stages it reaches, PSI's outcome, rounds, validations, and how it
+ended (`vfl.v1.ReportProgressRequest`, one message per event). `apply_report` turns one
+report into the job's next result and, where the report ends the job, its end state.
+"""
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import dataclass
+
 from coordinator.errors import CoordinatorError
+from coordinator.spec import JobSpec
+from coordinator.states import FAILED, RUNNING, SUCCEEDED, JobState, state_name
+from proto import coordinator_pb2 as pb
 
-RUNNING = ("ALIGNING", "KEYING", "TRAINING", "VALIDATING")
-EVENTS = ("state", "aligned", "round", "validation", "done", "failed")
-_NUMBER = (int, float, type(None))
-_PAYLOAD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "round": (int, type(None)),
-    "total_rounds": (int, type(None)),
-    "rounds": int,
-    "loss": _NUMBER,
-    "seconds": _NUMBER,
-    "psi_seconds": _NUMBER,
-    "intersection_size": (int, type(None)),
-    "bytes_sent": (int, type(None)),
-    "local_updates": (int, type(None)),
-    "metrics": dict,
-    "history": list,
-    "reason": str,
-}
+EVENTS = ("stage", "aligned", "round", "validation", "done", "failed")
 
 
-def check_report(event: str, state: str, payload: dict) -> None:
-    """Check a party's report before it touches the job.
+@dataclass(frozen=True)
+class Outcome:
+    """What a report changes: the result to store, and a state to move to (or None)."""
+
+    result: pb.JobResult
+    state: JobState | None = None
+    reason: str = ""
+
+
+def check_report(request: pb.ReportProgressRequest) -> str:
+    """The report's event name, once the report is well formed.
 
     Raises:
-        CoordinatorError: an unknown event or state, or a payload field of the wrong type.
+        CoordinatorError: no event, a stage a party cannot report, or a number that is
+            not finite.
     """
-    if event not in EVENTS:
-        raise CoordinatorError(f"unknown report event {event!r}; expected one of {EVENTS}")
-    if event == "state" and state not in RUNNING:
-        raise CoordinatorError(f"unknown job state {state!r}; a party reports one of {RUNNING}")
-    for key, kind in _PAYLOAD_TYPES.items():
-        if key in payload and not isinstance(payload[key], kind):
-            raise CoordinatorError(f"report field {key!r} has the wrong type ({payload[key]!r})")
-    metrics = payload.get("metrics") or {}
-    if not all(isinstance(v, _NUMBER) for v in metrics.values()):
-        raise CoordinatorError("report field 'metrics' must map names to numbers")
+    event = request.WhichOneof("event")
+    if event is None:
+        raise CoordinatorError(f"a progress report needs one of the events {EVENTS}")
+    if event == "stage" and request.stage.state not in RUNNING:
+        allowed = sorted(state_name(s) for s in RUNNING)
+        raise CoordinatorError(
+            f"a party reports one of the stages {allowed}, not {request.stage.state}"
+        )
+    numbers = [*request.validation.metrics.values(), *request.done.metrics.values()]
+    if request.round.HasField("loss"):
+        numbers.append(request.round.loss)
+    if not all(math.isfinite(v) for v in numbers):
+        raise CoordinatorError(f"report '{event}' holds a number that is not finite")
+    return event
+
+
+def apply_report(
+    result: pb.JobResult, spec: JobSpec, party_id: str, request: pb.ReportProgressRequest
+) -> Outcome:
+    """Fold one checked report of `party_id` into a copy of `result`."""
+    new = pb.JobResult()
+    new.CopyFrom(result)
+    event = request.WhichOneof("event")
+    active = party_id == spec.active.id
+    if event == "stage":
+        return Outcome(new, request.stage.state if active else None)
+    if event == "aligned" and active:
+        new.intersection_size = request.aligned.intersection_size
+        new.psi_seconds = request.aligned.psi_seconds
+    elif event == "round":
+        new.round, new.total_rounds = request.round.round, request.round.total_rounds
+        if request.round.HasField("loss"):
+            new.loss = request.round.loss
+    elif event == "validation":
+        seconds = round(time.time() - (new.started_at or time.time()), 3)
+        metrics = request.validation.metrics
+        new.history.add(round=request.validation.round, seconds=seconds, metrics=metrics)
+        new.metrics.clear()
+        new.metrics.update(metrics)
+    elif event == "done":
+        return _party_done(new, spec, party_id, request.done)
+    elif event == "failed":
+        return Outcome(new, FAILED, request.failed.reason or f"party '{party_id}' failed")
+    return Outcome(new)
+
+
+def _party_done(result: pb.JobResult, spec: JobSpec, party_id: str, done: pb.PartyDone) -> Outcome:
+    result.parties[party_id].CopyFrom(
+        pb.PartyTotals(
+            bytes_sent=done.bytes_sent, seconds=done.seconds, local_updates=done.local_updates
+        )
+    )
+    if party_id == spec.active.id:
+        result.rounds, result.local_updates = done.rounds, done.local_updates
+        result.metrics.clear()
+        result.metrics.update(done.metrics)
+        del result.history[:]
+        result.history.extend(done.history)
+    result.bytes_sent = sum(p.bytes_sent for p in result.parties.values())
+    if set(result.parties) != {p.id for p in spec.parties}:
+        return Outcome(result)
+    result.seconds = round(time.time() - (result.started_at or time.time()), 3)
+    return Outcome(result, SUCCEEDED)

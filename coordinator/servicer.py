@@ -8,7 +8,6 @@ federation, e.g. the operator's `admin`.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -30,8 +29,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (UnknownJob, grpc.StatusCode.NOT_FOUND),
     (PartyUnavailable, grpc.StatusCode.UNAVAILABLE),
     (CoordinatorError, grpc.StatusCode.INVALID_ARGUMENT),
-    (ValueError, grpc.StatusCode.INVALID_ARGUMENT),  # e.g. a JSON payload that is not JSON
-    (RecursionError, grpc.StatusCode.INVALID_ARGUMENT),  # absurdly nested JSON
+    (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
 ]
 
 
@@ -52,22 +50,10 @@ def _summary(r: JobRecord) -> pb.JobSummary:
 
 
 def _view(r: JobRecord) -> pb.GetJobResponse:
-    result = {k: v for k, v in r.result.items() if k != "started_at"}
-    result.update(job=r.job_id, state=r.state)
-    if r.reason:
-        result["reason"] = r.reason
-    return pb.GetJobResponse(job=_summary(r), result_json=json.dumps(result))
-
-
-def _payload(text: str) -> dict:
-    """A report's JSON payload. Raises ValueError: not JSON or not an object."""
-    try:
-        payload = json.loads(text or "{}")
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"payload_json is not JSON: {exc}") from exc
-    if not isinstance(payload, dict):
-        raise ValueError("payload_json must be a JSON object")
-    return payload
+    result = pb.JobResult()
+    result.CopyFrom(r.result)
+    result.job = r.job_id
+    return pb.GetJobResponse(job=_summary(r), result=result)
 
 
 class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
@@ -109,14 +95,5 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
 
     def ReportProgress(self, request, context):  # noqa: N802
         check_caller(context, request.party_id, f"report progress as party '{request.party_id}'")
-        stop = _call(
-            context,
-            lambda: self._life.report(
-                request.job_id,
-                request.party_id,
-                request.event,
-                request.state,
-                _payload(request.payload_json),
-            ),
-        )
+        stop = _call(context, lambda: self._life.report(request.party_id, request))
         return pb.ReportProgressResponse(cancel=stop)

@@ -14,10 +14,15 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from coordinator.errors import UnknownJob
+from google.protobuf import json_format
+from google.protobuf.message import Message
 
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
-STATES = ("SUBMITTED", "ALIGNING", "KEYING", "TRAINING", "VALIDATING", "PAUSED") + TERMINAL
+from coordinator.errors import UnknownJob
+from coordinator.states import SUBMITTED, TERMINAL, JobState, state_from_name, state_name
+from proto import coordinator_pb2 as pb
+from proto.serde import to_plain
+
+_TERMINAL_NAMES = tuple(state_name(s) for s in sorted(TERMINAL))
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -43,11 +48,11 @@ class JobRecord:
     name: str
     spec_yaml: str
     spec_json: str
-    state: str
+    state: JobState
     reason: str
     created_at: float
     updated_at: float
-    result: dict
+    result: pb.JobResult
 
     @property
     def terminal(self) -> bool:
@@ -74,8 +79,8 @@ class JobStore:
         with self._lock:
             self._db.execute(
                 "INSERT INTO jobs (job_id, name, spec_yaml, spec_json, state, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, 'SUBMITTED', ?, ?)",
-                (job_id, name, spec_yaml, spec_json, now, now),
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (job_id, name, spec_yaml, spec_json, state_name(SUBMITTED), now, now),
             )
         return job_id
 
@@ -88,54 +93,57 @@ class JobStore:
             ).fetchone()
         if row is None:
             raise UnknownJob(f"no job '{job_id}'; list jobs with `vfl jobs`")
-        return JobRecord(*row[:8], json.loads(row[8]))
+        result = json_format.Parse(row[8], pb.JobResult())
+        return JobRecord(*row[:4], state_from_name(row[4]), *row[5:8], result)
 
     def list(self) -> list[JobRecord]:
         with self._lock:
             ids = [r[0] for r in self._db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
         return [self.get(i) for i in ids]
 
-    def in_states(self, *states: str) -> list[str]:
+    def in_states(self, *states: JobState) -> list[str]:
         marks = ",".join("?" * len(states))
+        names = [state_name(s) for s in states]
         with self._lock:
             return [
                 r[0]
                 for r in self._db.execute(
-                    f"SELECT job_id FROM jobs WHERE state IN ({marks}) ORDER BY created_at", states
+                    f"SELECT job_id FROM jobs WHERE state IN ({marks}) ORDER BY created_at", names
                 )
             ]
 
     def set_state(
-        self, job_id: str, state: str, reason: str = "", result: dict | None = None
+        self, job_id: str, state: JobState, reason: str = "", result: pb.JobResult | None = None
     ) -> bool:
         """Move a job to `state` unless it is already terminal; returns True if it moved."""
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END, "
                 "updated_at = ?, result_json = COALESCE(?, result_json) "
-                f"WHERE job_id = ? AND state NOT IN {TERMINAL}",
+                f"WHERE job_id = ? AND state NOT IN {_TERMINAL_NAMES}",
                 (
-                    state,
+                    state_name(state),
                     reason,
                     reason,
                     time.time(),
-                    None if result is None else json.dumps(result),
+                    None if result is None else _json(result),
                     job_id,
                 ),
             )
             return cur.rowcount == 1
 
-    def update_result(self, job_id: str, result: dict) -> None:
+    def update_result(self, job_id: str, result: pb.JobResult) -> None:
         with self._lock:
             self._db.execute(
                 "UPDATE jobs SET result_json = ?, updated_at = ? WHERE job_id = ?",
-                (json.dumps(result), time.time(), job_id),
+                (_json(result), time.time(), job_id),
             )
 
     # --- metrics ---------------------------------------------------------------------
 
-    def add_metric(self, job_id: str, party_id: str, event: str, payload: dict) -> None:
-        rnd = payload.get("round")
+    def add_metric(self, job_id: str, party_id: str, event: str, report: Message) -> None:
+        """Keep one progress report (a `RoundDone` or `Validated`) of a party."""
+        rnd = getattr(report, "round", None)
         with self._lock:
             self._db.execute(
                 "INSERT INTO metrics (job_id, party_id, event, round, ts, payload_json) "
@@ -146,7 +154,7 @@ class JobStore:
                     event,
                     rnd if isinstance(rnd, int) else None,
                     time.time(),
-                    json.dumps(payload),
+                    json.dumps(to_plain(report)),
                 ),
             )
 
@@ -174,3 +182,7 @@ class JobStore:
     def parties(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT party_id, address FROM parties").fetchall())
+
+
+def _json(message: Message) -> str:
+    return json_format.MessageToJson(message, preserving_proto_field_name=True, indent=None)

@@ -12,21 +12,22 @@ import time
 from dataclasses import dataclass, field
 
 from coordinator.client import CoordinatorClient
-from coordinator.errors import SpecError
+from coordinator.errors import CoordinatorError, SpecError
+from coordinator.logs import job_context
 from coordinator.spec import JobSpec
 from party.config import PartyConfig
-from party.errors import JobError
+from party.errors import JobError, PartyError
 from party.job import PartyJob
+from party.reporting import CoordinatorReporter
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
 from party.transport.wan import ShapedChannel, WanProfile
 from proto.rpc import PeerClients
 from secure.channel import Mailbox
-from secure.errors import ChannelClosed
+from secure.errors import ChannelClosed, SecureError
 
 log = logging.getLogger(__name__)
 
-REPORT_INTERVAL_S = 0.5
 ENDED_MEMORY = 1000  # ended jobs remembered, so late or replayed envelopes get a clear error
 
 
@@ -46,31 +47,6 @@ class RunningJob:
     thread: threading.Thread | None = None
     state: str = "PREPARED"
     prepared_at: float = field(default_factory=time.monotonic)
-
-
-class CoordinatorReporter:
-    """Sends progress to the coordinator; throttles round reports; never raises."""
-
-    def __init__(self, daemon: PartyDaemon, job_id: str) -> None:
-        self._daemon, self._job_id = daemon, job_id
-        self._last = 0.0
-
-    def round(self, rnd: int, total: int, loss: float | None) -> None:
-        now = time.monotonic()
-        if now - self._last >= REPORT_INTERVAL_S or rnd == total:
-            self._last = now
-            self._daemon.report(
-                self._job_id, "round", {"round": rnd, "total_rounds": total, "loss": loss}
-            )
-
-    def validation(self, rnd: int, metrics: dict[str, float]) -> None:
-        self._daemon.report(self._job_id, "validation", {"round": rnd, "metrics": metrics})
-
-    def state(self, state: str) -> None:
-        self._daemon.report(self._job_id, "state", {}, state=state)
-
-    def aligned(self, info: dict) -> None:
-        self._daemon.report(self._job_id, "aligned", info)
 
 
 class PartyDaemon:
@@ -95,12 +71,16 @@ class PartyDaemon:
 
     # --- control plane -------------------------------------------------------------
 
-    def prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> tuple[int, int]:
+    def prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> None:
         """Load and check this party's data for a job; create its mailbox.
 
         Raises:
             JobError, DataError, SpecError: the job cannot run here (message names the fix).
         """
+        with job_context(job_id):
+            self._prepare(job_id, spec_json, peers)
+
+    def _prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> None:
         try:
             spec = JobSpec.from_json(spec_json)
         except (SpecError, ValueError) as exc:  # ValueError: not JSON
@@ -129,8 +109,7 @@ class PartyDaemon:
                 raise JobError(f"job {job_id} is already running on party '{me}'")
             self._ended.pop(job_id, None)
             self._jobs[job_id] = RunningJob(job, mailbox, channel)
-        log.info("job %s party %s: prepared (%d rows)", job_id, me, table.rows)
-        return table.rows, table.features.shape[1]
+        log.info("party %s: prepared (%d rows)", me, table.rows)
 
     def start(self, job_id: str) -> None:
         with self._lock:
@@ -159,7 +138,7 @@ class PartyDaemon:
                 self._ended_as(job_id, f"aborted: {reason or 'by the coordinator'}")
         if running is not None:
             running.mailbox.close(reason or "aborted by the coordinator")
-            log.info("job %s party %s: aborted", job_id, self.config.party_id)
+            log.info("party %s: aborted (%s)", self.config.party_id, reason or "by the coordinator")
 
     def running_jobs(self) -> list[str]:
         """Jobs this party holds, including any whose data it is still loading."""
@@ -221,15 +200,27 @@ class PartyDaemon:
         return self._jobs[job_id]
 
     def _run(self, job_id: str, running: RunningJob) -> None:
-        reporter = CoordinatorReporter(self, job_id)
+        with job_context(job_id):
+            self._run_job(job_id, running)
+
+    def _run_job(self, job_id: str, running: RunningJob) -> None:
+        party = self.config.party_id
+        reporter = CoordinatorReporter(
+            self._coordinator,
+            job_id,
+            party,
+            lambda: self.abort(job_id, "cancelled by the coordinator"),
+        )
         try:
-            result = running.job.run(running.channel, reporter)
-            self.report(job_id, "done", result)
+            reporter.done(running.job.run(running.channel, reporter))
         except ChannelClosed as exc:
-            log.info("job %s party %s: stopped (%s)", job_id, self.config.party_id, exc)
+            log.info("party %s: stopped (%s)", party, exc)
+        except (PartyError, SecureError, CoordinatorError) as exc:  # bad input, named
+            log.warning("party %s: failed: %s", party, exc)
+            reporter.failed(f"party '{party}': {exc}")
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
-            log.warning("job %s party %s: failed: %s", job_id, self.config.party_id, exc)
-            self.report(job_id, "failed", {"reason": f"party '{self.config.party_id}': {exc}"})
+            log.exception("party %s: failed unexpectedly", party)
+            reporter.failed(f"party '{party}': {exc}")
         finally:
             with self._lock:
                 if self._jobs.get(job_id) is running:
@@ -238,14 +229,3 @@ class PartyDaemon:
             running.mailbox.close("job finished")
             if isinstance(running.channel, ShapedChannel):
                 running.channel.close()
-
-    def report(self, job_id: str, event: str, payload: dict, state: str = "") -> None:
-        if self._coordinator is None:
-            return
-        try:
-            stop = self._coordinator.report(job_id, self.config.party_id, event, state, payload)
-        except Exception as exc:  # noqa: BLE001 - a coordinator outage must not stop training
-            log.warning("job %s: progress report '%s' not delivered: %s", job_id, event, exc)
-            return
-        if stop and event not in ("done", "failed"):
-            self.abort(job_id, "cancelled by the coordinator")

@@ -12,6 +12,7 @@ import time
 import numpy as np
 
 from coordinator.spec import DataSpec, JobSpec
+from coordinator.states import ALIGNING, KEYING, TRAINING
 from party.data import DatasetConfig, Table, load_table
 from party.errors import DataError, JobError
 from party.training import trainers
@@ -120,13 +121,13 @@ class PartyJob:
             self.prepare()
         table = self.table
         started = time.monotonic()
-        reporter.state("ALIGNING")
+        reporter.stage(ALIGNING)
         order, psi = self._align(channel, table, "psi")
-        info = {"intersection_size": psi.intersection_size, "psi_seconds": round(psi.seconds, 3)}
+        test_size = 0
         train = _inputs(table, order)
         if self.test_table is not None:
             test_order, test_psi = self._align(channel, self.test_table, "psi-test")
-            info["test_intersection_size"] = test_psi.intersection_size
+            test_size = test_psi.intersection_size
             val, val_labels = (
                 _inputs(self.test_table, test_order),
                 _labels(self.test_table, test_order),
@@ -135,9 +136,9 @@ class PartyJob:
         else:
             val, val_labels = train, _labels(table, order)
             plan = self._plan(len(order), None)
-        reporter.aligned(info)
+        reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
-        log.info("job %s party %s: %d rounds", self.job_id, self.party_id, plan.total_rounds)
+        log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         result = self._train(ctx, _labels(table, order), val_labels, reporter)
         flush = getattr(channel, "flush", None)
         if flush is not None:  # an emulated WAN may still hold the last envelopes
@@ -153,11 +154,16 @@ class PartyJob:
         return make_test_plan(rows, test_rows, t.batch_size, t.epochs, t.seed, v.every)
 
     def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
+        """KEYING (blindfl: keys, their exchange and the layers' setup), then TRAINING."""
         if self.spec.protocol == "blindfl":
-            reporter.state("KEYING")
+            reporter.stage(KEYING)
         trainer = trainers.make(ctx, self.role, labels, val_labels)
-        reporter.state("TRAINING")
-        return trainer.run()
+        try:
+            trainer.setup()
+            reporter.stage(TRAINING)
+            return trainer.run()
+        finally:
+            trainer.close()
 
 
 def _inputs(table: Table, order: np.ndarray) -> Inputs:

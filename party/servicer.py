@@ -99,10 +99,8 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     def PrepareJob(self, request, context):  # noqa: N802
         _from_coordinator(context)
         peers = {p.party_id: p.address for p in request.peers}
-        rows, feats = call(
-            context, lambda: self._d.prepare(request.job_id, request.spec_json, peers)
-        )
-        return pb.PrepareJobResponse(rows=rows, features=feats)
+        call(context, lambda: self._d.prepare(request.job_id, request.spec_json, peers))
+        return pb.PrepareJobResponse()
 
     def StartJob(self, request, context):  # noqa: N802
         _from_coordinator(context)

@@ -46,14 +46,6 @@ class Indices(_message.Message):
     data: bytes
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
-class Digest(_message.Message):
-    __slots__ = ("value", "count")
-    VALUE_FIELD_NUMBER: _ClassVar[int]
-    COUNT_FIELD_NUMBER: _ClassVar[int]
-    value: bytes
-    count: int
-    def __init__(self, value: _Optional[bytes] = ..., count: _Optional[int] = ...) -> None: ...
-
 class EcPoints(_message.Message):
     __slots__ = ("curve", "count", "blob", "blinded_by")
     CURVE_FIELD_NUMBER: _ClassVar[int]
@@ -80,19 +72,17 @@ class Control(_message.Message):
     def __init__(self, fields: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Payload(_message.Message):
-    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "digest", "control", "ec_points")
+    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "control", "ec_points")
     TENSOR_FIELD_NUMBER: _ClassVar[int]
     CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     INDICES_FIELD_NUMBER: _ClassVar[int]
-    DIGEST_FIELD_NUMBER: _ClassVar[int]
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     EC_POINTS_FIELD_NUMBER: _ClassVar[int]
     tensor: Tensor
     ciphertexts: Ciphertexts
     public_key: PublicKey
     indices: Indices
-    digest: Digest
     control: Control
     ec_points: EcPoints
-    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., digest: _Optional[_Union[Digest, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ...) -> None: ...
+    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ...) -> None: ...

@@ -1,10 +1,30 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_STATE_UNSPECIFIED: _ClassVar[JobState]
+    JOB_STATE_SUBMITTED: _ClassVar[JobState]
+    JOB_STATE_ALIGNING: _ClassVar[JobState]
+    JOB_STATE_KEYING: _ClassVar[JobState]
+    JOB_STATE_TRAINING: _ClassVar[JobState]
+    JOB_STATE_SUCCEEDED: _ClassVar[JobState]
+    JOB_STATE_FAILED: _ClassVar[JobState]
+    JOB_STATE_CANCELLED: _ClassVar[JobState]
+JOB_STATE_UNSPECIFIED: JobState
+JOB_STATE_SUBMITTED: JobState
+JOB_STATE_ALIGNING: JobState
+JOB_STATE_KEYING: JobState
+JOB_STATE_TRAINING: JobState
+JOB_STATE_SUCCEEDED: JobState
+JOB_STATE_FAILED: JobState
+JOB_STATE_CANCELLED: JobState
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("spec_yaml",)
@@ -28,11 +48,11 @@ class JobSummary(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     name: str
-    state: str
+    state: JobState
     created_at: float
     updated_at: float
     reason: str
-    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[str] = ..., created_at: _Optional[float] = ..., updated_at: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., name: _Optional[str] = ..., state: _Optional[_Union[JobState, str]] = ..., created_at: _Optional[float] = ..., updated_at: _Optional[float] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
     __slots__ = ()
@@ -50,13 +70,90 @@ class GetJobRequest(_message.Message):
     job_id: str
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
-class GetJobResponse(_message.Message):
-    __slots__ = ("job", "result_json")
+class ValidationPoint(_message.Message):
+    __slots__ = ("round", "seconds", "train_seconds", "local_updates", "metrics")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TRAIN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    seconds: float
+    train_seconds: float
+    local_updates: int
+    metrics: _containers.ScalarMap[str, float]
+    def __init__(self, round: _Optional[int] = ..., seconds: _Optional[float] = ..., train_seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class PartyTotals(_message.Message):
+    __slots__ = ("bytes_sent", "seconds", "local_updates")
+    BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    bytes_sent: int
+    seconds: float
+    local_updates: int
+    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ...) -> None: ...
+
+class JobResult(_message.Message):
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class PartiesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: PartyTotals
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[PartyTotals, _Mapping]] = ...) -> None: ...
     JOB_FIELD_NUMBER: _ClassVar[int]
-    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    INTERSECTION_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PSI_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    PARTIES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    job: str
+    started_at: float
+    round: int
+    total_rounds: int
+    loss: float
+    intersection_size: int
+    psi_seconds: float
+    rounds: int
+    local_updates: int
+    metrics: _containers.ScalarMap[str, float]
+    history: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
+    parties: _containers.MessageMap[str, PartyTotals]
+    bytes_sent: int
+    seconds: float
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class GetJobResponse(_message.Message):
+    __slots__ = ("job", "result")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
     job: JobSummary
-    result_json: str
-    def __init__(self, job: _Optional[_Union[JobSummary, _Mapping]] = ..., result_json: _Optional[str] = ...) -> None: ...
+    result: JobResult
+    def __init__(self, job: _Optional[_Union[JobSummary, _Mapping]] = ..., result: _Optional[_Union[JobResult, _Mapping]] = ...) -> None: ...
 
 class WatchJobRequest(_message.Message):
     __slots__ = ("job_id",)
@@ -73,8 +170,8 @@ class CancelJobRequest(_message.Message):
 class CancelJobResponse(_message.Message):
     __slots__ = ("state",)
     STATE_FIELD_NUMBER: _ClassVar[int]
-    state: str
-    def __init__(self, state: _Optional[str] = ...) -> None: ...
+    state: JobState
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ...) -> None: ...
 
 class RegisterPartyRequest(_message.Message):
     __slots__ = ("party_id", "address", "datasets")
@@ -90,19 +187,95 @@ class RegisterPartyResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class StageReached(_message.Message):
+    __slots__ = ("state",)
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    state: JobState
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ...) -> None: ...
+
+class Aligned(_message.Message):
+    __slots__ = ("intersection_size", "psi_seconds", "test_intersection_size")
+    INTERSECTION_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PSI_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TEST_INTERSECTION_SIZE_FIELD_NUMBER: _ClassVar[int]
+    intersection_size: int
+    psi_seconds: float
+    test_intersection_size: int
+    def __init__(self, intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., test_intersection_size: _Optional[int] = ...) -> None: ...
+
+class RoundDone(_message.Message):
+    __slots__ = ("round", "total_rounds", "loss")
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    total_rounds: int
+    loss: float
+    def __init__(self, round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ...) -> None: ...
+
+class Validated(_message.Message):
+    __slots__ = ("round", "metrics")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    metrics: _containers.ScalarMap[str, float]
+    def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class PartyDone(_message.Message):
+    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    rounds: int
+    local_updates: int
+    bytes_sent: int
+    seconds: float
+    metrics: _containers.ScalarMap[str, float]
+    history: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
+    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ...) -> None: ...
+
+class PartyFailed(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
 class ReportProgressRequest(_message.Message):
-    __slots__ = ("job_id", "party_id", "event", "state", "payload_json")
+    __slots__ = ("job_id", "party_id", "stage", "aligned", "round", "validation", "done", "failed")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
-    EVENT_FIELD_NUMBER: _ClassVar[int]
-    STATE_FIELD_NUMBER: _ClassVar[int]
-    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    ALIGNED_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     party_id: str
-    event: str
-    state: str
-    payload_json: str
-    def __init__(self, job_id: _Optional[str] = ..., party_id: _Optional[str] = ..., event: _Optional[str] = ..., state: _Optional[str] = ..., payload_json: _Optional[str] = ...) -> None: ...
+    stage: StageReached
+    aligned: Aligned
+    round: RoundDone
+    validation: Validated
+    done: PartyDone
+    failed: PartyFailed
+    def __init__(self, job_id: _Optional[str] = ..., party_id: _Optional[str] = ..., stage: _Optional[_Union[StageReached, _Mapping]] = ..., aligned: _Optional[_Union[Aligned, _Mapping]] = ..., round: _Optional[_Union[RoundDone, _Mapping]] = ..., validation: _Optional[_Union[Validated, _Mapping]] = ..., done: _Optional[_Union[PartyDone, _Mapping]] = ..., failed: _Optional[_Union[PartyFailed, _Mapping]] = ...) -> None: ...
 
 class ReportProgressResponse(_message.Message):
     __slots__ = ("cancel",)

@@ -47,12 +47,8 @@ class PrepareJobRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ..., spec_json: _Optional[str] = ..., peers: _Optional[_Iterable[_Union[PeerAddress, _Mapping]]] = ...) -> None: ...
 
 class PrepareJobResponse(_message.Message):
-    __slots__ = ("rows", "features")
-    ROWS_FIELD_NUMBER: _ClassVar[int]
-    FEATURES_FIELD_NUMBER: _ClassVar[int]
-    rows: int
-    features: int
-    def __init__(self, rows: _Optional[int] = ..., features: _Optional[int] = ...) -> None: ...
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class StartJobRequest(_message.Message):
     __slots__ = ("job_id",)

@@ -4,7 +4,6 @@ logging, signal handlers and parent watchdog every daemon process gets."""
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
@@ -13,16 +12,13 @@ from pathlib import Path
 
 from coordinator.cli import certs
 from coordinator.errors import CoordinatorError
+from coordinator.logs import configure_daemon_logging
 from proto.rpc import COORDINATOR_ID
 
 
 def _daemon_setup(args: argparse.Namespace) -> threading.Event:
     """Logging, signal handlers and the parent watchdog of a daemon process."""
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_daemon_logging()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -13,6 +13,7 @@ from pathlib import Path
 from coordinator.cli import certs, progress
 from coordinator.client import CoordinatorClient, JobView
 from coordinator.errors import CoordinatorError
+from coordinator.states import state_name
 
 DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
 
@@ -22,7 +23,7 @@ def _client(args: argparse.Namespace) -> CoordinatorClient:
 
 
 def finish(view: JobView, as_json: bool) -> int:
-    print(json.dumps(view.result) if as_json else progress.format_result(view))
+    print(json.dumps(view.to_plain()) if as_json else progress.format_result(view))
     return 0 if view.state == "SUCCEEDED" else 1
 
 
@@ -58,7 +59,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     print(f"{'JOB':<32} {'STATE':<11} {'CREATED':<20} REASON")
     for j in jobs:
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j.created_at))
-        print(f"{j.job_id:<32} {j.state:<11} {created:<20} {j.reason[:60]}")
+        print(f"{j.job_id:<32} {state_name(j.state):<11} {created:<20} {j.reason[:60]}")
     return 0
 
 
@@ -66,11 +67,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     with _client(args) as c:
         view = c.get(args.job)
     if args.json:
-        print(json.dumps(view.result))
+        print(json.dumps(view.to_plain()))
     else:
         print(progress.format_result(view))
-        if view.result.get("total_rounds"):
-            print(f"  round: {view.result.get('round')}/{view.result['total_rounds']}")
+        if view.result.total_rounds:
+            print(f"  round: {view.result.round}/{view.result.total_rounds}")
     return 0
 
 

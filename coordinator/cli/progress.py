@@ -1,4 +1,5 @@
-"""Following a job: a live progress bar (round, loss, validation metric) and the result."""
+"""Following a job: its stages as they begin, a live progress bar (round, loss, validation
+metric) once training runs, and the result."""
 
 from __future__ import annotations
 
@@ -7,36 +8,46 @@ import sys
 from tqdm import tqdm
 
 from coordinator.client import CoordinatorClient, JobView
+from proto import coordinator_pb2 as pb
+
+STAGES = {
+    "SUBMITTED": "waiting for the parties",
+    "ALIGNING": "aligning rows (private set intersection)",
+    "KEYING": "generating Paillier keys and setting up the secure layers",
+    "TRAINING": "training",
+}
 
 
-def _postfix(result: dict) -> dict[str, str]:
+def _postfix(result: pb.JobResult) -> dict[str, str]:
     post = {}
-    if result.get("loss") is not None:
-        post["loss"] = f"{result['loss']:.4f}"
-    metrics = result.get("metrics") or {}
+    if result.HasField("loss"):
+        post["loss"] = f"{result.loss:.4f}"
     for key in ("auc", "accuracy", "r2"):
-        if key in metrics:
-            post[f"val_{key}"] = f"{metrics[key]:.4f}"
+        if key in result.metrics:
+            post[f"val_{key}"] = f"{result.metrics[key]:.4f}"
             break
     return post
 
 
 def follow(client: CoordinatorClient, job_id: str, show: bool = True) -> JobView:
-    """Watch `job_id` until it ends; draw a progress bar on stderr when `show`."""
+    """Watch `job_id` until it ends; on stderr when `show`, a line per stage and a
+    progress bar while it trains."""
     bar = None
     last: JobView | None = None
     try:
         for view in client.watch(job_id):
+            if show and (last is None or view.state != last.state) and view.state in STAGES:
+                _stage_line(job_id, view, bar)
             last = view
             if not show:
                 continue
-            total = view.result.get("total_rounds")
+            total = view.result.total_rounds
             if bar is None and total:
                 bar = tqdm(
                     total=total, desc=f"{job_id}", unit="round", file=sys.stderr, dynamic_ncols=True
                 )
             if bar is not None:
-                bar.n = int(view.result.get("round") or 0)
+                bar.n = int(view.result.round)
                 bar.set_postfix(_postfix(view.result), refresh=False)
                 bar.set_description_str(f"{job_id} {view.state.lower()}", refresh=False)
                 bar.refresh()
@@ -48,16 +59,23 @@ def follow(client: CoordinatorClient, job_id: str, show: bool = True) -> JobView
     return last
 
 
+def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
+    line = f"{job_id}: {view.state} - {STAGES[view.state]}"
+    if view.state in ("KEYING", "TRAINING") and view.result.intersection_size:
+        line += f" ({view.result.intersection_size} common rows)"
+    if bar is not None:
+        bar.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 def format_result(view: JobView) -> str:
-    r = view.result
+    r = view.to_plain()
     lines = [f"job {view.job_id}: {view.state}"]
     if view.reason:
         lines.append(f"  reason: {view.reason}")
     if r.get("metrics"):
-        lines.append(
-            "  validation: "
-            + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items() if isinstance(v, float))
-        )
+        lines.append("  validation: " + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items()))
     for key in (
         "intersection_size",
         "psi_seconds",

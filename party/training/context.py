@@ -9,16 +9,19 @@ from typing import Protocol
 from celu.config import LocalUpdateConfig
 from celu.local_loop import LocalUpdater, UpdateFn
 from coordinator.spec import JobSpec
+from coordinator.states import JobState
 from party.training.models import Inputs
 from party.training.plan import Plan
 from secure.channel import Channel
 
 
 class Reporter(Protocol):
+    """Where a party's progress goes (`party.reporting.CoordinatorReporter`)."""
+
+    def stage(self, state: JobState) -> None: ...
+    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None: ...
     def round(self, rnd: int, total: int, loss: float | None) -> None: ...
     def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
-    def state(self, state: str) -> None: ...
-    def aligned(self, info: dict) -> None: ...
 
 
 @dataclass

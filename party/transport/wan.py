@@ -9,6 +9,7 @@ arrival time, so back-to-back sends pipeline as on a real link.
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import itertools
 import threading
@@ -49,7 +50,8 @@ class _Link:
         self._error: Exception | None = None
         self._closed = False
         self._in_flight = 0
-        self._worker = threading.Thread(target=self._deliver, daemon=True)
+        context = contextvars.copy_context()  # its log lines name the job
+        self._worker = threading.Thread(target=context.run, args=(self._deliver,), daemon=True)
         self._worker.start()
 
     def send(self, size: int, deliver: Callable[[], None]) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import UnknownJob
+from coordinator.states import CANCELLED, SUCCEEDED, TRAINING
 from coordinator.store import JobStore
+from proto import coordinator_pb2 as pb
 
 
 def test_state_metrics_and_parties_survive_a_restart(tmp_path) -> None:
@@ -13,26 +15,26 @@ def test_state_metrics_and_parties_survive_a_restart(tmp_path) -> None:
     db = tmp_path / "jobs.sqlite"
     store = JobStore(db)
     job = store.create("demo", "job: demo", "{}")
-    store.set_state(job, "TRAINING", result={"round": 3})
-    store.add_metric(job, "bank", "validation", {"round": 3, "auc": 0.9})
+    store.set_state(job, TRAINING, result=pb.JobResult(round=3))
+    store.add_metric(job, "bank", "validation", pb.Validated(round=3, metrics={"auc": 0.9}))
     store.register_party("bank", "127.0.0.1:1234", ["breast"])
     store.close()
     # Execute
     reopened = JobStore(db)
     # Assert
     record = reopened.get(job)
-    assert record.state == "TRAINING" and record.result == {"round": 3}
-    assert reopened.metrics(job, "validation")[0]["auc"] == 0.9
+    assert record.state == TRAINING and record.result == pb.JobResult(round=3)
+    assert reopened.metrics(job, "validation")[0]["metrics"]["auc"] == 0.9
     assert reopened.parties() == {"bank": "127.0.0.1:1234"}
-    assert reopened.in_states("TRAINING") == [job]
+    assert reopened.in_states(TRAINING) == [job]
 
 
 def test_terminal_states_are_final(tmp_path) -> None:
     store = JobStore(tmp_path / "jobs.sqlite")
     job = store.create("demo", "", "{}")
-    assert store.set_state(job, "CANCELLED", "user")
-    assert not store.set_state(job, "SUCCEEDED")
-    assert store.get(job).state == "CANCELLED" and store.get(job).reason == "user"
+    assert store.set_state(job, CANCELLED, "user")
+    assert not store.set_state(job, SUCCEEDED)
+    assert store.get(job).state == CANCELLED and store.get(job).reason == "user"
 
 
 def test_unknown_job_names_the_fix(tmp_path) -> None:

@@ -274,19 +274,40 @@ def field_requests(method: str, job_ids: dict[str, list[str]]) -> st.SearchStrat
         "ReportProgress": st.builds(
             cpb.ReportProgressRequest,
             job_id=jobs,
-            state=st.text(max_size=12),
             party_id=st.one_of(st.sampled_from(["ghost-a", "ghost-b"]), ids),
-            event=st.one_of(
-                st.text(max_size=12),
-                st.sampled_from(["state", "aligned", "round", "validation", "done", "failed"]),
-            ),
-            payload_json=st.one_of(
-                st.text(max_size=50),
-                st.dictionaries(st.text(max_size=12), json_values, max_size=4).map(json.dumps),
-            ),
-        ),
+        ).flatmap(lambda request: report_events().map(lambda event: with_event(request, event))),
     }
     return strategies[name].map(lambda m: m.SerializeToString())
+
+
+def report_events() -> st.SearchStrategy:
+    """One event of a progress report, each field anything its type allows (NaN, unknown
+    enum values, huge numbers)."""
+    numbers = st.floats(allow_nan=True, allow_infinity=True)
+    counts = st.integers(-(2**63), 2**63 - 1)
+    metrics = st.dictionaries(st.text(max_size=12), numbers, max_size=4)
+    return st.one_of(
+        st.builds(cpb.StageReached, state=st.integers(-3, 20)).map(lambda m: ("stage", m)),
+        st.builds(cpb.Aligned, intersection_size=counts, psi_seconds=numbers).map(
+            lambda m: ("aligned", m)
+        ),
+        st.builds(cpb.RoundDone, round=counts, total_rounds=counts, loss=numbers).map(
+            lambda m: ("round", m)
+        ),
+        st.builds(cpb.Validated, round=counts, metrics=metrics).map(lambda m: ("validation", m)),
+        st.builds(cpb.PartyDone, rounds=counts, bytes_sent=counts, metrics=metrics).map(
+            lambda m: ("done", m)
+        ),
+        st.builds(cpb.PartyFailed, reason=st.text(max_size=50)).map(lambda m: ("failed", m)),
+        st.just(("none", None)),
+    )
+
+
+def with_event(request, event) -> object:
+    name, message = event
+    if message is not None:
+        getattr(request, name).CopyFrom(message)
+    return request
 
 
 def raw_requests(method: str) -> st.SearchStrategy:
@@ -296,7 +317,7 @@ def raw_requests(method: str) -> st.SearchStrategy:
             job_id="j", tag="t", sender="shop", receiver="bank", data=b"\x08\x01", total_size=2
         ).SerializeToString(),
         cpb.ReportProgressRequest(
-            job_id="j", party_id="bank", event="round", payload_json="{}"
+            job_id="j", party_id="bank", round=cpb.RoundDone(round=1, total_rounds=2, loss=0.5)
         ).SerializeToString(),
     ]
     base = st.sampled_from([v for v in valid if v])

@@ -85,11 +85,11 @@ def test_full_job_over_grpc(topology) -> None:
     view = wait(client, client.submit(job(epochs=5)))
     assert view.state == "SUCCEEDED", view.reason
     r = view.result
-    assert r["metrics"]["auc"] >= 0.98 and r["rounds"] == 40
-    assert r["bytes_sent"] == sum(p["bytes_sent"] for p in r["parties"].values()) > 0
-    assert [h["round"] for h in r["history"]] == [10, 20, 30, 40]
+    assert r.metrics["auc"] >= 0.98 and r.rounds == 40
+    assert r.bytes_sent == sum(p.bytes_sent for p in r.parties.values()) > 0
+    assert [h.round for h in r.history] == [10, 20, 30, 40]
     assert [j.job_id for j in client.jobs()] == [view.job_id]
-    assert r["intersection_size"] == 569 and r["psi_seconds"] >= 0
+    assert r.intersection_size == 569 and r.psi_seconds >= 0
 
 
 def test_a_party_still_loading_its_data_is_not_taken_for_lost(topology) -> None:
@@ -127,7 +127,7 @@ def test_loading_a_table_may_outlast_the_control_timeout(topology) -> None:
 def test_partial_overlap_reports_the_intersection(topology) -> None:
     client, *_ = topology
     view = wait(client, client.submit(job(shop="short")))
-    assert view.state == "SUCCEEDED" and view.result["intersection_size"] == 566
+    assert view.state == "SUCCEEDED" and view.result.intersection_size == 566
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,7 @@ def test_job_state_survives_a_coordinator_restart(topology, tmp_path) -> None:
     try:
         with CoordinatorClient(f"127.0.0.1:{again.port}") as c2:
             assert c2.get(job_id).state == view.state == "SUCCEEDED"
-            assert c2.get(job_id).result["metrics"] == view.result["metrics"]
+            assert c2.get(job_id).result.metrics == view.result.metrics
     finally:
         again.stop(0)
 

@@ -21,6 +21,7 @@ from coordinator.spec import parse_spec_text
 from party.config import PartyConfig
 from party.data import DatasetConfig
 from party.server import create_party_server
+from proto import coordinator_pb2 as cpb
 from proto import party_pb2, party_pb2_grpc
 from proto.rpc import dial, explain
 from secure.pki.certs import CertError, PartyFiles, init_ca, issue
@@ -99,7 +100,7 @@ def test_a_job_runs_with_every_channel_mutually_authenticated(tls_topology, pki)
     with CoordinatorClient(address, load_identity(pki["fed"], "admin")) as client:
         view = wait(client, client.submit(job(epochs=2)))
     assert view.state == "SUCCEEDED", view.reason
-    assert view.result["metrics"]["auc"] > 0.95 and view.result["intersection_size"] == 569
+    assert view.result.metrics["auc"] > 0.95 and view.result.intersection_size == 569
 
 
 @pytest.mark.parametrize(
@@ -174,7 +175,11 @@ def test_control_rpcs_only_from_the_coordinator_and_reports_only_as_oneself(
     with CoordinatorClient(address, shop) as client:
         err = rpc_error(lambda: client.register("bank", "127.0.0.1:1", []))
         assert err.code() == grpc.StatusCode.PERMISSION_DENIED
-        err = rpc_error(lambda: client.report("nope", "bank", "failed"))
+        err = rpc_error(
+            lambda: client.report(
+                cpb.ReportProgressRequest(job_id="nope", party_id="bank", failed=cpb.PartyFailed())
+            )
+        )
         assert err.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "only party 'bank' may report progress" in err.details()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from coordinator.spec import JobSpec
+from coordinator.states import JobState
 from party.data import DatasetConfig
 from party.job import PartyJob
 from secure.channel import InProcessHub
@@ -14,6 +15,7 @@ class RecordingReporter:
     def __init__(self) -> None:
         self.rounds: list[tuple[int, float | None]] = []
         self.validations: list[tuple[int, dict]] = []
+        self.stages: list[JobState] = []
 
     def round(self, rnd: int, total: int, loss: float | None) -> None:
         self.rounds.append((rnd, loss))
@@ -21,11 +23,11 @@ class RecordingReporter:
     def validation(self, rnd: int, metrics: dict) -> None:
         self.validations.append((rnd, metrics))
 
-    def state(self, state: str) -> None:
-        pass
+    def stage(self, state: JobState) -> None:
+        self.stages.append(state)
 
-    def aligned(self, info: dict) -> None:
-        self.alignment = info
+    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None:
+        self.alignment = {"intersection_size": intersection_size, "test_size": test_size}
 
 
 def run_inprocess(

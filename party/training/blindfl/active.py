@@ -48,15 +48,15 @@ class BlindActiveTrainer:
         self.history: list[dict] = []
 
     def run(self) -> dict:
-        try:
-            self._setup()
-            self.started, self.val_seconds = time.monotonic(), 0.0
-            result = train_rounds(self.ctx, self.updater, self.step, self.validate)
-        finally:
-            close_layers(self.src, self.embed)
+        self.started, self.val_seconds = time.monotonic(), 0.0
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate)
         return {**result, "metrics": self.metrics, "history": self.history}
 
-    def _setup(self) -> None:
+    def close(self) -> None:
+        close_layers(self.src, self.embed)
+
+    def setup(self) -> None:
+        """Exchange keys and set up the source layers (the KEYING stage)."""
         ch, s = self.ctx.channel, self.ctx.spec
         layouts = {
             p.id: control_from_payload(

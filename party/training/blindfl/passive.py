@@ -53,11 +53,10 @@ class BlindPassiveTrainer:
         self.updater = ctx.local_updater(self.local_update)
 
     def run(self) -> dict:
-        try:
-            self._setup()
-            return train_rounds(self.ctx, self.updater, self.step, self.validate)
-        finally:
-            close_layers(self.src, self.embed)
+        return train_rounds(self.ctx, self.updater, self.step, self.validate)
+
+    def close(self) -> None:
+        close_layers(self.src, self.embed)
 
     def step(self, rnd: int, rows: np.ndarray) -> None:
         m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
@@ -66,7 +65,8 @@ class BlindPassiveTrainer:
     def validate(self, rnd: int) -> None:
         self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
 
-    def _setup(self) -> None:
+    def setup(self) -> None:
+        """Exchange keys and set up the source layers (the KEYING stage)."""
         inputs = self.ctx.inputs
         layout = {
             "dense": inputs.dense.shape[1],

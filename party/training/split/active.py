@@ -50,6 +50,12 @@ class ActiveTrainer:
         self.metrics: dict[str, float] = {}
         self.history: list[dict] = []
 
+    def setup(self) -> None:
+        """Nothing to set up: split learning has no keys."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
     def run(self) -> dict:
         result = train_rounds(self.ctx, self.updater, self.step, self.validate)
         return {**result, "metrics": self.metrics, "history": self.history}

@@ -30,6 +30,12 @@ class PassiveTrainer:
         self.updater = ctx.local_updater(self.local_update)
         self.xi = self.updater.config.effective_xi
 
+    def setup(self) -> None:
+        """Nothing to set up: split learning has no keys."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
     def run(self) -> dict:
         return train_rounds(self.ctx, self.updater, self.step, self.validate)
 

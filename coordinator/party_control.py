@@ -1,0 +1,128 @@
+"""The coordinator's calls to party daemons: PrepareJob, StartJob, AbortJob, GetPartyInfo.
+
+Only control messages: job ids, the validated spec, peers' addresses, reasons. A party
+that cannot be reached becomes `PartyUnavailable` naming the party and what to check.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from coordinator.errors import PartyUnavailable
+from coordinator.spec import JobSpec
+from coordinator.store import JobStore
+from proto import party_pb2
+from proto.rpc import PeerClients, explain
+
+log = logging.getLogger(__name__)
+
+CONTROL_TIMEOUT_S = 60.0
+
+
+class PartyControl:
+    """Args:
+    store: the job database (the party registry: who listens where).
+    clients: gRPC clients of the party daemons.
+    control_timeout_s: deadline of a control call (StartJob). PrepareJob, which loads
+        and checks a party's table, may take as long as the job's own ``train.timeout_s``
+        when that is longer: a big table loads for minutes, and the health monitor
+        notices a party that dies meanwhile.
+    """
+
+    def __init__(
+        self, store: JobStore, clients: PeerClients, control_timeout_s: float = CONTROL_TIMEOUT_S
+    ) -> None:
+        self._store = store
+        self._clients = clients
+        self._timeout_s = control_timeout_s
+
+    def addresses(self, spec: JobSpec) -> dict[str, str]:
+        """Where each party of `spec` listens.
+
+        Raises:
+            PartyUnavailable: a party never registered.
+        """
+        known = self._store.parties()
+        missing = [p.id for p in spec.parties if p.id not in known]
+        if missing:
+            raise PartyUnavailable(
+                f"part{'ies' if len(missing) > 1 else 'y'} {missing} never registered with "
+                "this coordinator; start each with `vfl party serve --config party.yaml` "
+                "pointing its 'coordinator' at this coordinator"
+            )
+        return {p.id: known[p.id] for p in spec.parties}
+
+    def prepare_all(
+        self, job_id: str, spec_json: str, spec: JobSpec, addresses: dict[str, str]
+    ) -> None:
+        """PrepareJob on every party at once: launching waits for the slowest load, not
+        their sum.
+
+        Raises:
+            PartyUnavailable: the first party (in spec order) that could not prepare,
+                once every party has answered.
+        """
+        peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
+        request = party_pb2.PrepareJobRequest(job_id=job_id, spec_json=spec_json, peers=peers)
+        deadline = max(self._timeout_s, spec.train.timeout_s)
+        with ThreadPoolExecutor(len(spec.parties), thread_name_prefix="prepare") as pool:
+            futures = [
+                pool.submit(self._call, p.id, addresses[p.id], "PrepareJob", request, deadline)
+                for p in spec.parties
+            ]
+        for future in futures:
+            future.result()
+
+    def start_all(self, job_id: str, spec: JobSpec, addresses: dict[str, str]) -> None:
+        """Raises: PartyUnavailable: a party could not start the job."""
+        request = party_pb2.StartJobRequest(job_id=job_id)
+        for p in spec.parties:
+            self._call(p.id, addresses[p.id], "StartJob", request)
+
+    def abort_all(self, job_id: str, spec: JobSpec, reason: str) -> None:
+        """Tell every registered party of `spec` to drop the job; never raises."""
+        known = self._store.parties()
+        request = party_pb2.AbortJobRequest(job_id=job_id, reason=reason)
+        for p in spec.parties:
+            if p.id in known:
+                try:
+                    self._clients.stub(known[p.id], p.id).AbortJob(request, timeout=5)
+                except grpc.RpcError:
+                    pass  # an unreachable party has nothing left to stop
+
+    def running_jobs(self, party_id: str, address: str) -> list[str]:
+        """The jobs a party holds.
+
+        Raises:
+            grpc.RpcError: the party did not answer within 5 s.
+        """
+        info = self._clients.stub(address, party_id).GetPartyInfo(
+            party_pb2.GetPartyInfoRequest(), timeout=5
+        )
+        return list(info.running_jobs)
+
+    def explain(self, exc: grpc.RpcError, address: str, party_id: str) -> str:
+        return explain(exc, address, self._clients.tls is not None, party_id)
+
+    def _call(
+        self,
+        party_id: str,
+        address: str,
+        method: str,
+        request: object,
+        timeout: float | None = None,
+    ) -> object:
+        stub = self._clients.stub(address, party_id)
+        try:
+            return getattr(stub, method)(request, timeout=timeout or self._timeout_s)
+        except grpc.RpcError as exc:
+            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                why = self.explain(exc, address, party_id)
+                raise PartyUnavailable(
+                    f"party '{party_id}' at {address} is not reachable ({exc.code().name}: "
+                    f"{why}); check that its daemon is running and the address is right"
+                ) from None
+            raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None

@@ -1,0 +1,38 @@
+"""Job states: the `vfl.v1.JobState` enum of the control plane, its groups and its names.
+
+SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
+with a reason. The job store keeps the short name ("TRAINING") so the database reads well.
+"""
+
+from __future__ import annotations
+
+from proto import coordinator_pb2 as pb
+
+JobState = pb.JobState.ValueType
+
+SUBMITTED = pb.JOB_STATE_SUBMITTED
+ALIGNING = pb.JOB_STATE_ALIGNING
+KEYING = pb.JOB_STATE_KEYING
+TRAINING = pb.JOB_STATE_TRAINING
+SUCCEEDED = pb.JOB_STATE_SUCCEEDED
+FAILED = pb.JOB_STATE_FAILED
+CANCELLED = pb.JOB_STATE_CANCELLED
+
+TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
+RUNNING = frozenset({ALIGNING, KEYING, TRAINING})  # also the stages a party reports
+
+_PREFIX = "JOB_STATE_"
+
+
+def state_name(state: JobState) -> str:
+    """The short name of a state, e.g. "TRAINING"."""
+    return pb.JobState.Name(state).removeprefix(_PREFIX)
+
+
+def state_from_name(name: str) -> JobState:
+    """The state of a short name.
+
+    Raises:
+        ValueError: not a job state's name.
+    """
+    return pb.JobState.Value(_PREFIX + name)
