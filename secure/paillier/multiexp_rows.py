@@ -20,7 +20,8 @@ from gmpy2 import mpz
 WINDOWS = (1, 2, 3, 4, 5, 6)
 
 
-def _digits(mags: np.ndarray, w: int) -> np.ndarray:
+def window_digits(mags: np.ndarray, w: int) -> np.ndarray:
+    """The w-bit digits of each magnitude, least significant first (one row each)."""
     top = int(mags.max()) if mags.size else 0
     count = max(1, -(-top.bit_length() // w))
     shifts = np.arange(count, dtype=np.uint64) * np.uint64(w)
@@ -38,7 +39,7 @@ def estimated_cost(
     groups = len(np.unique(rows * 2 + (exponents < 0)))  # (output, sign) accumulators
     best = None
     for w in WINDOWS:
-        digits = _digits(mags, w)
+        digits = window_digits(mags, w)
         cost = used * ((1 << w) - 2) + groups * w * (digits.shape[1] - 1)
         cost += int(np.count_nonzero(digits))
         if best is None or cost < best[0]:
@@ -58,7 +59,7 @@ def multiexp_rows(
     """(pos, neg) per output, as `multiexp.multiexp_columns`, by Straus's method."""
     modulus = mpz(modulus)
     cols = np.repeat(np.arange(len(bases)), np.diff(indptr))
-    digits = _digits(np.abs(exponents).astype(np.uint64), window).astype(np.int64)
+    digits = window_digits(np.abs(exponents).astype(np.uint64), window).astype(np.int64)
     tables = {b: _powers(mpz(bases[b]), window, modulus) for b in np.unique(cols).tolist()}
     order = np.lexsort((cols, rows))
     bounds = np.searchsorted(rows[order], np.arange(n_out + 1))

@@ -28,21 +28,15 @@ from secure.paillier.encoding import decode, encode, to_signed
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
-    OwnsCrypto,
-    PartyCrypto,
+    LayerRole,
+    Pending,
+    check_passive_ids,
     check_step,
     flat,
+    initial_share,
     shaped,
 )
-from secure.source_layers.embed.common import (
-    Pending,
-    Wire,
-    encode_table,
-    encrypt_rows,
-    initial_tables,
-    initial_weight,
-    relay_pair_seeds,
-)
+from secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
 from secure.source_layers.embed.link import PassiveLink
 from secure.source_layers.embed.setup import (
     EmbedParams,
@@ -51,6 +45,7 @@ from secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from secure.source_layers.embed.tables import table_rows
+from secure.source_layers.seeds import relay_pair_seeds
 from secure.source_layers.sharing import private_rng
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -58,7 +53,7 @@ from secure.wire.keys import public_key_from_payload, public_key_to_payload
 log = logging.getLogger(__name__)
 
 
-class ActiveEmbedLayer(OwnsCrypto):
+class ActiveEmbedLayer(LayerRole):
     """Party B's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
 
     def __init__(
@@ -83,21 +78,18 @@ class ActiveEmbedLayer(OwnsCrypto):
                 or a configuration without room for this layer's scales.
             KeyError_: no key pair given and the configured key size is too small.
         """
-        ids = list(passive_ids)
-        if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
-            raise ValueError(f"passive_ids must be distinct other parties, got {ids}")
+        ids = check_passive_ids(channel, passive_ids)
         if set(fields_per_passive) != set(ids):
             raise ValueError("fields_per_passive must name exactly the passive parties")
-        self.channel, self.config, self.seed = channel, config, seed
         self.emb_dim, self.out_dim = emb_dim, out_dim
         self.params = EmbedParams.for_active(config, emb_dim, out_dim, ids)
         self.fields = {pid: check_vocab(fields_per_passive[pid], emb_dim) for pid in ids}
         self.h_lay = self.params.h_layout()
-        self._init = init or {}
-        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=True)
+        super().__init__(channel, config, seed, init, keypair, own_pool=True)
         self._ids = ids
         self._links: dict[str, PassiveLink] = {}
-        self._pending = Pending()
+        # per forward step: every passive party's share E'_B of the looked-up embeddings
+        self._pending: Pending[dict[str, np.ndarray]] = Pending("run forward() first")
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with every passive party and initialise the shares.
@@ -115,8 +107,7 @@ class ActiveEmbedLayer(OwnsCrypto):
             self.channel.send(pid, f"{p}/vocab", vocab)
         peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
         w_b = {pid: self._send_shares(pid, p) for pid in self._ids}
-        if len(peers) > 1:
-            relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
+        relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
         for pid, he in peers.items():
             wire = Wire(self.channel, pid, timeout, self._crypto)
             link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
@@ -146,7 +137,7 @@ class ActiveEmbedLayer(OwnsCrypto):
             rows = table_rows(lay, f, encode_table(table, prm.feature_bits, prm.e_bits))
             cipher = encrypt_rows(own, rows, lay.slots, prm.feature_bits)
             self.channel.send(pid, f"{p}/q_b/{f}", ciphertexts_to_payload(cipher))
-        w_b = initial_weight(self._init, f"W_B/{pid}", lay.width, self.out_dim, rng)
+        w_b = initial_share(self._init, f"W_B/{pid}", lay.width, self.out_dim, rng)
         w_b = encode(w_b, prm.weight_bits)
         packed = self.h_lay.pack(w_b.tolist())
         cipher = encrypt_rows(own, packed, self.h_lay.slots, prm.weight_bits)

@@ -33,6 +33,7 @@ from secure.wire.payload import (
     control_from_payload,
     control_to_payload,
     layer_params_from_payload,
+    layer_params_to_payload,
 )
 
 E_SLOT_BITS = 63
@@ -157,9 +158,8 @@ class EmbedParams:
                 raise PayloadError(f"unusable Embed-MatMul parameters: {message}")
 
     def to_payload(self) -> Payload:
-        fields = {name: getattr(self, name) for name in _FIELDS}
-        fields["passive_ids"] = ",".join(self.passive_ids)
-        return control_to_payload(fields)
+        ints = {name: getattr(self, name) for name in _FIELDS[:-1]}
+        return layer_params_to_payload(ints, self.passive_ids)
 
     @classmethod
     def from_payload(cls, payload: Payload) -> EmbedParams:
