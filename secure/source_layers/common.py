@@ -12,7 +12,6 @@ from typing import Generic, TypeAlias, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
@@ -181,11 +180,6 @@ def encrypt_matrix(
     cols = packer.columns(values.shape[1])
     cipher = shaped(he.encrypt(flat(packed)), cols) if packed else []
     return CipherMatrix(cipher, cols, he.pk, packer.slots, scale_bits)
-
-
-def identity_rows(rows: int, cols: int) -> list[list[mpz]]:
-    """Trivial encryptions of zero (re-randomise before sending)."""
-    return [[mpz(1)] * cols for _ in range(rows)]
 
 
 T = TypeVar("T")

@@ -95,7 +95,6 @@ class PassiveSourceLayer(LayerRole):
         self.active_id, self.in_dim, self.out_dim = active_id, in_dim, out_dim
         self._state: _State | None = None
         self._pending: Pending[Features] = Pending("pass x explicitly")
-        self.last_m3: CipherMatrix | None = None
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
@@ -207,7 +206,6 @@ class PassiveSourceLayer(LayerRole):
             crypto=self._crypto,
         )
         self._apply(st, m3, x)
-        self.last_m3 = m3
         return m3
 
     def backward_cached(self, m3: CipherMatrix | Payload, x: Features, lr: float) -> None:
