@@ -33,6 +33,7 @@ import scipy.sparse as sp
 from gmpy2 import mpz
 
 from secure.config import SecureConfig
+from secure.errors import InputError
 from secure.paillier.encoding import encode
 from secure.paillier.multiexp import Partial, multiexp_columns, unit_products
 
@@ -41,7 +42,7 @@ def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_
     """Fixed-point exponents round(x * 2^feature_bits) as an int64 CSR matrix.
 
     Raises:
-        ValueError: x is not 2-D, holds NaN/inf, or a value is too large for 62 bits.
+        InputError: x is not 2-D. EncodingError: NaN/inf, or a value too large for 62 bits.
     """
     if sp.issparse(x):
         csr = sp.csr_matrix(x, copy=True)
@@ -50,7 +51,7 @@ def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_
     else:
         dense = np.asarray(x)
         if dense.ndim != 2:
-            raise ValueError(f"features must be a 2-D matrix, got shape {dense.shape}")
+            raise InputError(f"features must be a 2-D matrix, got shape {dense.shape}")
         csr = sp.csr_matrix(encode(dense, feature_bits))
     csr.eliminate_zeros()
     return csr
@@ -80,12 +81,12 @@ class CipherMatmul:
         term get mpz(1), the trivial encryption of 0.
 
         Raises:
-            ValueError: exps has a column count different from the number of cipher rows.
+            InputError: exps has a column count different from the number of cipher rows.
         """
         csc = sp.csc_matrix(exps).astype(np.int64)
         n_out, m = csc.shape
         if m != len(cipher_rows):
-            raise ValueError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
+            raise InputError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
         if csc.nnz and np.all(np.abs(csc.data) == 1):
             csr = csc.tocsr()
             csr.sort_indices()

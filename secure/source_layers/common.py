@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, InputError, PayloadError, SecureError
 from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer, encode
@@ -106,7 +106,7 @@ def check_features(x: Features, in_dim: int, rows: int | None = None) -> Feature
     """Check a feature batch (dense 2-D array or scipy sparse); sparse becomes CSR.
 
     Raises:
-        ValueError: wrong type, shape, or NaN/infinite values.
+        InputError: wrong type, shape, or NaN/infinite values.
     """
     if sp.issparse(x):
         x = sp.csr_matrix(x, dtype=np.float64)
@@ -116,9 +116,9 @@ def check_features(x: Features, in_dim: int, rows: int | None = None) -> Feature
         values = x
     if x.ndim != 2 or x.shape[1] != in_dim or (rows is not None and x.shape[0] != rows):
         want = f"({rows if rows is not None else 'N'}, {in_dim})"
-        raise ValueError(f"features must have shape {want}, got {x.shape}")
+        raise InputError(f"features must have shape {want}, got {x.shape}")
     if not np.all(np.isfinite(values)):
-        raise ValueError("features contain NaN or infinite values; clean them first")
+        raise InputError("features contain NaN or infinite values; clean them first")
     return x
 
 
@@ -131,7 +131,7 @@ def pack_real(packer: Packer, values: np.ndarray, scale_bits: int) -> list[list[
     """Encode reals at 2^scale_bits and pack each row.
 
     Raises:
-        ValueError: a value does not fit a slot at this scale.
+        EncodingError: a value does not fit a slot at this scale.
     """
     return packer.pack(encode(values, scale_bits))
 
@@ -215,23 +215,23 @@ class Pending(Generic[T]):
 
 def check_lr(lr: float) -> None:
     """Raises:
-    ValueError: lr is not a positive finite number.
+    InputError: lr is not a positive finite number.
     """
     if not (np.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive finite number, got {lr}")
+        raise InputError(f"lr must be a positive finite number, got {lr}")
 
 
 def check_step(grad: np.ndarray, lr: float, shape: tuple[int, int]) -> np.ndarray:
     """lr * grad, checked (B's step before it is encrypted into m3).
 
     Raises:
-        ValueError: wrong shape, non-finite values or a non-positive lr.
+        InputError: wrong shape, non-finite values or a non-positive lr.
     """
     g = np.asarray(grad, dtype=np.float64)
     if g.shape != shape:
-        raise ValueError(f"grad_z must have shape {shape}, got {g.shape}")
+        raise InputError(f"grad_z must have shape {shape}, got {g.shape}")
     if not (np.isfinite(lr) and lr > 0) or not np.all(np.isfinite(g)):
-        raise ValueError("lr must be a positive number and grad_z finite")
+        raise InputError("lr must be a positive number and grad_z finite")
     return lr * g
 
 
@@ -239,11 +239,11 @@ def check_passive_ids(channel: Channel, passive_ids: Sequence[str]) -> list[str]
     """The active party's list of passive parties, checked.
 
     Raises:
-        ValueError: no passive party, a duplicate, or the active party itself among them.
+        ConfigError: no passive party, a duplicate, or the active party itself among them.
     """
     ids = list(passive_ids)
     if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
-        raise ValueError(f"passive_ids must be distinct other parties, got {ids}")
+        raise ConfigError(f"passive_ids must be distinct other parties, got {ids}")
     return ids
 
 
@@ -251,13 +251,13 @@ def check_init(init: dict | None, name: str, shape: tuple[int, ...]) -> np.ndarr
     """A test-supplied initial share, shape-checked, or None.
 
     Raises:
-        ValueError: wrong shape or non-finite values.
+        InputError: wrong shape or non-finite values.
     """
     if not init or name not in init:
         return None
     value = np.asarray(init[name], dtype=np.float64)
     if value.shape != shape or not np.all(np.isfinite(value)):
-        raise ValueError(f"init['{name}'] must be a finite array of shape {shape}")
+        raise InputError(f"init['{name}'] must be a finite array of shape {shape}")
     return value.copy()
 
 
@@ -267,7 +267,7 @@ def initial_share(
     """A share of a weight matrix (rows x out_dim): `init[name]` (tests) or `sample_share`.
 
     Raises:
-        ValueError: `init[name]` has the wrong shape or non-finite values.
+        InputError: `init[name]` has the wrong shape or non-finite values.
     """
     value = check_init(init, name, (rows, out_dim))
     return sample_share(rng, rows, out_dim) if value is None else value

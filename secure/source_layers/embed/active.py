@@ -23,7 +23,7 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError
 from secure.paillier.encoding import decode, encode, to_signed
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
@@ -74,13 +74,13 @@ class ActiveEmbedLayer(LayerRole):
         (F*k x out_dim) initial shares. `keypair`: e.g. the MatMul layer's key pair.
 
         Raises:
-            ValueError: empty or duplicate passive ids, fields missing, bad dimensions,
+            ConfigError: empty or duplicate passive ids, fields missing, bad dimensions,
                 or a configuration without room for this layer's scales.
             KeyError_: no key pair given and the configured key size is too small.
         """
         ids = check_passive_ids(channel, passive_ids)
         if set(fields_per_passive) != set(ids):
-            raise ValueError("fields_per_passive must name exactly the passive parties")
+            raise ConfigError("fields_per_passive must name exactly the passive parties")
         self.emb_dim, self.out_dim = emb_dim, out_dim
         self.params = EmbedParams.for_active(config, emb_dim, out_dim, ids)
         self.fields = {pid: check_vocab(fields_per_passive[pid], emb_dim) for pid in ids}
@@ -97,7 +97,7 @@ class ActiveEmbedLayer(LayerRole):
         Raises:
             PayloadError, KeyError_, ChannelError: a peer sent something unusable or
                 nothing at all.
-            ValueError: an initial share is malformed or too large.
+            InputError, EncodingError: an initial share is malformed or too large.
         """
         own, p, timeout = self._crypto.own, tag_prefix, self.config.timeout_s
         for pid in self._ids:
@@ -175,7 +175,8 @@ class ActiveEmbedLayer(LayerRole):
         party and update B's encrypted copies of W with their answers.
 
         Raises:
-            ValueError: grad_z of the wrong shape or non-finite, lr not positive.
+            InputError: grad_z of the wrong shape or non-finite, lr not positive.
+            EncodingError: lr * grad_z too large for its scale.
             PayloadError, ChannelError: a passive party's answer is bad or missing.
             SecureError: setup() has not run, or no forward step is pending.
         """

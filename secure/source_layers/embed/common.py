@@ -9,7 +9,7 @@ import numpy as np
 from gmpy2 import mpz
 
 from secure.channel import Channel
-from secure.errors import SecureError
+from secure.errors import EncodingError, InputError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
@@ -24,7 +24,7 @@ from secure.source_layers.common import (
 )
 
 
-class VocabularyError(SecureError, ValueError):
+class VocabularyError(InputError):
     """Categorical codes of the wrong shape, or a code outside its field's vocabulary."""
 
 
@@ -58,19 +58,19 @@ def initial_tables(
     """A share of every embedding table: `init[name]` (tests) or N(0, 1/(2k)) entries.
 
     Raises:
-        ValueError: `init[name]` is not one finite (V_f x k) array per field.
+        InputError: `init[name]` is not one finite (V_f x k) array per field.
     """
     given = init.get(name)
     if given is None:
         std = 1.0 / np.sqrt(2.0 * emb_dim)
         return [rng.normal(0.0, std, size=(v, emb_dim)) for v in vocab_sizes]
     if len(given) != len(vocab_sizes):
-        raise ValueError(f"init['{name}'] must hold one table per field ({len(vocab_sizes)})")
+        raise InputError(f"init['{name}'] must hold one table per field ({len(vocab_sizes)})")
     tables = []
     for table, v in zip(given, vocab_sizes, strict=True):
         checked = check_init({name: table}, name, (v, emb_dim))
         if checked is None:
-            raise ValueError(f"init['{name}'] holds a missing table")
+            raise InputError(f"init['{name}'] holds a missing table")
         tables.append(checked)
     return tables
 
@@ -79,11 +79,11 @@ def encode_table(table: np.ndarray, scale_bits: int, value_bits: int) -> np.ndar
     """Fixed-point table entries, checked against the E layout's value bound.
 
     Raises:
-        ValueError: an entry is too large for an embedding slot at this scale.
+        EncodingError: an entry is too large for an embedding slot at this scale.
     """
     ints = encode(table, scale_bits)
     if ints.size and np.abs(ints).max() >= 1 << (value_bits - 1):
-        raise ValueError(
+        raise EncodingError(
             f"an embedding share reaches 2^{value_bits - 1 - scale_bits}; shares must stay "
             "below it (lower SecureConfig.feature_bits or rescale the initial tables)"
         )

@@ -19,7 +19,7 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError
 from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PublicKey
@@ -91,11 +91,11 @@ class PassiveEmbedLayer(LayerRole):
         """`init` (tests only): "Q_A" (one V_f x emb_dim table per field), "W_A" (F*k x h).
 
         Raises:
-            ValueError: no fields, a vocabulary size < 1, emb_dim or out_dim < 1.
+            ConfigError: no fields, a vocabulary size < 1, emb_dim or out_dim < 1.
             KeyError_: no key pair given and the configured key size is too small.
         """
         if emb_dim < 1 or out_dim < 1:
-            raise ValueError(f"need emb_dim >= 1 and out_dim >= 1, got {emb_dim}, {out_dim}")
+            raise ConfigError(f"need emb_dim >= 1 and out_dim >= 1, got {emb_dim}, {out_dim}")
         self.vocab_sizes = check_vocab(vocab_sizes, emb_dim)
         self.active_id, self.emb_dim, self.out_dim = active_id, emb_dim, out_dim
         self.in_dim = len(self.vocab_sizes) * emb_dim
@@ -110,7 +110,7 @@ class PassiveEmbedLayer(LayerRole):
         Raises:
             PayloadError, KeyError_, ChannelError: the active party sent something
                 unusable (other sizes, key size or fields) or nothing at all.
-            ValueError: an initial share is malformed or too large.
+            InputError, EncodingError: an initial share is malformed or too large.
         """
         b, p, timeout, own = self.active_id, tag_prefix, self.config.timeout_s, self._crypto.own
         key_b = public_key_from_payload(self.channel.recv(b, f"{p}/pk", timeout), b, self.config)

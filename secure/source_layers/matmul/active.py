@@ -21,7 +21,7 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import SecureError
+from secure.errors import ConfigError, SecureError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import decode, to_signed
 from secure.paillier.engine import Paillier
@@ -85,12 +85,12 @@ class ActiveSourceLayer(LayerRole):
         "V_A/<passive id>" (d_A x out_dim) initial shares.
 
         Raises:
-            ValueError: empty or duplicate passive ids, bad dimensions.
+            ConfigError: empty or duplicate passive ids, bad dimensions.
             KeyError_: no key pair given and the configured key size is too small.
         """
         ids = check_passive_ids(channel, passive_ids)
         if in_dim < 0 or out_dim < 1:
-            raise ValueError(f"need in_dim >= 0 and out_dim >= 1, got {in_dim}, {out_dim}")
+            raise ConfigError(f"need in_dim >= 0 and out_dim >= 1, got {in_dim}, {out_dim}")
         self.in_dim, self.out_dim = in_dim, out_dim
         self.params = LayerParams.for_active(config, in_dim, out_dim, ids)
         self.packer = self.params.packer()
@@ -165,7 +165,7 @@ class ActiveSourceLayer(LayerRole):
         """Run the forward exchange and return Z (N x out_dim float64).
 
         Raises:
-            ValueError: bad features. PayloadError, ChannelError: see `setup`.
+            InputError, EncodingError: bad features. PayloadError, ChannelError: see `setup`.
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
@@ -221,7 +221,8 @@ class ActiveSourceLayer(LayerRole):
         `x` defaults to the features of the forward step `tag` (else the latest one).
 
         Raises:
-            ValueError: grad_z of the wrong shape or non-finite, lr not positive.
+            InputError: grad_z of the wrong shape or non-finite, lr not positive.
+            EncodingError: lr * grad_z too large for its scale.
             SecureError: no forward step to take the features from.
         """
         self._require_setup()
@@ -244,7 +245,7 @@ class ActiveSourceLayer(LayerRole):
         ones, so a concurrent forward sees either the old or the new share, never a mix.
 
         Raises:
-            ValueError: bad features, grad_z of the wrong shape or non-finite, lr not positive.
+            InputError: bad features, grad_z of the wrong shape or non-finite, lr not positive.
         """
         self._require_setup()
         x = check_features(x, self.in_dim)

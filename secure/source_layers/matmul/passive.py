@@ -18,7 +18,7 @@ import numpy as np
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer
 from secure.paillier.engine import Paillier
@@ -86,11 +86,11 @@ class PassiveSourceLayer(LayerRole):
         """`init` (tests only): "U_A" (in_dim x out_dim) and "U_B" (d_B x out_dim).
 
         Raises:
-            ValueError: bad dimensions.
+            ConfigError: bad dimensions.
             KeyError_: no key pair given and the configured key size is too small.
         """
         if in_dim < 1 or out_dim < 1:
-            raise ValueError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
+            raise ConfigError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
         super().__init__(channel, config, seed, init, keypair, own_pool=False)
         self.active_id, self.in_dim, self.out_dim = active_id, in_dim, out_dim
         self._state: _State | None = None
@@ -148,7 +148,7 @@ class PassiveSourceLayer(LayerRole):
         """Answer the active party's m1 with m2 for this batch.
 
         Raises:
-            ValueError: bad features. PayloadError, ChannelError: bad or missing m1.
+            InputError, EncodingError: bad features. PayloadError, ChannelError: bad or missing m1.
             SecureError: setup() has not run.
         """
         st = self._require_setup()
@@ -213,7 +213,7 @@ class PassiveSourceLayer(LayerRole):
 
         Raises:
             PayloadError: m3 is not an [[eta G]] of this layer for len(x) rows.
-            ValueError: bad features or lr. SecureError: setup() has not run.
+            InputError, EncodingError: bad features or lr. SecureError: setup() has not run.
         """
         st = self._require_setup()
         x = check_features(x, self.in_dim)
