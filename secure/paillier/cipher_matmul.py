@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 
 import gmpy2
@@ -35,7 +36,13 @@ from gmpy2 import mpz
 from secure.config import SecureConfig
 from secure.errors import InputError
 from secure.paillier.encoding import encode
-from secure.paillier.multiexp import Partial, multiexp_columns, unit_products
+from secure.paillier.multiexp import multiexp_columns, unit_products
+from secure.paillier.multiexp_rows import Partial
+
+# One multiexp_columns call: (modulus, bases of a block of columns, the CSC matrix, the
+# block's first and last column, output count), and the arguments it is called with.
+_Job = tuple[mpz, list[mpz], sp.csc_matrix, int, int, int]
+_Args = tuple[mpz, list[mpz], np.ndarray, np.ndarray, np.ndarray, int]
 
 
 def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_matrix:
@@ -68,7 +75,7 @@ class CipherMatmul:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.parallel_min_terms = parallel_min_terms
         self._executor: Executor | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: Callable[[], object] | None = None  # a weakref.finalize
 
     def matmul(
         self,
@@ -116,7 +123,7 @@ class CipherMatmul:
         edges = sorted({0, m, *np.clip(cuts, 1, m - 1).tolist()})
         return list(zip(edges[:-1], edges[1:], strict=True))
 
-    def _run(self, jobs: list, nnz: int) -> list[tuple[Partial, Partial]]:
+    def _run(self, jobs: list[_Job], nnz: int) -> list[tuple[Partial, Partial]]:
         args = [_job_args(*job) for job in jobs]
         if len(jobs) == 1 or self.workers == 1 or nnz < self.parallel_min_terms:
             return [multiexp_columns(*a) for a in args]
@@ -146,7 +153,7 @@ class CipherMatmul:
 
 def _job_args(
     nsquare: mpz, bases: list[mpz], csc: sp.csc_matrix, lo: int, hi: int, n_out: int
-) -> tuple:
+) -> _Args:
     start, stop = int(csc.indptr[lo]), int(csc.indptr[hi])
     indptr = csc.indptr[lo : hi + 1] - start
     return (nsquare, bases, indptr, csc.indices[start:stop], csc.data[start:stop], n_out)

@@ -27,9 +27,7 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from secure.paillier.multiexp_rows import estimated_cost, multiexp_rows, window_digits
-
-Partial = list  # list[mpz | None], one entry per output; None means "no term yet"
+from secure.paillier.multiexp_rows import Partial, estimated_cost, multiexp_rows, window_digits
 
 
 def _comb_products(terms: int, exp_bits: int, c: int) -> float:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Generic, TypeAlias, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +26,9 @@ from secure.source_layers.sharing import sample_share
 from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
+# Initial shares handed in by tests, by name: an array, or one array per field (tables).
+InitialShares: TypeAlias = Mapping[str, Any]  # noqa: UP040
+T = TypeVar("T")
 
 
 class PartyCrypto:
@@ -136,11 +139,11 @@ def pack_real(packer: Packer, values: np.ndarray, scale_bits: int) -> list[list[
     return packer.pack(encode(values, scale_bits))
 
 
-def flat(rows: Sequence[Sequence]) -> list:
+def flat(rows: Sequence[Sequence[T]]) -> list[T]:
     return [value for row in rows for value in row]
 
 
-def shaped(values: Sequence, cols: int) -> list[list]:
+def shaped(values: Sequence[T], cols: int) -> list[list[T]]:
     return [list(values[i : i + cols]) for i in range(0, len(values), cols)]
 
 
@@ -180,9 +183,6 @@ def encrypt_matrix(
     cols = packer.columns(values.shape[1])
     cipher = shaped(he.encrypt(flat(packed)), cols) if packed else []
     return CipherMatrix(cipher, cols, he.pk, packer.slots, scale_bits)
-
-
-T = TypeVar("T")
 
 
 class Pending(Generic[T]):
@@ -247,7 +247,7 @@ def check_passive_ids(channel: Channel, passive_ids: Sequence[str]) -> list[str]
     return ids
 
 
-def check_init(init: dict | None, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+def check_init(init: InitialShares | None, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
     """A test-supplied initial share, shape-checked, or None.
 
     Raises:
@@ -262,7 +262,7 @@ def check_init(init: dict | None, name: str, shape: tuple[int, ...]) -> np.ndarr
 
 
 def initial_share(
-    init: dict, name: str, rows: int, out_dim: int, rng: np.random.Generator
+    init: InitialShares, name: str, rows: int, out_dim: int, rng: np.random.Generator
 ) -> np.ndarray:
     """A share of a weight matrix (rows x out_dim): `init[name]` (tests) or `sample_share`.
 
@@ -295,7 +295,7 @@ class LayerRole:
         channel: Channel,
         config: SecureConfig,
         seed: int,
-        init: dict | None,
+        init: InitialShares | None,
         keypair: KeyPair | None,
         *,
         own_pool: bool,

@@ -28,6 +28,7 @@ from secure.paillier.encoding import decode, encode, to_signed
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
+    InitialShares,
     LayerRole,
     Pending,
     check_passive_ids,
@@ -65,7 +66,7 @@ class ActiveEmbedLayer(LayerRole):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:

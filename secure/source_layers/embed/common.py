@@ -15,6 +15,7 @@ from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import PublicKey
 from secure.source_layers.common import (
+    InitialShares,
     PartyCrypto,
     check_init,
     flat,
@@ -53,7 +54,11 @@ def check_codes(codes: np.ndarray, vocab_sizes: Sequence[int]) -> np.ndarray:
 
 
 def initial_tables(
-    init: dict, name: str, vocab_sizes: Sequence[int], emb_dim: int, rng: np.random.Generator
+    init: InitialShares,
+    name: str,
+    vocab_sizes: Sequence[int],
+    emb_dim: int,
+    rng: np.random.Generator,
 ) -> list[np.ndarray]:
     """A share of every embedding table: `init[name]` (tests) or N(0, 1/(2k)) entries.
 

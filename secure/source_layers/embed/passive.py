@@ -24,6 +24,7 @@ from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PublicKey
 from secure.source_layers.common import (
+    InitialShares,
     LayerRole,
     Pending,
     check_active_key_bits,
@@ -84,7 +85,7 @@ class PassiveEmbedLayer(LayerRole):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:

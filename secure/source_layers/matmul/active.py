@@ -28,6 +28,7 @@ from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
     Features,
+    InitialShares,
     LayerRole,
     Pending,
     check_features,
@@ -77,7 +78,7 @@ class ActiveSourceLayer(LayerRole):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:

@@ -25,6 +25,7 @@ from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
     Features,
+    InitialShares,
     LayerRole,
     Pending,
     check_active_key_bits,
@@ -79,7 +80,7 @@ class PassiveSourceLayer(LayerRole):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:
