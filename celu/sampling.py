@@ -47,12 +47,6 @@ class UniformSampler:
         self._recent: deque[int] = deque(maxlen=window)
         self._lock = threading.Lock()
 
-    @property
-    def recent(self) -> list[int]:
-        """The most recently sampled batch ids, oldest first."""
-        with self._lock:
-            return list(self._recent)
-
     def sample(self, t_now: int) -> CachedBatch | None:
         """Draw one eligible entry at update counter ``t_now`` and count one use of it.
 

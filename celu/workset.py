@@ -126,16 +126,11 @@ class WorksetTable:
                 self._record("replaced")
             if self.reuse > 1:
                 while len(self._entries) >= self.workset:
-                    oldest, _ = self._entries.popitem(last=False)
+                    self._entries.popitem(last=False)
                     self._record("capacity")
                 self._entries[batch_id] = _Entry(activation, derivative, t)
             self._version += 1
             self._cond.notify_all()
-
-    def remove(self, batch_id: int) -> bool:
-        """Drop one entry; returns whether it was present."""
-        with self._cond:
-            return self._entries.pop(batch_id, None) is not None
 
     def clear(self) -> None:
         """Drop every entry (e.g. at the end of training or on resume)."""

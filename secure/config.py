@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from secure.errors import KeyError_
+from secure.errors import ConfigError, KeyError_
 
 MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512
@@ -72,7 +72,7 @@ class SecureConfig:
     def __post_init__(self) -> None:
         """Raises:
         KeyError_: key_bits below 2048 without `allow_insecure_test_keys`, or below 512.
-        ValueError: any other setting out of range.
+        ConfigError: any other setting out of range.
         """
         check_key_bits(self.key_bits, self.allow_insecure_test_keys, "this party")
         checks = [
@@ -89,7 +89,7 @@ class SecureConfig:
         ]
         for ok, message in checks:
             if not ok:
-                raise ValueError(f"invalid SecureConfig: {message}")
+                raise ConfigError(f"invalid SecureConfig: {message}")
 
 
 def check_key_bits(bits: int, allow_insecure_test_keys: bool, whose: str) -> None:

@@ -6,7 +6,20 @@ SecureError                 base of everything raised here
 │   └── ChannelClosed       the job was cancelled or the channel closed
 ├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
 ├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
-└── KeyError_               a key is missing, malformed or below the minimum size
+├── KeyError_               a key is missing, malformed or below the minimum size
+├── CertError               a CA or certificate is missing, invalid, expired or would be
+│                           overwritten (`secure.pki.certs`)
+├── ConfigError             a SecureConfig field or a layer's set-up argument (sizes, party
+│                           ids, vocabularies) is invalid (also a ValueError)
+├── InputError              a caller's value is malformed: features, codes, gradients, lr,
+│   │                       initial shares (also a ValueError)
+│   └── VocabularyError     categorical codes outside their field's vocabulary
+│                           (`secure.source_layers.embed`)
+└── EncodingError           a value does not fit its fixed-point scale or slot (also a
+                            ValueError)
+
+The ValueError bases keep `except ValueError` callers working. Every message says what is
+wrong and what to do about it.
 """
 
 from __future__ import annotations
@@ -39,3 +52,18 @@ class KeyError_(SecureError):  # noqa: N801 - avoid shadowing the builtin KeyErr
 class PsiError(SecureError):
     """Private set intersection cannot proceed: invalid or duplicate ids, an empty
     intersection, inconsistent party roles, or a peer that aborted the run."""
+
+
+class ConfigError(SecureError, ValueError):
+    """A `SecureConfig` field, or an argument that sets up a layer (dimensions, party ids,
+    vocabulary sizes, an obfuscator method), is invalid; the message names it."""
+
+
+class InputError(SecureError, ValueError):
+    """A value handed in by the caller (features, codes, gradients, learning rate,
+    initial shares) has the wrong shape, type or non-finite entries."""
+
+
+class EncodingError(SecureError, ValueError):
+    """A value is too large (or not finite) for its fixed-point scale, or overflows the
+    slots it is packed into."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import weakref
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 
 import gmpy2
@@ -33,15 +34,22 @@ import scipy.sparse as sp
 from gmpy2 import mpz
 
 from secure.config import SecureConfig
+from secure.errors import InputError
 from secure.paillier.encoding import encode
-from secure.paillier.multiexp import Partial, multiexp_columns, unit_products
+from secure.paillier.multiexp import multiexp_columns, unit_products
+from secure.paillier.multiexp_rows import Partial
+
+# One multiexp_columns call: (modulus, bases of a block of columns, the CSC matrix, the
+# block's first and last column, output count), and the arguments it is called with.
+_Job = tuple[mpz, list[mpz], sp.csc_matrix, int, int, int]
+_Args = tuple[mpz, list[mpz], np.ndarray, np.ndarray, np.ndarray, int]
 
 
 def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_matrix:
     """Fixed-point exponents round(x * 2^feature_bits) as an int64 CSR matrix.
 
     Raises:
-        ValueError: x is not 2-D, holds NaN/inf, or a value is too large for 62 bits.
+        InputError: x is not 2-D. EncodingError: NaN/inf, or a value too large for 62 bits.
     """
     if sp.issparse(x):
         csr = sp.csr_matrix(x, copy=True)
@@ -50,7 +58,7 @@ def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_
     else:
         dense = np.asarray(x)
         if dense.ndim != 2:
-            raise ValueError(f"features must be a 2-D matrix, got shape {dense.shape}")
+            raise InputError(f"features must be a 2-D matrix, got shape {dense.shape}")
         csr = sp.csr_matrix(encode(dense, feature_bits))
     csr.eliminate_zeros()
     return csr
@@ -67,7 +75,7 @@ class CipherMatmul:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.parallel_min_terms = parallel_min_terms
         self._executor: Executor | None = None
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: Callable[[], object] | None = None  # a weakref.finalize
 
     def matmul(
         self,
@@ -80,12 +88,12 @@ class CipherMatmul:
         term get mpz(1), the trivial encryption of 0.
 
         Raises:
-            ValueError: exps has a column count different from the number of cipher rows.
+            InputError: exps has a column count different from the number of cipher rows.
         """
         csc = sp.csc_matrix(exps).astype(np.int64)
         n_out, m = csc.shape
         if m != len(cipher_rows):
-            raise ValueError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
+            raise InputError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
         if csc.nnz and np.all(np.abs(csc.data) == 1):
             csr = csc.tocsr()
             csr.sort_indices()
@@ -115,7 +123,7 @@ class CipherMatmul:
         edges = sorted({0, m, *np.clip(cuts, 1, m - 1).tolist()})
         return list(zip(edges[:-1], edges[1:], strict=True))
 
-    def _run(self, jobs: list, nnz: int) -> list[tuple[Partial, Partial]]:
+    def _run(self, jobs: list[_Job], nnz: int) -> list[tuple[Partial, Partial]]:
         args = [_job_args(*job) for job in jobs]
         if len(jobs) == 1 or self.workers == 1 or nnz < self.parallel_min_terms:
             return [multiexp_columns(*a) for a in args]
@@ -145,7 +153,7 @@ class CipherMatmul:
 
 def _job_args(
     nsquare: mpz, bases: list[mpz], csc: sp.csc_matrix, lo: int, hi: int, n_out: int
-) -> tuple:
+) -> _Args:
     start, stop = int(csc.indptr[lo]), int(csc.indptr[hi])
     indptr = csc.indptr[lo : hi + 1] - start
     return (nsquare, bases, indptr, csc.indices[start:stop], csc.data[start:stop], n_out)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from secure.errors import ConfigError, EncodingError
+
 _INT64_SAFE = 2.0**62
 
 
@@ -27,13 +29,13 @@ def encode(values: np.ndarray, scale_bits: int) -> np.ndarray:
     """round(values * 2^scale_bits) as int64.
 
     Raises:
-        ValueError: a value is NaN, infinite, or too large for 62 bits at this scale.
+        EncodingError: a value is NaN, infinite, or too large for 62 bits at this scale.
     """
     scaled = np.rint(np.asarray(values, dtype=np.float64) * 2.0**scale_bits)
     if not np.all(np.isfinite(scaled)):
-        raise ValueError("cannot encode NaN or infinite values; clean the input first")
+        raise EncodingError("cannot encode NaN or infinite values; clean the input first")
     if scaled.size and np.max(np.abs(scaled)) >= _INT64_SAFE:
-        raise ValueError(
+        raise EncodingError(
             f"value too large for fixed point at scale 2^{scale_bits}: "
             f"|x| must stay below 2^{62 - scale_bits}"
         )
@@ -56,13 +58,13 @@ class Packer:
 
     def __init__(self, key_bits: int, slot_bits: int, stat_bits: int) -> None:
         """Raises:
-        ValueError: the key is too small for one slot plus `stat_bits` of mask.
+        ConfigError: the key is too small for one slot plus `stat_bits` of mask.
         """
         self.slot_bits = slot_bits
         self.stat_bits = stat_bits
         self.slots = (key_bits - 3 - stat_bits) // slot_bits
         if self.slots < 1:
-            raise ValueError(
+            raise ConfigError(
                 f"a {key_bits}-bit key cannot hold one {slot_bits}-bit slot plus a "
                 f"{stat_bits}-bit mask; use a larger key"
             )
@@ -78,13 +80,13 @@ class Packer:
         """Rows of int64 slot values (rows x h) to rows of ceil(h/slots) integers.
 
         Raises:
-            ValueError: a value does not fit a signed slot.
+            EncodingError: a value does not fit a signed slot.
         """
         rows, width = values.shape
         cols = self.columns(width)
         limit = self._half
         if values.size and (values.max() >= limit or values.min() < -limit):
-            raise ValueError(f"a value does not fit a signed {self.slot_bits}-bit slot")
+            raise EncodingError(f"a value does not fit a signed {self.slot_bits}-bit slot")
         padded = np.zeros((rows, cols * self.slots), dtype=np.int64)
         padded[:, :width] = values
         biased = (padded.astype(np.uint64) + np.uint64(limit)).astype("<u8")
@@ -98,7 +100,7 @@ class Packer:
         """Signed integers (rows x cols) back to int64 slot values (rows x width).
 
         Raises:
-            ValueError: a packed value lies outside the range of its slots.
+            EncodingError: a packed value lies outside the range of its slots.
         """
         rows = len(packed)
         cols = self.columns(width)
@@ -109,7 +111,7 @@ class Packer:
             for value in row:
                 biased = int(value) + self._bias
                 if not 0 <= biased < top:
-                    raise ValueError(
+                    raise EncodingError(
                         f"packed value overflows its {self.slots} slots of {self.slot_bits} "
                         "bits; reduce the scale or the magnitude of the values"
                     )

@@ -60,7 +60,8 @@ def parallel_powmod(bases: Sequence[mpz], exponent: mpz, modulus: mpz, threads: 
     bases = list(bases)
     parts = min(threads, max(1, len(bases) // 8))
     if parts <= 1:
-        return gmpy2.powmod_base_list(bases, exponent, modulus)
+        powers: list[mpz] = gmpy2.powmod_base_list(bases, exponent, modulus)
+        return powers
     step = -(-len(bases) // parts)
     chunks = [bases[i : i + step] for i in range(0, len(bases), step)]
     with ThreadPoolExecutor(len(chunks)) as executor:

@@ -27,20 +27,19 @@ import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
-from secure.paillier.multiexp_rows import estimated_cost, multiexp_rows
+from secure.paillier.multiexp_rows import Partial, estimated_cost, multiexp_rows, window_digits
 
-Partial = list  # list[mpz | None], one entry per output; None means "no term yet"
+
+def _comb_products(terms: int, exp_bits: int, c: int) -> float:
+    """Expected modular products of one base's comb of window c: its table, then one
+    product per nonzero c-bit digit of `terms` exponents of `exp_bits` bits."""
+    windows = -(-exp_bits // c)
+    return windows * (c + (1 << c) - 2) + terms * windows * (1 - 2.0**-c)
 
 
 def _window_bits(terms: int, exp_bits: int) -> int:
     """The comb window c minimising table cost plus per-term cost."""
-    best, best_cost = 1, None
-    for c in range(1, 9):
-        windows = -(-exp_bits // c)
-        cost = windows * (c + (1 << c) - 2) + terms * windows * (1 - 2.0**-c)
-        if best_cost is None or cost < best_cost:
-            best, best_cost = c, cost
-    return best
+    return min(range(1, 9), key=lambda c: _comb_products(terms, exp_bits, c))
 
 
 def _comb_cost(indptr: np.ndarray, exponents: np.ndarray) -> float:
@@ -51,9 +50,7 @@ def _comb_cost(indptr: np.ndarray, exponents: np.ndarray) -> float:
         if lo == hi:
             continue
         bits = int(np.abs(exponents[lo:hi]).max()).bit_length()
-        c = _window_bits(hi - lo, bits)
-        windows = -(-bits // c)
-        cost += windows * (c + (1 << c) - 2) + (hi - lo) * windows * (1 - 2.0**-c)
+        cost += _comb_products(hi - lo, bits, _window_bits(hi - lo, bits))
     return cost
 
 
@@ -113,8 +110,7 @@ def multiexp_columns(
         if top == 0:
             continue
         c = _window_bits(hi - lo, top.bit_length())
-        shifts = np.arange(-(-top.bit_length() // c), dtype=np.uint64) * np.uint64(c)
-        digits = (mags[:, None] >> shifts[None, :]) & np.uint64((1 << c) - 1)
+        digits = window_digits(mags, c)
         table = _comb_table(mpz(base), c, digits.max(axis=0).astype(int).tolist(), modulus)
         sign = exps > 0
         _accumulate(pos, rows[lo:hi][sign], digits[sign], table, modulus)

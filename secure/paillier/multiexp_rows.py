@@ -19,12 +19,16 @@ from gmpy2 import mpz
 
 WINDOWS = (1, 2, 3, 4, 5, 6)
 
+Partial = list[mpz | None]  # one entry per output; None means "no term yet"
 
-def _digits(mags: np.ndarray, w: int) -> np.ndarray:
+
+def window_digits(mags: np.ndarray, w: int) -> np.ndarray:
+    """The w-bit digits of each magnitude, least significant first (one row each)."""
     top = int(mags.max()) if mags.size else 0
     count = max(1, -(-top.bit_length() // w))
     shifts = np.arange(count, dtype=np.uint64) * np.uint64(w)
-    return (mags[:, None] >> shifts[None, :]) & np.uint64((1 << w) - 1)
+    digits: np.ndarray = (mags[:, None] >> shifts[None, :]) & np.uint64((1 << w) - 1)
+    return digits
 
 
 def estimated_cost(
@@ -36,14 +40,12 @@ def estimated_cost(
     mags = np.abs(exponents).astype(np.uint64)
     used = int(np.count_nonzero(np.diff(indptr)))
     groups = len(np.unique(rows * 2 + (exponents < 0)))  # (output, sign) accumulators
-    best = None
+    costs = []
     for w in WINDOWS:
-        digits = _digits(mags, w)
+        digits = window_digits(mags, w)
         cost = used * ((1 << w) - 2) + groups * w * (digits.shape[1] - 1)
-        cost += int(np.count_nonzero(digits))
-        if best is None or cost < best[0]:
-            best = (float(cost), w)
-    return best
+        costs.append((float(cost + int(np.count_nonzero(digits))), w))
+    return min(costs, key=lambda cost_and_window: cost_and_window[0])
 
 
 def multiexp_rows(
@@ -54,18 +56,18 @@ def multiexp_rows(
     exponents: np.ndarray,
     n_out: int,
     window: int = 4,
-) -> tuple[list, list]:
+) -> tuple[Partial, Partial]:
     """(pos, neg) per output, as `multiexp.multiexp_columns`, by Straus's method."""
     modulus = mpz(modulus)
     cols = np.repeat(np.arange(len(bases)), np.diff(indptr))
-    digits = _digits(np.abs(exponents).astype(np.uint64), window).astype(np.int64)
+    digits = window_digits(np.abs(exponents).astype(np.uint64), window).astype(np.int64)
     tables = {b: _powers(mpz(bases[b]), window, modulus) for b in np.unique(cols).tolist()}
     order = np.lexsort((cols, rows))
     bounds = np.searchsorted(rows[order], np.arange(n_out + 1))
     signs = np.sign(exponents[order])
     digits, cols = digits[order], cols[order]
-    pos: list = [None] * n_out
-    neg: list = [None] * n_out
+    pos: Partial = [None] * n_out
+    neg: Partial = [None] * n_out
     for o in range(n_out):
         lo, hi = int(bounds[o]), int(bounds[o + 1])
         for out, mask in ((pos, signs[lo:hi] > 0), (neg, signs[lo:hi] < 0)):
@@ -81,7 +83,9 @@ def _powers(base: mpz, w: int, modulus: mpz) -> list[mpz]:
     return table
 
 
-def _walk(digits: np.ndarray, cols: np.ndarray, tables: dict, w: int, modulus: mpz) -> mpz:
+def _walk(
+    digits: np.ndarray, cols: np.ndarray, tables: dict[int, list[mpz]], w: int, modulus: mpz
+) -> mpz:
     """prod_j base_j^(e_j) for one output, windows from the most significant."""
     acc = None
     nonzero = np.flatnonzero(digits.any(axis=0))

@@ -89,7 +89,9 @@ def _stop(conn: Connection, process: multiprocessing.process.BaseProcess) -> Non
     conn.close()
 
 
-def _serve(conn: Connection, n: int, factors: tuple[int, int] | None, bases: list) -> None:
+def _serve(
+    conn: Connection, n: int, factors: tuple[int, int] | None, bases: list[list[int]]
+) -> None:
     """The helper's loop: a count in, a blob of that many obfuscators out; None stops."""
     public = PublicKey(mpz(n), "helper")
     private = None if factors is None else PrivateKey(public, mpz(factors[0]), mpz(factors[1]))

@@ -34,6 +34,7 @@ import threading
 from gmpy2 import mpz
 
 from secure.config import OBFUSCATOR_METHODS as METHODS
+from secure.errors import ConfigError
 from secure.paillier.fixed_base import ObfuscatorTable, parallel_powmod, positions
 from secure.paillier.keys import PrivateKey, PublicKey
 from secure.paillier.obfuscator_worker import ObfuscatorWorker
@@ -62,10 +63,10 @@ class ObfuscatorPool:
         `helpers`: processes that `prepare` starts to sample from copies of the table.
 
         Raises:
-            ValueError: unknown `method`.
+            ConfigError: unknown `method`.
         """
         if method not in METHODS:
-            raise ValueError(f"unknown obfuscator method {method!r}; use one of {METHODS}")
+            raise ConfigError(f"unknown obfuscator method {method!r}; use one of {METHODS}")
         self._pk, self._sk = public_key, private_key
         self._capacity, self._background, self._method = capacity, background, method
         self._threads = max(1, threads or os.cpu_count() or 1)

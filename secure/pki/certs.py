@@ -76,25 +76,6 @@ def ca_files(directory: str | Path) -> CaFiles:
     return CaFiles(cert=root / "ca.crt", key=root / "ca.key")
 
 
-def party_files(directory: str | Path, party_id: str) -> PartyFiles:
-    """Paths of a party's TLS files, checked to exist.
-
-    Raises:
-        CertError: invalid party id, or a file is missing (names the file and the fix).
-    """
-    root = Path(directory)
-    files = PartyFiles(
-        root / "ca.crt", root / f"{check_party_id(party_id)}.crt", root / f"{party_id}.key"
-    )
-    for path in (files.ca_cert, files.cert, files.key):
-        if not path.is_file():
-            raise CertError(
-                f"{path} is missing; run `vfl certs issue CA_DIR --party {party_id}` (it "
-                "writes into CA_DIR, or into --bundle DIR), or call issue()"
-            )
-    return files
-
-
 def init_ca(
     directory: str | Path,
     *,

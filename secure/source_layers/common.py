@@ -1,30 +1,34 @@
-"""What both roles of a source layer share: one party's crypto bundle, input checks,
-and the ciphertext send/receive steps."""
+"""What every role of both source layers shares: one party's crypto bundle, input and
+initial-share checks, the ciphertext send/receive steps, and the values a forward step
+keeps for its backward step."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import TypeAlias
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import SecureError
+from secure.errors import ConfigError, InputError, PayloadError, SecureError
 from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer, encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
 from secure.paillier.obfuscators import ObfuscatorPool
+from secure.source_layers.sharing import sample_share
 from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
+# Initial shares handed in by tests, by name: an array, or one array per field (tables).
+InitialShares: TypeAlias = Mapping[str, Any]  # noqa: UP040
+T = TypeVar("T")
 
 
 class PartyCrypto:
@@ -105,7 +109,7 @@ def check_features(x: Features, in_dim: int, rows: int | None = None) -> Feature
     """Check a feature batch (dense 2-D array or scipy sparse); sparse becomes CSR.
 
     Raises:
-        ValueError: wrong type, shape, or NaN/infinite values.
+        InputError: wrong type, shape, or NaN/infinite values.
     """
     if sp.issparse(x):
         x = sp.csr_matrix(x, dtype=np.float64)
@@ -115,9 +119,9 @@ def check_features(x: Features, in_dim: int, rows: int | None = None) -> Feature
         values = x
     if x.ndim != 2 or x.shape[1] != in_dim or (rows is not None and x.shape[0] != rows):
         want = f"({rows if rows is not None else 'N'}, {in_dim})"
-        raise ValueError(f"features must have shape {want}, got {x.shape}")
+        raise InputError(f"features must have shape {want}, got {x.shape}")
     if not np.all(np.isfinite(values)):
-        raise ValueError("features contain NaN or infinite values; clean them first")
+        raise InputError("features contain NaN or infinite values; clean them first")
     return x
 
 
@@ -130,16 +134,16 @@ def pack_real(packer: Packer, values: np.ndarray, scale_bits: int) -> list[list[
     """Encode reals at 2^scale_bits and pack each row.
 
     Raises:
-        ValueError: a value does not fit a slot at this scale.
+        EncodingError: a value does not fit a slot at this scale.
     """
     return packer.pack(encode(values, scale_bits))
 
 
-def flat(rows: Sequence[Sequence]) -> list:
+def flat(rows: Sequence[Sequence[T]]) -> list[T]:
     return [value for row in rows for value in row]
 
 
-def shaped(values: Sequence, cols: int) -> list[list]:
+def shaped(values: Sequence[T], cols: int) -> list[list[T]]:
     return [list(values[i : i + cols]) for i in range(0, len(values), cols)]
 
 
@@ -181,66 +185,129 @@ def encrypt_matrix(
     return CipherMatrix(cipher, cols, he.pk, packer.slots, scale_bits)
 
 
-def identity_rows(rows: int, cols: int) -> list[list[mpz]]:
-    """Trivial encryptions of zero (re-randomise before sending)."""
-    return [[mpz(1)] * cols for _ in range(rows)]
+class Pending(Generic[T]):
+    """Per-step values of recent forward steps (by tag), for the backward step that follows."""
 
-
-class PendingBatches:
-    """Feature batches of recent forward steps, for the backward step that follows."""
-
-    def __init__(self, in_dim: int, keep: int = 16) -> None:
-        self._in_dim = in_dim
+    def __init__(self, fix: str, keep: int = 16) -> None:
+        """`fix`: what the error of a backward step with no forward step asks the caller
+        to do; `keep`: how many forward steps to remember (the oldest go first)."""
+        self._fix = fix
         self._keep = keep
-        self._batches: OrderedDict[str, Features] = OrderedDict()
+        self._items: OrderedDict[str, T] = OrderedDict()
 
-    def remember(self, tag: str, x: Features) -> None:
-        self._batches[tag] = x
-        while len(self._batches) > self._keep:
-            self._batches.popitem(last=False)
+    def remember(self, tag: str, value: T) -> None:
+        self._items[tag] = value
+        while len(self._items) > self._keep:
+            self._items.popitem(last=False)
 
-    def take(self, tag: str, x: Features | None) -> Features:
-        """`x` if given (checked), else the batch of forward step `tag`, else the latest.
+    def take(self, tag: str) -> T:
+        """The values of forward step `tag`, else of the latest one.
 
         Raises:
-            SecureError: no forward step is pending and no `x` was given.
-            ValueError: `x` is malformed.
+            SecureError: no forward step is pending.
         """
-        if x is not None:
-            return check_features(x, self._in_dim)
-        if tag in self._batches:
-            return self._batches.pop(tag)
-        if self._batches:
-            return self._batches.popitem(last=True)[1]
-        raise SecureError(f"backward('{tag}') has no forward step; pass x explicitly")
+        if tag in self._items:
+            return self._items.pop(tag)
+        if self._items:
+            return self._items.popitem(last=True)[1]
+        raise SecureError(f"backward('{tag}') has no forward step; {self._fix}")
 
 
 def check_lr(lr: float) -> None:
     """Raises:
-    ValueError: lr is not a positive finite number.
+    InputError: lr is not a positive finite number.
     """
     if not (np.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive finite number, got {lr}")
+        raise InputError(f"lr must be a positive finite number, got {lr}")
 
 
 def check_step(grad: np.ndarray, lr: float, shape: tuple[int, int]) -> np.ndarray:
     """lr * grad, checked (B's step before it is encrypted into m3).
 
     Raises:
-        ValueError: wrong shape, non-finite values or a non-positive lr.
+        InputError: wrong shape, non-finite values or a non-positive lr.
     """
     g = np.asarray(grad, dtype=np.float64)
     if g.shape != shape:
-        raise ValueError(f"grad_z must have shape {shape}, got {g.shape}")
+        raise InputError(f"grad_z must have shape {shape}, got {g.shape}")
     if not (np.isfinite(lr) and lr > 0) or not np.all(np.isfinite(g)):
-        raise ValueError("lr must be a positive number and grad_z finite")
+        raise InputError("lr must be a positive number and grad_z finite")
     return lr * g
 
 
-class OwnsCrypto:
-    """Background-work controls shared by every source-layer role (needs `self._crypto`)."""
+def check_passive_ids(channel: Channel, passive_ids: Sequence[str]) -> list[str]:
+    """The active party's list of passive parties, checked.
 
-    _crypto: PartyCrypto
+    Raises:
+        ConfigError: no passive party, a duplicate, or the active party itself among them.
+    """
+    ids = list(passive_ids)
+    if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
+        raise ConfigError(f"passive_ids must be distinct other parties, got {ids}")
+    return ids
+
+
+def check_init(init: InitialShares | None, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A test-supplied initial share, shape-checked, or None.
+
+    Raises:
+        InputError: wrong shape or non-finite values.
+    """
+    if not init or name not in init:
+        return None
+    value = np.asarray(init[name], dtype=np.float64)
+    if value.shape != shape or not np.all(np.isfinite(value)):
+        raise InputError(f"init['{name}'] must be a finite array of shape {shape}")
+    return value.copy()
+
+
+def initial_share(
+    init: InitialShares, name: str, rows: int, out_dim: int, rng: np.random.Generator
+) -> np.ndarray:
+    """A share of a weight matrix (rows x out_dim): `init[name]` (tests) or `sample_share`.
+
+    Raises:
+        InputError: `init[name]` has the wrong shape or non-finite values.
+    """
+    value = check_init(init, name, (rows, out_dim))
+    return sample_share(rng, rows, out_dim) if value is None else value
+
+
+def check_active_key_bits(active_key_bits: int, config: SecureConfig) -> None:
+    """A passive party's check of the key size in the active party's layer parameters.
+
+    Raises:
+        PayloadError: the active party uses another key size than this party.
+    """
+    if active_key_bits != config.key_bits:
+        raise PayloadError(
+            f"the active party uses {active_key_bits}-bit keys, this party "
+            f"{config.key_bits}; set the same SecureConfig.key_bits everywhere"
+        )
+
+
+class LayerRole:
+    """What every role of a source layer holds: its channel, configuration, job seed,
+    test-only initial shares and crypto bundle; and the controls of its background work."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        config: SecureConfig,
+        seed: int,
+        init: InitialShares | None,
+        keypair: KeyPair | None,
+        *,
+        own_pool: bool,
+    ) -> None:
+        """`own_pool`: see `PartyCrypto`.
+
+        Raises:
+            KeyError_: no key pair given and `config.key_bits` is below the minimum.
+        """
+        self.channel, self.config, self.seed = channel, config, seed
+        self._init = init or {}
+        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool)
 
     def fill_obfuscator_pools(self) -> None:
         """Precompute the r^n obfuscators of coming steps now (blocks until full)."""

@@ -77,6 +77,12 @@ def control_from_payload(payload: Payload, required: Sequence[str] = ()) -> dict
     return fields
 
 
+def layer_params_to_payload(ints: Mapping[str, int], passive_ids: Sequence[str]) -> Payload:
+    """A layer's parameters as the active party sends them: integer fields, then the
+    passive party ids (field "passive_ids", comma-separated)."""
+    return control_to_payload({**ints, "passive_ids": ",".join(passive_ids)})
+
+
 def layer_params_from_payload(
     payload: Payload, int_fields: Sequence[str], what: str
 ) -> tuple[dict[str, int], tuple[str, ...]]:

@@ -23,26 +23,21 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError
 from secure.paillier.encoding import decode, encode, to_signed
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
-    OwnsCrypto,
-    PartyCrypto,
+    InitialShares,
+    LayerRole,
+    Pending,
+    check_passive_ids,
     check_step,
     flat,
+    initial_share,
     shaped,
 )
-from secure.source_layers.embed.common import (
-    Pending,
-    Wire,
-    encode_table,
-    encrypt_rows,
-    initial_tables,
-    initial_weight,
-    relay_pair_seeds,
-)
+from secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
 from secure.source_layers.embed.link import PassiveLink
 from secure.source_layers.embed.setup import (
     EmbedParams,
@@ -51,6 +46,7 @@ from secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from secure.source_layers.embed.tables import table_rows
+from secure.source_layers.seeds import relay_pair_seeds
 from secure.source_layers.sharing import private_rng
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -58,7 +54,7 @@ from secure.wire.keys import public_key_from_payload, public_key_to_payload
 log = logging.getLogger(__name__)
 
 
-class ActiveEmbedLayer(OwnsCrypto):
+class ActiveEmbedLayer(LayerRole):
     """Party B's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
 
     def __init__(
@@ -70,7 +66,7 @@ class ActiveEmbedLayer(OwnsCrypto):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:
@@ -79,25 +75,22 @@ class ActiveEmbedLayer(OwnsCrypto):
         (F*k x out_dim) initial shares. `keypair`: e.g. the MatMul layer's key pair.
 
         Raises:
-            ValueError: empty or duplicate passive ids, fields missing, bad dimensions,
+            ConfigError: empty or duplicate passive ids, fields missing, bad dimensions,
                 or a configuration without room for this layer's scales.
             KeyError_: no key pair given and the configured key size is too small.
         """
-        ids = list(passive_ids)
-        if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
-            raise ValueError(f"passive_ids must be distinct other parties, got {ids}")
+        ids = check_passive_ids(channel, passive_ids)
         if set(fields_per_passive) != set(ids):
-            raise ValueError("fields_per_passive must name exactly the passive parties")
-        self.channel, self.config, self.seed = channel, config, seed
+            raise ConfigError("fields_per_passive must name exactly the passive parties")
         self.emb_dim, self.out_dim = emb_dim, out_dim
         self.params = EmbedParams.for_active(config, emb_dim, out_dim, ids)
         self.fields = {pid: check_vocab(fields_per_passive[pid], emb_dim) for pid in ids}
         self.h_lay = self.params.h_layout()
-        self._init = init or {}
-        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=True)
+        super().__init__(channel, config, seed, init, keypair, own_pool=True)
         self._ids = ids
         self._links: dict[str, PassiveLink] = {}
-        self._pending = Pending()
+        # per forward step: every passive party's share E'_B of the looked-up embeddings
+        self._pending: Pending[dict[str, np.ndarray]] = Pending("run forward() first")
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with every passive party and initialise the shares.
@@ -105,7 +98,7 @@ class ActiveEmbedLayer(OwnsCrypto):
         Raises:
             PayloadError, KeyError_, ChannelError: a peer sent something unusable or
                 nothing at all.
-            ValueError: an initial share is malformed or too large.
+            InputError, EncodingError: an initial share is malformed or too large.
         """
         own, p, timeout = self._crypto.own, tag_prefix, self.config.timeout_s
         for pid in self._ids:
@@ -115,8 +108,7 @@ class ActiveEmbedLayer(OwnsCrypto):
             self.channel.send(pid, f"{p}/vocab", vocab)
         peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
         w_b = {pid: self._send_shares(pid, p) for pid in self._ids}
-        if len(peers) > 1:
-            relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
+        relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
         for pid, he in peers.items():
             wire = Wire(self.channel, pid, timeout, self._crypto)
             link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
@@ -146,7 +138,7 @@ class ActiveEmbedLayer(OwnsCrypto):
             rows = table_rows(lay, f, encode_table(table, prm.feature_bits, prm.e_bits))
             cipher = encrypt_rows(own, rows, lay.slots, prm.feature_bits)
             self.channel.send(pid, f"{p}/q_b/{f}", ciphertexts_to_payload(cipher))
-        w_b = initial_weight(self._init, f"W_B/{pid}", lay.width, self.out_dim, rng)
+        w_b = initial_share(self._init, f"W_B/{pid}", lay.width, self.out_dim, rng)
         w_b = encode(w_b, prm.weight_bits)
         packed = self.h_lay.pack(w_b.tolist())
         cipher = encrypt_rows(own, packed, self.h_lay.slots, prm.weight_bits)
@@ -184,7 +176,8 @@ class ActiveEmbedLayer(OwnsCrypto):
         party and update B's encrypted copies of W with their answers.
 
         Raises:
-            ValueError: grad_z of the wrong shape or non-finite, lr not positive.
+            InputError: grad_z of the wrong shape or non-finite, lr not positive.
+            EncodingError: lr * grad_z too large for its scale.
             PayloadError, ChannelError: a passive party's answer is bad or missing.
             SecureError: setup() has not run, or no forward step is pending.
         """

@@ -1,30 +1,31 @@
-"""What both roles of the Embed-MatMul layer share: input checks, initial shares, ciphertext
-helpers, pending batches and the relay of zero-sum mask seeds (K >= 2 passive parties)."""
+"""What both roles of the Embed-MatMul layer share: input checks, initial shares and
+ciphertext helpers."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from gmpy2 import mpz
 
 from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import SecureError
+from secure.errors import EncodingError, InputError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import PublicKey
-from secure.source_layers.common import PartyCrypto, flat, recv_cipher, send_cipher, shaped
-from secure.source_layers.matmul.setup import check_init, seed_from_payload, seed_payload
-from secure.source_layers.sharing import new_seed, pair_sign, sample_share
-from secure.wire.ciphertexts import ciphertexts_from_payload
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
+from secure.source_layers.common import (
+    InitialShares,
+    PartyCrypto,
+    check_init,
+    flat,
+    recv_cipher,
+    send_cipher,
+    shaped,
+)
 
 
-class VocabularyError(SecureError, ValueError):
+class VocabularyError(InputError):
     """Categorical codes of the wrong shape, or a code outside its field's vocabulary."""
 
 
@@ -53,49 +54,41 @@ def check_codes(codes: np.ndarray, vocab_sizes: Sequence[int]) -> np.ndarray:
 
 
 def initial_tables(
-    init: dict, name: str, vocab_sizes: Sequence[int], emb_dim: int, rng: np.random.Generator
+    init: InitialShares,
+    name: str,
+    vocab_sizes: Sequence[int],
+    emb_dim: int,
+    rng: np.random.Generator,
 ) -> list[np.ndarray]:
     """A share of every embedding table: `init[name]` (tests) or N(0, 1/(2k)) entries.
 
     Raises:
-        ValueError: `init[name]` is not one finite (V_f x k) array per field.
+        InputError: `init[name]` is not one finite (V_f x k) array per field.
     """
     given = init.get(name)
     if given is None:
         std = 1.0 / np.sqrt(2.0 * emb_dim)
         return [rng.normal(0.0, std, size=(v, emb_dim)) for v in vocab_sizes]
     if len(given) != len(vocab_sizes):
-        raise ValueError(f"init['{name}'] must hold one table per field ({len(vocab_sizes)})")
+        raise InputError(f"init['{name}'] must hold one table per field ({len(vocab_sizes)})")
     tables = []
     for table, v in zip(given, vocab_sizes, strict=True):
         checked = check_init({name: table}, name, (v, emb_dim))
         if checked is None:
-            raise ValueError(f"init['{name}'] holds a missing table")
+            raise InputError(f"init['{name}'] holds a missing table")
         tables.append(checked)
     return tables
-
-
-def initial_weight(
-    init: dict, name: str, rows: int, out_dim: int, rng: np.random.Generator
-) -> np.ndarray:
-    """A share of W (rows x out_dim): `init[name]` (tests) or `sample_share`.
-
-    Raises:
-        ValueError: `init[name]` has the wrong shape or non-finite values.
-    """
-    value = check_init(init, name, (rows, out_dim))
-    return sample_share(rng, rows, out_dim) if value is None else value
 
 
 def encode_table(table: np.ndarray, scale_bits: int, value_bits: int) -> np.ndarray:
     """Fixed-point table entries, checked against the E layout's value bound.
 
     Raises:
-        ValueError: an entry is too large for an embedding slot at this scale.
+        EncodingError: an entry is too large for an embedding slot at this scale.
     """
     ints = encode(table, scale_bits)
     if ints.size and np.abs(ints).max() >= 1 << (value_bits - 1):
-        raise ValueError(
+        raise EncodingError(
             f"an embedding share reaches 2^{value_bits - 1 - scale_bits}; shares must stay "
             "below it (lower SecureConfig.feature_bits or rescale the initial tables)"
         )
@@ -163,81 +156,3 @@ class Wire:
         return recv_cipher(
             self.channel, self.peer, tag, key, shape, slots, scale, self.timeout, crypto=self.crypto
         )
-
-
-class Pending:
-    """Per-step values of recent forward steps, for the backward step that follows."""
-
-    def __init__(self, keep: int = 16) -> None:
-        self._keep = keep
-        self._items: OrderedDict[str, Any] = OrderedDict()
-
-    def remember(self, tag: str, value: Any) -> None:
-        self._items[tag] = value
-        while len(self._items) > self._keep:
-            self._items.popitem(last=False)
-
-    def take(self, tag: str) -> Any:
-        """The values of forward step `tag`, else of the latest one.
-
-        Raises:
-            SecureError: no forward step is pending.
-        """
-        if tag in self._items:
-            return self._items.pop(tag)
-        if self._items:
-            return self._items.popitem(last=True)[1]
-        raise SecureError(f"backward('{tag}') has no forward step to take its batch from")
-
-
-def relay_pair_seeds(
-    channel: Channel, prefix: str, keys: dict[str, PublicKey], timeout: float | None
-) -> None:
-    """Active party: forward public keys, then encrypted pair seeds, between passive parties.
-
-    Raises:
-        PayloadError, ChannelError: a seed is malformed or missing.
-    """
-    ids = list(keys)
-    for pid in ids:
-        for other in ids:
-            if other != pid:
-                channel.send(pid, f"{prefix}/pk/{other}", public_key_to_payload(keys[other]))
-    for j, low in enumerate(ids):
-        for high in ids[j + 1 :]:
-            payload = channel.recv(low, f"{prefix}/seed/{high}", timeout)
-            ciphertexts_from_payload(payload, keys[high], shape=(1, 1), slots=1, scale_bits=0)
-            channel.send(high, f"{prefix}/seed/{low}", payload)
-
-
-def agree_pair_seeds(
-    channel: Channel,
-    active_id: str,
-    prefix: str,
-    ids: Sequence[str],
-    own: Paillier,
-    config: SecureConfig,
-) -> dict[str, tuple[int, bytes]]:
-    """Passive party: agree a seed with every other passive party, relayed by the active one.
-
-    Raises:
-        PayloadError, KeyError_, ChannelError: a relayed key or seed is unusable or missing.
-    """
-    me, timeout = channel.party_id, config.timeout_s
-    others = [pid for pid in ids if pid != me]
-    keys = {}
-    for pid in others:
-        payload = channel.recv(active_id, f"{prefix}/pk/{pid}", timeout)
-        keys[pid] = public_key_from_payload(payload, pid, config)
-    seeds: dict[str, tuple[int, bytes]] = {}
-    for pid in others:
-        if pair_sign(me, pid, list(ids)) > 0:
-            seeds[pid] = (1, new_seed())
-            channel.send(
-                active_id, f"{prefix}/seed/{pid}", seed_payload(seeds[pid][1], Paillier(keys[pid]))
-            )
-    for pid in others:
-        if pair_sign(me, pid, list(ids)) < 0:
-            payload = channel.recv(active_id, f"{prefix}/seed/{pid}", timeout)
-            seeds[pid] = (-1, seed_from_payload(payload, own))
-    return seeds

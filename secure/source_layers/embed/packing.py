@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from secure.errors import EncodingError, InputError
+
 
 @dataclass(frozen=True)
 class SlotLayout:
@@ -50,7 +52,7 @@ class SlotLayout:
         """Signed packed integers back to rows of `width` slot values.
 
         Raises:
-            ValueError: a packed value lies outside the range of its signed slots.
+            EncodingError: a packed value lies outside the range of its signed slots.
         """
         out = []
         for row in packed:
@@ -74,7 +76,7 @@ def _unpack(value: int, w: int, count: int) -> list[int]:
     bias = sum(half << (w * j) for j in range(count))
     biased = value + bias
     if not 0 <= biased < 1 << (w * count):
-        raise ValueError(
+        raise EncodingError(
             f"a packed value overflows its {count} slots of {w} bits; a value or a mask "
             "exceeds the layout's headroom"
         )
@@ -137,7 +139,7 @@ class FieldLayout:
         """The field values stored by `pack_segment` (a signed plaintext).
 
         Raises:
-            ValueError: a value lies outside the range of its signed slot.
+            EncodingError: a value lies outside the range of its signed slot.
         """
         return _unpack(int(value) >> (self.slot_bits * seg.slot), self.slot_bits, seg.hi - seg.lo)
 
@@ -158,7 +160,7 @@ class FieldLayout:
         """Rows of signed packed plaintexts back to rows of F*k slot values.
 
         Raises:
-            ValueError: a packed value lies outside the range of its signed slots.
+            EncodingError: a packed value lies outside the range of its signed slots.
         """
         used = [0] * self.cols
         for parts in self.segments:
@@ -182,11 +184,11 @@ def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     matrix product (|entries| < inner * 2^32 < 2^53), combined with Python integers.
 
     Raises:
-        ValueError: the inner dimension is 2^21 or more (limb products would round).
+        InputError: the inner dimension is 2^21 or more (limb products would round).
     """
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     if a.shape[1] >= 1 << 21:
-        raise ValueError("exact_matmul supports inner dimensions below 2^21")
+        raise InputError("exact_matmul supports inner dimensions below 2^21")
     total = np.zeros((a.shape[0], b.shape[1]), dtype=object)
     for i, la in enumerate(_limbs(a)):
         for j, lb in enumerate(_limbs(b)):

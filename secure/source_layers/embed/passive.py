@@ -19,27 +19,27 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError
 from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PublicKey
 from secure.source_layers.common import (
-    OwnsCrypto,
-    PartyCrypto,
+    InitialShares,
+    LayerRole,
+    Pending,
+    check_active_key_bits,
     check_lr,
+    initial_share,
 )
 from secure.source_layers.embed.common import (
-    Pending,
     Wire,
     add_plain_rows,
     add_rows,
-    agree_pair_seeds,
     check_codes,
     decrypt_rows,
     encode_table,
     encrypt_rows,
     initial_tables,
-    initial_weight,
     negated,
     sealed,
 )
@@ -51,6 +51,7 @@ from secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from secure.source_layers.embed.tables import EncryptedTables, segment_rows
+from secure.source_layers.seeds import agree_pair_seeds
 from secure.source_layers.sharing import ZeroSumMasks, private_rng
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 
@@ -72,7 +73,7 @@ class _State:
     masks: ZeroSumMasks
 
 
-class PassiveEmbedLayer(OwnsCrypto):
+class PassiveEmbedLayer(LayerRole):
     """Party A_k's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
 
     def __init__(
@@ -84,26 +85,25 @@ class PassiveEmbedLayer(OwnsCrypto):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:
         """`init` (tests only): "Q_A" (one V_f x emb_dim table per field), "W_A" (F*k x h).
 
         Raises:
-            ValueError: no fields, a vocabulary size < 1, emb_dim or out_dim < 1.
+            ConfigError: no fields, a vocabulary size < 1, emb_dim or out_dim < 1.
             KeyError_: no key pair given and the configured key size is too small.
         """
         if emb_dim < 1 or out_dim < 1:
-            raise ValueError(f"need emb_dim >= 1 and out_dim >= 1, got {emb_dim}, {out_dim}")
+            raise ConfigError(f"need emb_dim >= 1 and out_dim >= 1, got {emb_dim}, {out_dim}")
         self.vocab_sizes = check_vocab(vocab_sizes, emb_dim)
-        self.channel, self.active_id, self.config, self.seed = channel, active_id, config, seed
-        self.emb_dim, self.out_dim = emb_dim, out_dim
+        self.active_id, self.emb_dim, self.out_dim = active_id, emb_dim, out_dim
         self.in_dim = len(self.vocab_sizes) * emb_dim
-        self._init = init or {}
-        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=True)
+        super().__init__(channel, config, seed, init, keypair, own_pool=True)
         self._state: _State | None = None
-        self._pending = Pending()
+        # per forward step: the codes and this party's masked embeddings E'_A
+        self._pending: Pending[tuple[np.ndarray, np.ndarray]] = Pending("run forward() first")
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise the shares.
@@ -111,7 +111,7 @@ class PassiveEmbedLayer(OwnsCrypto):
         Raises:
             PayloadError, KeyError_, ChannelError: the active party sent something
                 unusable (other sizes, key size or fields) or nothing at all.
-            ValueError: an initial share is malformed or too large.
+            InputError, EncodingError: an initial share is malformed or too large.
         """
         b, p, timeout, own = self.active_id, tag_prefix, self.config.timeout_s, self._crypto.own
         key_b = public_key_from_payload(self.channel.recv(b, f"{p}/pk", timeout), b, self.config)
@@ -127,8 +127,7 @@ class PassiveEmbedLayer(OwnsCrypto):
         wire.send(f"{p}/wt_a", encrypt_rows(own, d_lay.pack(w_a.T), d_lay.slots, f_w))
         w_b = wire.recv(f"{p}/w_b", key_b, (self.in_dim, h_lay.cols), h_lay.slots, f_w)
         q_b = self._recv_tables(wire, p, key_b, params)
-        ids = params.passive_ids
-        seeds = agree_pair_seeds(self.channel, b, p, ids, own, self.config) if len(ids) > 1 else {}
+        seeds = agree_pair_seeds(self.channel, b, p, params.passive_ids, own, self.config)
         he_b = self._crypto.add_peer(key_b)
         w_rows = add_plain_rows(he_b, w_b.rows, h_lay.pack(w_a))
         masks = ZeroSumMasks(seeds)
@@ -140,7 +139,7 @@ class PassiveEmbedLayer(OwnsCrypto):
         rng = private_rng(self.seed, self._crypto.keypair.private, "embed-passive")
         tables = initial_tables(self._init, "Q_A", self.vocab_sizes, self.emb_dim, rng)
         q_a = [encode_table(t, params.feature_bits, params.e_bits) for t in tables]
-        w_a = initial_weight(self._init, "W_A", self.in_dim, self.out_dim, rng)
+        w_a = initial_share(self._init, "W_A", self.in_dim, self.out_dim, rng)
         return q_a, encode(w_a, params.weight_bits)
 
     def _check_params(self, params: EmbedParams, expected: tuple[int, ...]) -> None:
@@ -152,11 +151,7 @@ class PassiveEmbedLayer(OwnsCrypto):
                 f"with passive parties {list(params.passive_ids)}; this party ('{me}') expects "
                 f"k={self.emb_dim}, h={self.out_dim}"
             )
-        if params.key_bits != self.config.key_bits:
-            raise PayloadError(
-                f"the active party uses {params.key_bits}-bit keys, this party "
-                f"{self.config.key_bits}; set the same SecureConfig.key_bits everywhere"
-            )
+        check_active_key_bits(params.key_bits, self.config)
         if expected != self.vocab_sizes:
             raise PayloadError(
                 f"the active party expects {len(expected)} fields of sizes {list(expected)}, "

@@ -26,13 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from secure.config import SecureConfig
-from secure.errors import PayloadError
+from secure.errors import ConfigError, PayloadError
 from secure.source_layers.embed.packing import FieldLayout, SlotLayout
 from secure.wire.payload import (
     Payload,
     control_from_payload,
     control_to_payload,
     layer_params_from_payload,
+    layer_params_to_payload,
 )
 
 E_SLOT_BITS = 63
@@ -68,7 +69,7 @@ class EmbedParams:
         cls, config: SecureConfig, emb_dim: int, out_dim: int, passive_ids: Sequence[str]
     ) -> EmbedParams:
         """Raises:
-        ValueError: the configuration leaves no room for this layer's scales or slots.
+        ConfigError: the configuration leaves no room for this layer's scales or slots.
         """
         params = cls(
             out_dim,
@@ -83,7 +84,7 @@ class EmbedParams:
         try:
             params.check()
         except PayloadError as exc:
-            raise ValueError(str(exc)) from exc
+            raise ConfigError(str(exc)) from exc
         return params
 
     @property
@@ -157,9 +158,8 @@ class EmbedParams:
                 raise PayloadError(f"unusable Embed-MatMul parameters: {message}")
 
     def to_payload(self) -> Payload:
-        fields = {name: getattr(self, name) for name in _FIELDS}
-        fields["passive_ids"] = ",".join(self.passive_ids)
-        return control_to_payload(fields)
+        ints = {name: getattr(self, name) for name in _FIELDS[:-1]}
+        return layer_params_to_payload(ints, self.passive_ids)
 
     @classmethod
     def from_payload(cls, payload: Payload) -> EmbedParams:
@@ -199,11 +199,11 @@ def vocab_from_payload(payload: Payload, party: str) -> tuple[tuple[int, ...], i
 
 def check_vocab(vocab_sizes: Sequence[int], emb_dim: int) -> tuple[int, ...]:
     """Raises:
-    ValueError: no fields, a vocabulary of size < 1, or F*k >= 2^16.
+    ConfigError: no fields, a vocabulary of size < 1, or F*k >= 2^16.
     """
     sizes = tuple(int(v) for v in vocab_sizes)
     if not sizes or min(sizes) < 1 or len(sizes) * emb_dim >= 1 << DIM_BITS:
-        raise ValueError(
+        raise ConfigError(
             f"need at least one field, every vocabulary size >= 1 and F*k < 2^{DIM_BITS}, "
             f"got {len(sizes)} fields of sizes {sizes} and k={emb_dim}"
         )

@@ -21,30 +21,34 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import SecureError
+from secure.errors import ConfigError, SecureError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import decode, to_signed
 from secure.paillier.engine import Paillier
-from secure.paillier.keys import KeyPair, PublicKey
+from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
     Features,
-    OwnsCrypto,
-    PartyCrypto,
-    PendingBatches,
+    InitialShares,
+    LayerRole,
+    Pending,
     check_features,
+    check_init,
+    check_passive_ids,
     check_step,
     encrypt_matrix,
     exponents,
     flat,
+    initial_share,
     pack_real,
     recv_cipher,
     send_cipher,
     shaped,
 )
 from secure.source_layers.matmul.row_packing import ShiftedCopies
-from secure.source_layers.matmul.setup import LayerParams, check_init, passive_info_from_payload
-from secure.source_layers.sharing import private_rng, sample_share, statistical_masks
-from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+from secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
+from secure.source_layers.seeds import relay_pair_seeds
+from secure.source_layers.sharing import private_rng, statistical_masks
+from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from secure.wire.payload import Payload
 
@@ -63,7 +67,7 @@ class _Link:
     u_b_copies: ShiftedCopies  # [[U_B^k]] shifted by 0..k-1 rows (`row_packing`)
 
 
-class ActiveSourceLayer(OwnsCrypto):
+class ActiveSourceLayer(LayerRole):
     """Party B's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
 
     def __init__(
@@ -74,7 +78,7 @@ class ActiveSourceLayer(OwnsCrypto):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:
@@ -82,25 +86,21 @@ class ActiveSourceLayer(OwnsCrypto):
         "V_A/<passive id>" (d_A x out_dim) initial shares.
 
         Raises:
-            ValueError: empty or duplicate passive ids, bad dimensions.
+            ConfigError: empty or duplicate passive ids, bad dimensions.
             KeyError_: no key pair given and the configured key size is too small.
         """
-        ids = list(passive_ids)
-        if not ids or len(set(ids)) != len(ids) or channel.party_id in ids:
-            raise ValueError(f"passive_ids must be distinct other parties, got {ids}")
+        ids = check_passive_ids(channel, passive_ids)
         if in_dim < 0 or out_dim < 1:
-            raise ValueError(f"need in_dim >= 0 and out_dim >= 1, got {in_dim}, {out_dim}")
-        self.channel, self.config, self.seed = channel, config, seed
+            raise ConfigError(f"need in_dim >= 0 and out_dim >= 1, got {in_dim}, {out_dim}")
         self.in_dim, self.out_dim = in_dim, out_dim
         self.params = LayerParams.for_active(config, in_dim, out_dim, ids)
         self.packer = self.params.packer()
-        self._init = init or {}
-        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=True)
+        super().__init__(channel, config, seed, init, keypair, own_pool=True)
         self._ids = ids
         self._links: dict[str, _Link] = {}
         self._v_b = np.zeros((in_dim, out_dim))
         self._bias = np.zeros(out_dim)
-        self._pending = PendingBatches(in_dim)
+        self._pending: Pending[Features] = Pending("pass x explicitly")
 
     @property
     def cols(self) -> int:
@@ -123,12 +123,11 @@ class ActiveSourceLayer(OwnsCrypto):
             self.channel.send(pid, f"{p}/params", self.params.to_payload())
         rng = private_rng(self.seed, self._crypto.keypair.private, "active")
         for pid, (_, in_dim, bits) in peers.items():
-            v_a = check_init(self._init, f"V_A/{pid}", (in_dim, self.out_dim))
-            v_a = sample_share(rng, in_dim, self.out_dim) if v_a is None else v_a
+            v_a = initial_share(self._init, f"V_A/{pid}", in_dim, self.out_dim, rng)
             scale = self.params.weight_bits(bits)
             send_cipher(self.channel, pid, f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
-        if len(peers) > 1:
-            self._relay_pair_seeds(p, {pid: peer[0].pk for pid, peer in peers.items()})
+        keys = {pid: he.pk for pid, (he, _, _) in peers.items()}
+        relay_pair_seeds(self.channel, p, keys, self.config.timeout_s)
         for pid, (he, in_dim, bits) in peers.items():
             self._links[pid] = self._receive_u_b(p, pid, he, in_dim, bits)
         self._init_own_shares(rng)
@@ -159,29 +158,15 @@ class ActiveSourceLayer(OwnsCrypto):
         return _Link(pid, he, in_dim, bits, enc_u_b, copies)
 
     def _init_own_shares(self, rng: np.random.Generator) -> None:
-        v_b = check_init(self._init, "V_B", (self.in_dim, self.out_dim))
-        self._v_b = sample_share(rng, self.in_dim, self.out_dim) if v_b is None else v_b
+        self._v_b = initial_share(self._init, "V_B", self.in_dim, self.out_dim, rng)
         bias = check_init(self._init, "bias", (self.out_dim,))
         self._bias = np.zeros(self.out_dim) if bias is None else bias
-
-    def _relay_pair_seeds(self, p: str, keys: dict[str, PublicKey]) -> None:
-        """Forward public keys, then the encrypted pair seeds, between passive parties."""
-        ids = list(keys)
-        for pid in ids:
-            for other in ids:
-                if other != pid:
-                    self.channel.send(pid, f"{p}/pk/{other}", public_key_to_payload(keys[other]))
-        for j, low in enumerate(ids):
-            for high in ids[j + 1 :]:
-                payload = self.channel.recv(low, f"{p}/seed/{high}", self.config.timeout_s)
-                ciphertexts_from_payload(payload, keys[high], shape=(1, 1), slots=1, scale_bits=0)
-                self.channel.send(high, f"{p}/seed/{low}", payload)
 
     def forward(self, tag: str, x: Features) -> np.ndarray:
         """Run the forward exchange and return Z (N x out_dim float64).
 
         Raises:
-            ValueError: bad features. PayloadError, ChannelError: see `setup`.
+            InputError, EncodingError: bad features. PayloadError, ChannelError: see `setup`.
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
@@ -237,11 +222,12 @@ class ActiveSourceLayer(OwnsCrypto):
         `x` defaults to the features of the forward step `tag` (else the latest one).
 
         Raises:
-            ValueError: grad_z of the wrong shape or non-finite, lr not positive.
+            InputError: grad_z of the wrong shape or non-finite, lr not positive.
+            EncodingError: lr * grad_z too large for its scale.
             SecureError: no forward step to take the features from.
         """
         self._require_setup()
-        x = self._pending.take(tag, x)
+        x = self._pending.take(tag) if x is None else check_features(x, self.in_dim)
         step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
         sent: dict[int, Payload] = {}
         for pid, link in self._links.items():
@@ -260,7 +246,7 @@ class ActiveSourceLayer(OwnsCrypto):
         ones, so a concurrent forward sees either the old or the new share, never a mix.
 
         Raises:
-            ValueError: bad features, grad_z of the wrong shape or non-finite, lr not positive.
+            InputError: bad features, grad_z of the wrong shape or non-finite, lr not positive.
         """
         self._require_setup()
         x = check_features(x, self.in_dim)

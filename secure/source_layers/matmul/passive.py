@@ -18,41 +18,32 @@ import numpy as np
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
 from secure.source_layers.common import (
     Features,
-    OwnsCrypto,
-    PartyCrypto,
-    PendingBatches,
+    InitialShares,
+    LayerRole,
+    Pending,
+    check_active_key_bits,
     check_features,
     check_lr,
     encrypt_matrix,
     exponents,
     flat,
+    initial_share,
     pack_real,
     recv_cipher,
     send_cipher,
     shaped,
 )
 from secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
-from secure.source_layers.matmul.setup import (
-    LayerParams,
-    check_init,
-    passive_info_payload,
-    seed_from_payload,
-    seed_payload,
-)
-from secure.source_layers.sharing import (
-    ZeroSumMasks,
-    new_seed,
-    pair_sign,
-    private_rng,
-    sample_share,
-)
+from secure.source_layers.matmul.setup import LayerParams, passive_info_payload
+from secure.source_layers.seeds import agree_pair_seeds
+from secure.source_layers.sharing import ZeroSumMasks, private_rng
 from secure.wire.ciphertexts import ciphertexts_from_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from secure.wire.payload import Payload
@@ -78,7 +69,7 @@ class _State:
         return self.packer.columns(self.params.out_dim)
 
 
-class PassiveSourceLayer(OwnsCrypto):
+class PassiveSourceLayer(LayerRole):
     """Party A_k's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
 
     def __init__(
@@ -89,25 +80,22 @@ class PassiveSourceLayer(OwnsCrypto):
         out_dim: int,
         config: SecureConfig,
         seed: int,
-        init: dict | None = None,
+        init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
     ) -> None:
         """`init` (tests only): "U_A" (in_dim x out_dim) and "U_B" (d_B x out_dim).
 
         Raises:
-            ValueError: bad dimensions.
+            ConfigError: bad dimensions.
             KeyError_: no key pair given and the configured key size is too small.
         """
         if in_dim < 1 or out_dim < 1:
-            raise ValueError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
-        self.channel, self.active_id, self.config, self.seed = channel, active_id, config, seed
-        self.in_dim, self.out_dim = in_dim, out_dim
-        self._init = init or {}
-        self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool=False)
+            raise ConfigError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
+        super().__init__(channel, config, seed, init, keypair, own_pool=False)
+        self.active_id, self.in_dim, self.out_dim = active_id, in_dim, out_dim
         self._state: _State | None = None
-        self._pending = PendingBatches(in_dim)
-        self.last_m3: CipherMatrix | None = None
+        self._pending: Pending[Features] = Pending("pass x explicitly")
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
@@ -125,8 +113,8 @@ class PassiveSourceLayer(OwnsCrypto):
         self._check_params(params)
         packer, he_b = params.packer_checked(), self._crypto.add_peer(key_b)
         rng = private_rng(self.seed, self._crypto.keypair.private, "passive")
-        u_a = self._share(rng, "U_A", self.in_dim)
-        u_b = self._share(rng, "U_B", params.active_in_dim)
+        u_a = initial_share(self._init, "U_A", self.in_dim, self.out_dim, rng)
+        u_b = initial_share(self._init, "U_B", params.active_in_dim, self.out_dim, rng)
         enc_u_b = encrypt_matrix(own, packer, u_b, params.weight_bits(params.active_feature_bits))
         send_cipher(self.channel, b, f"{p}/u_b", enc_u_b)
         v_a = recv_cipher(
@@ -142,7 +130,8 @@ class PassiveSourceLayer(OwnsCrypto):
         packed = packed_products(
             v_a.rows, params.layout(), self.in_dim, key_b.nsquare, he_b.threads
         )
-        masks = ZeroSumMasks(self._pair_seeds(p, params) if len(params.passive_ids) > 1 else {})
+        ids = params.passive_ids
+        masks = ZeroSumMasks(agree_pair_seeds(self.channel, b, p, ids, own, self.config))
         self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
         log.info("passive source layer %s: setup done", p)
 
@@ -153,42 +142,14 @@ class PassiveSourceLayer(OwnsCrypto):
                 f"the active party runs a layer of width {params.out_dim} with passive parties "
                 f"{list(params.passive_ids)}; this party ('{me}') expects width {self.out_dim}"
             )
-        if params.key_bits != self.config.key_bits:
-            raise PayloadError(
-                f"the active party uses {params.key_bits}-bit keys, this party "
-                f"{self.config.key_bits}; set the same SecureConfig.key_bits everywhere"
-            )
+        check_active_key_bits(params.key_bits, self.config)
         params.grad_bits(self.config.feature_bits)
-
-    def _share(self, rng: np.random.Generator, name: str, rows: int) -> np.ndarray:
-        value = check_init(self._init, name, (rows, self.out_dim))
-        return sample_share(rng, rows, self.out_dim) if value is None else value
-
-    def _pair_seeds(self, p: str, params: LayerParams) -> dict[str, tuple[int, bytes]]:
-        """Agree a seed with every other passive party, relayed (encrypted) by B."""
-        b, me, ids = self.active_id, self.channel.party_id, list(params.passive_ids)
-        others = [pid for pid in ids if pid != me]
-        keys = {}
-        for pid in others:
-            payload = self.channel.recv(b, f"{p}/pk/{pid}", self.config.timeout_s)
-            keys[pid] = public_key_from_payload(payload, pid, self.config)
-        seeds: dict[str, tuple[int, bytes]] = {}
-        for pid in others:
-            if pair_sign(me, pid, ids) > 0:
-                seeds[pid] = (1, new_seed())
-                payload = seed_payload(seeds[pid][1], Paillier(keys[pid]))
-                self.channel.send(b, f"{p}/seed/{pid}", payload)
-        for pid in others:
-            if pair_sign(me, pid, ids) < 0:
-                payload = self.channel.recv(b, f"{p}/seed/{pid}", self.config.timeout_s)
-                seeds[pid] = (-1, seed_from_payload(payload, self._crypto.own))
-        return seeds
 
     def forward(self, tag: str, x: Features) -> None:
         """Answer the active party's m1 with m2 for this batch.
 
         Raises:
-            ValueError: bad features. PayloadError, ChannelError: bad or missing m1.
+            InputError, EncodingError: bad features. PayloadError, ChannelError: bad or missing m1.
             SecureError: setup() has not run.
         """
         st = self._require_setup()
@@ -232,7 +193,7 @@ class PassiveSourceLayer(OwnsCrypto):
             SecureError: setup() has not run, or no forward step to take x from.
         """
         st = self._require_setup()
-        x = self._pending.take(tag, x)
+        x = self._pending.take(tag) if x is None else check_features(x, self.in_dim)
         check_lr(lr)
         m3 = recv_cipher(
             self.channel,
@@ -246,7 +207,6 @@ class PassiveSourceLayer(OwnsCrypto):
             crypto=self._crypto,
         )
         self._apply(st, m3, x)
-        self.last_m3 = m3
         return m3
 
     def backward_cached(self, m3: CipherMatrix | Payload, x: Features, lr: float) -> None:
@@ -254,7 +214,7 @@ class PassiveSourceLayer(OwnsCrypto):
 
         Raises:
             PayloadError: m3 is not an [[eta G]] of this layer for len(x) rows.
-            ValueError: bad features or lr. SecureError: setup() has not run.
+            InputError, EncodingError: bad features or lr. SecureError: setup() has not run.
         """
         st = self._require_setup()
         x = check_features(x, self.in_dim)

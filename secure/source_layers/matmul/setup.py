@@ -8,9 +8,8 @@ message of sizes and scales, or ciphertexts):
                                   ciphertext (chosen from every d_Ak), passive order
     B -> A_k  P/v_a               [[V_Ak^(0)]]_B   (B samples V_Ak^(0))
     A_k -> B  P/u_b               [[U_B^k]]_Ak     (A_k samples U_Ak and U_B^k)
-  only with K >= 2 passive parties (zero-sum masks, see `secure.source_layers.sharing`):
-    B -> A_k  P/pk/<A_j>          the other passive parties' public keys
-    A_j -> B -> A_k  P/seed/..    a 256-bit pair seed encrypted under pk_Ak, relayed by B
+  only with K >= 2 passive parties: the pair seeds of the zero-sum masks
+    B -> A_k  P/pk/<A_j>, P/seed/<A_j>; A_j -> B  P/seed/<A_k>  (`secure.source_layers.seeds`)
 """
 
 from __future__ import annotations
@@ -18,21 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from secure.config import SecureConfig
 from secure.errors import PayloadError
-from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer
-from secure.paillier.engine import Paillier
 from secure.source_layers.matmul.row_packing import RowLayout, choose_rows
-from secure.source_layers.sharing import SEED_BYTES
-from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
 from secure.wire.payload import (
     Payload,
     control_from_payload,
     control_to_payload,
     layer_params_from_payload,
+    layer_params_to_payload,
 )
 
 _FIELDS = (
@@ -112,9 +106,8 @@ class LayerParams:
         return bits
 
     def to_payload(self) -> Payload:
-        fields = {name: getattr(self, name) for name in _FIELDS}
-        fields["passive_ids"] = ",".join(self.passive_ids)
-        return control_to_payload(fields)
+        ints = {name: getattr(self, name) for name in _FIELDS[:-1]}
+        return layer_params_to_payload(ints, self.passive_ids)
 
     @classmethod
     def from_payload(cls, payload: Payload) -> LayerParams:
@@ -170,36 +163,3 @@ def passive_info_from_payload(payload: Payload, params: LayerParams, party: str)
         )
     params.grad_bits(bits)
     return in_dim, bits
-
-
-def check_init(init: dict | None, name: str, shape: tuple[int, ...]) -> np.ndarray | None:
-    """A test-supplied initial share, shape-checked, or None.
-
-    Raises:
-        ValueError: wrong shape or non-finite values.
-    """
-    if not init or name not in init:
-        return None
-    value = np.asarray(init[name], dtype=np.float64)
-    if value.shape != shape or not np.all(np.isfinite(value)):
-        raise ValueError(f"init['{name}'] must be a finite array of shape {shape}")
-    return value.copy()
-
-
-def seed_payload(seed: bytes, he: Paillier) -> Payload:
-    """A pair seed encrypted under the receiving passive party's key."""
-    value = he.encrypt([int.from_bytes(seed, "big")])
-    return ciphertexts_to_payload(CipherMatrix([value], 1, he.pk, 1, 0))
-
-
-def seed_from_payload(payload: Payload, own: Paillier) -> bytes:
-    """Decrypt a relayed pair seed with our own private key.
-
-    Raises:
-        PayloadError: malformed ciphertexts or a value that is not a seed.
-    """
-    matrix = ciphertexts_from_payload(payload, own.pk, shape=(1, 1), slots=1, scale_bits=0)
-    value = own.decrypt(matrix.rows[0])[0]
-    if not 0 <= value < 1 << (8 * SEED_BYTES):
-        raise PayloadError("a relayed pair seed is out of range; the payload is corrupt")
-    return value.to_bytes(SEED_BYTES, "big")

@@ -18,7 +18,6 @@ from secure.pki.certs import (
     CertError,
     init_ca,
     issue,
-    party_files,
     party_id_from_cert,
     verify_party_cert,
 )
@@ -66,7 +65,6 @@ def test_issue_names_the_party_in_cn_and_san(ca_dir: Path, party_id: str) -> Non
     assert san.value.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
     assert san.value.get_values_for_type(x509.UniformResourceIdentifier) == [URI_PREFIX + party_id]
     assert mode(files.key) == 0o600
-    assert party_files(ca_dir, party_id) == files
 
 
 def test_issue_refuses_overwrite_unless_forced(ca_dir: Path) -> None:
@@ -79,8 +77,6 @@ def test_issue_refuses_overwrite_unless_forced(ca_dir: Path) -> None:
 def test_issue_without_ca_names_the_fix(tmp_path: Path) -> None:
     with pytest.raises(CertError, match="no CA in .* run init_ca"):
         issue(tmp_path / "nowhere", "alice")
-    with pytest.raises(CertError, match="missing; run `vfl certs issue CA_DIR --party bob`"):
-        party_files(tmp_path, "bob")
 
 
 @pytest.mark.parametrize("bad", ["", "has space", "../etc", "-dash", "ca", "é", "x" * 65])
