@@ -58,7 +58,6 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="coordinator still imports party.transport (being moved)")
 def test_coordinator_daemon_never_imports_party() -> None:
     """Only the `vfl` command (coordinator/cli/) may start or import party daemons."""
     cli = REPO / "coordinator" / "cli"
