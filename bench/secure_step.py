@@ -144,7 +144,7 @@ def run_embed(args, keys) -> dict[str, float]:
 
 
 def run_xtg(args, keys, data) -> float:
-    """X^T [[G]] alone, packed, multi-exp over all cores (the DESIGN.md table row)."""
+    """X^T [[G]] alone, packed, multi-exp over all cores (the design's cost table row)."""
     x_a, _, grad = data
     he = Paillier(keys["B"].public, keys["B"].private)
     packer = Packer(args.key_bits, 62, 40)
@@ -269,7 +269,7 @@ def _print_table(args, secure, xtg, naive_sub, factor, naive) -> None:
         print(f"| {label:<78} | {seconds:>9.2f} | {naive / seconds:>7.0f}x |")
     print(
         f"\nX^T [[G]] alone (N={args.n}, d={args.d}, h={args.h}, packed, multi-exp, all cores): "
-        f"{xtg:.2f} s" + ("" if args.quick else "  (DESIGN.md: 0.54 s; 0.31 s on 2 processes)")
+        f"{xtg:.2f} s" + ("" if args.quick else "  (designed: 0.54 s; 0.31 s on 2 processes)")
     )
     print(f"load average during the run: {os.getloadavg()[0]:.1f} (timings assume idle cores)")
 

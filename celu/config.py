@@ -1,6 +1,6 @@
 """`LocalUpdateConfig`: which local updates a party runs between communication rounds.
 
-Modes (DESIGN.md section 4):
+Modes (docs/protocols.md §6-7):
 
 - ``none``: vanilla VFL, one model update per communication round.
 - ``fedbcd``: after each round, ``steps`` (Q) consecutive local updates on the *current*

@@ -1,4 +1,4 @@
-"""The local-update loop, generic over a party's update callback (PROTOCOLS.md 2.7, 3.2-3.3).
+"""The local-update loop, generic over a party's update callback (docs/protocols.md §6-7).
 
 A party calls `LocalUpdater.record_round` once after each communication round. The
 updater then runs local updates by calling ``update_fn(batch_id, entry, t)``, where

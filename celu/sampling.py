@@ -1,4 +1,4 @@
-"""Uniform sampling from the workset table (PROTOCOLS.md section 2.5).
+"""Uniform sampling from the workset table (docs/protocols.md §6).
 
 Pick an entry uniformly at random among those that are neither too stale nor among the
 W-1 most recently sampled batch ids. The authors' code draws and rejects until it hits an

@@ -1,4 +1,4 @@
-"""Instance weighting of CELU-VFL local updates (PROTOCOLS.md section 2.6).
+"""Instance weighting of CELU-VFL local updates (docs/protocols.md §6).
 
 A local update reuses stale statistics; instances whose statistics moved a lot since they
 were cached are down-weighted or dropped. Per instance i,

@@ -1,7 +1,7 @@
 """The CELU-VFL workset table: recently exchanged statistics, keyed by batch id.
 
 After every communication round a party caches what crossed the wire for that batch
-(DESIGN.md section 6, PROTOCOLS.md section 2.4):
+(docs/protocols.md §6):
 
 - active party: the passive activations it received and the derivative it sent;
 - passive party: the activation it sent and the derivative it received;

@@ -35,7 +35,7 @@ ENDED_MEMORY = 1000  # ended jobs remembered, so late or replayed envelopes get 
 class DaemonOptions:
     """Operator settings of a party daemon (flags of `vfl party serve`)."""
 
-    audit_dir: str | None = None  # log every envelope (DESIGN.md §5 wire audit)
+    audit_dir: str | None = None  # log every envelope (the wire audit, docs/security.md)
     network: WanProfile | None = None  # emulate a WAN on every job's data plane
 
 

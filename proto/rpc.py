@@ -1,8 +1,8 @@
 """gRPC plumbing shared by both daemons and the CLI: message limits, dialing, serving, TLS.
 
-Message sizes are set explicitly on both sides (DESIGN.md §2): the data plane streams
-envelopes in 1 MiB chunks, so no single gRPC message needs more than `MAX_MESSAGE_BYTES`;
-a larger one gets RESOURCE_EXHAUSTED.
+Message sizes are set explicitly on both sides (docs/architecture.md, Data plane): the data
+plane streams envelopes in 1 MiB chunks, so no single gRPC message needs more than
+`MAX_MESSAGE_BYTES`; a larger one gets RESOURCE_EXHAUSTED.
 
 Mutual TLS: a server bound with `PartyFiles` requires a client certificate from the
 federation CA; a client dialing with `PartyFiles` checks the server's certificate against the

@@ -1,6 +1,6 @@
 """`SecureConfig`: the settings of the Paillier engine and the source-layer protocols.
 
-Fixed-point scales (PROTOCOLS.md 1.3.3), all powers of two given by their exponent:
+Fixed-point scales (docs/protocols.md §4), all powers of two given by their exponent:
 
     f_X  feature_bits        this party's features; 0 means integer (e.g. binary) features,
                              whose products with ciphertexts are ciphertext additions
@@ -35,7 +35,7 @@ class SecureConfig:
         feature_bits: fixed-point scale f_X of this party's features (0: integer features).
         output_bits: scale f_Z of the layer output and of every term summed into it.
         slot_bits: width of one packed slot, sign included; a slot holds |v| < 2^(w-1).
-        stat_bits: statistical hiding bits of masks (sigma in PROTOCOLS.md 1.3.3).
+        stat_bits: statistical hiding bits of masks (sigma in docs/protocols.md §4, Masks).
         workers: processes for ciphertext matrix products (None: all cores; 1: in-process).
         parallel_min_terms: products with fewer nonzero terms stay in-process.
         threads: threads for GIL-free batch exponentiations (obfuscators, decryption).

@@ -6,8 +6,10 @@ Every incoming tensor is checked for kind, dtype, shape and finiteness before us
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from google.protobuf.message import Message
 
 from proto import common_pb2
 from secure.errors import PayloadError
@@ -77,27 +79,24 @@ def control_from_payload(payload: Payload, required: Sequence[str] = ()) -> dict
     return fields
 
 
-def layer_params_to_payload(ints: Mapping[str, int], passive_ids: Sequence[str]) -> Payload:
-    """A layer's parameters as the active party sends them: integer fields, then the
-    passive party ids (field "passive_ids", comma-separated)."""
-    return control_to_payload({**ints, "passive_ids": ",".join(passive_ids)})
+def layer_setup_to_payload(**step: Message) -> Payload:
+    """One setup step of a source layer, e.g. `layer_setup_to_payload(matmul=MatMulSetup(...))`."""
+    return Payload(layer_setup=common_pb2.LayerSetup(**step))
 
 
-def layer_params_from_payload(
-    payload: Payload, int_fields: Sequence[str], what: str
-) -> tuple[dict[str, int], tuple[str, ...]]:
-    """A layer's parameters as set up by the active party: the integer fields, and the
-    passive party ids (field "passive_ids", comma-separated).
+def layer_setup_from_payload(payload: Payload, step: str) -> Any:
+    """The `step` message (e.g. "matmul", "embed_inputs") of a `LayerSetup` payload.
 
     Raises:
-        PayloadError: not a control payload, a field missing or not an integer.
+        PayloadError: not a layer-setup payload, or another setup step.
     """
-    fields = control_from_payload(payload, [*int_fields, "passive_ids"])
-    try:
-        ints = {name: int(fields[name]) for name in int_fields}
-    except ValueError as exc:
-        raise PayloadError(f"{what} parameters are not integers: {exc}") from exc
-    return ints, tuple(p for p in fields["passive_ids"].split(",") if p)
+    kind = payload.WhichOneof("kind")
+    if kind != "layer_setup":
+        raise PayloadError(f"expected a layer_setup payload ({step}), got '{kind}'")
+    got = payload.layer_setup.WhichOneof("step")
+    if got != step:
+        raise PayloadError(f"expected the layer setup step '{step}', got '{got}'")
+    return getattr(payload.layer_setup, step)
 
 
 def indices_to_payload(indices: np.ndarray) -> Payload:

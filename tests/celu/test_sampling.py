@@ -1,4 +1,4 @@
-"""Tests of uniform sampling from the workset table (PROTOCOLS.md section 2.5)."""
+"""Tests of uniform sampling from the workset table (docs/protocols.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of CELU-VFL instance weighting (PROTOCOLS.md section 2.6)."""
+"""Tests of CELU-VFL instance weighting (docs/protocols.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit and property tests of the workset table (DESIGN.md section 6)."""
+"""Unit and property tests of the workset table (docs/protocols.md §6)."""
 
 from __future__ import annotations
 

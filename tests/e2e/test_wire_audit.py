@@ -1,8 +1,8 @@
 """The wire audit: record every envelope of a real blindfl job and check what crossed.
 
-Allowed in blindfl mode (DESIGN.md §5): public keys, ciphertexts, sizes, batch indices,
-control messages, plus the PSI stage's blinded curve points. Never a plaintext tensor, a
-feature value, a label or a weight.
+Allowed in blindfl mode (docs/security.md): public keys, ciphertexts, the source layers'
+setup messages (sizes, scales, slot layouts), row positions, PSI's control messages and
+blinded curve points. Never a plaintext tensor, a feature value, a label or a weight.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.subprocess
 
 
 REPO = Path(__file__).resolve().parents[2]
-ALLOWED = {"public_key", "ciphertexts", "control", "indices", "ec_points"}
+ALLOWED = {"public_key", "ciphertexts", "layer_setup", "control", "indices", "ec_points"}
 
 
 def columns(path: Path) -> tuple[list[str], list[list[str]]]:

@@ -1,7 +1,7 @@
 """protocol: blindfl end to end over the in-process channel (small TEST keys).
 
 Lossless accuracy: with the same seed, blindfl reaches the metric split learning reaches
-(DESIGN.md §4); CELU local updates work on top of it (passive parties re-apply cached
+(docs/protocols.md §4); CELU local updates work on top of it (passive parties re-apply cached
 encrypted derivatives).
 """
 

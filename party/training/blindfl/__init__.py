@@ -6,7 +6,7 @@ go through the MatMul source layer (`secure.source_layers.matmul`), their catego
 Z = X_A W_A + X_B W_B + b (+ Z_emb) and runs the top model in plaintext; passive parties
 only ever see ciphertexts. At setup each passive party tells B its layout (sizes only).
 
-Local updates (DESIGN.md §6, last bullet): B runs CELU in full on cached (Z, G): the top
+Local updates (docs/protocols.md §6): B runs CELU in full on cached (Z, G): the top
 model and its own share; a passive party re-applies cached encrypted steps [[lr G]] of the
 MatMul layer homomorphically, with uniform sampling and weight 1.
 """

@@ -19,7 +19,7 @@ from party.training.task import Task
 from secure.paillier.keys import generate_keypair
 from secure.source_layers.embed import ActiveEmbedLayer
 from secure.source_layers.matmul import ActiveSourceLayer
-from secure.wire.payload import control_from_payload
+from secure.wire.payload import layer_setup_from_payload
 
 
 class BlindActiveTrainer:
@@ -59,12 +59,10 @@ class BlindActiveTrainer:
         """Exchange keys and set up the source layers (the KEYING stage)."""
         ch, s = self.ctx.channel, self.ctx.spec
         layouts = {
-            p.id: control_from_payload(
-                ch.recv(p.id, "layout", self.ctx.timeout), ["dense", "vocab"]
-            )
+            p.id: layer_setup_from_payload(ch.recv(p.id, "layout", self.ctx.timeout), "layout")
             for p in s.passives
         }
-        dense_ids = [pid for pid, lay in layouts.items() if int(lay["dense"]) > 0]
+        dense_ids = [pid for pid, lay in layouts.items() if lay.dense > 0]
         h, d_b = s.model.source.out_dim, self.ctx.inputs.dense.shape[1]
         if dense_ids:
             self.src = ActiveSourceLayer(
@@ -73,11 +71,7 @@ class BlindActiveTrainer:
             self.src.setup("src")
         else:
             self.own = seeded_mlp(s.train.seed, self.ctx.party_id, d_b, (), h)
-        fields = {
-            pid: [int(v) for v in lay["vocab"].split(",")]
-            for pid, lay in layouts.items()
-            if lay["vocab"]
-        }
+        fields = {pid: list(lay.vocab_sizes) for pid, lay in layouts.items() if lay.vocab_sizes}
         if fields:
             self.embed = ActiveEmbedLayer(
                 ch,

@@ -10,10 +10,11 @@ from party.errors import JobError
 from party.training.blindfl.common import close_layers, features, secure_config
 from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs
+from proto import common_pb2
 from secure.paillier.keys import generate_keypair
 from secure.source_layers.embed import PassiveEmbedLayer
 from secure.source_layers.matmul import PassiveSourceLayer
-from secure.wire.payload import control_to_payload
+from secure.wire.payload import layer_setup_to_payload
 
 
 class BlindPassiveTrainer:
@@ -68,11 +69,12 @@ class BlindPassiveTrainer:
     def setup(self) -> None:
         """Exchange keys and set up the source layers (the KEYING stage)."""
         inputs = self.ctx.inputs
-        layout = {
-            "dense": inputs.dense.shape[1],
-            "vocab": ",".join(str(v) for v in inputs.cardinalities),
-        }
-        self.ctx.channel.send(self.ctx.spec.active.id, "layout", control_to_payload(layout))
+        layout = common_pb2.InputLayout(
+            dense=inputs.dense.shape[1], vocab_sizes=list(inputs.cardinalities)
+        )
+        self.ctx.channel.send(
+            self.ctx.spec.active.id, "layout", layer_setup_to_payload(layout=layout)
+        )
         if self.src is not None:
             self.src.setup("src")
         if self.embed is not None:

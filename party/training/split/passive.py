@@ -2,7 +2,7 @@
 
 Tags: `train/r{round}/act` (sent), `train/r{round}/grad` (received), `val/r{round}/act`.
 Local updates (CELU / FedBCD) re-apply cached derivatives, weighted by the cosine between
-the fresh and the cached activation (DESIGN.md §6).
+the fresh and the cached activation (docs/protocols.md §6).
 """
 
 from __future__ import annotations

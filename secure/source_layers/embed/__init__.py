@@ -1,4 +1,4 @@
-"""The BlindFL Embed-MatMul source layer for categorical fields (PROTOCOLS.md 1.3.2).
+"""The BlindFL Embed-MatMul source layer for categorical fields (docs/protocols.md §5).
 
 For each passive party A_k with fields f (vocabulary V_f, codes known only to A_k):
     E = [Q_1[x_1] .. Q_F[x_F]] (N x F*k),   Z_emb = sum_k E_k W_k (N x h)
@@ -17,7 +17,7 @@ c (B -> A), z (A -> B); backward m3, pb, de, st (B -> A), then y, phi, phit (A -
 Every payload is a public key, a control message of sizes and scales (setup only), or
 ciphertexts.
 
-Departures from PROTOCOLS.md 1.3.2, and why:
+Departures from the textbook Embed-MatMul protocol, and why:
 - The plaintext shares Q^A and W^A/W^B of 1.3.2 would absorb a statistical mask at
   every update (dE and dW reach the parties as masked shares), growing by ~40 bits per
   step and overflowing every slot. Here masks cancel inside ciphertexts instead:
@@ -30,7 +30,7 @@ Departures from PROTOCOLS.md 1.3.2, and why:
 What is revealed: B learns Z_emb (the sum over passive parties: each z_k carries a
 pairwise zero-sum mask when K >= 2, as in the MatMul layer), and sizes (N, F*k per party).
 A learns sizes only. B does not learn which rows of Q changed; A never sees G. Output
-leakage as in PROTOCOLS.md 1.3.4 remains, and B learns Z_emb separately from the MatMul
+leakage as in docs/security.md remains, and B learns Z_emb separately from the MatMul
 layer's Z.
 
 Cost per step (N=256, F=26, k=8, h=32, 2048-bit keys, one passive party): 14,400

@@ -25,16 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from proto import common_pb2
 from secure.config import SecureConfig
 from secure.errors import ConfigError, PayloadError
 from secure.source_layers.embed.packing import FieldLayout, SlotLayout
-from secure.wire.payload import (
-    Payload,
-    control_from_payload,
-    control_to_payload,
-    layer_params_from_payload,
-    layer_params_to_payload,
-)
+from secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
 
 E_SLOT_BITS = 63
 DIM_BITS = 16  # F*k < 2^16
@@ -158,8 +153,9 @@ class EmbedParams:
                 raise PayloadError(f"unusable Embed-MatMul parameters: {message}")
 
     def to_payload(self) -> Payload:
-        ints = {name: getattr(self, name) for name in _FIELDS[:-1]}
-        return layer_params_to_payload(ints, self.passive_ids)
+        return layer_setup_to_payload(
+            embed=common_pb2.EmbedSetup(**{name: getattr(self, name) for name in _FIELDS})
+        )
 
     @classmethod
     def from_payload(cls, payload: Payload) -> EmbedParams:
@@ -167,17 +163,17 @@ class EmbedParams:
         PayloadError: not a control payload, a field missing or malformed, or values
             that cannot work.
         """
-        ints, ids = layer_params_from_payload(payload, _FIELDS[:-1], "Embed-MatMul")
-        params = cls(passive_ids=ids, **ints)
+        setup = layer_setup_from_payload(payload, "embed")
+        ints = {name: getattr(setup, name) for name in _FIELDS[:-1]}
+        params = cls(passive_ids=tuple(setup.passive_ids), **ints)
         params.check()
         return params
 
 
 def vocab_payload(vocab_sizes: Sequence[int], key_bits: int) -> Payload:
     """What a party announces (or expects) about one passive party's fields."""
-    return control_to_payload(
-        {"vocab_sizes": ",".join(str(v) for v in vocab_sizes), "key_bits": key_bits}
-    )
+    inputs = common_pb2.EmbedInputs(vocab_sizes=list(vocab_sizes), key_bits=key_bits)
+    return layer_setup_to_payload(embed_inputs=inputs)
 
 
 def vocab_from_payload(payload: Payload, party: str) -> tuple[tuple[int, ...], int]:
@@ -186,12 +182,8 @@ def vocab_from_payload(payload: Payload, party: str) -> tuple[tuple[int, ...], i
     Raises:
         PayloadError: missing or malformed fields, or a field of size < 1.
     """
-    fields = control_from_payload(payload, ("vocab_sizes", "key_bits"))
-    try:
-        sizes = tuple(int(v) for v in fields["vocab_sizes"].split(",") if v)
-        key_bits = int(fields["key_bits"])
-    except ValueError as exc:
-        raise PayloadError(f"party '{party}' sent malformed field sizes: {exc}") from exc
+    inputs = layer_setup_from_payload(payload, "embed_inputs")
+    sizes, key_bits = tuple(inputs.vocab_sizes), inputs.key_bits
     if not sizes or min(sizes) < 1:
         raise PayloadError(f"party '{party}' announced unusable vocabulary sizes {sizes}")
     return sizes, key_bits

@@ -1,4 +1,4 @@
-"""The BlindFL MatMul source layer, Z = sum_k X_Ak W_Ak + X_B W_B + b (DESIGN.md 5).
+"""The BlindFL MatMul source layer, Z = sum_k X_Ak W_Ak + X_B W_B + b (docs/protocols.md §4).
 
 Weights are additively shared and never exist in one place:
     W_Ak = U_Ak + V_Ak   A_k holds U_Ak in plaintext and [[V_Ak]]_B,
@@ -15,7 +15,7 @@ decrypts only the homomorphic sum of all m2: it learns Z and nothing per party.
 
 What is revealed: B learns Z for every batch; a passive party learns only sizes (batch
 size, widths, B's feature count and scales). Output leakage remains as described in
-PROTOCOLS.md 1.3.4 (differences of Z over time for the same batch).
+docs/security.md (differences of Z over time for the same batch).
 
 Precision: features at 2^-f_X (default 2^-16), Z at 2^-f_Z (2^-52), [[eta G]] at
 2^-(f_Z - 2 f_X) (2^-20); |Z| and every term read back must stay below

@@ -68,7 +68,7 @@ class _Link:
 
 
 class ActiveSourceLayer(LayerRole):
-    """Party B's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
+    """Party B's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
 
     def __init__(
         self,

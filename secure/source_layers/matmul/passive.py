@@ -70,7 +70,7 @@ class _State:
 
 
 class PassiveSourceLayer(LayerRole):
-    """Party A_k's side of the MatMul source layer (see module doc and DESIGN.md 5)."""
+    """Party A_k's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
 
     def __init__(
         self,

@@ -17,17 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from proto import common_pb2
 from secure.config import SecureConfig
 from secure.errors import PayloadError
 from secure.paillier.encoding import Packer
 from secure.source_layers.matmul.row_packing import RowLayout, choose_rows
-from secure.wire.payload import (
-    Payload,
-    control_from_payload,
-    control_to_payload,
-    layer_params_from_payload,
-    layer_params_to_payload,
-)
+from secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
 
 _FIELDS = (
     "out_dim",
@@ -106,16 +101,18 @@ class LayerParams:
         return bits
 
     def to_payload(self) -> Payload:
-        ints = {name: getattr(self, name) for name in _FIELDS[:-1]}
-        return layer_params_to_payload(ints, self.passive_ids)
+        return layer_setup_to_payload(
+            matmul=common_pb2.MatMulSetup(**{name: getattr(self, name) for name in _FIELDS})
+        )
 
     @classmethod
     def from_payload(cls, payload: Payload) -> LayerParams:
         """Raises:
-        PayloadError: not a control payload, a field missing or not an integer.
+        PayloadError: not the MatMul layer's setup, or parameters that cannot work.
         """
-        ints, ids = layer_params_from_payload(payload, _FIELDS[:-1], "layer")
-        params = cls(passive_ids=ids, **ints)
+        setup = layer_setup_from_payload(payload, "matmul")
+        ints = {name: getattr(setup, name) for name in _FIELDS[:-1]}
+        params = cls(passive_ids=tuple(setup.passive_ids), **ints)
         params.packer_checked()
         return params
 
@@ -138,9 +135,8 @@ class LayerParams:
 
 
 def passive_info_payload(in_dim: int, feature_bits: int, key_bits: int) -> Payload:
-    return control_to_payload(
-        {"in_dim": in_dim, "feature_bits": feature_bits, "key_bits": key_bits}
-    )
+    inputs = common_pb2.MatMulInputs(in_dim=in_dim, feature_bits=feature_bits, key_bits=key_bits)
+    return layer_setup_to_payload(matmul_inputs=inputs)
 
 
 def passive_info_from_payload(payload: Payload, params: LayerParams, party: str) -> tuple[int, int]:
@@ -149,11 +145,8 @@ def passive_info_from_payload(payload: Payload, params: LayerParams, party: str)
     Raises:
         PayloadError: missing or malformed fields, or a key size different from B's.
     """
-    fields = control_from_payload(payload, ("in_dim", "feature_bits", "key_bits"))
-    try:
-        in_dim, bits, key_bits = (int(fields[k]) for k in ("in_dim", "feature_bits", "key_bits"))
-    except ValueError as exc:
-        raise PayloadError(f"party '{party}' sent non-integer layer info: {exc}") from exc
+    info = layer_setup_from_payload(payload, "matmul_inputs")
+    in_dim, bits, key_bits = info.in_dim, info.feature_bits, info.key_bits
     if in_dim < 1 or not 0 <= bits <= 32:
         raise PayloadError(f"party '{party}' announced in_dim={in_dim}, feature_bits={bits}")
     if key_bits != params.key_bits:

@@ -187,7 +187,7 @@ def test_repeated_codes_accumulate_and_only_looked_up_rows_change(test_keys):
     close(job)
 
 
-def test_only_ciphertexts_keys_and_setup_controls_cross_the_wire(test_keys):
+def test_only_ciphertexts_keys_and_setup_messages_cross_the_wire(test_keys):
     # Prepare / Execute: setup and one step with two passive parties
     job = make_job(test_keys, k_parties=2)
     rng = np.random.default_rng(2)
@@ -199,8 +199,8 @@ def test_only_ciphertexts_keys_and_setup_controls_cross_the_wire(test_keys):
     for tag, _, data in job.envelopes:
         kind = common_pb2.Payload.FromString(data).WhichOneof("kind")
         kinds.setdefault(kind, set()).add(tag.split("/")[-1])
-    assert set(kinds) == {"ciphertexts", "public_key", "control"}
-    assert kinds["control"] == {"params", "vocab"}
+    assert set(kinds) == {"ciphertexts", "public_key", "layer_setup"}
+    assert kinds["layer_setup"] == {"params", "vocab"}
     steps = {"e", "c", "z", "m3", "pb", "de", "st", "y", "phi", "phit", "w_a", "wt_a", "w_b"}
     assert steps <= kinds["ciphertexts"]
     # Assert: no float64 value, nor float32 row, of Q, W or G anywhere in the bytes

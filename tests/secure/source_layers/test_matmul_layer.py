@@ -52,7 +52,7 @@ def test_training_matches_plaintext_training(test_keys, hub, sparse, k, h):
     close(job)
 
 
-def test_only_ciphertexts_keys_and_setup_controls_cross_the_wire(test_keys):
+def test_only_ciphertexts_keys_and_setup_messages_cross_the_wire(test_keys):
     job = make_job(test_keys, k=2)
     rng = np.random.default_rng(2)
     xs, x_b = batch(rng, job, 8, sparse=True)
@@ -61,8 +61,8 @@ def test_only_ciphertexts_keys_and_setup_controls_cross_the_wire(test_keys):
     for tag, _, data in job.envelopes:
         payload = common_pb2.Payload.FromString(data)
         kinds.setdefault(payload.WhichOneof("kind"), set()).add(tag.split("/")[-1])
-    assert set(kinds) <= {"ciphertexts", "public_key", "control"}
-    assert kinds["control"] == {"params"}
+    assert set(kinds) <= {"ciphertexts", "public_key", "layer_setup"}
+    assert kinds["layer_setup"] == {"params"}
     assert {"m1", "m2", "m3"} <= kinds["ciphertexts"]
     close(job)
 

@@ -112,7 +112,7 @@ def test_layer_params_carry_and_check_rows_per_cipher():
     assert decoded == params and decoded.layout() == RowLayout(3, 5, 62)
     bad = LayerParams.for_active(config, 4, 5, ["A1"]).with_row_packing(None, 6)
     payload = bad.to_payload()
-    payload.control.fields["rows_per_cipher"] = "4"  # 4 x 5 > 15 slots
+    payload.layer_setup.matmul.rows_per_cipher = 4  # 4 x 5 > 15 slots
     with pytest.raises(PayloadError, match="do not fit the 15 slots"):
         LayerParams.from_payload(payload)
 
