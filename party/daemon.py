@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 from coordinator.client import CoordinatorClient
 from coordinator.errors import SpecError
-from coordinator.spec import JobSpec
+from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
 from party.errors import JobError
 from party.job import PartyJob
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
-from party.transport.wan import ShapedChannel, WanProfile
+from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
 from secure.channel import Mailbox
 from secure.errors import ChannelClosed
@@ -35,7 +35,7 @@ class DaemonOptions:
     """Operator settings of a party daemon (flags of `vfl party serve`)."""
 
     audit_dir: str | None = None  # log every envelope (DESIGN.md §5 wire audit)
-    network: WanProfile | None = None  # emulate a WAN on every job's data plane
+    network: NetworkSpec | None = None  # emulate a WAN on every job's data plane
 
 
 @dataclass
@@ -102,8 +102,8 @@ class PartyDaemon:
             JobError, DataError, SpecError: the job cannot run here (message names the fix).
         """
         try:
-            spec = JobSpec.from_json(spec_json)
-        except (SpecError, ValueError) as exc:  # ValueError: not JSON
+            spec = JobSpec.from_json(spec_json)  # parsed once; the job and its roles share it
+        except SpecError as exc:
             raise JobError(f"job {job_id}: invalid spec: {exc}") from exc
         me = self.config.party_id
         with self._lock:  # a slow load must not look like a lost job to the coordinator
@@ -204,9 +204,7 @@ class PartyDaemon:
             hook=hook,
             send_timeout=spec.train.timeout_s,
         )
-        profile = self.options.network
-        if spec.network is not None:
-            profile = WanProfile(spec.network.bandwidth_mbps, spec.network.rtt_ms)
+        profile = spec.network if spec.network is not None else self.options.network
         return channel if profile is None else ShapedChannel(channel, profile)
 
     def _ended_as(self, job_id: str, how: str) -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from coordinator.spec import JobSpec
-from party.data import DatasetConfig
+from coordinator.spec import JobSpec, TableSource
 from party.job import PartyJob
 from secure.channel import InProcessHub
 
@@ -29,7 +28,7 @@ class RecordingReporter:
 
 
 def run_inprocess(
-    spec: JobSpec, datasets: dict[str, dict[str, DatasetConfig]], hook=None
+    spec: JobSpec, datasets: dict[str, dict[str, TableSource]], hook=None
 ) -> dict[str, dict]:
     """Run `spec` with parties as threads; re-raises the first party error."""
     hub = InProcessHub()
