@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -24,6 +25,7 @@ from secure.pki.certs import CertError, check_party_id
 log = logging.getLogger(__name__)
 
 CONTROL_TIMEOUT_S = 60.0
+SPECS_KEPT = 256  # parsed specs of the most recently used jobs
 
 
 class Lifecycle:
@@ -48,6 +50,20 @@ class Lifecycle:
         # hold such a job, so the monitor only checks that its parties answer
         self._unprepared: set[str] = set()
         self._threads: list[threading.Thread] = []
+        self._specs: OrderedDict[str, JobSpec] = OrderedDict()  # job id -> parsed spec
+        self._specs_lock = threading.Lock()
+
+    def _spec(self, job_id: str, spec_json: str, parsed: JobSpec | None = None) -> JobSpec:
+        """A job's spec, parsed once: at submit (`parsed`) or at first use after a restart,
+        not on every report and health tick. The most recently used `SPECS_KEPT` stay."""
+        with self._specs_lock:
+            spec = self._specs.pop(job_id, parsed)
+            if spec is None:
+                spec = JobSpec.from_json(spec_json)
+            self._specs[job_id] = spec
+            while len(self._specs) > SPECS_KEPT:
+                self._specs.popitem(last=False)
+            return spec
 
     # --- user-facing -----------------------------------------------------------------
 
@@ -65,7 +81,9 @@ class Lifecycle:
                 "daemons names a dataset each party's config exposes: data: {dataset: NAME} "
                 "(`vfl run` accepts paths because it starts the parties itself)"
             )
-        job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
+        spec_json = spec.to_json()
+        job_id = self.store.create(spec.job, spec_yaml, spec_json)
+        self._spec(job_id, spec_json, parsed=spec)
         self._spawn(job_id)
         return job_id
 
@@ -73,7 +91,7 @@ class Lifecycle:
         record = self.store.get(job_id)
         if not record.terminal:
             self.store.set_state(job_id, "CANCELLED", "cancelled by the user")
-            self._abort_all(job_id, JobSpec.from_json(record.spec_json), "cancelled by the user")
+            self._abort_all(job_id, self._spec(job_id, record.spec_json), "cancelled by the user")
         return self.store.get(job_id).state
 
     def resume_pending(self) -> None:
@@ -113,7 +131,7 @@ class Lifecycle:
         check_report(event, state, payload)
         if record.terminal:
             return True
-        spec = JobSpec.from_json(record.spec_json)
+        spec = self._spec(job_id, record.spec_json)
         spec.party(party_id)  # SpecError if the party is not in the job
         if event in ("round", "validation"):
             self.store.add_metric(job_id, party_id, event, payload)
@@ -177,7 +195,7 @@ class Lifecycle:
         known = self.store.parties()
         for job_id in self.store.in_states(*RUNNING):
             record = self.store.get(job_id)
-            spec = JobSpec.from_json(record.spec_json)
+            spec = self._spec(job_id, record.spec_json)
             finished = set(record.result.get("parties", {}))
             for p in spec.parties:
                 if p.id in finished or p.id not in known:
@@ -235,7 +253,7 @@ class Lifecycle:
 
     def _launch(self, job_id: str) -> None:
         record = self.store.get(job_id)
-        spec = JobSpec.from_json(record.spec_json)
+        spec = self._spec(job_id, record.spec_json)
         with self._lock:
             self._unprepared.add(job_id)
         try:
