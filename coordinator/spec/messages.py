@@ -124,7 +124,7 @@ class _Schema:
             return f"{text}, or null" if len(options) > 1 and "null" in _types(options) else text
         if "enum" in node:
             return "one of " + ", ".join(str(v) for v in node["enum"])
-        kind = node.get("type")
+        kind = str(node.get("type", ""))
         if kind == "boolean":
             return "true or false"
         if kind == "array":
