@@ -1,5 +1,8 @@
 """`LocalUpdateConfig`: which local updates a party runs between communication rounds.
 
+The one model of these settings: a job spec's ``local_updates:`` section is this model, and
+every party hands it unchanged to the local-update loop.
+
 Modes (docs/protocols.md §6-7):
 
 - ``none``: vanilla VFL, one model update per communication round.
@@ -10,9 +13,11 @@ Modes (docs/protocols.md §6-7):
   updates including its round, uniform sampling without repeats within W-1 samples, and
   instance weighting with threshold ``xi``. ``reuse=1`` is vanilla VFL.
 
-Schedules (``celu`` only): ``sync`` runs up to ``steps`` local updates right after each
-round, deterministically (tests, reproducible runs); ``async`` runs them in a background
-worker that overlaps the wait for the network, also at most ``steps`` between two rounds.
+Schedules are CELU's: ``async`` (the default) runs local updates in a background worker
+that overlaps the wait for the network, at most ``steps`` between two rounds; ``sync``
+runs up to ``steps`` of them right after each round, deterministically (tests,
+reproducible runs). ``none`` and ``fedbcd`` always run synchronously, so for them an
+omitted ``schedule`` is ``sync`` (and ``fedbcd`` rejects ``async``).
 Each round brings one batch with R-1 local uses, so ``steps = reuse - 1`` lets
 CELU run every use it is allowed; a smaller ``steps`` caps it.
 """
@@ -21,72 +26,98 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from celu.errors import LocalUpdateConfigError
 
-MODES = ("none", "fedbcd", "celu")
-SCHEDULES = ("sync", "async")
+
+def _finite_number(value: object) -> float:
+    """A finite float from a number (not a bool) or a numeric string ('5e-1': YAML 1.1
+    reads a number with an exponent but no dot as text)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a finite number or null, e.g. 0.5; got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ValueError(f"must be a finite number or null, e.g. 0.5; got {value!r}")
+    return number
 
 
-def _positive_int(name: str, value: object, fix: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise LocalUpdateConfigError(name, f"expected an integer, got {value!r}", fix)
-    if value < 1:
-        raise LocalUpdateConfigError(name, f"must be >= 1, got {value}", fix)
-
-
-@dataclass(frozen=True)
-class LocalUpdateConfig:
+class LocalUpdateConfig(BaseModel):
     """Local-update settings of one training job (identical at every party).
 
-    Attributes:
-        mode: ``none``, ``fedbcd`` or ``celu``.
-        steps: FedBCD's Q (local steps per round); for ``celu``, the most local updates
-            run between two rounds, in either schedule (fewer when nothing is eligible).
-        workset: W, batches kept in the workset table.
-        reuse: R, updates each cached batch may drive, its communication round included.
-        xi: similarity threshold; None (or outside (-1, 1)) turns weighting off.
-        schedule: ``sync`` or ``async`` (``async`` is only for ``celu``).
-
     Raises:
-        LocalUpdateConfigError: naming the field and the fix, for any invalid value.
+        pydantic.ValidationError: built directly, ``LocalUpdateConfig(steps=0)``; its
+            errors locate the field (a job spec reports them as `SpecError`).
     """
 
-    mode: str = "none"
-    steps: int = 5
-    workset: int = 5
-    reuse: int = 5
-    xi: float | None = 0.5
-    schedule: str = "sync"
+    model_config = ConfigDict(frozen=True, extra="forbid", title="local_updates")
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise LocalUpdateConfigError(
-                "mode", f"unknown mode {self.mode!r}", f"use one of {MODES}"
-            )
-        _positive_int("steps", self.steps, "set steps >= 1 (FedBCD's Q, or CELU's cap per round)")
-        _positive_int("workset", self.workset, "workset must be >= 1 batch (default 5)")
-        _positive_int("reuse", self.reuse, "reuse must be >= 1 (1 means vanilla VFL, default 5)")
-        self._check_xi()
-        if self.schedule not in SCHEDULES:
-            raise LocalUpdateConfigError(
-                "schedule", f"unknown schedule {self.schedule!r}", f"use one of {SCHEDULES}"
-            )
-        if self.schedule == "async" and self.mode == "fedbcd":
-            raise LocalUpdateConfigError(
-                "schedule", "fedbcd runs synchronously", "set schedule: sync or mode: celu"
-            )
+    mode: Literal["none", "fedbcd", "celu"] = Field(
+        "none", description="none (vanilla VFL), fedbcd (Q local steps) or celu (CELU-VFL)"
+    )
+    steps: int = Field(
+        5,
+        ge=1,
+        strict=True,
+        description="FedBCD's Q (local steps per round); for celu, the most local updates "
+        "between two rounds (set reuse - 1 to allow every reuse)",
+    )
+    workset: int = Field(
+        5, ge=1, strict=True, description="W: batches kept in CELU's workset table"
+    )
+    reuse: int = Field(
+        5,
+        ge=1,
+        strict=True,
+        description="R: updates each cached batch may drive, its round included (1: vanilla)",
+    )
+    xi: Annotated[float, BeforeValidator(_finite_number)] | None = Field(
+        0.5,
+        description="instance-weighting threshold; null (or a value outside (-1, 1)) "
+        "turns weighting off",
+    )
+    schedule: Literal["sync", "async"] = Field(
+        "async",
+        description="celu only: async overlaps local updates with the network, sync runs "
+        "them after each round; none and fedbcd always run sync",
+    )
 
-    def _check_xi(self) -> None:
-        xi = self.xi
-        if xi is None:
-            return
-        if isinstance(xi, bool) or not isinstance(xi, (int, float)) or not math.isfinite(xi):
-            raise LocalUpdateConfigError(
-                "xi", f"expected a finite number or null, got {xi!r}", "use e.g. 0.5, or null"
+    @model_validator(mode="before")
+    @classmethod
+    def _sync_unless_celu(cls, data: Any) -> Any:
+        """`none` and `fedbcd` have no asynchronous schedule: unless given, theirs is sync."""
+        if isinstance(data, dict) and "schedule" not in data and data.get("mode") != "celu":
+            return {**data, "schedule": "sync"}
+        return data
+
+    @field_validator("schedule")
+    @classmethod
+    def _fedbcd_runs_sync(cls, schedule: str, info: ValidationInfo) -> str:
+        if schedule == "async" and info.data.get("mode") == "fedbcd":
+            raise ValueError(
+                "must be sync for fedbcd, which runs synchronously; set schedule: sync or "
+                "mode: celu"
             )
+        return schedule
 
     @property
     def has_local_updates(self) -> bool:
@@ -110,11 +141,26 @@ class LocalUpdateConfig:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> LocalUpdateConfig:
-        """Build from a job spec's ``local_updates`` mapping, rejecting unknown keys."""
-        known = {f.name for f in fields(cls)}
-        for key in raw:
-            if key not in known:
-                raise LocalUpdateConfigError(
-                    str(key), "unknown setting", f"use only {sorted(known)}"
-                )
-        return cls(**dict(raw))
+        """Build from a job spec's ``local_updates`` mapping, rejecting unknown keys.
+
+        Raises:
+            LocalUpdateConfigError: an unknown key or an invalid value.
+        """
+        try:
+            return cls.model_validate(dict(raw))
+        except ValidationError as exc:
+            raise _config_error(exc) from None
+
+
+def _config_error(exc: ValidationError) -> LocalUpdateConfigError:
+    """The first problem of a validation failure, as the field, what is wrong and the fix."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or "mode"
+    if error["type"] in ("extra_forbidden", "invalid_key"):
+        known = sorted(LocalUpdateConfig.model_fields)
+        return LocalUpdateConfigError(field, "unknown setting", f"use only {known}")
+    if error["type"] == "value_error":  # our validators' messages carry their fix
+        return LocalUpdateConfigError(field, str(error["ctx"]["error"]))
+    problem = f"{error['msg'][0].lower()}{error['msg'][1:]}, got {error['input']!r}"
+    info = LocalUpdateConfig.model_fields.get(field)
+    return LocalUpdateConfigError(field, problem, (info and info.description) or "")

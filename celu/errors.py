@@ -1,7 +1,8 @@
 """Exceptions of the `celu` package.
 
     CeluError                   base of everything raised here
-    ├── LocalUpdateConfigError  a LocalUpdateConfig field is invalid (also a ValueError)
+    ├── LocalUpdateConfigError  a LocalUpdateConfig built directly has an invalid field
+    │                           (also a ValueError)
     ├── WorksetError            the workset table was used wrongly (also a ValueError)
     ├── WeightingError          tensors handed to instance weighting do not fit (also a ValueError)
     ├── SyntheticDataError      bad arguments to the synthetic CTR generator (also a ValueError)
@@ -21,9 +22,9 @@ class CeluError(Exception):
 class LocalUpdateConfigError(CeluError, ValueError):
     """A field of `LocalUpdateConfig` has an invalid value; the message names the field."""
 
-    def __init__(self, field: str, problem: str, fix: str) -> None:
+    def __init__(self, field: str, problem: str, fix: str = "") -> None:
         self.field = field
-        super().__init__(f"local_updates.{field}: {problem}; {fix}")
+        super().__init__(f"local_updates.{field}: {problem}" + (f"; {fix}" if fix else ""))
 
 
 class WorksetError(CeluError, ValueError):

@@ -12,6 +12,7 @@ import contextvars
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CONTROL_TIMEOUT_S", "Lifecycle"]
 
+SPECS_KEPT = 256  # parsed specs of the most recently used jobs
+
 
 class Lifecycle:
     """Args:
@@ -46,7 +49,7 @@ class Lifecycle:
         self.control = PartyControl(store, parties, control_timeout_s)
         self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.fail)
         self._lock = threading.Lock()
-        self._specs: dict[str, JobSpec] = {}  # parsed once per job
+        self._specs: OrderedDict[str, JobSpec] = OrderedDict()  # parsed once per job
         # jobs being launched whose parties have not been sent PrepareJob yet: no party can
         # hold such a job, so the monitor only checks that its parties answer
         self._unprepared: set[str] = set()
@@ -69,8 +72,7 @@ class Lifecycle:
                 "(`vfl run` accepts paths because it starts the parties itself)"
             )
         job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
-        with self._lock:
-            self._specs[job_id] = spec
+        self._keep_spec(job_id, spec)
         log.info("job %s submitted (%s, %d parties)", job_id, spec.protocol, len(spec.parties))
         self._spawn(job_id)
         return job_id
@@ -108,13 +110,22 @@ class Lifecycle:
         log.info("party %s registered at %s", party_id, address)
 
     def spec(self, job_id: str) -> JobSpec:
-        """The parsed spec of a job (parsed once, then kept)."""
+        """A job's spec, parsed once: at submit, or at first use after a restart; not on
+        every report and health tick. The most recently used `SPECS_KEPT` stay.
+
+        Raises:
+            UnknownJob: no such job.
+        """
         with self._lock:
             spec = self._specs.get(job_id)
-        if spec is None:
-            spec = JobSpec.from_json(self.store.get(job_id).spec_json)
-            with self._lock:
-                self._specs[job_id] = spec
+        return self._keep_spec(job_id, spec or JobSpec.from_json(self.store.get(job_id).spec_json))
+
+    def _keep_spec(self, job_id: str, spec: JobSpec) -> JobSpec:
+        with self._lock:
+            self._specs[job_id] = spec
+            self._specs.move_to_end(job_id)
+            while len(self._specs) > SPECS_KEPT:
+                self._specs.popitem(last=False)
         return spec
 
     # --- party reports -----------------------------------------------------------------

@@ -9,8 +9,6 @@ process (coordinator, parties, and this launcher as `admin`) uses mutual TLS.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import signal
 import subprocess
@@ -23,7 +21,7 @@ import yaml
 
 from coordinator.client import CoordinatorClient, JobView
 from coordinator.errors import CoordinatorError
-from coordinator.spec import DataSpec, JobSpec
+from coordinator.spec import DataSpec, JobSpec, TableSource
 from proto.rpc import COORDINATOR_ID
 from secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
@@ -124,18 +122,10 @@ class LocalTopology:
 
 
 def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
-    dataset: dict[str, object] = {"path": data.path, "format": data.format or "csv"}
-    if data.id:
-        dataset["id"] = data.id
-    elif dataset["format"] == "libsvm":
-        dataset["id"] = "auto"
-    if data.label:
-        dataset["label"] = data.label
-    if data.categorical:
-        dataset["categorical"] = list(data.categorical)
-    datasets = {"data": dataset}
+    """A party config exposing the files `data` names as datasets `data` (and `test`)."""
+    datasets = {"data": _dataset(data.table())}
     if data.test_path:
-        datasets["test"] = {**dataset, "path": data.test_path}
+        datasets["test"] = _dataset(data.table(test=True))
     return {
         "party": party_id,
         "listen": "127.0.0.1:0",
@@ -144,8 +134,12 @@ def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
     }
 
 
+def _dataset(source: TableSource) -> dict:
+    return source.model_dump(mode="json", exclude_none=True)
+
+
 def spec_to_yaml(spec: JobSpec) -> str:
-    raw = json.loads(json.dumps(dataclasses.asdict(spec)))
+    raw = spec.model_dump(mode="json")
     for p in raw["parties"]:
         p["data"] = {k: v for k, v in p["data"].items() if v is not None}
     return yaml.safe_dump(raw, sort_keys=False)

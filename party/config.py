@@ -8,7 +8,8 @@ peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer ad
 datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
 ```
-Relative dataset paths resolve against the config file's folder.
+A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
+path. Relative dataset paths resolve against the config file's folder.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-from party.data import DatasetConfig
+from coordinator.spec import TableSource, explain
 from party.errors import ConfigError
 
 _TOP = {"party", "listen", "coordinator", "peers", "datasets", "advertise"}
-_DATASET = {"path", "format", "id", "label", "categorical"}
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class PartyConfig:
     coordinator: str | None = None
     advertise: str | None = None  # address peers should dial; defaults to the bound address
     peers: dict[str, str] = field(default_factory=dict)
-    datasets: dict[str, DatasetConfig] = field(default_factory=dict)
+    datasets: dict[str, TableSource] = field(default_factory=dict)
 
 
 def load_party_config(path: str | Path) -> PartyConfig:
@@ -63,7 +64,9 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         raise ConfigError("'peers' must map party ids to 'host:port' addresses")
     datasets = raw.get("datasets") or {}
     if not isinstance(datasets, dict):
-        raise ConfigError("'datasets' must map dataset names to {path, format, id, label}")
+        raise ConfigError(
+            "'datasets' must map dataset names to {path, format, id, label, categorical}"
+        )
     return PartyConfig(
         party_id=str(raw["party"]),
         listen=str(raw.get("listen", "127.0.0.1:0")),
@@ -74,23 +77,13 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
     )
 
 
-def _dataset(name: str, raw: Any, base: Path) -> DatasetConfig:
-    if not isinstance(raw, dict) or "path" not in raw:
-        raise ConfigError(f"dataset '{name}' needs at least 'path'")
-    unknown = sorted(set(raw) - _DATASET)
-    if unknown:
-        raise ConfigError(
-            f"unknown field(s) {unknown} in dataset '{name}'; allowed: {sorted(_DATASET)}"
-        )
-    path = Path(str(raw["path"]))
-    fmt = str(raw.get("format", "csv"))
-    if fmt not in ("csv", "libsvm"):
-        raise ConfigError(f"dataset '{name}': format must be csv or libsvm, got '{fmt}'")
-    return DatasetConfig(
-        name=name,
-        path=str(path if path.is_absolute() else base / path),
-        format=fmt,
-        id=str(raw.get("id", "id" if fmt == "csv" else "auto")),
-        label=None if raw.get("label") in (None, False) else str(raw["label"]),
-        categorical=tuple(str(c) for c in raw.get("categorical") or ()),
-    )
+def _dataset(name: str, raw: Any, base: Path) -> TableSource:
+    """Raises:
+    ConfigError: naming the field as `datasets.NAME.FIELD`."""
+    try:
+        source = TableSource.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, TableSource, f"datasets.{name}", "party config")) from None
+    if Path(source.path).is_absolute():
+        return source
+    return source.model_copy(update={"path": str(base / source.path)})

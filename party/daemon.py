@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from coordinator.client import CoordinatorClient
 from coordinator.errors import CoordinatorError, SpecError
 from coordinator.logs import job_context
-from coordinator.spec import JobSpec
+from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
 from party.errors import JobError, PartyError
 from party.job import PartyJob
 from party.reporting import CoordinatorReporter
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
-from party.transport.wan import ShapedChannel, WanProfile
+from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
 from secure.channel import Mailbox
 from secure.errors import ChannelClosed, SecureError
@@ -36,7 +36,7 @@ class DaemonOptions:
     """Operator settings of a party daemon (flags of `vfl party serve`)."""
 
     audit_dir: str | None = None  # log every envelope (the wire audit, docs/security.md)
-    network: WanProfile | None = None  # emulate a WAN on every job's data plane
+    network: NetworkSpec | None = None  # emulate a WAN on every job's data plane
 
 
 @dataclass
@@ -82,8 +82,8 @@ class PartyDaemon:
 
     def _prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> None:
         try:
-            spec = JobSpec.from_json(spec_json)
-        except (SpecError, ValueError) as exc:  # ValueError: not JSON
+            spec = JobSpec.from_json(spec_json)  # parsed once; the job and its roles share it
+        except SpecError as exc:
             raise JobError(f"job {job_id}: invalid spec: {exc}") from exc
         me = self.config.party_id
         with self._lock:  # a slow load must not look like a lost job to the coordinator
@@ -183,9 +183,7 @@ class PartyDaemon:
             hook=hook,
             send_timeout=spec.train.timeout_s,
         )
-        profile = self.options.network
-        if spec.network is not None:
-            profile = WanProfile(spec.network.bandwidth_mbps, spec.network.rtt_ms)
+        profile = spec.network if spec.network is not None else self.options.network
         return channel if profile is None else ShapedChannel(channel, profile)
 
     def _ended_as(self, job_id: str, how: str) -> None:

@@ -1,8 +1,11 @@
 """Loading a party's rows: CSV (FATE hetero files) and LIBSVM (a9a split files).
 
-A `Table` holds ids (as text), a dense float32 feature matrix and, at the active party,
-the raw label column. Every malformed input raises `DataError` naming the file, line and
-column, and what to do.
+`load_table` reads a `TableSource` (a party config's dataset: path, format, id, label,
+categorical columns; for `libsvm`, `id` is "auto" (a leading `@7`/`7` token is the id,
+otherwise the line number), "line" or "first", and any `label` means the file carries a
+label token). A `Table` holds ids (as text), a dense float32 feature matrix and, at the
+active party, the raw label column. Every malformed input raises `DataError` naming the
+file, line and column, and what to do.
 """
 
 from __future__ import annotations
@@ -13,24 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from coordinator.spec import TableSource
 from party.errors import DataError
-
-
-@dataclass(frozen=True)
-class DatasetConfig:
-    """A dataset a party exposes: file, format, id column and optional label column.
-
-    For `libsvm`, `id` is "auto" (a leading `@7`/`7` token is the id, otherwise the line
-    number), "line" (always the line number) or "first" (the first token); `label` is any
-    non-empty value when the file carries a label token.
-    """
-
-    name: str
-    path: str
-    format: str = "csv"
-    id: str = "id"
-    label: str | None = None
-    categorical: tuple[str, ...] = ()  # csv columns holding non-negative integer codes
 
 
 @dataclass(frozen=True)
@@ -47,8 +34,8 @@ class Table:
         return len(self.ids)
 
 
-def load_table(cfg: DatasetConfig) -> Table:
-    """Load and check a dataset.
+def load_table(cfg: TableSource, name: str) -> Table:
+    """Load and check dataset `name` (the name only labels messages).
 
     Raises:
         DataError: missing file, unknown id or label column, non-numeric/NaN values, no rows.
@@ -56,59 +43,59 @@ def load_table(cfg: DatasetConfig) -> Table:
     path = Path(cfg.path)
     if not path.is_file():
         raise DataError(
-            f"dataset '{cfg.name}': file '{cfg.path}' does not exist; fix the path in the "
+            f"dataset '{name}': file '{cfg.path}' does not exist; fix the path in the "
             "party config (or the job spec for `vfl run`)"
         )
     if cfg.format == "csv":
-        table = _load_csv(path, cfg)
+        table = _load_csv(path, cfg, name)
     elif cfg.format == "libsvm":
-        table = _load_libsvm(path, cfg)
+        table = _load_libsvm(path, cfg, name)
     else:
-        raise DataError(f"dataset '{cfg.name}': unknown format '{cfg.format}'; use csv or libsvm")
+        raise DataError(f"dataset '{name}': unknown format '{cfg.format}'; use csv or libsvm")
     if table.rows == 0:
-        raise DataError(f"dataset '{cfg.name}': '{cfg.path}' has no data rows")
+        raise DataError(f"dataset '{name}': '{cfg.path}' has no data rows")
     if not np.all(np.isfinite(table.features)):
         r, c = np.argwhere(~np.isfinite(table.features))[0]
         raise DataError(
-            f"dataset '{cfg.name}': feature '{table.feature_names[c]}' is NaN or infinite at "
+            f"dataset '{name}': feature '{table.feature_names[c]}' is NaN or infinite at "
             f"data row {r + 1}; clean or impute the column before training"
         )
     if table.labels is not None and not np.all(np.isfinite(table.labels)):
         r = int(np.argwhere(~np.isfinite(table.labels))[0][0])
-        raise DataError(f"dataset '{cfg.name}': label is NaN at data row {r + 1}")
+        raise DataError(f"dataset '{name}': label is NaN at data row {r + 1}")
     return table
 
 
-def _load_csv(path: Path, cfg: DatasetConfig) -> Table:
+def _load_csv(path: Path, cfg: TableSource, name: str) -> Table:
     with path.open(newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if not header:
-            raise DataError(f"dataset '{cfg.name}': '{path}' is empty; a header row is needed")
+            raise DataError(f"dataset '{name}': '{path}' is empty; a header row is needed")
         header = [h.strip() for h in header]
         rows = [r for r in reader if r]
-    id_col = _column(header, cfg.id, "id", cfg)
-    label_col = _column(header, cfg.label, "label", cfg) if cfg.label else None
-    cat_cols = [_column(header, c, "categorical", cfg) for c in cfg.categorical]
+    id_col = _column(header, cfg.id, "id", name)
+    label_col = _column(header, cfg.label, "label", name) if cfg.label else None
+    cat_cols = [_column(header, c, "categorical", name) for c in cfg.categorical or ()]
     feat_cols = [i for i in range(len(header)) if i not in (id_col, label_col, *cat_cols)]
     for n, r in enumerate(rows):
         if len(r) != len(header):
             raise DataError(
-                f"dataset '{cfg.name}': line {n + 2} of '{path}' has {len(r)} cells, the header "
+                f"dataset '{name}': line {n + 2} of '{path}' has {len(r)} cells, the header "
                 f"has {len(header)}; fix the row"
             )
     ids = np.array([r[id_col].strip() for r in rows], dtype=object)
-    feats = _numeric(rows, feat_cols, header, cfg)
+    feats = _numeric(rows, feat_cols, header, name)
     labels = (
-        _numeric(rows, [label_col], header, cfg)[:, 0].astype(np.float64)
+        _numeric(rows, [label_col], header, name)[:, 0].astype(np.float64)
         if (label_col is not None)
         else None
     )
-    cats, cards = _categorical(rows, cat_cols, header, cfg)
+    cats, cards = _categorical(rows, cat_cols, header, name)
     return Table(ids, feats, labels, tuple(header[i] for i in feat_cols), cats, cards)
 
 
-def _categorical(rows: list[list[str]], cols: list[int], header: list[str], cfg: DatasetConfig):
+def _categorical(rows: list[list[str]], cols: list[int], header: list[str], name: str):
     if not cols:
         return None, ()
     out = np.empty((len(rows), len(cols)), dtype=np.int64)
@@ -118,26 +105,26 @@ def _categorical(rows: list[list[str]], cols: list[int], header: list[str], cfg:
         except ValueError:
             bad = next(n for n, r in enumerate(rows) if not r[c].strip().lstrip("-").isdigit())
             raise DataError(
-                f"dataset '{cfg.name}': categorical column '{header[c]}' has {rows[bad][c]!r} "
+                f"dataset '{name}': categorical column '{header[c]}' has {rows[bad][c]!r} "
                 f"at line {bad + 2}; categorical values must be integer codes (hash or "
                 "label-encode them)"
             ) from None
     if out.size and out.min() < 0:
-        raise DataError(f"dataset '{cfg.name}': categorical codes must be >= 0")
+        raise DataError(f"dataset '{name}': categorical codes must be >= 0")
     return out, tuple(int(v) + 1 for v in out.max(axis=0))
 
 
-def _column(header: list[str], name: str | None, what: str, cfg: DatasetConfig) -> int:
-    if name not in header:
+def _column(header: list[str], column: str | None, what: str, name: str) -> int:
+    if column not in header:
         raise DataError(
-            f"dataset '{cfg.name}': {what} column '{name}' is not in the header "
+            f"dataset '{name}': {what} column '{column}' is not in the header "
             f"({', '.join(header[:12])}{', ...' if len(header) > 12 else ''}); set "
             f"'{what}' to one of these columns"
         )
-    return header.index(name)
+    return header.index(column)
 
 
-def _numeric(rows: list[list[str]], cols: list[int], header: list[str], cfg: DatasetConfig):
+def _numeric(rows: list[list[str]], cols: list[int], header: list[str], name: str):
     out = np.empty((len(rows), len(cols)), dtype=np.float64)
     for j, c in enumerate(cols):
         try:
@@ -145,7 +132,7 @@ def _numeric(rows: list[list[str]], cols: list[int], header: list[str], cfg: Dat
         except ValueError:
             bad = next(n for n, r in enumerate(rows) if not _is_float(r[c]))
             raise DataError(
-                f"dataset '{cfg.name}': column '{header[c]}' has the non-numeric value "
+                f"dataset '{name}': column '{header[c]}' has the non-numeric value "
                 f"{rows[bad][c]!r} at line {bad + 2}; features must be numbers (encode "
                 "categories as integers, fill empty cells)"
             ) from None
@@ -160,7 +147,7 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def _load_libsvm(path: Path, cfg: DatasetConfig) -> Table:
+def _load_libsvm(path: Path, cfg: TableSource, name: str) -> Table:
     ids: list[str] = []
     labels: list[float] = []
     entries: list[tuple[int, int, float]] = []
@@ -173,13 +160,13 @@ def _load_libsvm(path: Path, cfg: DatasetConfig) -> Table:
             lead = 0
             while lead < len(tokens) and ":" not in tokens[lead]:
                 lead += 1
-            rid, label = _libsvm_lead(tokens[:lead], line_no, has_label, cfg, path)
+            rid, label = _libsvm_lead(tokens[:lead], line_no, has_label, cfg, name, path)
             row = len(ids)
             ids.append(rid)
             if has_label:
                 labels.append(label)
             for tok in tokens[lead:]:
-                entries.append((row, *_libsvm_entry(tok, line_no, cfg, path)))
+                entries.append((row, *_libsvm_entry(tok, line_no, name, path)))
     base = 0 if any(c == 0 for _, c, _ in entries) else 1  # some split files are 0-based
     width = max((c for _, c, _ in entries), default=0) + 1 - base
     feats = np.zeros((len(ids), width), dtype=np.float32)
@@ -194,7 +181,7 @@ def _load_libsvm(path: Path, cfg: DatasetConfig) -> Table:
     )
 
 
-def _libsvm_lead(lead, line_no, has_label, cfg, path) -> tuple[str, float]:
+def _libsvm_lead(lead, line_no, has_label, cfg, name, path) -> tuple[str, float]:
     want_id = (
         cfg.id == "first"
         or (cfg.id == "auto" and len(lead) == 1 + has_label)
@@ -205,7 +192,7 @@ def _libsvm_lead(lead, line_no, has_label, cfg, path) -> tuple[str, float]:
     expected = int(want_id) + int(has_label)
     if len(lead) != expected:
         raise DataError(
-            f"dataset '{cfg.name}': line {line_no + 1} of '{path}' has {len(lead)} leading "
+            f"dataset '{name}': line {line_no + 1} of '{path}' has {len(lead)} leading "
             f"token(s) before the features, expected {expected} (id: {cfg.id}, label: "
             f"{'yes' if has_label else 'no'}); check the dataset's 'id' and 'label' settings"
         )
@@ -215,18 +202,18 @@ def _libsvm_lead(lead, line_no, has_label, cfg, path) -> tuple[str, float]:
         text = lead[-1]
         if not _is_float(text):
             raise DataError(
-                f"dataset '{cfg.name}': label {text!r} at line {line_no + 1} of "
+                f"dataset '{name}': label {text!r} at line {line_no + 1} of "
                 f"'{path}' is not a number"
             )
         label = float(text)
     return rid, label
 
 
-def _libsvm_entry(tok: str, line_no: int, cfg: DatasetConfig, path: Path) -> tuple[int, float]:
+def _libsvm_entry(tok: str, line_no: int, name: str, path: Path) -> tuple[int, float]:
     idx, _, val = tok.partition(":")
     if not idx.isdigit() or not _is_float(val):
         raise DataError(
-            f"dataset '{cfg.name}': '{tok}' at line {line_no + 1} of '{path}' is not a "
+            f"dataset '{name}': '{tok}' at line {line_no + 1} of '{path}' is not a "
             "LIBSVM 'index:value' pair"
         )
     return int(idx), float(val)

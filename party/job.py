@@ -8,12 +8,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from typing import NamedTuple
 
 import numpy as np
 
-from coordinator.spec import DataSpec, JobSpec
+from coordinator.spec import JobSpec, TableSource
 from coordinator.states import ALIGNING, KEYING, TRAINING
-from party.data import DatasetConfig, Table, load_table
+from party.data import Table, load_table
 from party.errors import DataError, JobError
 from party.training import trainers
 from party.training.context import Reporter, RoleContext
@@ -26,15 +27,22 @@ from secure.psi.protocol import PsiConfig, run_psi
 log = logging.getLogger(__name__)
 
 
+class Dataset(NamedTuple):
+    """A dataset of the party's config, with the job's column settings applied."""
+
+    name: str
+    source: TableSource
+
+
 def resolve_dataset(
-    spec: JobSpec, party_id: str, datasets: dict[str, DatasetConfig], test: bool = False
-) -> DatasetConfig | None:
+    spec: JobSpec, party_id: str, datasets: dict[str, TableSource], test: bool = False
+) -> Dataset | None:
     """The dataset (or test dataset) this party uses, from its own config only.
 
     Raises:
         JobError: the job names a path, or a dataset this party does not expose.
     """
-    data: DataSpec = spec.party(party_id).data
+    data = spec.party(party_id).data
     if data.path is not None or data.test_path is not None:
         raise JobError(
             f"party '{party_id}' does not open paths named in job specs; expose the file as a "
@@ -48,9 +56,7 @@ def resolve_dataset(
             f"party '{party_id}' exposes no dataset '{name}'; it exposes "
             f"{sorted(datasets) or 'none'}: add it under 'datasets' in the party config"
         )
-    fields = ("id", "label", "format", "categorical")
-    overrides = {k: getattr(data, k) for k in fields if getattr(data, k) is not None}
-    return dataclasses.replace(datasets[name], **overrides)
+    return Dataset(name, datasets[name].model_copy(update=data.given()))
 
 
 def _matching_width(test: Table, train: Table, name: str) -> Table:
@@ -72,7 +78,7 @@ class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
     def __init__(
-        self, job_id: str, spec: JobSpec, party_id: str, datasets: dict[str, DatasetConfig]
+        self, job_id: str, spec: JobSpec, party_id: str, datasets: dict[str, TableSource]
     ) -> None:
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
         self.role = spec.party(party_id).role
@@ -93,11 +99,13 @@ class PartyJob:
             self.test_table = _matching_width(test, self.table, self.test_dataset.name)
         return self.table
 
-    def _load(self, cfg: DatasetConfig) -> Table:
-        table = load_table(cfg)
+    def _load(self, dataset: Dataset | None) -> Table:
+        if dataset is None:
+            raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
+        table = load_table(dataset.source, dataset.name)
         if self.role == "active":
             if table.labels is None:
-                raise DataError(f"dataset '{cfg.name}' has no label column; set 'label'")
+                raise DataError(f"dataset '{dataset.name}' has no label column; set 'label'")
             make_task(self.spec.model.top.task, table.labels)  # fail early on bad labels
         return table
 

@@ -79,12 +79,19 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
 
 
 def _daemon_options(args: argparse.Namespace):
+    from pydantic import ValidationError
+
+    from coordinator.spec import NetworkSpec, explain
     from party.daemon import DaemonOptions
-    from party.transport.wan import WanProfile
 
     network = None
     if args.bandwidth_mbps is not None:
-        network = WanProfile(args.bandwidth_mbps, args.rtt_ms or 0.0)
+        try:
+            network = NetworkSpec(bandwidth_mbps=args.bandwidth_mbps, rtt_ms=args.rtt_ms or 0.0)
+        except ValidationError as exc:
+            raise CoordinatorError(
+                f"--bandwidth-mbps/--rtt-ms: {explain(exc, NetworkSpec)}"
+            ) from None
     elif args.rtt_ms is not None:
         raise CoordinatorError("--rtt-ms needs --bandwidth-mbps too")
     return DaemonOptions(audit_dir=args.audit, network=network)

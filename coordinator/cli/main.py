@@ -13,7 +13,7 @@ import sys
 
 import grpc
 
-from coordinator.cli import certs, daemons, data, jobs, run
+from coordinator.cli import certs, daemons, data, jobs, run, spec
 from coordinator.errors import CoordinatorError
 from party.errors import PartyError
 from proto.rpc import COORDINATOR_ID, explain
@@ -23,7 +23,7 @@ from secure.errors import SecureError
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (daemons, jobs, certs, run, data):
+    for group in (daemons, jobs, certs, run, data, spec):
         group.add_parser(sub)
     return p
 

@@ -22,18 +22,7 @@ def main() -> None:
     ips = {spec.active.id: active_ip, spec.passives[0].id: passive_ip}
     peers = {pid: f"{ip}:7701" for pid, ip in ips.items()}
     for p in spec.parties:
-        d = p.data
-        dataset = {
-            k: v
-            for k, v in {
-                "path": d.path,
-                "format": d.format or "csv",
-                "id": d.id,
-                "label": d.label,
-                "categorical": list(d.categorical or []) or None,
-            }.items()
-            if v is not None
-        }
+        dataset = p.data.table().model_dump(mode="json", exclude_none=True)
         config = {
             "party": p.id,
             "listen": f"{ips[p.id]}:7701",

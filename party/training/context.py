@@ -6,7 +6,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from celu.config import LocalUpdateConfig
 from celu.local_loop import LocalUpdater, UpdateFn
 from coordinator.spec import JobSpec
 from coordinator.states import JobState
@@ -41,16 +40,9 @@ class RoleContext:
 
     def local_updater(self, update_fn: UpdateFn) -> LocalUpdater:
         """The CELU / FedBCD local-update loop for this party (a no-op in `none` mode)."""
-        lu = self.spec.local_updates
-        config = LocalUpdateConfig(
-            mode=lu.mode,
-            steps=lu.steps,
-            workset=lu.workset,
-            reuse=lu.reuse,
-            xi=lu.xi,
-            schedule=lu.schedule,
+        return LocalUpdater(
+            self.spec.local_updates, update_fn, seed=self.spec.train.seed, lock=self.lock
         )
-        return LocalUpdater(config, update_fn, seed=self.spec.train.seed, lock=self.lock)
 
 
 def train_rounds(ctx: RoleContext, updater: LocalUpdater, step, validate) -> dict:

@@ -1,6 +1,7 @@
 """A WAN profile for the data plane: every envelope pays serialisation time and latency.
 
-`ShapedChannel` wraps any `Channel`. Each direction (sender -> receiver) is a link with
+`ShapedChannel` wraps any `Channel` with a `coordinator.spec.NetworkSpec` (a job's
+`network:` or the flags of `vfl party serve`). Each direction (sender -> receiver) is a link with
 `bandwidth_mbps`: an envelope occupies the link for `size * 8 / bandwidth` seconds after
 the previous one leaves, then arrives `rtt_ms / 2` later. `send` returns once the envelope
 has left (like a socket whose buffer drained), and a per-link worker delivers it at its
@@ -15,32 +16,16 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from coordinator.spec import NetworkSpec
 from secure.channel import Channel, Payload
 from secure.errors import ChannelError
-
-
-@dataclass(frozen=True)
-class WanProfile:
-    bandwidth_mbps: float
-    rtt_ms: float
-
-    def __post_init__(self) -> None:
-        if not self.bandwidth_mbps > 0 or self.rtt_ms < 0:
-            raise ValueError(
-                "network.bandwidth_mbps must be > 0 and network.rtt_ms >= 0; got "
-                f"{self.bandwidth_mbps} Mbit/s, {self.rtt_ms} ms"
-            )
-
-    def serialisation_s(self, size: int) -> float:
-        return size * 8 / (self.bandwidth_mbps * 1e6)
 
 
 class _Link:
     """One direction of a shaped link: a departure clock and a delivery worker."""
 
-    def __init__(self, profile: WanProfile) -> None:
+    def __init__(self, profile: NetworkSpec) -> None:
         self._profile = profile
         self._free_at = 0.0
         self._lock = threading.Lock()
@@ -115,7 +100,7 @@ class _Link:
 class ShapedChannel:
     """A `Channel` whose sends cross an emulated WAN link per peer."""
 
-    def __init__(self, inner: Channel, profile: WanProfile) -> None:
+    def __init__(self, inner: Channel, profile: NetworkSpec) -> None:
         self._inner = inner
         self._profile = profile
         self._links: dict[str, _Link] = {}

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from pydantic import ValidationError
 
 from celu.config import LocalUpdateConfig
 from celu.errors import CeluError, LocalUpdateConfigError, LocalUpdateWorkerError
@@ -52,16 +53,20 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         ({"reuse": -1}, "reuse"),
         ({"reuse": True}, "reuse"),
         ({"xi": float("nan")}, "xi"),
-        ({"xi": "0.5"}, "xi"),
+        ({"xi": "half"}, "xi"),
+        ({"xi": True}, "xi"),
         ({"schedule": "later"}, "schedule"),
         ({"mode": "fedbcd", "schedule": "async"}, "schedule"),
     ],
 )
 def test_config_errors_name_the_field(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(LocalUpdateConfigError, match=f"local_updates.{field}") as info:
-        LocalUpdateConfig(**kwargs)  # type: ignore[arg-type]
+        LocalUpdateConfig.from_mapping(kwargs)
     assert info.value.field == field
     assert isinstance(info.value, ValueError)
+    with pytest.raises(ValidationError) as direct:  # built directly: pydantic's error
+        LocalUpdateConfig(**kwargs)  # type: ignore[arg-type]
+    assert direct.value.errors()[0]["loc"] == (field,)
 
 
 def test_config_defaults_and_properties() -> None:
@@ -72,6 +77,11 @@ def test_config_defaults_and_properties() -> None:
     assert not LocalUpdateConfig(mode="celu", xi=None).weighting
     assert LocalUpdateConfig(mode="fedbcd").effective_xi is None
     assert not LocalUpdateConfig().has_local_updates
+
+
+def test_config_reads_numeric_strings_as_numbers() -> None:
+    # YAML 1.1 reads `xi: 5e-1` (an exponent, no dot) as the string "5e-1"
+    assert LocalUpdateConfig.from_mapping({"mode": "celu", "xi": "5e-1"}).xi == 0.5
 
 
 def test_config_from_mapping() -> None:
@@ -93,13 +103,13 @@ def run_sync(cfg: LocalUpdateConfig, seed: int, rounds: int = 30) -> tuple[Log, 
 
 
 def test_sync_schedule_is_deterministic() -> None:
-    cfg = LocalUpdateConfig(mode="celu", workset=4, reuse=4, steps=3)
+    cfg = LocalUpdateConfig(mode="celu", workset=4, reuse=4, steps=3, schedule="sync")
     assert run_sync(cfg, seed=3)[0] == run_sync(cfg, seed=3)[0]
     assert run_sync(cfg, seed=3)[0] != run_sync(cfg, seed=4)[0]
 
 
 def test_sync_schedule_bounds() -> None:
-    cfg = LocalUpdateConfig(mode="celu", workset=4, reuse=3, steps=5)
+    cfg = LocalUpdateConfig(mode="celu", workset=4, reuse=3, steps=5, schedule="sync")
     log, updater = run_sync(cfg, seed=0)
     assert updater.num_rounds == 30
     assert updater.num_local_updates == len(log) > 0
@@ -111,12 +121,16 @@ def test_sync_schedule_bounds() -> None:
 
 def test_sync_cap_per_round() -> None:
     log: Log = []
-    updater = LocalUpdater(LocalUpdateConfig(mode="celu", steps=2), recorder(log), seed=0)
+    updater = LocalUpdater(
+        LocalUpdateConfig(mode="celu", steps=2, schedule="sync"), recorder(log), seed=0
+    )
     done = [updater.record_round(b, None, None) for b in range(10)]
     assert max(done) <= 2 and sum(done) == len(log)
 
 
-@pytest.mark.parametrize("cfg", [LocalUpdateConfig(), LocalUpdateConfig(mode="celu", reuse=1)])
+@pytest.mark.parametrize(
+    "cfg", [LocalUpdateConfig(), LocalUpdateConfig(mode="celu", reuse=1, schedule="sync")]
+)
 def test_vanilla_runs_no_local_updates(cfg: LocalUpdateConfig) -> None:
     log, updater = run_sync(cfg, seed=0)
     assert log == [] and updater.num_local_updates == 0 and updater.clock.now() == 30
@@ -134,14 +148,16 @@ def test_sync_update_errors_propagate_directly() -> None:
     def boom(batch_id: int, entry: CachedBatch, t: int) -> None:
         raise ValueError("bad update")
 
-    updater = LocalUpdater(LocalUpdateConfig(mode="celu"), boom, seed=0)
+    updater = LocalUpdater(LocalUpdateConfig(mode="celu", schedule="sync"), boom, seed=0)
     with pytest.raises(ValueError, match="bad update"):
         updater.record_round(0, None, None)
 
 
 def test_clock_resume() -> None:
     clock = UpdateClock(100)
-    updater = LocalUpdater(LocalUpdateConfig(mode="celu"), recorder([]), seed=0, clock=clock)
+    updater = LocalUpdater(
+        LocalUpdateConfig(mode="celu", schedule="sync"), recorder([]), seed=0, clock=clock
+    )
     updater.record_round(0, None, None)
     entry = updater.table.get(0)
     assert entry is not None and entry.cached_at == 100
@@ -377,7 +393,9 @@ def one_torch_thread() -> Iterator[None]:
 @pytest.mark.usefixtures("one_torch_thread")
 def test_celu_beats_vanilla_at_equal_rounds() -> None:
     vanilla, vanilla_local = train_toy(LocalUpdateConfig(mode="none"))
-    celu, celu_local = train_toy(LocalUpdateConfig(mode="celu", workset=5, reuse=5, xi=0.5))
+    celu, celu_local = train_toy(
+        LocalUpdateConfig(mode="celu", workset=5, reuse=5, xi=0.5, schedule="sync")
+    )
     fedbcd, _ = train_toy(LocalUpdateConfig(mode="fedbcd", steps=4))
     assert vanilla_local == 0 and celu_local > 120
     assert celu < vanilla - 0.01, (celu, vanilla)

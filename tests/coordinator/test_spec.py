@@ -72,6 +72,24 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path) -> None:
             "exactly one of 'dataset'",
         ),
         (GOOD.replace("fraction: 0.2", "fraction: 1.5"), "'validation.fraction'"),
+        (
+            GOOD.replace("train: {", "train: {rate: 1, "),
+            "unknown field(s) 'train.rate' in train; allowed: batch_size, epochs, lr, "
+            "optimizer, seed, timeout_s",
+        ),
+        (GOOD.replace("lr: 0.05", "lr: true"), "'train.lr' must be a number in (0, 100]"),
+        (GOOD.replace("epochs: 3", "epochs: '3'"), "'train.epochs' must be an integer"),
+        (
+            GOOD.replace("{mode: none}", "{mode: celu, steps: 0}"),
+            "'local_updates.steps' must be an integer >= 1",
+        ),
+        (
+            GOOD.replace("{mode: none}", "{mode: fedbcd, schedule: async}"),
+            "'local_updates.schedule' must be sync for fedbcd",
+        ),
+        (GOOD.replace("id: id}", "id: id, label: z}"), "'parties[1].data.label' must be left out"),
+        (GOOD + "crypto: {key_bits: 1024}\n", "'crypto.key_bits' is 1024"),
+        (GOOD + "network: {rtt_ms: 5}\n", "'network.bandwidth_mbps' is required"),
     ],
 )
 def test_bad_specs_name_the_field(text: str, fragment: str) -> None:
@@ -83,3 +101,33 @@ def test_bad_specs_name_the_field(text: str, fragment: str) -> None:
 def test_missing_spec_file(tmp_path) -> None:
     with pytest.raises(SpecError, match="does not exist"):
         load_spec(tmp_path / "nope.yaml")
+
+
+def test_numbers_that_yaml_reads_as_strings_are_numbers() -> None:
+    # YAML 1.1 reads 1e-3 (an exponent, no dot) as the string "1e-3"
+    spec = parse_spec_text(
+        GOOD.replace("lr: 0.05", "lr: 1e-3").replace("{mode: none}", "{mode: celu, xi: 5e-1}")
+        + "network: {bandwidth_mbps: 2e1, rtt_ms: '50'}\n"
+    )
+    assert spec.train.lr == 0.001 and spec.local_updates.xi == 0.5
+    assert spec.network is not None and spec.network.bandwidth_mbps == 20.0
+    assert spec.network.rtt_ms == 50.0
+
+
+def test_schedule_is_async_for_celu_and_sync_for_the_others() -> None:
+    def schedule(local_updates: str) -> str:
+        return parse_spec_text(GOOD.replace("{mode: none}", local_updates)).local_updates.schedule
+
+    assert (
+        schedule("{mode: celu}") == "async" and schedule("{mode: celu, schedule: sync}") == "sync"
+    )
+    assert schedule("{mode: none}") == schedule("{mode: fedbcd}") == "sync"
+
+
+def test_empty_sections_and_yaml_booleans() -> None:
+    spec = parse_spec_text(
+        GOOD.replace("label: y", "label: true").replace("id: id}", "id: id, label: false}")
+        + "crypto:\n"
+    )
+    assert spec.active.data.label == "true" and spec.passives[0].data.label is None
+    assert spec.crypto.key_bits == 2048

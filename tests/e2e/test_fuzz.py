@@ -26,9 +26,8 @@ from hypothesis import strategies as st
 
 from coordinator.client import CoordinatorClient
 from coordinator.server import create_coordinator_server
-from coordinator.spec import parse_spec_text
+from coordinator.spec import TableSource, parse_spec_text
 from party.config import PartyConfig
-from party.data import DatasetConfig
 from party.server import create_party_server
 from proto import coordinator_pb2 as cpb
 from proto import party_pb2 as ppb
@@ -125,7 +124,7 @@ def daemons(tmp_path_factory):
 
 
 def _party(party_id: str, file: str, coordinator: str, label: str | None = None):
-    data = {"breast": DatasetConfig("breast", str(FATE / file), label=label)}
+    data = {"breast": TableSource(path=str(FATE / file), label=label)}
     return create_party_server(PartyConfig(party_id, "127.0.0.1:0", coordinator, datasets=data))
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from coordinator.client import CoordinatorClient
 from coordinator.server import create_coordinator_server
+from coordinator.spec import TableSource
 from party.config import PartyConfig
-from party.data import DatasetConfig
 from party.server import create_party_server
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
@@ -55,8 +55,8 @@ def topology(request, tmp_path: Path, wide_csv: Path):
             "127.0.0.1:0",
             address,
             datasets={
-                "breast": DatasetConfig("breast", str(FATE / "breast_hetero_guest.csv"), label="y"),
-                "wide": DatasetConfig("wide", str(wide_csv), label="y"),
+                "breast": TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y"),
+                "wide": TableSource(path=str(wide_csv), label="y"),
             },
         )
     )
@@ -66,10 +66,10 @@ def topology(request, tmp_path: Path, wide_csv: Path):
             "127.0.0.1:0",
             address,
             datasets={
-                "breast": DatasetConfig("breast", str(FATE / "breast_hetero_host.csv")),
-                "nan": DatasetConfig("nan", str(nan)),
-                "short": DatasetConfig("short", str(short)),
-                "dup": DatasetConfig("dup", str(dup)),
+                "breast": TableSource(path=str(FATE / "breast_hetero_host.csv")),
+                "nan": TableSource(path=str(nan)),
+                "short": TableSource(path=str(short)),
+                "dup": TableSource(path=str(dup)),
             },
         )
     )

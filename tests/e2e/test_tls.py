@@ -17,9 +17,8 @@ import pytest
 
 from coordinator.client import CoordinatorClient
 from coordinator.server import create_coordinator_server
-from coordinator.spec import parse_spec_text
+from coordinator.spec import TableSource, parse_spec_text
 from party.config import PartyConfig
-from party.data import DatasetConfig
 from party.server import create_party_server
 from proto import coordinator_pb2 as cpb
 from proto import party_pb2, party_pb2_grpc
@@ -67,7 +66,7 @@ def tls_topology(pki, tmp_path_factory):
                 pid,
                 "127.0.0.1:0",
                 address,
-                datasets={"breast": DatasetConfig("breast", str(FATE / file), label=y)},
+                datasets={"breast": TableSource(path=str(FATE / file), label=y)},
             ),
             load_identity(fed, pid),
         )

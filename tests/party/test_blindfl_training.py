@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.spec import parse_spec
-from party.data import DatasetConfig
+from coordinator.spec import TableSource, parse_spec
 from tests.support.data import breast, shared_data
 from tests.support.harness import run_inprocess
 
@@ -53,16 +52,12 @@ def test_blindfl_three_parties_motor_regression() -> None:
     fate = "fate"
     datasets = {
         "plant": {
-            "d": DatasetConfig(
-                "d", str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
+            "d": TableSource(
+                path=str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
             )
         },
-        "s1": {
-            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")
-        },
-        "s2": {
-            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")
-        },
+        "s1": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")},
+        "s2": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")},
     }
     spec = parse_spec(
         {
@@ -127,8 +122,8 @@ def categorical_job(tmp_path, protocol: str):
         comments="",
     )
     datasets = {
-        "adv": {"d": DatasetConfig("d", str(tmp_path / "a.csv"), label="y")},
-        "pub": {"d": DatasetConfig("d", str(tmp_path / "p.csv"), categorical=("C1", "C2", "C3"))},
+        "adv": {"d": TableSource(path=str(tmp_path / "a.csv"), label="y")},
+        "pub": {"d": TableSource(path=str(tmp_path / "p.csv"), categorical=("C1", "C2", "C3"))},
     }
     spec = parse_spec(
         {

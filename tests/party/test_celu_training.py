@@ -5,19 +5,18 @@ from __future__ import annotations
 import pytest
 
 from celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
-from coordinator.spec import parse_spec
-from party.data import DatasetConfig
+from coordinator.spec import TableSource, parse_spec
 from tests.support.data import FATE
 from tests.support.harness import run_inprocess
 
 
 @pytest.fixture(scope="module")
-def ctr(tmp_path_factory) -> dict[str, dict[str, DatasetConfig]]:
+def ctr(tmp_path_factory) -> dict[str, dict[str, TableSource]]:
     out = tmp_path_factory.mktemp("ctr")
     write_csv(out, 10_000, seed=0, vocab=20)
     return {
-        "adv": {"d": DatasetConfig("d", str(out / "active.csv"), label="y")},
-        "pub": {"d": DatasetConfig("d", str(out / "passive.csv"), categorical=CATEGORICAL_FIELDS)},
+        "adv": {"d": TableSource(path=str(out / "active.csv"), label="y")},
+        "pub": {"d": TableSource(path=str(out / "passive.csv"), categorical=CATEGORICAL_FIELDS)},
     }
 
 
@@ -76,8 +75,8 @@ def breast_spec(local_updates: dict) -> object:
 
 
 BREAST = {
-    "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
-    "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
+    "bank": {"d": TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")},
+    "shop": {"d": TableSource(path=str(FATE / "breast_hetero_host.csv"))},
 }
 
 

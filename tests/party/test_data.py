@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from party.data import DatasetConfig, load_table
+from coordinator.spec import TableSource
+from party.data import load_table
 from party.errors import DataError
 from tests.support.data import shared_data
 
 
 def test_breast_csv(breast_files) -> None:
     guest, host = breast_files
-    g = load_table(DatasetConfig("g", str(guest), label="y"))
-    h = load_table(DatasetConfig("h", str(host)))
+    g = load_table(TableSource(path=str(guest), label="y"), "g")
+    h = load_table(TableSource(path=str(host)), "h")
     assert g.features.shape == (569, 10) and set(g.labels) == {0.0, 1.0}
     assert h.features.shape == (569, 20) and h.labels is None
     assert list(g.ids) == list(h.ids)
 
 
 def test_a9a_libsvm_split_files() -> None:
-    g = load_table(DatasetConfig("g", str(shared_data("a9a", "a9a.guest")), "libsvm", "auto", "y"))
-    h = load_table(DatasetConfig("h", str(shared_data("a9a", "a9a.host")), "libsvm", "auto"))
+    guest, host = shared_data("a9a", "a9a.guest"), shared_data("a9a", "a9a.host")
+    g = load_table(TableSource(path=str(guest), format="libsvm", id="auto", label="y"), "g")
+    h = load_table(TableSource(path=str(host), format="libsvm", id="auto"), "h")
     assert g.rows == h.rows == 32561 and g.ids[5] == "5" and set(g.labels) == {-1.0, 1.0}
     assert h.features.sum(axis=1).max() <= 14
 
@@ -28,7 +30,7 @@ def test_a9a_libsvm_split_files() -> None:
 def test_libsvm_line_number_ids(tmp_path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:0.5 3:1\n-1 2:2\n")
-    t = load_table(DatasetConfig("d", str(f), "libsvm", "auto", "y"))
+    t = load_table(TableSource(path=str(f), format="libsvm", id="auto", label="y"), "d")
     assert list(t.ids) == ["0", "1"] and t.features.tolist() == [[0.5, 0, 1], [0, 2, 0]]
 
 
@@ -48,17 +50,17 @@ def test_bad_csv(tmp_path, content, cfg, fragment) -> None:
     f = tmp_path / "bad.csv"
     f.write_text(content)
     with pytest.raises(DataError) as err:
-        load_table(DatasetConfig("bad", str(f), **cfg))
+        load_table(TableSource(path=str(f), **cfg), "bad")
     assert fragment in str(err.value)
 
 
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(DataError, match="does not exist"):
-        load_table(DatasetConfig("x", str(tmp_path / "none.csv")))
+        load_table(TableSource(path=str(tmp_path / "none.csv")), "x")
 
 
 def test_bad_libsvm_pair(tmp_path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:0.5 x:y\n")
     with pytest.raises(DataError, match="index:value"):
-        load_table(DatasetConfig("d", str(f), "libsvm", "auto", "y"))
+        load_table(TableSource(path=str(f), format="libsvm", id="auto", label="y"), "d")

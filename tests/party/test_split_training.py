@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.spec import parse_spec
-from party.data import DatasetConfig
+from coordinator.spec import TableSource, parse_spec
 from tests.support.data import FATE, breast, shared_data
 from tests.support.harness import run_inprocess
 
@@ -38,16 +37,12 @@ def test_three_party_motor_regression() -> None:
     fate = "fate"
     datasets = {
         "plant": {
-            "d": DatasetConfig(
-                "d", str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
+            "d": TableSource(
+                path=str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
             )
         },
-        "s1": {
-            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")
-        },
-        "s2": {
-            "d": DatasetConfig("d", str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")
-        },
+        "s1": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")},
+        "s2": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")},
     }
     spec = spec_for(
         [("plant", "active"), ("s1", "passive"), ("s2", "passive")],
@@ -62,11 +57,11 @@ def test_three_party_motor_regression() -> None:
 def test_vehicle_multiclass() -> None:
     datasets = {
         "a": {
-            "d": DatasetConfig(
-                "d", str(shared_data("fate", "vehicle_scale_hetero_guest.csv")), label="y"
+            "d": TableSource(
+                path=str(shared_data("fate", "vehicle_scale_hetero_guest.csv")), label="y"
             )
         },
-        "b": {"d": DatasetConfig("d", str(shared_data("fate", "vehicle_scale_hetero_host.csv")))},
+        "b": {"d": TableSource(path=str(shared_data("fate", "vehicle_scale_hetero_host.csv")))},
     }
     spec = spec_for([("a", "active"), ("b", "passive")], "multiclass", epochs=30, batch_size=32)
     assert run_inprocess(spec, datasets)["a"]["metrics"]["accuracy"] >= 0.7
@@ -77,7 +72,7 @@ def test_partial_overlap_is_aligned_by_psi_without_sending_ids(tmp_path) -> None
     lines = (FATE / "breast_hetero_host.csv").read_text().splitlines()
     host.write_text("\n".join(lines[:-69]) + "\n")  # the host lacks 69 of the 569 ids
     datasets = breast()
-    datasets["shop"] = {"d": DatasetConfig("d", str(host))}
+    datasets["shop"] = {"d": TableSource(path=str(host))}
     sent: list[bytes] = []
     spec = spec_for([("bank", "active"), ("shop", "passive")], "binary")
     result = run_inprocess(spec, datasets, hook=lambda d, s, r, tag, data: sent.append(data))
@@ -92,7 +87,7 @@ def test_duplicate_ids_fail_the_job(tmp_path) -> None:
     lines = (FATE / "breast_hetero_host.csv").read_text().splitlines()
     host.write_text("\n".join([*lines, lines[1]]) + "\n")
     datasets = breast()
-    datasets["shop"] = {"d": DatasetConfig("d", str(host))}
+    datasets["shop"] = {"d": TableSource(path=str(host))}
     spec = spec_for([("bank", "active"), ("shop", "passive")], "binary")
     with pytest.raises(Exception, match="duplicate"):
         run_inprocess(spec, datasets)
@@ -101,11 +96,11 @@ def test_duplicate_ids_fail_the_job(tmp_path) -> None:
 def test_binary_task_with_three_label_values_is_rejected() -> None:
     datasets = {
         "a": {
-            "d": DatasetConfig(
-                "d", str(shared_data("fate", "vehicle_scale_hetero_guest.csv")), label="y"
+            "d": TableSource(
+                path=str(shared_data("fate", "vehicle_scale_hetero_guest.csv")), label="y"
             )
         },
-        "b": {"d": DatasetConfig("d", str(shared_data("fate", "vehicle_scale_hetero_host.csv")))},
+        "b": {"d": TableSource(path=str(shared_data("fate", "vehicle_scale_hetero_host.csv")))},
     }
     spec = spec_for([("a", "active"), ("b", "passive")], "binary")
     with pytest.raises(Exception, match="use task: multiclass"):

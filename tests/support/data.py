@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from party.data import DatasetConfig
+from coordinator.spec import TableSource
 
 REPO = Path(__file__).resolve().parents[2]
 FATE = REPO / "coordinator" / "cli" / "data"
@@ -19,8 +19,8 @@ def shared_data(*parts: str) -> Path:
     return path
 
 
-def breast() -> dict[str, dict[str, DatasetConfig]]:
+def breast() -> dict[str, dict[str, TableSource]]:
     return {
-        "bank": {"d": DatasetConfig("d", str(FATE / "breast_hetero_guest.csv"), label="y")},
-        "shop": {"d": DatasetConfig("d", str(FATE / "breast_hetero_host.csv"))},
+        "bank": {"d": TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")},
+        "shop": {"d": TableSource(path=str(FATE / "breast_hetero_host.csv"))},
     }

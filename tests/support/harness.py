@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from coordinator.spec import JobSpec
+from coordinator.spec import JobSpec, TableSource
 from coordinator.states import JobState
-from party.data import DatasetConfig
 from party.job import PartyJob
 from secure.channel import InProcessHub
 
@@ -31,7 +30,7 @@ class RecordingReporter:
 
 
 def run_inprocess(
-    spec: JobSpec, datasets: dict[str, dict[str, DatasetConfig]], hook=None
+    spec: JobSpec, datasets: dict[str, dict[str, TableSource]], hook=None
 ) -> dict[str, dict]:
     """Run `spec` with parties as threads; re-raises the first party error."""
     hub = InProcessHub()

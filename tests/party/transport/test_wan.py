@@ -7,18 +7,19 @@ import time
 import numpy as np
 import pytest
 
-from party.transport.wan import ShapedChannel, WanProfile
+from coordinator.spec import NetworkSpec
+from party.transport.wan import ShapedChannel
 from secure.channel import InProcessHub
 from secure.wire.payload import tensor_to_payload
 
 
-def pair(profile: WanProfile):
+def pair(profile: NetworkSpec):
     hub = InProcessHub()
     return ShapedChannel(hub.channel("a"), profile), ShapedChannel(hub.channel("b"), profile)
 
 
 def test_round_trip_pays_the_rtt() -> None:
-    a, b = pair(WanProfile(bandwidth_mbps=1000, rtt_ms=60))
+    a, b = pair(NetworkSpec(bandwidth_mbps=1000, rtt_ms=60))
     small = tensor_to_payload(np.zeros(4, np.float32))
     start = time.monotonic()
     for i in range(3):
@@ -31,7 +32,7 @@ def test_round_trip_pays_the_rtt() -> None:
 
 
 def test_bandwidth_limits_big_envelopes_and_pipelines_them() -> None:
-    a, b = pair(WanProfile(bandwidth_mbps=20, rtt_ms=0))
+    a, b = pair(NetworkSpec(bandwidth_mbps=20, rtt_ms=0))
     payload = tensor_to_payload(np.zeros(125_000, np.float32))  # 0.5 MB = 0.2 s at 20 Mbit/s
     start = time.monotonic()
     for i in range(3):
@@ -45,11 +46,11 @@ def test_bandwidth_limits_big_envelopes_and_pipelines_them() -> None:
 
 def test_profile_rejects_nonsense() -> None:
     with pytest.raises(ValueError, match="bandwidth_mbps"):
-        WanProfile(bandwidth_mbps=0, rtt_ms=10)
+        NetworkSpec(bandwidth_mbps=0, rtt_ms=10)
 
 
 def test_flush_waits_for_envelopes_in_flight() -> None:
-    a, b = pair(WanProfile(bandwidth_mbps=1000, rtt_ms=200))
+    a, b = pair(NetworkSpec(bandwidth_mbps=1000, rtt_ms=200))
     a.send("b", "last", tensor_to_payload(np.zeros(4, np.float32)))
     a.flush()
     assert b.recv("a", "last", timeout=0.01).WhichOneof("kind") == "tensor"

@@ -1,0 +1,47 @@
+"""The party config: its datasets are `TableSource`s, with one set of defaults and errors
+that name the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordinator.spec import TableSource
+from party.config import parse_party_config
+from party.errors import ConfigError
+
+
+def test_datasets_get_defaults_by_format_and_resolve_paths() -> None:
+    raw = {
+        "party": "bank",
+        "datasets": {
+            "breast": {"path": "data/guest.csv", "label": "y"},
+            "a9a": {"path": "/abs/a9a.guest", "format": "libsvm", "label": True},
+        },
+    }
+    config = parse_party_config(raw, Path("/configs"))
+    assert config.datasets == {
+        "breast": TableSource(path="/configs/data/guest.csv", id="id", label="y"),
+        "a9a": TableSource(path="/abs/a9a.guest", format="libsvm", id="auto", label="true"),
+    }
+    assert config.datasets["breast"].format == "csv" and config.datasets["a9a"].categorical == ()
+
+
+@pytest.mark.parametrize(
+    ("dataset", "fragment"),
+    [
+        ({"format": "csv"}, "'datasets.d.path' is required"),
+        ({"path": "x", "format": "parquet"}, "'datasets.d.format' must be one of csv, libsvm"),
+        (
+            {"path": "x", "colour": "red"},
+            "unknown field(s) 'datasets.d.colour' in datasets.d; allowed: categorical, format, "
+            "id, label, path",
+        ),
+        ("x.csv", "'datasets.d' must be a mapping"),
+    ],
+)
+def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_party_config({"party": "bank", "datasets": {"d": dataset}}, Path("."))
+    assert fragment in str(err.value)
