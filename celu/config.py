@@ -39,7 +39,7 @@ from pydantic import (
     model_validator,
 )
 
-from celu.errors import LocalUpdateConfigError
+from celu.errors import InvalidValue, LocalUpdateConfigError
 
 
 def _finite_number(value: object) -> float:
@@ -51,13 +51,13 @@ def _finite_number(value: object) -> float:
         except ValueError:
             pass
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"must be a finite number or null, e.g. 0.5; got {value!r}")
+        raise InvalidValue(f"must be a finite number or null, e.g. 0.5; got {value!r}")
     try:
         number = float(value)
     except OverflowError:
         number = math.inf
     if not math.isfinite(number):
-        raise ValueError(f"must be a finite number or null, e.g. 0.5; got {value!r}")
+        raise InvalidValue(f"must be a finite number or null, e.g. 0.5; got {value!r}")
     return number
 
 
@@ -113,7 +113,7 @@ class LocalUpdateConfig(BaseModel):
     @classmethod
     def _fedbcd_runs_sync(cls, schedule: str, info: ValidationInfo) -> str:
         if schedule == "async" and info.data.get("mode") == "fedbcd":
-            raise ValueError(
+            raise InvalidValue(
                 "must be sync for fedbcd, which runs synchronously; set schedule: sync or "
                 "mode: celu"
             )

@@ -3,6 +3,8 @@
     CeluError                   base of everything raised here
     ├── LocalUpdateConfigError  a LocalUpdateConfig built directly has an invalid field
     │                           (also a ValueError)
+    ├── InvalidValue            a validator rejects a field's value (also a ValueError,
+    │                           which pydantic turns into the field's error)
     ├── WorksetError            the workset table was used wrongly (also a ValueError)
     ├── WeightingError          tensors handed to instance weighting do not fit (also a ValueError)
     ├── SyntheticDataError      bad arguments to the synthetic CTR generator (also a ValueError)
@@ -25,6 +27,11 @@ class LocalUpdateConfigError(CeluError, ValueError):
     def __init__(self, field: str, problem: str, fix: str = "") -> None:
         self.field = field
         super().__init__(f"local_updates.{field}: {problem}" + (f"; {fix}" if fix else ""))
+
+
+class InvalidValue(CeluError, ValueError):
+    """A field validator of `LocalUpdateConfig` rejects a value; pydantic reports it with the
+    field's path."""
 
 
 class WorksetError(CeluError, ValueError):
