@@ -134,6 +134,26 @@ class LocalUpdater:
         """The model lock; hold it around the main loop's own model updates."""
         return self._lock
 
+    def state_dict(self) -> dict[str, Any]:
+        """Counts, clock, table and sampler, for a checkpoint. Call with `lock` held (the
+        async worker runs one update at a time under it, so the state is consistent)."""
+        with self._count_lock:
+            counts = dict(self._counts)
+        return {
+            "counts": counts,
+            "clock": self.clock.now(),
+            "table": self.table.state_dict(),
+            "sampler": self.sampler.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` (before `start`)."""
+        with self._count_lock:
+            self._counts = {k: int(v) for k, v in state["counts"].items()}
+        self.clock = UpdateClock(int(state["clock"]))
+        self.table.load_state_dict(state["table"])
+        self.sampler.load_state_dict(state["sampler"])
+
     @property
     def uses_worker(self) -> bool:
         """Whether local updates run in a background thread (``celu`` + ``async``)."""

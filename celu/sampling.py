@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +61,16 @@ class UniformSampler:
             if chosen is not None:
                 self._recent.append(chosen.batch_id)
             return chosen
+
+    def state_dict(self) -> dict[str, Any]:
+        """The generator's state and the recent window, for a checkpoint."""
+        with self._lock:
+            return {"rng": self._rng.bit_generator.state, "recent": list(self._recent)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        with self._lock:
+            self._rng.bit_generator.state = state["rng"]
+            self._recent = deque((int(b) for b in state["recent"]), maxlen=self.window)
 
     def _pick(self, n: int) -> int:
         return int(self._rng.integers(n))

@@ -132,6 +132,27 @@ class WorksetTable:
             self._version += 1
             self._cond.notify_all()
 
+    def state_dict(self) -> dict[str, Any]:
+        """The entries, oldest first, for a checkpoint (their statistics as they are)."""
+        with self._cond:
+            return {
+                "entries": [
+                    [bid, e.activation, e.derivative, e.cached_at, e.num_used]
+                    for bid, e in self._entries.items()
+                ],
+                "evictions": dict(self._evictions),
+            }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the entries with those of `state_dict()`."""
+        with self._cond:
+            self._entries = OrderedDict(
+                (int(bid), _Entry(act, der, int(t), int(used)))
+                for bid, act, der, t, used in state["entries"]
+            )
+            self._evictions = {k: int(v) for k, v in state["evictions"].items()}
+            self._version += 1
+
     def clear(self) -> None:
         """Drop every entry (e.g. at the end of training or on resume)."""
         with self._cond:

@@ -87,6 +87,11 @@ class CoordinatorClient:
         state: JobState = self._stub.CancelJob(req, timeout=self._timeout).state
         return state_name(state)
 
+    def resume(self, job_id: str) -> tuple[str, int]:
+        """Resume a paused job; returns its state by name and the round it continues after."""
+        resp = self._stub.ResumeJob(pb.ResumeJobRequest(job_id=job_id), timeout=self._timeout)
+        return state_name(resp.state), resp.round
+
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)
         self._stub.RegisterParty(req, timeout=self._timeout)

@@ -1,6 +1,7 @@
-"""The party health monitor: running jobs whose parties stopped answering or lost the job.
+"""The party health monitor: running jobs whose parties stopped answering or lost the job
+are paused (their checkpoints stay; `vfl resume` continues them).
 
-A party gets `grace_s` to answer again before its jobs fail; a party that was not yet
+A party gets `grace_s` to answer again before its jobs pause; a party that was not yet
 sent PrepareJob for a job (the job is still launching) only needs to answer.
 """
 
@@ -16,7 +17,7 @@ from coordinator.spec import JobSpec
 from coordinator.states import RUNNING
 from coordinator.store import JobStore
 
-Fail = Callable[[str, JobSpec, str], None]
+Lose = Callable[[str, JobSpec, str], None]
 
 
 class PartyHealth:
@@ -25,7 +26,7 @@ class PartyHealth:
     control: calls to the parties.
     spec_of: the parsed spec of a job.
     holds_job: whether the parties of a job were sent PrepareJob (so must hold it).
-    fail: ends a job as FAILED with a reason and aborts it at its parties.
+    lose: pauses a job whose party was lost, with the reason.
     """
 
     def __init__(
@@ -34,14 +35,14 @@ class PartyHealth:
         control: PartyControl,
         spec_of: Callable[[str], JobSpec],
         holds_job: Callable[[str], bool],
-        fail: Fail,
+        lose: Lose,
     ) -> None:
         self._store, self._control = store, control
-        self._spec_of, self._holds_job, self._fail = spec_of, holds_job, fail
+        self._spec_of, self._holds_job, self._lose = spec_of, holds_job, lose
         self._silent_since: dict[tuple[str, str], float] = {}
 
     def check(self, grace_s: float) -> None:
-        """Fail running jobs whose parties have been silent (or lost them) for `grace_s`."""
+        """Pause running jobs whose parties have been silent (or lost them) for `grace_s`."""
         known = self._store.parties()
         for job_id in self._store.in_states(*RUNNING):
             spec = self._spec_of(job_id)
@@ -57,7 +58,7 @@ class PartyHealth:
                 first = self._silent_since.setdefault(key, time.monotonic())
                 if time.monotonic() - first >= grace_s:
                     self._silent_since.pop(key, None)
-                    self._fail(job_id, spec, problem)
+                    self._lose(job_id, spec, problem)
                     break
 
     def _probe(self, party_id: str, address: str, job_id: str, holds_job: bool) -> str | None:
@@ -66,12 +67,8 @@ class PartyHealth:
         except grpc.RpcError as exc:
             return (
                 f"party '{party_id}' at {address} stopped answering during the job "
-                f"({self._control.explain(exc, address, party_id)}); "
-                "restart its daemon and submit the job again"
+                f"({self._control.explain(exc, address, party_id)})"
             )
         if holds_job and job_id not in running:
-            return (
-                f"party '{party_id}' lost job {job_id} (was its daemon restarted?); "
-                "submit the job again"
-            )
+            return f"party '{party_id}' no longer runs job {job_id} (was its daemon restarted?)"
         return None

@@ -16,13 +16,23 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import grpc
+
 from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError
 from coordinator.health import PartyHealth
 from coordinator.logs import job_context
 from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
 from coordinator.reports import apply_report, check_report
 from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.states import ALIGNING, CANCELLED, FAILED, SUBMITTED, JobState, state_name
+from coordinator.states import (
+    ALIGNING,
+    CANCELLED,
+    FAILED,
+    PAUSED,
+    SUBMITTED,
+    JobState,
+    state_name,
+)
 from coordinator.store import JobStore
 from proto import coordinator_pb2 as pb
 from proto.rpc import COORDINATOR_ID, PeerClients
@@ -47,7 +57,7 @@ class Lifecycle:
     ) -> None:
         self.store = store
         self.control = PartyControl(store, parties, control_timeout_s)
-        self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.fail)
+        self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.pause)
         self._lock = threading.Lock()
         self._specs: OrderedDict[str, JobSpec] = OrderedDict()  # parsed once per job
         # jobs being launched whose parties have not been sent PrepareJob yet: no party can
@@ -87,6 +97,65 @@ class Lifecycle:
         """After a restart: launch jobs that were submitted but not yet started."""
         for job_id in self.store.in_states(SUBMITTED):
             self._spawn(job_id)
+
+    def resume(self, job_id: str) -> tuple[JobState, int]:
+        """Launch a paused job again after the newest round every party has checkpointed
+        (from the start if no party has any); returns its state and that round.
+
+        Raises:
+            UnknownJob: no such job.
+            CoordinatorError: the job is not paused, or a party holds no usable checkpoint
+                of the round the others hold (the message names each party and its rounds).
+            PartyUnavailable: a party is not registered or does not answer.
+        """
+        with job_context(job_id):
+            record = self.store.get(job_id)
+            if record.state != PAUSED:
+                raise CoordinatorError(
+                    f"job {job_id} is {state_name(record.state)}; only a paused job can be resumed"
+                )
+            spec = self.spec(job_id)
+            addresses = self.control.addresses(spec)
+            held = self.control.checkpoints(job_id, record.spec_json, spec, addresses)
+            rnd = resume_round(job_id, held)
+            result = pb.JobResult()
+            result.CopyFrom(record.result)
+            result.resumed_from = rnd
+            result.started_at = time.time()
+            result.ClearField("parties")  # every party runs (and reports its end) again
+            why = f"resumed after round {rnd}" if rnd else "resumed from the start"
+            if not self.store.set_state(job_id, ALIGNING, why, result, expect=PAUSED):
+                raise CoordinatorError(f"job {job_id} changed state meanwhile; try again")
+            log.info("resuming after round %d", rnd)
+            self._background(self._launch, job_id, rnd)
+            return ALIGNING, rnd
+
+    def pause(self, job_id: str, spec: JobSpec, reason: str) -> None:
+        """A party was lost: pause the job (its parties keep their checkpoints)."""
+        with job_context(job_id):
+            round_ = self.store.get(job_id).result.checkpoint_round
+            why = (
+                f"{reason}; every party has checkpointed round {round_}: once the party is "
+                f"back, continue with `vfl resume {job_id}`"
+            )
+            if self.store.set_state(job_id, PAUSED, why):
+                log.info("PAUSED: %s", why)
+                self.control.abort_all(job_id, spec, f"paused: {reason}")
+
+    def auto_resume(self) -> None:
+        """Resume paused jobs whose parties all answer again (`serve --auto-resume`)."""
+        for job_id in self.store.in_states(PAUSED):
+            try:
+                spec = self.spec(job_id)
+                addresses = self.control.addresses(spec)
+                for p in spec.parties:
+                    self.control.running_jobs(p.id, addresses[p.id])  # answers at all?
+            except (PartyUnavailable, grpc.RpcError):
+                continue
+            try:
+                self.resume(job_id)
+            except CoordinatorError as exc:
+                log.warning("job %s: automatic resume failed: %s", job_id, exc)
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         """Record where party `party_id` listens (again after a restart).
@@ -144,8 +213,8 @@ class Lifecycle:
     def _report(self, job_id: str, party_id: str, request: pb.ReportProgressRequest) -> bool:
         record = self.store.get(job_id)
         event = check_report(request)
-        if record.terminal:
-            return True
+        if record.terminal or (record.state == PAUSED and event not in ("done", "checkpoint")):
+            return True  # a paused job's parties stop; an end reached meanwhile still counts
         spec = self.spec(job_id)
         spec.party(party_id)  # SpecError if the party is not in the job
         if event in ("round", "validation"):
@@ -209,22 +278,23 @@ class Lifecycle:
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def _launch(self, job_id: str) -> None:
+    def _launch(self, job_id: str, resume_round: int = 0) -> None:
         with job_context(job_id):
-            self._launch_job(job_id)
+            self._launch_job(job_id, resume_round)
 
-    def _launch_job(self, job_id: str) -> None:
+    def _launch_job(self, job_id: str, resume_round: int) -> None:
         record = self.store.get(job_id)
         spec = self.spec(job_id)
         with self._lock:
             self._unprepared.add(job_id)
         try:
             addresses = self.control.addresses(spec)
-            started = pb.JobResult(job=job_id, started_at=time.time())
-            self.store.set_state(job_id, ALIGNING, result=started)
+            if not resume_round:
+                started = pb.JobResult(job=job_id, started_at=time.time())
+                self.store.set_state(job_id, ALIGNING, result=started)
             with self._lock:
                 self._unprepared.discard(job_id)
-            self.control.prepare_all(job_id, record.spec_json, spec, addresses)
+            self.control.prepare_all(job_id, record.spec_json, spec, addresses, resume_round)
             ended = self.store.get(job_id)
             if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
                 self.control.abort_all(job_id, spec, ended.reason)
@@ -239,3 +309,32 @@ class Lifecycle:
         finally:
             with self._lock:
                 self._unprepared.discard(job_id)
+
+
+def resume_round(job_id: str, held: dict[str, dict[int, str]]) -> int:
+    """The newest round every party holds a usable checkpoint of; 0 if no party holds one.
+
+    Raises:
+        CoordinatorError: some party holds usable checkpoints but they share no round with
+            another party's (names each party with the rounds it holds and why not).
+    """
+    usable = {
+        pid: {r for r, problem in rounds.items() if not problem} for pid, rounds in held.items()
+    }
+    common = set.intersection(*usable.values()) if usable else set()
+    if common:
+        return max(common)
+    if not any(usable.values()):
+        return 0
+    lines = []
+    for pid, rounds in held.items():
+        shown = ", ".join(
+            f"{r}" + (f" (unusable: {problem})" if problem else "")
+            for r, problem in sorted(rounds.items())
+        )
+        lines.append(f"party '{pid}' holds {('rounds ' + shown) if rounds else 'no checkpoint'}")
+    raise CoordinatorError(
+        f"job {job_id} cannot be resumed: no round is checkpointed at every party; "
+        + "; ".join(lines)
+        + ". Restore the missing checkpoints, or submit the job again"
+    )

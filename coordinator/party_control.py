@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 
 import grpc
 
@@ -56,7 +57,12 @@ class PartyControl:
         return {p.id: known[p.id] for p in spec.parties}
 
     def prepare_all(
-        self, job_id: str, spec_json: str, spec: JobSpec, addresses: dict[str, str]
+        self,
+        job_id: str,
+        spec_json: str,
+        spec: JobSpec,
+        addresses: dict[str, str],
+        resume_round: int = 0,
     ) -> None:
         """PrepareJob on every party at once: launching waits for the slowest load, not
         their sum.
@@ -66,7 +72,9 @@ class PartyControl:
                 once every party has answered.
         """
         peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
-        request = party_pb2.PrepareJobRequest(job_id=job_id, spec_json=spec_json, peers=peers)
+        request = party_pb2.PrepareJobRequest(
+            job_id=job_id, spec_json=spec_json, peers=peers, resume_round=resume_round
+        )
         deadline = max(self._timeout_s, spec.train.timeout_s)
         with ThreadPoolExecutor(len(spec.parties), thread_name_prefix="prepare") as pool:
             futures = [
@@ -92,6 +100,25 @@ class PartyControl:
                     self._clients.stub(known[p.id], p.id).AbortJob(request, timeout=5)
                 except grpc.RpcError:
                     pass  # an unreachable party has nothing left to stop
+
+    def checkpoints(
+        self, job_id: str, spec_json: str, spec: JobSpec, addresses: dict[str, str]
+    ) -> dict[str, dict[int, str]]:
+        """Per party, the rounds of `job_id` it holds a checkpoint of, each with "" if
+        usable, else why not.
+
+        Raises:
+            PartyUnavailable: a party did not answer.
+        """
+        request = party_pb2.ListCheckpointsRequest(job_id=job_id, spec_json=spec_json)
+        held: dict[str, dict[int, str]] = {}
+        for p in spec.parties:
+            response = cast(
+                party_pb2.ListCheckpointsResponse,
+                self._call(p.id, addresses[p.id], "ListCheckpoints", request),
+            )
+            held[p.id] = {c.round: c.problem for c in response.checkpoints}
+        return held
 
     def running_jobs(self, party_id: str, address: str) -> list[str]:
         """The jobs a party holds.

@@ -16,7 +16,7 @@ from coordinator.spec import JobSpec
 from coordinator.states import FAILED, RUNNING, SUCCEEDED, JobState, state_name
 from proto import coordinator_pb2 as pb
 
-EVENTS = ("stage", "aligned", "round", "validation", "done", "failed")
+EVENTS = ("stage", "aligned", "round", "validation", "done", "failed", "checkpoint")
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,9 @@ def apply_report(
         return _party_done(new, spec, party_id, request.done)
     elif event == "failed":
         return Outcome(new, FAILED, request.failed.reason or f"party '{party_id}' failed")
+    elif event == "checkpoint":
+        new.checkpoints[party_id] = max(new.checkpoints[party_id], request.checkpoint.round)
+        new.checkpoint_round = min(new.checkpoints.get(p.id, 0) for p in spec.parties)
     return Outcome(new)
 
 

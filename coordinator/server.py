@@ -40,10 +40,14 @@ class CoordinatorServer:
         self.lifecycle.store.close()
 
 
-def _monitor(running: CoordinatorServer, interval_s: float, grace_s: float) -> None:
+def _monitor(
+    running: CoordinatorServer, interval_s: float, grace_s: float, auto_resume: bool
+) -> None:
     while not running.stopping.wait(interval_s):
         try:
             running.lifecycle.check_parties(grace_s)
+            if auto_resume:
+                running.lifecycle.auto_resume()
         except Exception:  # noqa: BLE001 - the monitor must outlive any one bad record
             log.exception("party health check failed")
 
@@ -56,6 +60,7 @@ def create_coordinator_server(
     health_interval_s: float = 2.0,
     party_grace_s: float = 10.0,
     control_timeout_s: float = CONTROL_TIMEOUT_S,
+    auto_resume: bool = False,
 ) -> CoordinatorServer:
     """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs."""
     store = JobStore(db_path)
@@ -75,7 +80,7 @@ def create_coordinator_server(
     running = CoordinatorServer(server, lifecycle, port, health_servicer, clients)
     running.monitor = threading.Thread(
         target=_monitor,
-        args=(running, health_interval_s, party_grace_s),
+        args=(running, health_interval_s, party_grace_s, auto_resume),
         name="party-monitor",
         daemon=True,
     )

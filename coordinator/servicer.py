@@ -85,6 +85,10 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     def CancelJob(self, request, context):  # noqa: N802
         return pb.CancelJobResponse(state=_call(context, lambda: self._life.cancel(request.job_id)))
 
+    def ResumeJob(self, request, context):  # noqa: N802
+        state, rnd = _call(context, lambda: self._life.resume(request.job_id))
+        return pb.ResumeJobResponse(state=state, round=rnd)
+
     def RegisterParty(self, request, context):  # noqa: N802
         check_caller(context, request.party_id, f"register as party '{request.party_id}'")
         _call(

@@ -1,7 +1,9 @@
 """Job states: the `vfl.v1.JobState` enum of the control plane, its groups and its names.
 
 SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
-with a reason. The job store keeps the short name ("TRAINING") so the database reads well.
+with a reason; a job whose party was lost is PAUSED until `vfl resume` (or the
+coordinator's --auto-resume) launches it again from its newest common checkpoint. The
+job store keeps the short name ("TRAINING") so the database reads well.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ TRAINING = pb.JOB_STATE_TRAINING
 SUCCEEDED = pb.JOB_STATE_SUCCEEDED
 FAILED = pb.JOB_STATE_FAILED
 CANCELLED = pb.JOB_STATE_CANCELLED
+PAUSED = pb.JOB_STATE_PAUSED
 
 TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
 RUNNING = frozenset({ALIGNING, KEYING, TRAINING})  # also the stages a party reports

@@ -113,14 +113,21 @@ class JobStore:
             ]
 
     def set_state(
-        self, job_id: str, state: JobState, reason: str = "", result: pb.JobResult | None = None
+        self,
+        job_id: str,
+        state: JobState,
+        reason: str = "",
+        result: pb.JobResult | None = None,
+        expect: JobState | None = None,
     ) -> bool:
-        """Move a job to `state` unless it is already terminal; returns True if it moved."""
+        """Move a job to `state` unless it is already terminal (or, with `expect`, unless it
+        is in another state than that); returns True if it moved."""
+        only = "" if expect is None else " AND state = ?"
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END, "
                 "updated_at = ?, result_json = COALESCE(?, result_json) "
-                f"WHERE job_id = ? AND state NOT IN {_TERMINAL_NAMES}",
+                f"WHERE job_id = ? AND state NOT IN {_TERMINAL_NAMES}{only}",
                 (
                     state_name(state),
                     reason,
@@ -128,6 +135,7 @@ class JobStore:
                     time.time(),
                     None if result is None else _json(result),
                     job_id,
+                    *(() if expect is None else (state_name(expect),)),
                 ),
             )
             return cur.rowcount == 1

@@ -7,9 +7,11 @@ coordinator: 127.0.0.1:7700
 peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer addresses
 datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
+state_dir: bank-state             # optional; default: <party>-state beside this file
 ```
 A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
-path. Relative dataset paths resolve against the config file's folder.
+path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
+state directory holds the party's checkpoints and keys, never a path a job names.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pydantic import ValidationError
 from coordinator.spec import TableSource, explain
 from party.errors import ConfigError
 
-_TOP = {"party", "listen", "coordinator", "peers", "datasets", "advertise"}
+_TOP = {"party", "listen", "coordinator", "peers", "datasets", "advertise", "state_dir"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class PartyConfig:
     advertise: str | None = None  # address peers should dial; defaults to the bound address
     peers: dict[str, str] = field(default_factory=dict)
     datasets: dict[str, TableSource] = field(default_factory=dict)
+    state_dir: Path | None = None  # checkpoints and keys; None: nothing is kept
 
 
 def load_party_config(path: str | Path) -> PartyConfig:
@@ -74,6 +77,7 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         advertise=None if raw.get("advertise") is None else str(raw["advertise"]),
         peers={str(k): v for k, v in peers.items()},
         datasets={str(k): _dataset(str(k), v, base) for k, v in datasets.items()},
+        state_dir=base / str(raw.get("state_dir") or f"{raw['party']}-state"),
     )
 
 

@@ -19,6 +19,7 @@ from party.config import PartyConfig
 from party.errors import JobError, PartyError
 from party.job import PartyJob
 from party.reporting import CoordinatorReporter
+from party.state import StateDir
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
 from party.transport.wan import ShapedChannel
@@ -68,28 +69,50 @@ class PartyDaemon:
         self._jobs: dict[str, RunningJob] = {}
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
+        self.state = None if config.state_dir is None else StateDir(config.state_dir)
 
     # --- control plane -------------------------------------------------------------
 
-    def prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> None:
-        """Load and check this party's data for a job; create its mailbox.
+    def prepare(
+        self, job_id: str, spec_json: str, peers: dict[str, str], resume_round: int = 0
+    ) -> None:
+        """Load and check this party's data for a job (and, to resume it, its checkpoint of
+        `resume_round`); create its mailbox.
 
         Raises:
-            JobError, DataError, SpecError: the job cannot run here (message names the fix).
+            JobError, DataError, SpecError, CheckpointError: the job cannot run here (the
+                message names the fix).
         """
         with job_context(job_id):
-            self._prepare(job_id, spec_json, peers)
+            self._prepare(job_id, spec_json, peers, resume_round)
 
-    def _prepare(self, job_id: str, spec_json: str, peers: dict[str, str]) -> None:
+    def checkpoints(self, job_id: str, spec_json: str) -> dict[int, str]:
+        """The rounds of `job_id` this party holds a checkpoint of, each with "" if it can
+        be resumed from, else why not.
+
+        Raises:
+            JobError: the spec is invalid.
+        """
+        spec = self._parse(job_id, spec_json)
+        if self.state is None:
+            return {}
+        return self.state.usable_rounds(job_id, spec.spec_hash(), self.config.party_id)
+
+    def _parse(self, job_id: str, spec_json: str) -> JobSpec:
         try:
-            spec = JobSpec.from_json(spec_json)  # parsed once; the job and its roles share it
+            return JobSpec.from_json(spec_json)  # parsed once; the job and its roles share it
         except SpecError as exc:
             raise JobError(f"job {job_id}: invalid spec: {exc}") from exc
+
+    def _prepare(
+        self, job_id: str, spec_json: str, peers: dict[str, str], resume_round: int
+    ) -> None:
+        spec = self._parse(job_id, spec_json)
         me = self.config.party_id
         with self._lock:  # a slow load must not look like a lost job to the coordinator
             self._preparing.add(job_id)
         try:
-            job = PartyJob(job_id, spec, me, self.config.datasets)
+            job = PartyJob(job_id, spec, me, self.config.datasets, self.state, resume_round)
             table = job.prepare()
         finally:
             with self._lock:

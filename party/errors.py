@@ -3,7 +3,8 @@
 PartyError          base
 ├── ConfigError     the party config file is invalid (names the field and the fix)
 ├── DataError       a dataset is missing or malformed (names the file, row, column)
-└── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
+├── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
+└── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
 """
 
 from __future__ import annotations
@@ -23,3 +24,7 @@ class DataError(PartyError):
 
 class JobError(PartyError):
     """A job cannot run on this party."""
+
+
+class CheckpointError(PartyError):
+    """A checkpoint cannot be used; the message names the job, the round and why."""

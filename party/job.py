@@ -15,7 +15,9 @@ import numpy as np
 from coordinator.spec import JobSpec, TableSource
 from coordinator.states import ALIGNING, KEYING, TRAINING
 from party.data import Table, load_table
-from party.errors import DataError, JobError
+from party.errors import CheckpointError, DataError, JobError
+from party.state import Checkpoint, StateDir
+from party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
 from party.training import trainers
 from party.training.context import Reporter, RoleContext
 from party.training.models import Inputs
@@ -78,7 +80,13 @@ class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
     def __init__(
-        self, job_id: str, spec: JobSpec, party_id: str, datasets: dict[str, TableSource]
+        self,
+        job_id: str,
+        spec: JobSpec,
+        party_id: str,
+        datasets: dict[str, TableSource],
+        state: StateDir | None = None,
+        resume_round: int = 0,
     ) -> None:
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
         self.role = spec.party(party_id).role
@@ -86,13 +94,26 @@ class PartyJob:
         self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
         self.table: Table | None = None
         self.test_table: Table | None = None
+        self.state, self.resume_round = state, resume_round
+        self.resume: Checkpoint | None = None
 
     def prepare(self) -> Table:
-        """Load and check the data before any party starts.
+        """Load and check the data (and the checkpoint to resume from) before any party
+        starts.
 
         Raises:
             DataError: missing or malformed data, a label that does not fit the task.
+            CheckpointError: the checkpoint to resume from is missing, corrupt or another's.
         """
+        if self.resume_round > 0:
+            if self.state is None:
+                raise CheckpointError(
+                    f"party '{self.party_id}' keeps no state directory, so it holds no "
+                    "checkpoint to resume from; restart its daemon with --state-dir"
+                )
+            self.resume = self.state.load(
+                self.job_id, self.resume_round, self.spec.spec_hash(), self.party_id
+            )
         self.table = self._load(self.dataset)
         if self.test_dataset is not None:
             test = self._load(self.test_dataset)
@@ -132,10 +153,12 @@ class PartyJob:
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, table, "psi")
         test_size = 0
+        aligned_ids = [str(table.ids[i]) for i in order]
         train = _inputs(table, order)
         if self.test_table is not None:
             test_order, test_psi = self._align(channel, self.test_table, "psi-test")
             test_size = test_psi.intersection_size
+            aligned_ids += [str(self.test_table.ids[i]) for i in test_order]
             val, val_labels = (
                 _inputs(self.test_table, test_order),
                 _labels(self.test_table, test_order),
@@ -146,6 +169,8 @@ class PartyJob:
             plan = self._plan(len(order), None)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
+        ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
+        ctx.start_round = self.resume_round
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         result = self._train(ctx, _labels(table, order), val_labels, reporter)
         flush = getattr(channel, "flush", None)
@@ -168,10 +193,28 @@ class PartyJob:
         trainer = trainers.make(ctx, self.role, labels, val_labels)
         try:
             trainer.setup()
+            if self.resume is not None and isinstance(ctx.checkpoints, JobCheckpoints):
+                trainer.load_state_dict(ctx.checkpoints.trainer_state(self.resume))
+                log.info("party %s: resumed after round %d", self.party_id, self.resume_round)
             reporter.stage(TRAINING)
             return trainer.run()
         finally:
             trainer.close()
+
+    def _checkpoints(self, plan: Plan, aligned: str, reporter: Reporter) -> JobCheckpoints | None:
+        every = checkpoint_every(self.spec, plan.batches_per_epoch)
+        if self.state is None or (every == 0 and self.resume is None):
+            return None
+        return JobCheckpoints(
+            self.state,
+            self.job_id,
+            self.spec,
+            self.party_id,
+            every,
+            plan.total_rounds,
+            aligned,
+            reporter.checkpoint,
+        )
 
 
 def _inputs(table: Table, order: np.ndarray) -> Inputs:

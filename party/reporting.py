@@ -62,6 +62,9 @@ class CoordinatorReporter:
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:
         self._send(validation=pb.Validated(round=rnd, metrics=metrics))
 
+    def checkpoint(self, rnd: int) -> None:
+        self._send(checkpoint=pb.Checkpointed(round=rnd))
+
     def done(self, result: Mapping[str, Any]) -> None:
         self._send(done=party_done(result))
 

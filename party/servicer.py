@@ -99,8 +99,18 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     def PrepareJob(self, request, context):  # noqa: N802
         _from_coordinator(context)
         peers = {p.party_id: p.address for p in request.peers}
-        call(context, lambda: self._d.prepare(request.job_id, request.spec_json, peers))
+        call(
+            context,
+            lambda: self._d.prepare(request.job_id, request.spec_json, peers, request.resume_round),
+        )
         return pb.PrepareJobResponse()
+
+    def ListCheckpoints(self, request, context):  # noqa: N802
+        _from_coordinator(context)
+        held = call(context, lambda: self._d.checkpoints(request.job_id, request.spec_json))
+        return pb.ListCheckpointsResponse(
+            checkpoints=[pb.CheckpointInfo(round=r, problem=p) for r, p in sorted(held.items())]
+        )
 
     def StartJob(self, request, context):  # noqa: N802
         _from_coordinator(context)

@@ -17,6 +17,7 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_STATE_SUCCEEDED: _ClassVar[JobState]
     JOB_STATE_FAILED: _ClassVar[JobState]
     JOB_STATE_CANCELLED: _ClassVar[JobState]
+    JOB_STATE_PAUSED: _ClassVar[JobState]
 JOB_STATE_UNSPECIFIED: JobState
 JOB_STATE_SUBMITTED: JobState
 JOB_STATE_ALIGNING: JobState
@@ -25,6 +26,7 @@ JOB_STATE_TRAINING: JobState
 JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_FAILED: JobState
 JOB_STATE_CANCELLED: JobState
+JOB_STATE_PAUSED: JobState
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("spec_yaml",)
@@ -102,7 +104,7 @@ class PartyTotals(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ...) -> None: ...
 
 class JobResult(_message.Message):
-    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds")
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -117,6 +119,13 @@ class JobResult(_message.Message):
         key: str
         value: PartyTotals
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[PartyTotals, _Mapping]] = ...) -> None: ...
+    class CheckpointsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     JOB_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
@@ -131,6 +140,9 @@ class JobResult(_message.Message):
     PARTIES_FIELD_NUMBER: _ClassVar[int]
     BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ROUND_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_FROM_FIELD_NUMBER: _ClassVar[int]
     job: str
     started_at: float
     round: int
@@ -145,7 +157,10 @@ class JobResult(_message.Message):
     parties: _containers.MessageMap[str, PartyTotals]
     bytes_sent: int
     seconds: float
-    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ...) -> None: ...
+    checkpoints: _containers.ScalarMap[str, int]
+    checkpoint_round: int
+    resumed_from: int
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ...) -> None: ...
 
 class GetJobResponse(_message.Message):
     __slots__ = ("job", "result")
@@ -172,6 +187,20 @@ class CancelJobResponse(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     state: JobState
     def __init__(self, state: _Optional[_Union[JobState, str]] = ...) -> None: ...
+
+class ResumeJobRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class ResumeJobResponse(_message.Message):
+    __slots__ = ("state", "round")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    state: JobState
+    round: int
+    def __init__(self, state: _Optional[_Union[JobState, str]] = ..., round: _Optional[int] = ...) -> None: ...
 
 class RegisterPartyRequest(_message.Message):
     __slots__ = ("party_id", "address", "datasets")
@@ -251,6 +280,12 @@ class PartyDone(_message.Message):
     history: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
     def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ...) -> None: ...
 
+class Checkpointed(_message.Message):
+    __slots__ = ("round",)
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    def __init__(self, round: _Optional[int] = ...) -> None: ...
+
 class PartyFailed(_message.Message):
     __slots__ = ("reason",)
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -258,7 +293,7 @@ class PartyFailed(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class ReportProgressRequest(_message.Message):
-    __slots__ = ("job_id", "party_id", "stage", "aligned", "round", "validation", "done", "failed")
+    __slots__ = ("job_id", "party_id", "stage", "aligned", "round", "validation", "done", "failed", "checkpoint")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     STAGE_FIELD_NUMBER: _ClassVar[int]
@@ -267,6 +302,7 @@ class ReportProgressRequest(_message.Message):
     VALIDATION_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     party_id: str
     stage: StageReached
@@ -275,7 +311,8 @@ class ReportProgressRequest(_message.Message):
     validation: Validated
     done: PartyDone
     failed: PartyFailed
-    def __init__(self, job_id: _Optional[str] = ..., party_id: _Optional[str] = ..., stage: _Optional[_Union[StageReached, _Mapping]] = ..., aligned: _Optional[_Union[Aligned, _Mapping]] = ..., round: _Optional[_Union[RoundDone, _Mapping]] = ..., validation: _Optional[_Union[Validated, _Mapping]] = ..., done: _Optional[_Union[PartyDone, _Mapping]] = ..., failed: _Optional[_Union[PartyFailed, _Mapping]] = ...) -> None: ...
+    checkpoint: Checkpointed
+    def __init__(self, job_id: _Optional[str] = ..., party_id: _Optional[str] = ..., stage: _Optional[_Union[StageReached, _Mapping]] = ..., aligned: _Optional[_Union[Aligned, _Mapping]] = ..., round: _Optional[_Union[RoundDone, _Mapping]] = ..., validation: _Optional[_Union[Validated, _Mapping]] = ..., done: _Optional[_Union[PartyDone, _Mapping]] = ..., failed: _Optional[_Union[PartyFailed, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpointed, _Mapping]] = ...) -> None: ...
 
 class ReportProgressResponse(_message.Message):
     __slots__ = ("cancel",)

@@ -59,6 +59,11 @@ class CoordinatorServiceStub:
                 request_serializer=proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
                 response_deserializer=proto_dot_coordinator__pb2.CancelJobResponse.FromString,
                 _registered_method=True)
+        self.ResumeJob = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/ResumeJob',
+                request_serializer=proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
+                _registered_method=True)
         self.RegisterParty = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/RegisterParty',
                 request_serializer=proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
@@ -104,6 +109,13 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ResumeJob(self, request, context):
+        """Continue a paused job from the newest round every party has checkpointed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterParty(self, request, context):
         """Called by party daemons.
         """
@@ -144,6 +156,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.CancelJob,
                     request_deserializer=proto_dot_coordinator__pb2.CancelJobRequest.FromString,
                     response_serializer=proto_dot_coordinator__pb2.CancelJobResponse.SerializeToString,
+            ),
+            'ResumeJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeJob,
+                    request_deserializer=proto_dot_coordinator__pb2.ResumeJobRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.ResumeJobResponse.SerializeToString,
             ),
             'RegisterParty': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterParty,
@@ -291,6 +308,33 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/CancelJob',
             proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
             proto_dot_coordinator__pb2.CancelJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/ResumeJob',
+            proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
+            proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

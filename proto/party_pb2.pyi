@@ -37,14 +37,16 @@ class PeerAddress(_message.Message):
     def __init__(self, party_id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
 class PrepareJobRequest(_message.Message):
-    __slots__ = ("job_id", "spec_json", "peers")
+    __slots__ = ("job_id", "spec_json", "peers", "resume_round")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
     PEERS_FIELD_NUMBER: _ClassVar[int]
+    RESUME_ROUND_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     spec_json: str
     peers: _containers.RepeatedCompositeFieldContainer[PeerAddress]
-    def __init__(self, job_id: _Optional[str] = ..., spec_json: _Optional[str] = ..., peers: _Optional[_Iterable[_Union[PeerAddress, _Mapping]]] = ...) -> None: ...
+    resume_round: int
+    def __init__(self, job_id: _Optional[str] = ..., spec_json: _Optional[str] = ..., peers: _Optional[_Iterable[_Union[PeerAddress, _Mapping]]] = ..., resume_round: _Optional[int] = ...) -> None: ...
 
 class PrepareJobResponse(_message.Message):
     __slots__ = ()
@@ -85,3 +87,25 @@ class GetPartyInfoResponse(_message.Message):
     datasets: _containers.RepeatedScalarFieldContainer[str]
     running_jobs: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListCheckpointsRequest(_message.Message):
+    __slots__ = ("job_id", "spec_json")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    spec_json: str
+    def __init__(self, job_id: _Optional[str] = ..., spec_json: _Optional[str] = ...) -> None: ...
+
+class CheckpointInfo(_message.Message):
+    __slots__ = ("round", "problem")
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    round: int
+    problem: str
+    def __init__(self, round: _Optional[int] = ..., problem: _Optional[str] = ...) -> None: ...
+
+class ListCheckpointsResponse(_message.Message):
+    __slots__ = ("checkpoints",)
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    checkpoints: _containers.RepeatedCompositeFieldContainer[CheckpointInfo]
+    def __init__(self, checkpoints: _Optional[_Iterable[_Union[CheckpointInfo, _Mapping]]] = ...) -> None: ...

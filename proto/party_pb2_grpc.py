@@ -59,6 +59,11 @@ class PartyServiceStub:
                 request_serializer=proto_dot_party__pb2.GetPartyInfoRequest.SerializeToString,
                 response_deserializer=proto_dot_party__pb2.GetPartyInfoResponse.FromString,
                 _registered_method=True)
+        self.ListCheckpoints = channel.unary_unary(
+                '/vfl.v1.PartyService/ListCheckpoints',
+                request_serializer=proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.ListCheckpointsResponse.FromString,
+                _registered_method=True)
 
 
 class PartyServiceServicer:
@@ -96,6 +101,12 @@ class PartyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListCheckpoints(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -123,6 +134,11 @@ def add_PartyServiceServicer_to_server(servicer, server):
                     servicer.GetPartyInfo,
                     request_deserializer=proto_dot_party__pb2.GetPartyInfoRequest.FromString,
                     response_serializer=proto_dot_party__pb2.GetPartyInfoResponse.SerializeToString,
+            ),
+            'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCheckpoints,
+                    request_deserializer=proto_dot_party__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.ListCheckpointsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -260,6 +276,33 @@ class PartyService:
             '/vfl.v1.PartyService/GetPartyInfo',
             proto_dot_party__pb2.GetPartyInfoRequest.SerializeToString,
             proto_dot_party__pb2.GetPartyInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/ListCheckpoints',
+            proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
+            proto_dot_party__pb2.ListCheckpointsResponse.FromString,
             options,
             channel_credentials,
             insecure,

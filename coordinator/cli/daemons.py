@@ -46,7 +46,9 @@ def cmd_coordinator_serve(args: argparse.Namespace) -> int:
     tls = certs.load_identity(args.tls, COORDINATOR_ID) if args.tls else None
     stop = _daemon_setup(args)
     _warn_insecure(tls is None)
-    server = create_coordinator_server(args.db, args.listen, tls)
+    server = create_coordinator_server(
+        args.db, args.listen, tls, party_grace_s=args.party_grace, auto_resume=args.auto_resume
+    )
     _write_port(args.port_file, server.port)
     print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
     stop.wait()
@@ -65,6 +67,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     config = load_party_config(args.config)
     overrides = {"listen": args.listen, "coordinator": args.coordinator}
     overrides["advertise"] = args.advertise
+    overrides["state_dir"] = args.state_dir and Path(args.state_dir).resolve()
     config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v})
     tls = certs.load_identity(args.tls, config.party_id) if args.tls else None
     stop = _daemon_setup(args)
@@ -118,6 +121,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cs = co_sub.add_parser("serve", help="serve the coordinator")
     cs.add_argument("--db", default="jobs.sqlite", help="SQLite job store (created if absent)")
     cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
+    cs.add_argument(
+        "--party-grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a party may stay silent before its running jobs pause (default 10)",
+    )
+    cs.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="resume paused jobs by themselves once all their parties answer again",
+    )
     certs.add_tls_flags(cs, client=False)
     daemon_flags(cs)
     cs.set_defaults(fn=cmd_coordinator_serve)
@@ -129,6 +144,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ps.add_argument("--listen", help="override the config's listen address")
     ps.add_argument("--coordinator", help="override the config's coordinator address")
     ps.add_argument("--advertise", help="override the config's advertised host:port")
+    ps.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="checkpoints and keys of this party's jobs (default: the config's state_dir, "
+        "else <party>-state beside the config)",
+    )
     certs.add_tls_flags(ps, client=False)
     ps.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
     ps.add_argument("--bandwidth-mbps", type=float, help="emulate a WAN link: bandwidth")

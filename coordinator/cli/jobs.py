@@ -72,11 +72,25 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(progress.format_result(view))
         if view.result.total_rounds:
             print(f"  round: {view.result.round}/{view.result.total_rounds}")
+        if view.result.checkpoints:
+            print(f"  checkpointed: round {view.result.checkpoint_round} at every party")
+        if view.state == "PAUSED":
+            print(f"  resume with: vfl resume {view.job_id}")
     return 0
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
     with _client(args) as c:
+        return finish(progress.follow(c, args.job, show=not args.json), args.json)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        state, rnd = c.resume(args.job)
+        after = f"after round {rnd}" if rnd else "from the start (no common checkpoint)"
+        print(f"{args.job}: {state}, continuing {after}", file=sys.stderr)
+        if not args.wait:
+            return 0
         return finish(progress.follow(c, args.job, show=not args.json), args.json)
 
 
@@ -93,14 +107,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ("status", cmd_status, "show a job"),
         ("watch", cmd_watch, "follow a job until it ends"),
         ("cancel", cmd_cancel, "cancel a job"),
+        ("resume", cmd_resume, "continue a paused job from its newest checkpoint"),
     ):
         sp = sub.add_parser(name, help=helptext)
         if name == "submit":
             sp.add_argument("spec", help="job.yaml")
-            sp.add_argument("--wait", action="store_true", help="follow the job until it ends")
         elif name != "jobs":
             sp.add_argument("job", help="job id (see `vfl jobs`)")
-        if name in ("status", "watch", "submit"):
+        if name in ("submit", "resume"):
+            sp.add_argument("--wait", action="store_true", help="follow the job until it ends")
+        if name in ("status", "watch", "submit", "resume"):
             sp.add_argument("--json", action="store_true", help="print the result as JSON")
         sp.add_argument(
             "--coordinator",

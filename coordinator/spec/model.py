@@ -4,6 +4,7 @@ Schema (`vfl spec schema`) and the error messages both come from here."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, model_validator
@@ -60,6 +61,13 @@ class TrainSpec(SpecModel):
     seed: int = Field(0, ge=0, le=2**31 - 1, strict=True)
     timeout_s: Annotated[float, Field(ge=1, le=86400, strict=True), NUMBER] = Field(
         300.0, description="how long a party waits for a peer's message"
+    )
+    checkpoint_every: int | None = Field(
+        None,
+        ge=0,
+        strict=True,
+        description="checkpoint every N rounds (and at the end); default: once per epoch "
+        "and at the end; 0: never",
     )
 
 
@@ -164,6 +172,10 @@ class JobSpec(SpecModel):
         """The canonical JSON every process receives (`spec_json` on the wire and in the
         job store); `from_json` reads it back."""
         return self.model_dump_json()
+
+    def spec_hash(self) -> str:
+        """SHA-256 of the canonical JSON: checkpoints of one job under one spec share it."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
 
     @classmethod
     def from_json(cls, text: str | bytes) -> JobSpec:

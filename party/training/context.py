@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+import numpy as np
 
 from celu.local_loop import LocalUpdater, UpdateFn
 from coordinator.spec import JobSpec
@@ -21,6 +24,7 @@ class Reporter(Protocol):
     def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None: ...
     def round(self, rnd: int, total: int, loss: float | None) -> None: ...
     def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
+    def checkpoint(self, rnd: int) -> None: ...
 
 
 @dataclass
@@ -33,6 +37,8 @@ class RoleContext:
     reporter: Reporter
     val_inputs: Inputs  # plan.val_rows index these (held-out training rows or test rows)
     lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
+    checkpoints: Checkpoints | None = None
+    start_round: int = 0  # > 0: resumed after this round from a checkpoint
 
     @property
     def timeout(self) -> float:
@@ -45,16 +51,37 @@ class RoleContext:
         )
 
 
-def train_rounds(ctx: RoleContext, updater: LocalUpdater, step, validate) -> dict:
-    """The communication rounds of one party: `step(rnd, rows)` per batch (its loss, if
-    it returns one, is reported), `validate(rnd)` when the plan says so, local updates
-    around them; returns the round counts for the result."""
+class Checkpoints(Protocol):
+    """Where a party's training state goes after the rounds its plan checkpoints."""
+
+    def due(self, rnd: int) -> bool: ...
+    def save(self, rnd: int, state: dict[str, Any]) -> None: ...
+
+
+def train_rounds(
+    ctx: RoleContext,
+    updater: LocalUpdater,
+    step: Callable[[int, np.ndarray], float | None],
+    validate: Callable[[int], None],
+    snapshot: Callable[[], dict[str, Any]] | None = None,
+) -> dict[str, int]:
+    """The communication rounds of one party from `ctx.start_round + 1` on: `step(rnd,
+    rows)` per batch (its loss, if it returns one, is reported), `validate(rnd)` when the
+    plan says so, local updates around them, and after the rounds `ctx.checkpoints` says,
+    a checkpoint of `snapshot()` (the trainer's state) taken with the model lock held
+    (a trainer without `snapshot` is not checkpointed); returns the round counts."""
     plan = ctx.plan
     with updater:
         for rnd, _, rows in plan.batches():
+            if rnd <= ctx.start_round:
+                continue
             loss = step(rnd, rows)
             if loss is not None:
                 ctx.reporter.round(rnd, plan.total_rounds, loss)
             if plan.validates_at(rnd):
                 validate(rnd)
+            if snapshot is not None and ctx.checkpoints is not None and ctx.checkpoints.due(rnd):
+                with ctx.lock:
+                    state = snapshot()
+                ctx.checkpoints.save(rnd, state)
     return {"rounds": plan.total_rounds, "local_updates": updater.num_local_updates}

@@ -7,6 +7,7 @@ import threading
 from coordinator.spec import JobSpec, TableSource
 from coordinator.states import JobState
 from party.job import PartyJob
+from party.state import StateDir
 from secure.channel import InProcessHub
 
 
@@ -15,12 +16,16 @@ class RecordingReporter:
         self.rounds: list[tuple[int, float | None]] = []
         self.validations: list[tuple[int, dict]] = []
         self.stages: list[JobState] = []
+        self.checkpoints: list[int] = []
 
     def round(self, rnd: int, total: int, loss: float | None) -> None:
         self.rounds.append((rnd, loss))
 
     def validation(self, rnd: int, metrics: dict) -> None:
         self.validations.append((rnd, metrics))
+
+    def checkpoint(self, rnd: int) -> None:
+        self.checkpoints.append(rnd)
 
     def stage(self, state: JobState) -> None:
         self.stages.append(state)
@@ -30,17 +35,24 @@ class RecordingReporter:
 
 
 def run_inprocess(
-    spec: JobSpec, datasets: dict[str, dict[str, TableSource]], hook=None
+    spec: JobSpec,
+    datasets: dict[str, dict[str, TableSource]],
+    hook=None,
+    states: dict[str, StateDir] | None = None,
+    resume_round: int = 0,
+    hub: InProcessHub | None = None,
 ) -> dict[str, dict]:
-    """Run `spec` with parties as threads; re-raises the first party error."""
-    hub = InProcessHub()
+    """Run `spec` with parties as threads (each with its state directory in `states`, if
+    given, resumed after `resume_round` if > 0); re-raises the first party error."""
+    hub = hub or InProcessHub()
     channels = {p.id: hub.channel(p.id, hook) for p in spec.parties}
     results: dict[str, dict] = {}
     errors: list[BaseException] = []
 
     def party(pid: str) -> None:
         try:
-            job = PartyJob("job", spec, pid, datasets[pid])
+            state = None if states is None else states[pid]
+            job = PartyJob("job", spec, pid, datasets[pid], state, resume_round)
             results[pid] = job.run(channels[pid], RecordingReporter())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)

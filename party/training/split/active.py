@@ -7,6 +7,7 @@ weight each instance by the cosine between the fresh and the cached derivative.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import torch
@@ -57,8 +58,27 @@ class ActiveTrainer:
         """Nothing to release."""
 
     def run(self) -> dict:
-        result = train_rounds(self.ctx, self.updater, self.step, self.validate)
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
         return {**result, "metrics": self.metrics, "history": self.history}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Models, optimiser, local-update state and validations so far (a checkpoint)."""
+        return {
+            "bottom": None if self.bottom is None else self.bottom.state_dict(),
+            "top": self.top.state_dict(),
+            "opt": self.opt.state_dict(),
+            "updater": self.updater.state_dict(),
+            "metrics": dict(self.metrics),
+            "history": list(self.history),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.bottom is not None:
+            self.bottom.load_state_dict(state["bottom"])
+        self.top.load_state_dict(state["top"])
+        self.opt.load_state_dict(state["opt"])
+        self.updater.load_state_dict(state["updater"])
+        self.metrics, self.history = dict(state["metrics"]), list(state["history"])
 
     def _recv_acts(self, tag: str, n: int) -> list[torch.Tensor]:
         return [

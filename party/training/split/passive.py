@@ -7,6 +7,8 @@ the fresh and the cached activation (docs/protocols.md §6).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -37,7 +39,20 @@ class PassiveTrainer:
         """Nothing to release."""
 
     def run(self) -> dict:
-        return train_rounds(self.ctx, self.updater, self.step, self.validate)
+        return train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Bottom model, optimiser and local-update state (a checkpoint)."""
+        return {
+            "bottom": self.bottom.state_dict(),
+            "opt": self.opt.state_dict(),
+            "updater": self.updater.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.bottom.load_state_dict(state["bottom"])
+        self.opt.load_state_dict(state["opt"])
+        self.updater.load_state_dict(state["updater"])
 
     def step(self, rnd: int, rows: np.ndarray) -> None:
         ch, lock = self.ctx.channel, self.ctx.lock

@@ -1,0 +1,99 @@
+"""Daemons as separate processes, started as `vfl` starts them, that a test can kill -9 and
+start again (with the same config, state directory and job database)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from coordinator.client import CoordinatorClient, JobView
+
+VFL = [sys.executable, "-m", "coordinator.cli.main"]
+
+
+class Daemons:
+    """A coordinator and party daemons in `workdir`, each a `vfl ... serve` process."""
+
+    def __init__(self, workdir: Path, grace_s: float = 2.0) -> None:
+        self.workdir, self.grace_s = workdir, grace_s
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.address = ""
+
+    def start_coordinator(self, port: int = 0) -> str:
+        args = ["coordinator", "serve", "--db", str(self.workdir / "jobs.sqlite")]
+        args += ["--listen", f"127.0.0.1:{port}", "--party-grace", str(self.grace_s)]
+        self.address = f"127.0.0.1:{self._spawn('coordinator', args)}"
+        return self.address
+
+    def start_party(self, party_id: str, datasets: dict[str, dict]) -> int:
+        config = self.workdir / f"{party_id}.yaml"
+        if not config.exists():
+            body = {"party": party_id, "coordinator": self.address, "datasets": datasets}
+            config.write_text(yaml.safe_dump(body))
+        return self._spawn(party_id, ["party", "serve", "--config", str(config)])
+
+    def kill(self, name: str) -> None:
+        """kill -9: no clean-up, no goodbye."""
+        proc = self.procs.pop(name)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def client(self) -> CoordinatorClient:
+        return CoordinatorClient(self.address)
+
+    def vfl(self, *args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "VFL_COORDINATOR": self.address}
+        return subprocess.run([*VFL, *args], capture_output=True, text=True, timeout=120, env=env)
+
+    def wait(self, job_id: str, until, timeout: float = 180.0) -> JobView:
+        """Poll the job until `until(view)` holds."""
+        deadline = time.monotonic() + timeout
+        with self.client() as client:
+            while time.monotonic() < deadline:
+                view = client.get(job_id)
+                if until(view):
+                    return view
+                time.sleep(0.05)
+        raise AssertionError(f"job {job_id} is still {view.state} ({view.reason})\n{self.logs()}")
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n" + "\n".join(p.read_text().splitlines()[-20:])
+            for p in sorted(self.workdir.glob("*.log"))
+        )
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.send_signal(signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.procs.clear()
+
+    def _spawn(self, name: str, args: list[str]) -> int:
+        port_file = self.workdir / f"{name}.port"
+        port_file.unlink(missing_ok=True)
+        log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - the process owns it
+        self.procs[name] = subprocess.Popen(
+            [*VFL, *args, "--port-file", str(port_file)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if port_file.exists() and port_file.read_text().strip():
+                return int(port_file.read_text())
+            if self.procs[name].poll() is not None:
+                raise AssertionError(f"{name} exited at start:\n{self.logs()}")
+            time.sleep(0.05)
+        raise AssertionError(f"{name} did not start:\n{self.logs()}")
