@@ -59,9 +59,10 @@ class Lifecycle:
         self.control = PartyControl(store, parties, control_timeout_s)
         self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.pause)
         self._lock = threading.Lock()
+        self._results = threading.Lock()  # serialises changes of a job's result
         self._specs: OrderedDict[str, JobSpec] = OrderedDict()  # parsed once per job
-        # jobs being launched whose parties have not been sent PrepareJob yet: no party can
-        # hold such a job, so the monitor only checks that its parties answer
+        # jobs being launched whose parties have not all answered PrepareJob yet: a party
+        # may not hold such a job yet, so the monitor only checks that its parties answer
         self._unprepared: set[str] = set()
         self._threads: list[threading.Thread] = []
 
@@ -118,14 +119,15 @@ class Lifecycle:
             addresses = self.control.addresses(spec)
             held = self.control.checkpoints(job_id, record.spec_json, spec, addresses)
             rnd = resume_round(job_id, held)
-            result = pb.JobResult()
-            result.CopyFrom(record.result)
-            result.resumed_from = rnd
-            result.started_at = time.time()
-            result.ClearField("parties")  # every party runs (and reports its end) again
             why = f"resumed after round {rnd}" if rnd else "resumed from the start"
-            if not self.store.set_state(job_id, ALIGNING, why, result, expect=PAUSED):
-                raise CoordinatorError(f"job {job_id} changed state meanwhile; try again")
+            with self._results:
+                result = pb.JobResult()
+                result.CopyFrom(self.store.get(job_id).result)
+                result.resumed_from = rnd
+                result.started_at = time.time()
+                result.ClearField("parties")  # every party runs (and reports its end) again
+                if not self.store.set_state(job_id, ALIGNING, why, result, expect=PAUSED):
+                    raise CoordinatorError(f"job {job_id} changed state meanwhile; try again")
             log.info("resuming after round %d", rnd)
             self._background(self._launch, job_id, rnd)
             return ALIGNING, rnd
@@ -219,15 +221,16 @@ class Lifecycle:
         spec.party(party_id)  # SpecError if the party is not in the job
         if event in ("round", "validation"):
             self.store.add_metric(job_id, party_id, event, getattr(request, event))
-        with self._lock:
+        with self._results:  # read, fold in, write: reports arrive on many threads
             outcome = apply_report(self.store.get(job_id).result, spec, party_id, request)
+            if outcome.state is None:
+                self.store.update_result(job_id, outcome.result)
+            elif outcome.state != FAILED:
+                self.store.set_state(job_id, outcome.state, result=outcome.result)
         if outcome.state == FAILED:
             self.end(job_id, FAILED, outcome.reason, background=True)
         elif outcome.state is not None:
-            self.store.set_state(job_id, outcome.state, result=outcome.result)
             log.info("%s (reported by %s)", state_name(outcome.state), party_id)
-        else:
-            self.store.update_result(job_id, outcome.result)
         return self.store.get(job_id).terminal
 
     # --- ending ------------------------------------------------------------------------
@@ -257,7 +260,7 @@ class Lifecycle:
         self.health.check(grace_s)
 
     def _holds_job(self, job_id: str) -> bool:
-        """Whether the parties of `job_id` should know it by now (were sent PrepareJob)."""
+        """Whether the parties of `job_id` must hold it by now (all answered PrepareJob)."""
         with self._lock:
             return job_id not in self._unprepared
 
@@ -292,9 +295,9 @@ class Lifecycle:
             if not resume_round:
                 started = pb.JobResult(job=job_id, started_at=time.time())
                 self.store.set_state(job_id, ALIGNING, result=started)
-            with self._lock:
-                self._unprepared.discard(job_id)
             self.control.prepare_all(job_id, record.spec_json, spec, addresses, resume_round)
+            with self._lock:  # from now on every party holds the job (prepared)
+                self._unprepared.discard(job_id)
             ended = self.store.get(job_id)
             if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
                 self.control.abort_all(job_id, spec, ended.reason)

@@ -74,8 +74,8 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path) -> None:
         (GOOD.replace("fraction: 0.2", "fraction: 1.5"), "'validation.fraction'"),
         (
             GOOD.replace("train: {", "train: {rate: 1, "),
-            "unknown field(s) 'train.rate' in train; allowed: batch_size, epochs, lr, "
-            "optimizer, seed, timeout_s",
+            "unknown field(s) 'train.rate' in train; allowed: batch_size, checkpoint_every, "
+            "epochs, lr, optimizer, seed, timeout_s",
         ),
         (GOOD.replace("lr: 0.05", "lr: true"), "'train.lr' must be a number in (0, 100]"),
         (GOOD.replace("epochs: 3", "epochs: '3'"), "'train.epochs' must be an integer"),

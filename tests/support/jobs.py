@@ -20,11 +20,17 @@ def job(name: str = "t", bank: str = "breast", shop: str = "breast", epochs: int
     return JOB.format(name=name, bank=bank, shop=shop, epochs=epochs)
 
 
-def wait(client: CoordinatorClient, job_id: str, timeout: float = 120.0):
+def wait(
+    client: CoordinatorClient,
+    job_id: str,
+    timeout: float = 120.0,
+    until: tuple[str, ...] = ("SUCCEEDED", "FAILED", "CANCELLED"),
+):
+    """Poll the job until it is in one of the states `until` (by default: it ended)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         view = client.get(job_id)
-        if view.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        if view.state in until:
             return view
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} still {view.state}")
