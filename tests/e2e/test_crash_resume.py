@@ -142,3 +142,44 @@ def test_a_coordinator_killed_while_parties_load_pauses_the_job_after_its_restar
         assert "SUCCEEDED" in out.stdout
     finally:
         daemons.stop()
+
+
+def test_four_concurrent_jobs_one_party_killed_all_resume_to_their_alone_metrics(
+    tmp_path,
+) -> None:
+    # Prepare: four jobs (other seeds, other names), first each alone
+    specs = [
+        yaml.safe_dump({**JOB, "job": f"c{i}", "train": {**JOB["train"], "seed": i, "epochs": 6}})
+        for i in range(4)
+    ]
+    daemons = start(tmp_path / "run")
+    try:
+        with daemons.client() as client:
+            alone = []
+            for text in specs:
+                view = daemons.wait(
+                    client.submit(text), lambda v: v.state in ("SUCCEEDED", "FAILED")
+                )
+                assert view.state == "SUCCEEDED", view.reason
+                alone.append(dict(view.result.metrics))
+            # Execute: all four at once; kill -9 the shop once every job has a checkpoint
+            jobs = [client.submit(text) for text in specs]
+        for job_id in jobs:
+            daemons.wait(
+                job_id, lambda v: v.result.checkpoint_round >= 10 or v.state == "SUCCEEDED"
+            )
+        daemons.kill("shop")
+        daemons.start_party("shop", DATASETS["shop"])
+        for job_id in jobs:
+            view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "SUCCEEDED", "FAILED"))
+            if view.state == "PAUSED":
+                out = daemons.vfl("resume", job_id)
+                assert out.returncode == 0, out.stderr
+        # Assert: every job ends with the metrics it gets alone
+        for job_id, metrics in zip(jobs, alone, strict=True):
+            view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+            assert view.state == "SUCCEEDED", view.reason
+            for name, value in metrics.items():
+                assert abs(view.result.metrics[name] - value) <= 1e-6, (job_id, name)
+    finally:
+        daemons.stop()
