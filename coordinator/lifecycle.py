@@ -29,6 +29,7 @@ from coordinator.states import (
     CANCELLED,
     FAILED,
     PAUSED,
+    RUNNING,
     SUBMITTED,
     JobState,
     state_name,
@@ -95,9 +96,41 @@ class Lifecycle:
         return self.store.get(job_id).state
 
     def resume_pending(self) -> None:
-        """After a restart: launch jobs that were submitted but not yet started."""
+        """After a restart: launch jobs that were submitted but not yet started, and look
+        after the jobs that were running (`recover`) in the background."""
         for job_id in self.store.in_states(SUBMITTED):
             self._spawn(job_id)
+        running = self.store.in_states(*RUNNING)
+        if running:
+            self._background(self._recover, running)
+
+    def _recover(self, job_ids: list[str]) -> None:
+        """Re-attach to jobs every party still trains; pause the others (a launch this
+        coordinator did not finish, or parties that lost the job), dropping what the
+        parties prepared. Jobs whose parties do not answer are left to the health monitor."""
+        for job_id in job_ids:
+            with job_context(job_id):
+                try:
+                    spec = self.spec(job_id)
+                    addresses = self.control.addresses(spec)
+                    infos = {p.id: self.control.info(p.id, addresses[p.id]) for p in spec.parties}
+                except (PartyUnavailable, grpc.RpcError):
+                    continue
+                finished = set(self.store.get(job_id).result.parties)
+                idle = [
+                    pid
+                    for pid, info in infos.items()
+                    if pid not in finished and job_id not in info.started_jobs
+                ]
+                if not idle:
+                    log.info("re-attached: every party still runs the job")
+                    continue
+                self.pause(
+                    job_id,
+                    spec,
+                    f"the coordinator restarted and part{'ies' if len(idle) > 1 else 'y'} "
+                    f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job",
+                )
 
     def resume(self, job_id: str) -> tuple[JobState, int]:
         """Launch a paused job again after the newest round every party has checkpointed

@@ -121,15 +121,19 @@ class PartyControl:
         return held
 
     def running_jobs(self, party_id: str, address: str) -> list[str]:
-        """The jobs a party holds.
+        """The jobs a party holds (loading, prepared or started).
 
         Raises:
             grpc.RpcError: the party did not answer within 5 s.
         """
-        info = self._clients.stub(address, party_id).GetPartyInfo(
+        return list(self.info(party_id, address).running_jobs)
+
+    def info(self, party_id: str, address: str) -> party_pb2.GetPartyInfoResponse:
+        """Raises: grpc.RpcError: the party did not answer within 5 s."""
+        info: party_pb2.GetPartyInfoResponse = self._clients.stub(address, party_id).GetPartyInfo(
             party_pb2.GetPartyInfoRequest(), timeout=5
         )
-        return list(info.running_jobs)
+        return info
 
     def explain(self, exc: grpc.RpcError, address: str, party_id: str) -> str:
         return explain(exc, address, self._clients.tls is not None, party_id)

@@ -29,6 +29,7 @@ from secure.errors import ChannelClosed, SecureError
 
 log = logging.getLogger(__name__)
 
+PREPARED_TTL_S = 60.0  # a prepared job not started within max(this, train.timeout_s) is dropped
 ENDED_MEMORY = 1000  # ended jobs remembered, so late or replayed envelopes get a clear error
 
 
@@ -68,6 +69,7 @@ class PartyDaemon:
         self._threads: list[threading.Thread] = []
         self._jobs: dict[str, RunningJob] = {}
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
+        self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.state = None if config.state_dir is None else StateDir(config.state_dir)
 
@@ -117,6 +119,10 @@ class PartyDaemon:
         finally:
             with self._lock:
                 self._preparing.discard(job_id)
+                aborted = job_id in self._aborted_loading
+                self._aborted_loading.discard(job_id)
+        if aborted:
+            raise JobError(f"job {job_id} was aborted while party '{me}' loaded its data")
         addresses = {**peers, **self.config.peers}
         missing = [p.id for p in spec.parties if p.id != me and p.id not in addresses]
         if missing:
@@ -131,7 +137,12 @@ class PartyDaemon:
             if old is not None and old.thread is not None:
                 raise JobError(f"job {job_id} is already running on party '{me}'")
             self._ended.pop(job_id, None)
-            self._jobs[job_id] = RunningJob(job, mailbox, channel)
+            running = RunningJob(job, mailbox, channel)
+            self._jobs[job_id] = running
+        ttl = max(spec.train.timeout_s, PREPARED_TTL_S)
+        expiry = threading.Timer(ttl, self._expire_if_never_started, (job_id, running.prepared_at))
+        expiry.daemon = True
+        expiry.start()
         log.info("party %s: prepared (%d rows)", me, table.rows)
 
     def start(self, job_id: str) -> None:
@@ -156,6 +167,8 @@ class PartyDaemon:
 
     def abort(self, job_id: str, reason: str) -> None:
         with self._lock:
+            if job_id in self._preparing:
+                self._aborted_loading.add(job_id)
             running = self._jobs.pop(job_id, None)
             if running is not None:
                 self._ended_as(job_id, f"aborted: {reason or 'by the coordinator'}")
@@ -167,6 +180,26 @@ class PartyDaemon:
         """Jobs this party holds, including any whose data it is still loading."""
         with self._lock:
             return sorted(set(self._jobs) | self._preparing)
+
+    def started_jobs(self) -> list[str]:
+        """Jobs whose training StartJob started."""
+        with self._lock:
+            return sorted(j for j, r in self._jobs.items() if r.thread is not None)
+
+    def _expire_if_never_started(self, job_id: str, prepared_at: float) -> None:
+        """Drop a prepared job (and its table) that no StartJob followed in time: its
+        coordinator stopped while launching it."""
+        with self._lock:
+            running = self._jobs.get(job_id)
+            if running is None or running.prepared_at != prepared_at or running.thread is not None:
+                return
+            del self._jobs[job_id]
+            self._ended_as(job_id, "expired: never started")
+        running.mailbox.close("never started")
+        with job_context(job_id):
+            log.warning(
+                "party %s: dropped the job: prepared but never started", self.config.party_id
+            )
 
     # --- data plane ----------------------------------------------------------------
 

@@ -128,4 +128,5 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             party_id=cfg.party_id,
             datasets=sorted(cfg.datasets),
             running_jobs=self._d.running_jobs(),
+            started_jobs=self._d.started_jobs(),
         )

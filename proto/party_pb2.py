@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11proto/party.proto\x12\x06vfl.v1\"l\n\tPushChunk\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0e\n\x06sender\x18\x03 \x01(\t\x12\x10\n\x08receiver\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x12\n\ntotal_size\x18\x06 \x01(\x03\"!\n\x0cPushResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"0\n\x0bPeerAddress\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"p\n\x11PrepareJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\x12\"\n\x05peers\x18\x03 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\x12\x14\n\x0cresume_round\x18\x04 \x01(\x03\"\x14\n\x12PrepareJobResponse\"!\n\x0fStartJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x12\n\x10StartJobResponse\"1\n\x0f\x41\x62ortJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x12\n\x10\x41\x62ortJobResponse\"\x15\n\x13GetPartyInfoRequest\"P\n\x14GetPartyInfoResponse\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x61tasets\x18\x02 \x03(\t\x12\x14\n\x0crunning_jobs\x18\x03 \x03(\t\";\n\x16ListCheckpointsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\"0\n\x0e\x43heckpointInfo\x12\r\n\x05round\x18\x01 \x01(\x03\x12\x0f\n\x07problem\x18\x02 \x01(\t\"F\n\x17ListCheckpointsResponse\x12+\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x16.vfl.v1.CheckpointInfo2\xa3\x03\n\x0cPartyService\x12\x31\n\x04Push\x12\x11.vfl.v1.PushChunk\x1a\x14.vfl.v1.PushResponse(\x01\x12\x43\n\nPrepareJob\x12\x19.vfl.v1.PrepareJobRequest\x1a\x1a.vfl.v1.PrepareJobResponse\x12=\n\x08StartJob\x12\x17.vfl.v1.StartJobRequest\x1a\x18.vfl.v1.StartJobResponse\x12=\n\x08\x41\x62ortJob\x12\x17.vfl.v1.AbortJobRequest\x1a\x18.vfl.v1.AbortJobResponse\x12I\n\x0cGetPartyInfo\x12\x1b.vfl.v1.GetPartyInfoRequest\x1a\x1c.vfl.v1.GetPartyInfoResponse\x12R\n\x0fListCheckpoints\x12\x1e.vfl.v1.ListCheckpointsRequest\x1a\x1f.vfl.v1.ListCheckpointsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11proto/party.proto\x12\x06vfl.v1\"l\n\tPushChunk\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0e\n\x06sender\x18\x03 \x01(\t\x12\x10\n\x08receiver\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x12\n\ntotal_size\x18\x06 \x01(\x03\"!\n\x0cPushResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"0\n\x0bPeerAddress\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"p\n\x11PrepareJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\x12\"\n\x05peers\x18\x03 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\x12\x14\n\x0cresume_round\x18\x04 \x01(\x03\"\x14\n\x12PrepareJobResponse\"!\n\x0fStartJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x12\n\x10StartJobResponse\"1\n\x0f\x41\x62ortJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x12\n\x10\x41\x62ortJobResponse\"\x15\n\x13GetPartyInfoRequest\"f\n\x14GetPartyInfoResponse\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x61tasets\x18\x02 \x03(\t\x12\x14\n\x0crunning_jobs\x18\x03 \x03(\t\x12\x14\n\x0cstarted_jobs\x18\x04 \x03(\t\";\n\x16ListCheckpointsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\"0\n\x0e\x43heckpointInfo\x12\r\n\x05round\x18\x01 \x01(\x03\x12\x0f\n\x07problem\x18\x02 \x01(\t\"F\n\x17ListCheckpointsResponse\x12+\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x16.vfl.v1.CheckpointInfo2\xa3\x03\n\x0cPartyService\x12\x31\n\x04Push\x12\x11.vfl.v1.PushChunk\x1a\x14.vfl.v1.PushResponse(\x01\x12\x43\n\nPrepareJob\x12\x19.vfl.v1.PrepareJobRequest\x1a\x1a.vfl.v1.PrepareJobResponse\x12=\n\x08StartJob\x12\x17.vfl.v1.StartJobRequest\x1a\x18.vfl.v1.StartJobResponse\x12=\n\x08\x41\x62ortJob\x12\x17.vfl.v1.AbortJobRequest\x1a\x18.vfl.v1.AbortJobResponse\x12I\n\x0cGetPartyInfo\x12\x1b.vfl.v1.GetPartyInfoRequest\x1a\x1c.vfl.v1.GetPartyInfoResponse\x12R\n\x0fListCheckpoints\x12\x1e.vfl.v1.ListCheckpointsRequest\x1a\x1f.vfl.v1.ListCheckpointsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -52,13 +52,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETPARTYINFOREQUEST']._serialized_start=486
   _globals['_GETPARTYINFOREQUEST']._serialized_end=507
   _globals['_GETPARTYINFORESPONSE']._serialized_start=509
-  _globals['_GETPARTYINFORESPONSE']._serialized_end=589
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=591
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=650
-  _globals['_CHECKPOINTINFO']._serialized_start=652
-  _globals['_CHECKPOINTINFO']._serialized_end=700
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=702
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=772
-  _globals['_PARTYSERVICE']._serialized_start=775
-  _globals['_PARTYSERVICE']._serialized_end=1194
+  _globals['_GETPARTYINFORESPONSE']._serialized_end=611
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=613
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=672
+  _globals['_CHECKPOINTINFO']._serialized_start=674
+  _globals['_CHECKPOINTINFO']._serialized_end=722
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=724
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=794
+  _globals['_PARTYSERVICE']._serialized_start=797
+  _globals['_PARTYSERVICE']._serialized_end=1216
 # @@protoc_insertion_point(module_scope)

@@ -79,14 +79,16 @@ class GetPartyInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPartyInfoResponse(_message.Message):
-    __slots__ = ("party_id", "datasets", "running_jobs")
+    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_JOBS_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     datasets: _containers.RepeatedScalarFieldContainer[str]
     running_jobs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ...) -> None: ...
+    started_jobs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListCheckpointsRequest(_message.Message):
     __slots__ = ("job_id", "spec_json")

@@ -107,3 +107,79 @@ def test_a_killed_daemon_restarted_and_resumed_gives_the_uninterrupted_result(
                 assert torch.allclose(weights[name], tensor, rtol=0, atol=1e-6), (party, name)
     finally:
         daemons.stop()
+
+
+def test_a_coordinator_killed_while_parties_load_pauses_the_job_after_its_restart(
+    tmp_path,
+) -> None:
+    # Prepare: the shop's table has 30,000 more columns: seconds to load
+    rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
+    wide = tmp_path / "wide.csv"
+    ones = "," + ",".join(["1"] * 30_000)
+    header = rows[0] + "," + ",".join(f"w{i}" for i in range(30_000))
+    wide.write_text("\n".join([header, *(r + ones for r in rows[1:])]) + "\n")
+    datasets = {**DATASETS, "shop": {"breast": {"path": str(wide)}}}
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    daemons = Daemons(workdir)
+    daemons.start_coordinator()
+    for party, party_datasets in datasets.items():
+        daemons.start_party(party, party_datasets)
+    port = int(daemons.address.rsplit(":", 1)[1])
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.state == "ALIGNING")
+        # Execute: kill -9 the coordinator while the shop loads, then start it again
+        daemons.kill("coordinator")
+        daemons.start_coordinator(port)
+        view = daemons.wait(job_id, lambda v: v.state != "ALIGNING", timeout=60)
+        # Assert: paused, not stuck; no party keeps the prepared job and its table
+        assert view.state == "PAUSED", view.reason
+        assert "coordinator restarted" in view.reason and f"vfl resume {job_id}" in view.reason
+        out = daemons.vfl("resume", job_id, "--wait")
+        assert out.returncode == 0, out.stderr + daemons.logs()
+        assert "SUCCEEDED" in out.stdout
+    finally:
+        daemons.stop()
+
+
+def test_four_concurrent_jobs_one_party_killed_all_resume_to_their_alone_metrics(
+    tmp_path,
+) -> None:
+    # Prepare: four jobs (other seeds, other names), first each alone
+    specs = [
+        yaml.safe_dump({**JOB, "job": f"c{i}", "train": {**JOB["train"], "seed": i, "epochs": 6}})
+        for i in range(4)
+    ]
+    daemons = start(tmp_path / "run")
+    try:
+        with daemons.client() as client:
+            alone = []
+            for text in specs:
+                view = daemons.wait(
+                    client.submit(text), lambda v: v.state in ("SUCCEEDED", "FAILED")
+                )
+                assert view.state == "SUCCEEDED", view.reason
+                alone.append(dict(view.result.metrics))
+            # Execute: all four at once; kill -9 the shop once every job has a checkpoint
+            jobs = [client.submit(text) for text in specs]
+        for job_id in jobs:
+            daemons.wait(
+                job_id, lambda v: v.result.checkpoint_round >= 10 or v.state == "SUCCEEDED"
+            )
+        daemons.kill("shop")
+        daemons.start_party("shop", DATASETS["shop"])
+        for job_id in jobs:
+            view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "SUCCEEDED", "FAILED"))
+            if view.state == "PAUSED":
+                out = daemons.vfl("resume", job_id)
+                assert out.returncode == 0, out.stderr
+        # Assert: every job ends with the metrics it gets alone
+        for job_id, metrics in zip(jobs, alone, strict=True):
+            view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+            assert view.state == "SUCCEEDED", view.reason
+            for name, value in metrics.items():
+                assert abs(view.result.metrics[name] - value) <= 1e-6, (job_id, name)
+    finally:
+        daemons.stop()
