@@ -34,9 +34,9 @@ DATASETS = {
 SPEC_TEXT = yaml.safe_dump(JOB)
 
 
-def start(workdir) -> Daemons:
+def start(workdir, auto_resume: bool = False) -> Daemons:
     workdir.mkdir()
-    daemons = Daemons(workdir)
+    daemons = Daemons(workdir, auto_resume=auto_resume)
     daemons.start_coordinator()
     for party, datasets in DATASETS.items():
         daemons.start_party(party, datasets)
@@ -181,5 +181,22 @@ def test_four_concurrent_jobs_one_party_killed_all_resume_to_their_alone_metrics
             assert view.state == "SUCCEEDED", view.reason
             for name, value in metrics.items():
                 assert abs(view.result.metrics[name] - value) <= 1e-6, (job_id, name)
+    finally:
+        daemons.stop()
+
+
+def test_auto_resume_continues_a_paused_job_once_its_party_is_back(tmp_path, uninterrupted) -> None:
+    whole, _ = uninterrupted
+    daemons = start(tmp_path / "run", auto_resume=True)
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 20)
+        daemons.kill("shop")
+        daemons.wait(job_id, lambda v: v.state == "PAUSED")
+        daemons.start_party("shop", DATASETS["shop"])
+        view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+        assert view.state == "SUCCEEDED" and view.result.resumed_from >= 20, view.reason
+        assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
     finally:
         daemons.stop()

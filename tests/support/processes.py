@@ -20,14 +20,15 @@ VFL = [sys.executable, "-m", "coordinator.cli.main"]
 class Daemons:
     """A coordinator and party daemons in `workdir`, each a `vfl ... serve` process."""
 
-    def __init__(self, workdir: Path, grace_s: float = 2.0) -> None:
-        self.workdir, self.grace_s = workdir, grace_s
+    def __init__(self, workdir: Path, grace_s: float = 2.0, auto_resume: bool = False) -> None:
+        self.workdir, self.grace_s, self.auto_resume = workdir, grace_s, auto_resume
         self.procs: dict[str, subprocess.Popen] = {}
         self.address = ""
 
     def start_coordinator(self, port: int = 0) -> str:
         args = ["coordinator", "serve", "--db", str(self.workdir / "jobs.sqlite")]
         args += ["--listen", f"127.0.0.1:{port}", "--party-grace", str(self.grace_s)]
+        args += ["--auto-resume"] if self.auto_resume else []
         self.address = f"127.0.0.1:{self._spawn('coordinator', args)}"
         return self.address
 
