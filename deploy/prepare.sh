@@ -14,17 +14,18 @@ VFL=${VFL:-vfl}
 # coordinator, the operator (vfl submit/jobs/... as "admin"), and every party of job.yaml
 IDENTITIES="coordinator admin plant cooling drive"
 
-mkdir -p "$run/db" "$run/certs"
+mkdir -p "$run/db" "$run/certs" "$run/state/plant" "$run/state/cooling" "$run/state/drive"
 [ -f "$run/ca/ca.crt" ] || $VFL certs init "$run/ca" > /dev/null
 for id in $IDENTITIES; do
   [ -f "$run/certs/$id/$id.crt" ] ||
     $VFL certs issue "$run/ca" --party "$id" --bundle "$run/certs/$id" > /dev/null
 done
 
-# Containers run as a non-root uid that must read its key (mode 0600) and write the db.
+# Containers run as a non-root uid that must read its key (mode 0600) and write the db
+# and its party's state directory (checkpoints).
 if [ "$(id -u)" = 0 ]; then
   uid=10001 gid=10001
-  chown -R "$uid:$gid" "$run/certs" "$run/db"
+  chown -R "$uid:$gid" "$run/certs" "$run/db" "$run/state"
 else
   uid=$(id -u) gid=$(id -g)
 fi

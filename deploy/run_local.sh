@@ -36,6 +36,7 @@ pids+=($!)
 coordinator="127.0.0.1:$(wait_port coordinator)"
 for p in $PARTIES; do
   $VFL party serve --config "$here/parties/$p.yaml" --tls "$work/certs/$p" \
+    --state-dir "$work/state/$p" \
     --coordinator "$coordinator" --port-file "$work/$p.port" --parent-pid $$ \
     2> "$work/$p.log" &
   pids+=($!)

@@ -187,15 +187,17 @@ class PartyJob:
         return make_test_plan(rows, test_rows, t.batch_size, t.epochs, t.seed, v.every)
 
     def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
-        """KEYING (blindfl: keys, their exchange and the layers' setup), then TRAINING."""
+        """KEYING (blindfl: keys, their exchange and the layers' setup; on resume, the keys
+        and layers of the checkpoint, with nothing exchanged), then TRAINING."""
         if self.spec.protocol == "blindfl":
             reporter.stage(KEYING)
         trainer = trainers.make(ctx, self.role, labels, val_labels)
         try:
-            trainer.setup()
             if self.resume is not None and isinstance(ctx.checkpoints, JobCheckpoints):
-                trainer.load_state_dict(ctx.checkpoints.trainer_state(self.resume))
+                trainer.restore(ctx.checkpoints.trainer_state(self.resume))
                 log.info("party %s: resumed after round %d", self.party_id, self.resume_round)
+            else:
+                trainer.setup()
             reporter.stage(TRAINING)
             return trainer.run()
         finally:

@@ -7,6 +7,8 @@ SecureError                 base of everything raised here
 ├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
 ├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
 ├── KeyError_               a key is missing, malformed or below the minimum size
+├── StateError              a source layer's saved state does not fit the layer it is
+│                           loaded into (another key, size, shape or corrupt values)
 ├── CertError               a CA or certificate is missing, invalid, expired or would be
 │                           overwritten (`secure.pki.certs`)
 ├── ConfigError             a SecureConfig field or a layer's set-up argument (sizes, party
@@ -47,6 +49,11 @@ class PayloadError(SecureError):
 
 class KeyError_(SecureError):  # noqa: N801 - avoid shadowing the builtin KeyError
     """A key is missing, malformed or too small."""
+
+
+class StateError(SecureError):
+    """A source layer's saved state (`state_dict()`) cannot be loaded into this layer: it
+    was written under another key pair or layer shape, or its values are corrupt."""
 
 
 class PsiError(SecureError):

@@ -4,9 +4,11 @@
 
 The body is `torch.save` of plain values (tensors, numbers, strings, bytes, lists, dicts)
 and is read back with `torch.load(weights_only=True)`, which refuses anything else: a
-checkpoint file can never run code. numpy arrays and gmpy2 integers are stored as tagged
-tensors and bytes (`to_plain` / `from_plain`). A file whose hash does not match its body
-(a torn or edited write) is refused with a named error before it is unpickled.
+checkpoint file can never run code. numpy arrays, gmpy2 integers and ciphertext matrices
+(e.g. the encrypted derivatives a blindfl passive party caches for CELU) are stored as
+tagged tensors, bytes and plain fields (`to_plain` / `from_plain`). A file whose hash
+does not match its body (a torn or edited write) is refused with a named error before it
+is unpickled.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import torch
 from gmpy2 import mpz
 
 from party.errors import CheckpointError
+from secure.paillier.cipher_matrix import CipherMatrix, join_blob, split_blob
+from secure.paillier.keys import PublicKey
 
 MAGIC = b"VFLCKPT1"
 _HEAD = len(MAGIC) + 32
@@ -78,7 +82,10 @@ def decode_checkpoint(data: bytes, where: str) -> Checkpoint:
 
 
 def to_plain(value: Any) -> Any:
-    """numpy arrays and gmpy2 integers as tagged plain values; the rest as it is."""
+    """numpy arrays, gmpy2 integers and ciphertext matrices as tagged plain values; the
+    rest as it is."""
+    if isinstance(value, CipherMatrix):
+        return {"__ciphertexts__": _cipher_fields(value)}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
     if isinstance(value, type(mpz(0))):
@@ -98,7 +105,30 @@ def from_plain(value: Any) -> Any:
             return value["__ndarray__"].numpy()
         if set(value) == {"__mpz__"}:
             return mpz(int.from_bytes(value["__mpz__"], "big"))
+        if set(value) == {"__ciphertexts__"}:
+            return _cipher_matrix(value["__ciphertexts__"])
         return {k: from_plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(from_plain(v) for v in value)
     return value
+
+
+def _cipher_fields(matrix: CipherMatrix) -> dict[str, Any]:
+    n = int(matrix.key.n)
+    return {
+        "n": n.to_bytes((n.bit_length() + 7) // 8, "big"),
+        "owner": matrix.key_owner,
+        "shape": list(matrix.shape),
+        "slots": matrix.slots,
+        "scale_bits": matrix.scale_bits,
+        "blob": join_blob(matrix.rows, matrix.key),
+    }
+
+
+def _cipher_matrix(fields: dict[str, Any]) -> CipherMatrix:
+    key = PublicKey(mpz(int.from_bytes(fields["n"], "big")), str(fields["owner"]))
+    rows, cols = (int(d) for d in fields["shape"])
+    values = split_blob(fields["blob"], key, cols) if cols else [[] for _ in range(rows)]
+    if values is None or len(values) != rows:
+        raise ValueError("a saved ciphertext matrix is corrupt")
+    return CipherMatrix(values, cols, key, int(fields["slots"]), int(fields["scale_bits"]))

@@ -1,6 +1,8 @@
-"""Which trainer a party runs, by protocol and role."""
+"""Which trainer a party runs, by protocol and role, and what every trainer offers."""
 
 from __future__ import annotations
+
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -11,7 +13,21 @@ from party.training.split.passive import PassiveTrainer
 from party.training.task import make_task
 
 
-def make(ctx: RoleContext, role: str, labels: np.ndarray | None, val_labels: np.ndarray | None):
+class Trainer(Protocol):
+    """One party's training role. A job calls `setup()` (keys and layers, exchanged with
+    the peers) or, to resume, `restore(state)` with a `state_dict()` from its checkpoint
+    (nothing exchanged), then `run()`, and `close()` in the end."""
+
+    def setup(self) -> None: ...
+    def restore(self, state: dict[str, Any]) -> None: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def run(self) -> dict: ...
+    def close(self) -> None: ...
+
+
+def make(
+    ctx: RoleContext, role: str, labels: np.ndarray | None, val_labels: np.ndarray | None
+) -> Trainer:
     """Build the trainer of this party (split or blindfl; active or passive)."""
     blind = ctx.spec.protocol == "blindfl"
     if role != "active":

@@ -1,6 +1,6 @@
-"""`CipherMatrix`: a matrix of packed Paillier ciphertexts under one key.
-
-Its strict wire form is `secure.wire.ciphertexts`.
+"""`CipherMatrix`: a matrix of packed Paillier ciphertexts under one key, and the blob
+form of ciphertext rows (fixed-width big-endian integers, row-major) shared by the wire
+(`secure.wire.ciphertexts`) and layer checkpoints (`secure.source_layers.state`).
 """
 
 from __future__ import annotations
@@ -29,3 +29,21 @@ class CipherMatrix:
     @property
     def key_owner(self) -> str:
         return self.key.owner
+
+
+def join_blob(rows: list[list[mpz]], key: PublicKey) -> bytes:
+    """Ciphertext rows as one blob of `key.width`-byte big-endian integers, row-major."""
+    width = key.width
+    return b"".join(c.to_bytes(width, "big") for row in rows for c in row)
+
+
+def split_blob(blob: bytes, key: PublicKey, cols: int) -> list[list[mpz]] | None:
+    """The rows of `cols` ciphertexts in a `join_blob` blob, or None if the blob does not
+    split into whole rows or holds a value outside [1, n^2) (the caller names the error)."""
+    width, nsquare = key.width, key.nsquare
+    if cols < 1 or len(blob) % (width * cols):
+        return None
+    values = [mpz.from_bytes(blob[i : i + width], "big") for i in range(0, len(blob), width)]
+    if any(not 0 < c < nsquare for c in values):
+        return None
+    return [values[r : r + cols] for r in range(0, len(values), cols)]

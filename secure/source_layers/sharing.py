@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 import numpy as np
 
+from secure.errors import StateError
 from secure.paillier.keys import PrivateKey
 
 SEED_BYTES = 32
@@ -42,6 +44,27 @@ class ZeroSumMasks:
     @property
     def active(self) -> bool:
         return bool(self._seeds)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The pair seeds and the step counter, for a checkpoint between rounds (every
+        passive party saves the same counter there, so masks keep cancelling)."""
+        seeds = {pid: {"sign": sign, "seed": seed} for pid, (sign, seed) in self._seeds.items()}
+        return {"seeds": seeds, "counter": self._counter}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ZeroSumMasks:
+        """Raises:
+        StateError: a malformed seed. KeyError, TypeError: not a `state_dict()`.
+        """
+        seeds = {
+            str(pid): (int(entry["sign"]), bytes(entry["seed"]))
+            for pid, entry in state["seeds"].items()
+        }
+        if any(sign not in (1, -1) or len(seed) != SEED_BYTES for sign, seed in seeds.values()):
+            raise StateError("a saved pair seed of the zero-sum masks is malformed")
+        masks = cls(seeds)
+        masks._counter = int(state["counter"])
+        return masks
 
     def next_masks(self, tag: str, rows: int, cols: int, modulus: int) -> list[list[int]]:
         """This party's mask for its next forward step (all parties call it in step)."""

@@ -14,7 +14,7 @@ from gmpy2 import mpz
 
 from proto import common_pb2
 from secure.errors import PayloadError
-from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.cipher_matrix import CipherMatrix, join_blob, split_blob
 from secure.paillier.keys import PublicKey
 
 Payload = common_pb2.Payload
@@ -22,12 +22,10 @@ Payload = common_pb2.Payload
 
 def ciphertexts_to_payload(matrix: CipherMatrix) -> Payload:
     """Serialise as one fixed-width big-endian blob."""
-    width = matrix.key.width
-    blob = b"".join(c.to_bytes(width, "big") for row in matrix.rows for c in row)
     message = common_pb2.Ciphertexts(
-        width=width,
+        width=matrix.key.width,
         shape=list(matrix.shape),
-        blob=blob,
+        blob=join_blob(matrix.rows, matrix.key),
         slots=matrix.slots,
         scale_bits=matrix.scale_bits,
         key_owner=matrix.key_owner,
@@ -98,12 +96,10 @@ def _check_shape(
 
 
 def _split(blob: bytes, key: PublicKey, dims: list[int]) -> list[list[mpz]]:
-    width, nsquare = key.width, key.nsquare
-    values = [mpz.from_bytes(blob[i : i + width], "big") for i in range(0, len(blob), width)]
-    if any(not 0 < c < nsquare for c in values):
+    rows = split_blob(blob, key, dims[1]) if dims[1] else [[] for _ in range(dims[0])]
+    if rows is None:
         raise PayloadError(
             f"a ciphertext lies outside [1, n^2) of the key of '{key.owner}'; "
             "the payload is corrupt"
         )
-    cols = dims[1]
-    return [values[r * cols : (r + 1) * cols] for r in range(dims[0])]
+    return rows

@@ -10,7 +10,7 @@ import yaml
 
 from coordinator.spec import parse_spec_text
 from party.state import StateDir
-from tests.support.data import FATE
+from tests.support.data import breast_datasets_config
 from tests.support.processes import Daemons
 
 pytestmark = pytest.mark.subprocess
@@ -27,10 +27,7 @@ JOB = {
     "validation": {"every": 10},
     "network": {"bandwidth_mbps": 200, "rtt_ms": 40},  # ~40 ms a round: time to kill
 }
-DATASETS = {
-    "bank": {"breast": {"path": str(FATE / "breast_hetero_guest.csv"), "label": "y"}},
-    "shop": {"breast": {"path": str(FATE / "breast_hetero_host.csv")}},
-}
+DATASETS = breast_datasets_config()
 SPEC_TEXT = yaml.safe_dump(JOB)
 
 

@@ -93,8 +93,9 @@ def test_small_keys_need_the_named_test_setting() -> None:
         )
 
 
-def categorical_job(tmp_path, protocol: str):
-    """The passive party holds three categorical fields whose values drive the label."""
+def categorical_job(tmp_path, protocol: str, **extra):
+    """The passive party holds three categorical fields whose values drive the label
+    (`extra`: spec sections that replace the defaults below)."""
     import numpy as np
 
     rng = np.random.default_rng(5)
@@ -140,6 +141,7 @@ def categorical_job(tmp_path, protocol: str):
             },
             "train": {"epochs": 3, "batch_size": 128, "lr": 0.1},
             "validation": {"every": 4},
+            **extra,
         }
     )
     return spec, datasets

@@ -8,12 +8,16 @@ import stat
 
 import pytest
 import torch
+from gmpy2 import mpz
 
 from coordinator.spec import parse_spec
 from party.errors import CheckpointError
 from party.state import Checkpoint, StateDir
 from secure.channel import InProcessHub
 from secure.errors import ChannelClosed
+from secure.paillier.cipher_matrix import CipherMatrix
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import PublicKey
 from tests.support.data import breast
 from tests.support.harness import run_inprocess
 
@@ -89,6 +93,20 @@ def test_a_checkpoint_of_another_spec_or_a_missing_round_is_named(tmp_path) -> N
         CheckpointError, match=r"round 20 is missing \(this party holds rounds \[10\]\)"
     ):
         state.load("job", 20, "h", "bank")
+
+
+def test_ciphertext_matrices_round_trip_as_plain_fields(tmp_path) -> None:
+    # Prepare: a cached [[eta G]] as a blindfl passive party's CELU table holds it
+    key = PublicKey(mpz(1000003) * mpz(1000033), "bank")
+    rows = [Paillier(key).encrypt([1, 2]), Paillier(key).encrypt([3, 4])]
+    cached = CipherMatrix(rows, 2, key, 5, 20)
+    state = StateDir(tmp_path)
+    state.save(Checkpoint("job", "h", "shop", 10, {"entries": [[7, cached]]}))
+    # Execute
+    back = state.load("job", 10, "h", "shop").state["entries"][0][1]
+    # Assert
+    assert (back.rows, back.cols, back.slots, back.scale_bits) == (rows, 2, 5, 20)
+    assert (back.key.n, back.key_owner) == (key.n, "bank")
 
 
 def final_state(state: StateDir, rnd: int, spec) -> dict:

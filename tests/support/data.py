@@ -24,3 +24,11 @@ def breast() -> dict[str, dict[str, TableSource]]:
         "bank": {"d": TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")},
         "shop": {"d": TableSource(path=str(FATE / "breast_hetero_host.csv"))},
     }
+
+
+def breast_datasets_config() -> dict[str, dict[str, dict]]:
+    """The breast tables as each party's config exposes them (dataset "breast")."""
+    return {
+        "bank": {"breast": {"path": str(FATE / "breast_hetero_guest.csv"), "label": "y"}},
+        "shop": {"breast": {"path": str(FATE / "breast_hetero_host.csv")}},
+    }

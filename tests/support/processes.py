@@ -32,12 +32,16 @@ class Daemons:
         self.address = f"127.0.0.1:{self._spawn('coordinator', args)}"
         return self.address
 
-    def start_party(self, party_id: str, datasets: dict[str, dict]) -> int:
+    def start_party(
+        self, party_id: str, datasets: dict[str, dict], audit: Path | None = None
+    ) -> int:
+        """`vfl party serve` (with `--audit DIR`: the wire audit of every envelope)."""
         config = self.workdir / f"{party_id}.yaml"
         if not config.exists():
             body = {"party": party_id, "coordinator": self.address, "datasets": datasets}
             config.write_text(yaml.safe_dump(body))
-        return self._spawn(party_id, ["party", "serve", "--config", str(config)])
+        args = ["party", "serve", "--config", str(config)]
+        return self._spawn(party_id, args + (["--audit", str(audit)] if audit else []))
 
     def kill(self, name: str) -> None:
         """kill -9: no clean-up, no goodbye."""

@@ -4,6 +4,7 @@ loss and its derivative dL/dZ back into the layers; CELU on cached (Z, G)."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import torch
@@ -11,14 +12,22 @@ from torch import nn
 
 from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
-from party.training.blindfl.common import close_layers, features, secure_config
+from party.errors import JobError
+from party.training.blindfl.common import (
+    close_layers,
+    features,
+    load_layer,
+    saved_keypair,
+    secure_config,
+)
 from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs, make_optimizer, seeded_mlp
 from party.training.split.active import history_entry
 from party.training.task import Task
-from secure.paillier.keys import generate_keypair
+from secure.paillier.keys import KeyPair, generate_keypair
 from secure.source_layers.embed import ActiveEmbedLayer
 from secure.source_layers.matmul import ActiveSourceLayer
+from secure.source_layers.state import keypair_state
 from secure.wire.payload import layer_setup_from_payload
 
 
@@ -31,10 +40,12 @@ class BlindActiveTrainer:
         self.y, self.val_y = task.encode(labels), task.encode(val_labels)
         h = s.model.source.out_dim
         self.config = secure_config(ctx, ctx.inputs)
-        self.keypair = generate_keypair(ctx.party_id, self.config)  # shared by both layers
+        self.keypair: KeyPair | None = None  # shared by both layers
+        self.layouts: dict[str, dict[str, Any]] = {}  # each passive party's inputs
         self.src: ActiveSourceLayer | None = None
         self.embed: ActiveEmbedLayer | None = None
         self.own: nn.Module | None = None  # B's own features when no passive has dense ones
+        self.opt: torch.optim.Optimizer | None = None
         identity = not s.model.top.hidden and h == task.out_dim
         self.top: nn.Module = (
             nn.Identity()
@@ -49,41 +60,83 @@ class BlindActiveTrainer:
 
     def run(self) -> dict:
         self.started, self.val_seconds = time.monotonic(), 0.0
-        result = train_rounds(self.ctx, self.updater, self.step, self.validate)
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
         return {**result, "metrics": self.metrics, "history": self.history}
 
     def close(self) -> None:
         close_layers(self.src, self.embed)
 
     def setup(self) -> None:
-        """Exchange keys and set up the source layers (the KEYING stage)."""
-        ch, s = self.ctx.channel, self.ctx.spec
-        layouts = {
-            p.id: layer_setup_from_payload(ch.recv(p.id, "layout", self.ctx.timeout), "layout")
-            for p in s.passives
-        }
-        dense_ids = [pid for pid, lay in layouts.items() if lay.dense > 0]
-        h, d_b = s.model.source.out_dim, self.ctx.inputs.dense.shape[1]
-        if dense_ids:
-            self.src = ActiveSourceLayer(
-                ch, dense_ids, d_b, h, self.config, s.train.seed, keypair=self.keypair
-            )
+        """Generate this party's key pair, exchange keys and set up the source layers (the
+        KEYING stage)."""
+        ch = self.ctx.channel
+        layouts = {}
+        for p in self.ctx.spec.passives:
+            lay = layer_setup_from_payload(ch.recv(p.id, "layout", self.ctx.timeout), "layout")
+            layouts[p.id] = {"dense": int(lay.dense), "vocab": [int(v) for v in lay.vocab_sizes]}
+        self._build(layouts, generate_keypair(self.ctx.party_id, self.config))
+        if self.src is not None:
             self.src.setup("src")
-        else:
-            self.own = seeded_mlp(s.train.seed, self.ctx.party_id, d_b, (), h)
-        fields = {pid: list(lay.vocab_sizes) for pid, lay in layouts.items() if lay.vocab_sizes}
-        if fields:
-            self.embed = ActiveEmbedLayer(
-                ch,
-                list(fields),
-                fields,
-                s.model.source.embedding_dim,
-                h,
-                self.config,
-                s.train.seed,
-                keypair=self.keypair,
-            )
+        if self.embed is not None:
             self.embed.setup("emb")
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` instead of `setup()`: the key pair, the passive
+        parties' layouts and keys, the layers' shares, the top model (and B's own part),
+        the optimiser and the local-update state come from the checkpoint; nothing is
+        exchanged.
+
+        Raises:
+            CheckpointError: the checkpoint holds other layers than the layouts call for.
+            StateError, KeyError_: a layer's saved state does not fit it.
+        """
+        self._build(dict(state["layouts"]), saved_keypair(self.ctx, self.config, state))
+        load_layer(self.ctx, "src", self.src, state)
+        load_layer(self.ctx, "embed", self.embed, state)
+        if self.own is not None:
+            self.own.load_state_dict(state["own"])
+        self.top.load_state_dict(state["top"])
+        if self.opt is not None:
+            self.opt.load_state_dict(state["opt"])
+        self.updater.load_state_dict(state["updater"])
+        self.metrics, self.history = dict(state["metrics"]), list(state["history"])
+
+    def state_dict(self) -> dict[str, Any]:
+        """Key pair, layouts, both layers' state, top model, B's own part, optimiser,
+        local-update state and validations so far (a checkpoint)."""
+        if self.keypair is None:
+            raise JobError("a blindfl trainer has no state before setup() or restore()")
+        return {
+            "keypair": keypair_state(self.keypair),
+            "layouts": self.layouts,
+            "src": None if self.src is None else self.src.state_dict(),
+            "embed": None if self.embed is None else self.embed.state_dict(),
+            "own": None if self.own is None else self.own.state_dict(),
+            "top": self.top.state_dict(),
+            "opt": None if self.opt is None else self.opt.state_dict(),
+            "updater": self.updater.state_dict(),
+            "metrics": dict(self.metrics),
+            "history": list(self.history),
+        }
+
+    def _build(self, layouts: dict[str, dict[str, Any]], keypair: KeyPair) -> None:
+        """The layers the passive parties' layouts call for, under `keypair`; B's own
+        linear part when no passive party has dense columns; the optimiser."""
+        ch, s, config = self.ctx.channel, self.ctx.spec, self.config
+        self.keypair, self.layouts = keypair, layouts
+        passives = [p.id for p in s.passives]
+        dense_ids = [pid for pid in passives if layouts[pid]["dense"] > 0]
+        h, d_b, seed = s.model.source.out_dim, self.ctx.inputs.dense.shape[1], s.train.seed
+        if dense_ids:
+            self.src = ActiveSourceLayer(ch, dense_ids, d_b, h, config, seed, keypair=keypair)
+        else:
+            self.own = seeded_mlp(seed, self.ctx.party_id, d_b, (), h)
+        fields = {pid: list(layouts[pid]["vocab"]) for pid in passives if layouts[pid]["vocab"]}
+        if fields:
+            emb = s.model.source.embedding_dim
+            self.embed = ActiveEmbedLayer(
+                ch, list(fields), fields, emb, h, config, seed, keypair=keypair
+            )
         params = list(self.top.parameters()) + (
             list(self.own.parameters()) if self.own is not None else []
         )

@@ -1,16 +1,25 @@
 """What both roles of `protocol: blindfl` share: the secure settings from a party's inputs,
-its feature matrix, closing its layers."""
+its feature matrix, its key pair and layers across a checkpoint, closing its layers."""
 
 from __future__ import annotations
+
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
 
+from party.errors import CheckpointError
 from party.training.context import RoleContext
 from party.training.models import Inputs
 from secure.config import SecureConfig
+from secure.paillier.keys import KeyPair
+from secure.source_layers.state import keypair_from_state
 
 SPARSE_DENSITY = 0.3
+
+
+class SavedLayer(Protocol):
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
@@ -33,6 +42,33 @@ def features(inputs: Inputs, rows: np.ndarray):
     if x.size and np.count_nonzero(x) / x.size < SPARSE_DENSITY:
         return sp.csr_matrix(x)
     return x
+
+
+def saved_keypair(ctx: RoleContext, config: SecureConfig, state: dict[str, Any]) -> KeyPair:
+    """This party's own key pair from its checkpoint (never from anywhere else).
+
+    Raises:
+        StateError, KeyError_: the key pair of another party or size, or corrupt.
+    """
+    return keypair_from_state(state["keypair"], ctx.party_id, config)
+
+
+def load_layer(ctx: RoleContext, name: str, layer: SavedLayer | None, state: dict) -> None:
+    """Load `state[name]` into `layer` (either both exist or neither).
+
+    Raises:
+        CheckpointError: the checkpoint has that layer and the party not, or the reverse.
+        StateError, KeyError_: the saved state does not fit the layer.
+    """
+    saved = state.get(name)
+    if (layer is None) != (saved is None):
+        has = "holds" if saved is not None else "lacks"
+        raise CheckpointError(
+            f"party '{ctx.party_id}': its checkpoint {has} a '{name}' source layer, which "
+            "its data does not call for now; restart the job"
+        )
+    if layer is not None:
+        layer.load_state_dict(saved)
 
 
 def close_layers(*layers) -> None:

@@ -3,17 +3,26 @@ categorical fields in the Embed-MatMul layer; it only ever sees ciphertexts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from celu.workset import CachedBatch
 from party.errors import JobError
-from party.training.blindfl.common import close_layers, features, secure_config
+from party.training.blindfl.common import (
+    close_layers,
+    features,
+    load_layer,
+    saved_keypair,
+    secure_config,
+)
 from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs
 from proto import common_pb2
-from secure.paillier.keys import generate_keypair
+from secure.paillier.keys import KeyPair, generate_keypair
 from secure.source_layers.embed import PassiveEmbedLayer
 from secure.source_layers.matmul import PassiveSourceLayer
+from secure.source_layers.state import keypair_state
 from secure.wire.payload import layer_setup_to_payload
 
 
@@ -24,50 +33,19 @@ class BlindPassiveTrainer:
     def __init__(self, ctx: RoleContext) -> None:
         s, src = ctx.spec, ctx.spec.model.source
         self.ctx = ctx
-        config = secure_config(ctx, ctx.inputs)
-        keypair = generate_keypair(ctx.party_id, config)
-        d = ctx.inputs.dense.shape[1]
-        if d == 0 and ctx.inputs.cat is None:
+        self.config = secure_config(ctx, ctx.inputs)
+        if ctx.inputs.dense.shape[1] == 0 and ctx.inputs.cat is None:
             raise JobError(f"party '{ctx.party_id}' has no features to train on")
-        self.src = (
-            None
-            if d == 0
-            else PassiveSourceLayer(
-                ctx.channel, s.active.id, d, src.out_dim, config, s.train.seed, keypair=keypair
-            )
-        )
-        self.embed = (
-            None
-            if ctx.inputs.cat is None
-            else PassiveEmbedLayer(
-                ctx.channel,
-                s.active.id,
-                list(ctx.inputs.cardinalities),
-                src.embedding_dim,
-                src.out_dim,
-                config,
-                s.train.seed,
-                keypair=keypair,
-            )
-        )
+        self.keypair: KeyPair | None = None  # shared by both layers
+        self.src: PassiveSourceLayer | None = None
+        self.embed: PassiveEmbedLayer | None = None
         self.lr = src.lr or s.train.lr  # B builds the rate into [[lr G]]
         self.updater = ctx.local_updater(self.local_update)
 
-    def run(self) -> dict:
-        return train_rounds(self.ctx, self.updater, self.step, self.validate)
-
-    def close(self) -> None:
-        close_layers(self.src, self.embed)
-
-    def step(self, rnd: int, rows: np.ndarray) -> None:
-        m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
-        self.updater.record_round(rnd, rows, m3)
-
-    def validate(self, rnd: int) -> None:
-        self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
-
     def setup(self) -> None:
-        """Exchange keys and set up the source layers (the KEYING stage)."""
+        """Generate this party's key pair, exchange keys and set up the source layers (the
+        KEYING stage)."""
+        self._build(generate_keypair(self.ctx.party_id, self.config))
         inputs = self.ctx.inputs
         layout = common_pb2.InputLayout(
             dense=inputs.dense.shape[1], vocab_sizes=list(inputs.cardinalities)
@@ -79,6 +57,63 @@ class BlindPassiveTrainer:
             self.src.setup("src")
         if self.embed is not None:
             self.embed.setup("emb")
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` instead of `setup()`: the key pair, the layers'
+        shares and the active party's key come from the checkpoint; nothing is exchanged.
+
+        Raises:
+            CheckpointError: the checkpoint holds other layers than this party runs.
+            StateError, KeyError_: a layer's saved state does not fit it.
+        """
+        self._build(saved_keypair(self.ctx, self.config, state))
+        load_layer(self.ctx, "src", self.src, state)
+        load_layer(self.ctx, "embed", self.embed, state)
+        self.updater.load_state_dict(state["updater"])
+
+    def state_dict(self) -> dict[str, Any]:
+        """Key pair, both layers' state and the local-update state (a checkpoint)."""
+        if self.keypair is None:
+            raise JobError("a blindfl trainer has no state before setup() or restore()")
+        return {
+            "keypair": keypair_state(self.keypair),
+            "src": None if self.src is None else self.src.state_dict(),
+            "embed": None if self.embed is None else self.embed.state_dict(),
+            "updater": self.updater.state_dict(),
+        }
+
+    def _build(self, keypair: KeyPair) -> None:
+        """The layers this party's inputs call for, under `keypair`."""
+        ctx, s, src = self.ctx, self.ctx.spec, self.ctx.spec.model.source
+        self.keypair, d = keypair, ctx.inputs.dense.shape[1]
+        if d > 0:
+            self.src = PassiveSourceLayer(
+                ctx.channel, s.active.id, d, src.out_dim, self.config, s.train.seed, keypair=keypair
+            )
+        if ctx.inputs.cat is not None:
+            self.embed = PassiveEmbedLayer(
+                ctx.channel,
+                s.active.id,
+                list(ctx.inputs.cardinalities),
+                src.embedding_dim,
+                src.out_dim,
+                self.config,
+                s.train.seed,
+                keypair=keypair,
+            )
+
+    def run(self) -> dict:
+        return train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
+
+    def close(self) -> None:
+        close_layers(self.src, self.embed)
+
+    def step(self, rnd: int, rows: np.ndarray) -> None:
+        m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
+        self.updater.record_round(rnd, rows, m3)
+
+    def validate(self, rnd: int) -> None:
+        self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
 
     def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, train: bool = False):
         x = features(inputs, rows)

@@ -72,7 +72,8 @@ class ActiveTrainer:
             "history": list(self.history),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` (instead of `setup()`)."""
         if self.bottom is not None:
             self.bottom.load_state_dict(state["bottom"])
         self.top.load_state_dict(state["top"])

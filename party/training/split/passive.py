@@ -49,7 +49,8 @@ class PassiveTrainer:
             "updater": self.updater.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` (instead of `setup()`)."""
         self.bottom.load_state_dict(state["bottom"])
         self.opt.load_state_dict(state["opt"])
         self.updater.load_state_dict(state["updater"])

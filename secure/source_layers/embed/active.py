@@ -23,7 +23,7 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import ConfigError, PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError, StateError
 from secure.paillier.encoding import decode, encode, to_signed
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair
@@ -48,6 +48,15 @@ from secure.source_layers.embed.setup import (
 from secure.source_layers.embed.tables import table_rows
 from secure.source_layers.seeds import relay_pair_seeds
 from secure.source_layers.sharing import private_rng
+from secure.source_layers.state import (
+    LayerState,
+    check_own_key,
+    modulus_state,
+    params_from_state,
+    params_state,
+    public_key_from_state,
+    reading,
+)
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 
@@ -192,6 +201,49 @@ class ActiveEmbedLayer(LayerRole):
             link.send_steps(tag, own, shares[pid], g)
         for link in self._links.values():
             link.apply_weight_step(tag, own)
+
+    def state_dict(self) -> LayerState:
+        """The parameters, and per passive party its fields, public key, [[W]]_A and
+        [[W^T]]_A, as plain values (`secure.source_layers.state`); call between rounds.
+
+        Raises:
+            SecureError: setup() has not run.
+        """
+        self._require_setup()
+        return {
+            "key": modulus_state(self._crypto.keypair.public),
+            "params": params_state(self.params),
+            "fields": {pid: list(sizes) for pid, sizes in self.fields.items()},
+            "links": {pid: link.state_dict() for pid, link in self._links.items()},
+        }
+
+    def load_state_dict(self, state: LayerState) -> None:
+        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+
+        Raises:
+            StateError: saved with another key pair or for another layer, or corrupt.
+            KeyError_: a saved key below the minimum size.
+            SecureError: setup() or load_state_dict() has run already.
+        """
+        if self._links:
+            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
+        what = "the saved state of the active Embed-MatMul layer"
+        with reading(what):
+            check_own_key(state["key"], self._crypto.keypair.public, what)
+            params = params_from_state(EmbedParams, state["params"], what)
+            fields = {pid: tuple(int(v) for v in sizes) for pid, sizes in state["fields"].items()}
+            if params != self.params or fields != self.fields:
+                raise StateError(f"{what} is of another layer, configuration or vocabulary")
+            links = {pid: self._load_link(pid, state["links"][pid], what) for pid in self._ids}
+        self._links = links
+
+    def _load_link(self, pid: str, saved: LayerState, what: str) -> PassiveLink:
+        key = public_key_from_state(saved["key"], pid, self.config)
+        wire = Wire(self.channel, pid, self.config.timeout_s, self._crypto)
+        he = self._crypto.add_peer(key)
+        link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
+        link.load_state_dict(saved, what)
+        return link
 
     def _require_setup(self) -> None:
         if len(self._links) != len(self._ids):

@@ -33,6 +33,12 @@ from secure.source_layers.embed.packing import (
 )
 from secure.source_layers.embed.setup import EmbedParams
 from secure.source_layers.embed.tables import segment_rows
+from secure.source_layers.state import (
+    LayerState,
+    cipher_from_state,
+    cipher_state,
+    modulus_state,
+)
 
 
 class PassiveLink:
@@ -64,6 +70,26 @@ class PassiveLink:
         wt_a = self.wire.recv(f"{p}/wt_a", pk, shape, d_lay.slots, f_w)
         self.w_a = add_plain_rows(self.he, w_a.rows, h_lay.pack(w_b.tolist()))
         self.wt_a = add_plain_rows(self.he, wt_a.rows, d_lay.pack(w_b.T.tolist()))
+
+    def state_dict(self) -> LayerState:
+        """That party's public key and B's [[W]]_A and [[W^T]]_A."""
+        pk = self.he.pk
+        return {
+            "key": modulus_state(pk),
+            "w_a": cipher_state(self.w_a, pk),
+            "wt_a": cipher_state(self.wt_a, pk),
+        }
+
+    def load_state_dict(self, saved: LayerState, what: str) -> None:
+        """[[W]]_A and [[W^T]]_A from a `state_dict()` (its key is this link's already).
+
+        Raises:
+            StateError: another shape, or not ciphertexts of that party's key.
+        """
+        pk, peer = self.he.pk, self.wire.peer
+        h_shape, d_shape = (self.in_dim, self.h_lay.cols), (self.params.out_dim, self.d_lay.cols)
+        self.w_a = cipher_from_state(saved["w_a"], pk, h_shape, f"{what}: [[W]] of '{peer}'")
+        self.wt_a = cipher_from_state(saved["wt_a"], pk, d_shape, f"{what}: [[W^T]] of '{peer}'")
 
     def receive_embeddings(self, tag: str, own: Paillier, n: int | None) -> np.ndarray:
         """Decrypt e = [[E^B - R]]_B to B's share E'_B (N x F*k int64).

@@ -19,7 +19,7 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import ConfigError, PayloadError, SecureError
+from secure.errors import ConfigError, PayloadError, SecureError, StateError
 from secure.paillier.encoding import encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PublicKey
@@ -53,6 +53,18 @@ from secure.source_layers.embed.setup import (
 from secure.source_layers.embed.tables import EncryptedTables, segment_rows
 from secure.source_layers.seeds import agree_pair_seeds
 from secure.source_layers.sharing import ZeroSumMasks, private_rng
+from secure.source_layers.state import (
+    LayerState,
+    array_from_state,
+    check_own_key,
+    cipher_from_state,
+    cipher_state,
+    modulus_state,
+    params_from_state,
+    params_state,
+    public_key_from_state,
+    reading,
+)
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 
 log = logging.getLogger(__name__)
@@ -133,6 +145,67 @@ class PassiveEmbedLayer(LayerRole):
         masks = ZeroSumMasks(seeds)
         self._state = _State(params, he_b, wire, h_lay, d_lay, q_a, q_b, w_rows, masks)
         log.info("passive embed layer %s: setup done", p)
+
+    def state_dict(self) -> LayerState:
+        """Q^A, [[Q^B]]_B, [[W]]_B, the parameters, B's public key and the zero-sum masks'
+        seeds and counter, as plain values (`secure.source_layers.state`); call between
+        rounds.
+
+        Raises:
+            SecureError: setup() has not run.
+        """
+        st = self._require_setup()
+        key_b = st.he_b.pk
+        return {
+            "key": modulus_state(self._crypto.keypair.public),
+            "params": params_state(st.params),
+            "active_key": modulus_state(key_b),
+            "q_a": [q.copy() for q in st.q_a],
+            "q_b": [cipher_state(table, key_b) for table in st.q_b.tables],
+            "w_b": cipher_state(st.w_b, key_b),
+            "masks": st.masks.state_dict(),
+        }
+
+    def load_state_dict(self, state: LayerState) -> None:
+        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+
+        Raises:
+            StateError: saved with another key pair or for another layer, or corrupt.
+            KeyError_: a saved key below the minimum size.
+            SecureError: setup() or load_state_dict() has run already.
+        """
+        if self._state is not None:
+            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
+        what = "the saved state of a passive Embed-MatMul layer"
+        with reading(what):
+            check_own_key(state["key"], self._crypto.keypair.public, what)
+            params = params_from_state(EmbedParams, state["params"], what)
+            params.check()
+            self._check_params(params, self.vocab_sizes)
+            key_b = public_key_from_state(state["active_key"], self.active_id, self.config)
+            q_a, tables = self._load_tables(state, params, key_b, what)
+            h_lay, d_lay = params.h_layout(), params.d_layout(len(self.vocab_sizes))
+            shape = (self.in_dim, h_lay.cols)
+            w_b = cipher_from_state(state["w_b"], key_b, shape, f"{what}: [[W]]")
+            masks = ZeroSumMasks.from_state(state["masks"])
+        he_b = self._crypto.add_peer(key_b)
+        wire = Wire(self.channel, self.active_id, self.config.timeout_s, self._crypto)
+        self._state = _State(params, he_b, wire, h_lay, d_lay, q_a, tables, w_b, masks)
+
+    def _load_tables(
+        self, state: LayerState, params: EmbedParams, key_b: PublicKey, what: str
+    ) -> tuple[list[np.ndarray], EncryptedTables]:
+        """Q^A and [[Q^B]]_B of every field from a `state_dict()`."""
+        layout, sizes = params.e_layout(len(self.vocab_sizes)), self.vocab_sizes
+        if len(state["q_a"]) != len(sizes) or len(state["q_b"]) != len(sizes):
+            raise StateError(f"{what} holds tables of another number of fields than {len(sizes)}")
+        q_a, tables = [], []
+        for f, vocab in enumerate(sizes):
+            shape = (vocab, self.emb_dim)
+            q_a.append(array_from_state(state["q_a"][f], shape, f"{what}: Q^A", np.int64))
+            shape = (vocab, len(layout.segments[f]))
+            tables.append(cipher_from_state(state["q_b"][f], key_b, shape, f"{what}: [[Q^B]]"))
+        return q_a, EncryptedTables(layout, tables, key_b)
 
     def _own_shares(self, params: EmbedParams) -> tuple[list[np.ndarray], np.ndarray]:
         """Q^A (fixed, int64 at f_E) and the initial share W^A (int64 at f_W)."""

@@ -13,7 +13,7 @@ keeps [[U_B^k]] shifted by 0..k-1 rows; m3 keeps one row per ciphertext.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -21,7 +21,7 @@ from gmpy2 import mpz
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import ConfigError, SecureError
+from secure.errors import ConfigError, SecureError, StateError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import decode, to_signed
 from secure.paillier.engine import Paillier
@@ -48,6 +48,18 @@ from secure.source_layers.matmul.row_packing import ShiftedCopies
 from secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
 from secure.source_layers.seeds import relay_pair_seeds
 from secure.source_layers.sharing import private_rng, statistical_masks
+from secure.source_layers.state import (
+    LayerState,
+    array_from_state,
+    check_own_key,
+    cipher_from_state,
+    cipher_state,
+    modulus_state,
+    params_from_state,
+    params_state,
+    public_key_from_state,
+    reading,
+)
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from secure.wire.payload import Payload
@@ -253,6 +265,68 @@ class ActiveSourceLayer(LayerRole):
         step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
         self._v_b = self._v_b - np.asarray(x.T @ step)
         self._bias = self._bias - step.sum(axis=0)
+
+    def state_dict(self) -> LayerState:
+        """B's shares V_B and b, the parameters, and per passive party its public key and
+        [[U_B^k]], as plain values (`secure.source_layers.state`); call between rounds.
+
+        Raises:
+            SecureError: setup() has not run.
+        """
+        self._require_setup()
+        links = {
+            pid: {
+                "key": modulus_state(link.he.pk),
+                "in_dim": link.in_dim,
+                "feature_bits": link.feature_bits,
+                "u_b": cipher_state(link.enc_u_b.rows, link.he.pk),
+            }
+            for pid, link in self._links.items()
+        }
+        return {
+            "key": modulus_state(self._crypto.keypair.public),
+            "params": params_state(self.params),
+            "v_b": self._v_b.copy(),
+            "bias": self._bias.copy(),
+            "links": links,
+        }
+
+    def load_state_dict(self, state: LayerState) -> None:
+        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+
+        Raises:
+            StateError: saved with another key pair or for another layer, or corrupt.
+            KeyError_: a saved key below the minimum size.
+            SecureError: setup() or load_state_dict() has run already.
+        """
+        if self._links:
+            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
+        what = "the saved state of the active MatMul layer"
+        with reading(what):
+            check_own_key(state["key"], self._crypto.keypair.public, what)
+            params = params_from_state(LayerParams, state["params"], what)
+            params.packer_checked()
+            if replace(self.params, rows_per_cipher=params.rows_per_cipher) != params:
+                raise StateError(f"{what} is of another layer or configuration: {params}")
+            self.params = params
+            self._v_b = array_from_state(state["v_b"], (self.in_dim, self.out_dim), what)
+            self._bias = array_from_state(state["bias"], (self.out_dim,), what)
+            links = {pid: self._load_link(pid, state["links"][pid], what) for pid in self._ids}
+        self._links = links
+
+    def _load_link(self, pid: str, saved: LayerState, what: str) -> _Link:
+        key = public_key_from_state(saved["key"], pid, self.config)
+        in_dim, bits = int(saved["in_dim"]), int(saved["feature_bits"])
+        if in_dim < 1 or not 0 <= bits <= 32:
+            raise StateError(f"{what}: party '{pid}' has in_dim={in_dim}, feature_bits={bits}")
+        self.params.grad_bits(bits)
+        shape = (self.in_dim, self.cols)
+        rows = cipher_from_state(saved["u_b"], key, shape, f"{what}: [[U_B]] of '{pid}'")
+        he = self._crypto.add_peer(key)
+        scale = self.params.weight_bits(self.config.feature_bits)
+        enc_u_b = CipherMatrix(rows, self.cols, key, self.packer.slots, scale)
+        copies = ShiftedCopies(rows, self.params.layout(), key.nsquare, he.threads)
+        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
 
     def _require_setup(self) -> None:
         if len(self._links) != len(self._ids):

@@ -44,6 +44,18 @@ from secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, p
 from secure.source_layers.matmul.setup import LayerParams, passive_info_payload
 from secure.source_layers.seeds import agree_pair_seeds
 from secure.source_layers.sharing import ZeroSumMasks, private_rng
+from secure.source_layers.state import (
+    LayerState,
+    array_from_state,
+    check_own_key,
+    cipher_from_state,
+    cipher_state,
+    modulus_state,
+    params_from_state,
+    params_state,
+    public_key_from_state,
+    reading,
+)
 from secure.wire.ciphertexts import ciphertexts_from_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from secure.wire.payload import Payload
@@ -134,6 +146,53 @@ class PassiveSourceLayer(LayerRole):
         masks = ZeroSumMasks(agree_pair_seeds(self.channel, b, p, ids, own, self.config))
         self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
         log.info("passive source layer %s: setup done", p)
+
+    def state_dict(self) -> LayerState:
+        """U_A, U_B^k, [[V_A]]_B, the parameters, B's public key and the zero-sum masks'
+        seeds and counter, as plain values (`secure.source_layers.state`); call between
+        rounds.
+
+        Raises:
+            SecureError: setup() has not run.
+        """
+        st = self._require_setup()
+        return {
+            "key": modulus_state(self._crypto.keypair.public),
+            "params": params_state(st.params),
+            "active_key": modulus_state(st.he_b.pk),
+            "u_a": st.u_a.copy(),
+            "u_b": st.u_b.copy(),
+            "v_a": cipher_state(st.v_a.rows, st.he_b.pk),
+            "masks": st.masks.state_dict(),
+        }
+
+    def load_state_dict(self, state: LayerState) -> None:
+        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+
+        Raises:
+            StateError: saved with another key pair or for another layer, or corrupt.
+            KeyError_: a saved key below the minimum size.
+            SecureError: setup() or load_state_dict() has run already.
+        """
+        if self._state is not None:
+            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
+        what = "the saved state of a passive MatMul layer"
+        with reading(what):
+            check_own_key(state["key"], self._crypto.keypair.public, what)
+            params = params_from_state(LayerParams, state["params"], what)
+            self._check_params(params)
+            packer = params.packer_checked()
+            key_b = public_key_from_state(state["active_key"], self.active_id, self.config)
+            cols = packer.columns(self.out_dim)
+            rows = cipher_from_state(state["v_a"], key_b, (self.in_dim, cols), f"{what}: [[V_A]]")
+            u_a = array_from_state(state["u_a"], (self.in_dim, self.out_dim), f"{what}: U_A")
+            u_b = array_from_state(state["u_b"], (params.active_in_dim, self.out_dim), what)
+            masks = ZeroSumMasks.from_state(state["masks"])
+        he_b = self._crypto.add_peer(key_b)
+        scale = params.weight_bits(self.config.feature_bits)
+        v_a = CipherMatrix(rows, cols, key_b, packer.slots, scale)
+        packed = packed_products(rows, params.layout(), self.in_dim, key_b.nsquare, he_b.threads)
+        self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
 
     def _check_params(self, params: LayerParams) -> None:
         me = self.channel.party_id

@@ -1,0 +1,172 @@
+"""A source layer's state between rounds as plain values, for checkpoints.
+
+Each layer role's `state_dict()` returns, and its `load_state_dict()` takes, a dict of
+ints, strings, bytes, lists and numpy arrays only: a ciphertext matrix is one blob of
+fixed-width big-endian integers (its wire form, `cipher_state`), a public key its
+modulus, the layer parameters their fields. `load_state_dict()` replaces `setup()` when
+a job resumes: nothing is exchanged, and every ciphertext a party holds stays under the
+restored keys of its peers.
+
+A party's own key pair is not part of a layer's state (both layers of a party share
+it): its owner saves it once (`keypair_state`) and hands it back to the layers'
+constructors. A layer's state names the public key it was written with, and loading it
+into a layer with another key pair is refused. Not state: the values a forward step
+keeps for its backward step (checkpoints are taken between rounds) and obfuscator pools
+(they refill).
+
+Loading raises `StateError` naming what does not fit (or `KeyError_` for a key below the
+minimum size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any, Protocol, TypeAlias, TypeVar
+
+import numpy as np
+from gmpy2 import mpz
+
+from secure.config import SecureConfig, check_key_bits
+from secure.errors import PayloadError, StateError
+from secure.paillier.cipher_matrix import join_blob, split_blob
+from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
+
+LayerState: TypeAlias = dict[str, Any]  # noqa: UP040
+
+
+class _Params(Protocol):
+    @property
+    def passive_ids(self) -> tuple[str, ...]: ...
+
+
+P = TypeVar("P", bound=_Params)
+
+
+@contextmanager
+def reading(what: str) -> Iterator[None]:
+    """Turn a missing or mistyped field of a saved state, or saved parameters this layer
+    refuses, into a `StateError` naming `what`."""
+    try:
+        yield
+    except PayloadError as exc:
+        raise StateError(f"{what} does not fit this layer: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise StateError(
+            f"{what} lacks a field or holds one of the wrong type ({exc!r}); it was written "
+            "by another version or for another layer"
+        ) from None
+
+
+def int_bytes(value: int | mpz) -> bytes:
+    value = int(value)
+    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
+
+
+def modulus_state(key: PublicKey) -> bytes:
+    return int_bytes(key.n)
+
+
+def public_key_from_state(data: bytes, owner: str, config: SecureConfig) -> PublicKey:
+    """A peer's (or our own) public key from its saved modulus.
+
+    Raises:
+        StateError: not an odd modulus of `config.key_bits` bits.
+        KeyError_: below the minimum key size.
+    """
+    n = mpz(int.from_bytes(bytes(data), "big"))
+    if n < 3 or n % 2 == 0:
+        raise StateError(f"the saved public key of '{owner}' is not an odd modulus; it is corrupt")
+    bits = int(n.bit_length())
+    check_key_bits(bits, config.allow_insecure_test_keys, owner)
+    if bits != config.key_bits:
+        raise StateError(
+            f"the saved public key of '{owner}' has {bits} bits, this job uses "
+            f"{config.key_bits}; resume with the job's own crypto settings"
+        )
+    return PublicKey(n, owner)
+
+
+def keypair_state(keypair: KeyPair) -> LayerState:
+    """A party's own key pair: its owner and the primes (the private key). Only ever
+    written into that party's own state directory."""
+    private = keypair.private
+    return {"owner": keypair.public.owner, "p": int_bytes(private.p), "q": int_bytes(private.q)}
+
+
+def keypair_from_state(state: LayerState, owner: str, config: SecureConfig) -> KeyPair:
+    """Raises:
+    StateError: the key pair of another party, of another size, or corrupt.
+    KeyError_: below the minimum key size.
+    """
+    with reading(f"the saved key pair of '{owner}'"):
+        saved_owner = str(state["owner"])
+        p, q = (mpz(int.from_bytes(bytes(state[f]), "big")) for f in ("p", "q"))
+    if saved_owner != owner:
+        raise StateError(f"the saved key pair belongs to '{saved_owner}', not to '{owner}'")
+    if p < 3 or q < 3 or p == q:
+        raise StateError(f"the saved key pair of '{owner}' is corrupt")
+    public = public_key_from_state(int_bytes(p * q), owner, config)
+    warn_if_test_key(public)
+    return KeyPair(public, PrivateKey(public, p, q))
+
+
+def check_own_key(saved: bytes, key: PublicKey, what: str) -> None:
+    """Raises:
+    StateError: `what` was saved by a layer with another key pair than `key`'s.
+    """
+    if bytes(saved) != modulus_state(key):
+        raise StateError(
+            f"{what} was saved with another key pair of '{key.owner}'; load it with the "
+            "key pair of the same checkpoint"
+        )
+
+
+def cipher_state(rows: list[list[mpz]], key: PublicKey) -> LayerState:
+    """Ciphertext rows under `key` as (rows, cols, blob)."""
+    return {"rows": len(rows), "cols": len(rows[0]) if rows else 0, "blob": join_blob(rows, key)}
+
+
+def cipher_from_state(
+    state: LayerState, key: PublicKey, shape: tuple[int, int], what: str
+) -> list[list[mpz]]:
+    """Raises:
+    StateError: another shape than `shape`, or values that are not ciphertexts of `key`.
+    """
+    with reading(what):
+        saved = (int(state["rows"]), int(state["cols"]))
+        blob = bytes(state["blob"])
+    if saved != shape:
+        raise StateError(f"{what} has shape {list(saved)}, this layer expects {list(shape)}")
+    rows = split_blob(blob, key, shape[1])
+    if rows is None or len(rows) != shape[0]:
+        raise StateError(f"{what} does not hold ciphertexts of the key of '{key.owner}'")
+    return rows
+
+
+def array_from_state(
+    value: Any, shape: tuple[int, ...], what: str, dtype: type = np.float64
+) -> np.ndarray:
+    """A saved array of `shape`, as a fresh array of `dtype`.
+
+    Raises:
+        StateError: another shape, or non-finite values.
+    """
+    arr = np.asarray(value)
+    if arr.shape != shape or not np.all(np.isfinite(arr)):
+        raise StateError(f"{what} has shape {list(arr.shape)}, expected {list(shape)} finite")
+    return np.array(arr, dtype=dtype)
+
+
+def params_state(params: Any) -> LayerState:
+    """A layer's parameters (a frozen dataclass of ints and the passive ids)."""
+    return {**asdict(params), "passive_ids": list(params.passive_ids)}
+
+
+def params_from_state(cls: type[P], state: LayerState, what: str) -> P:
+    """Raises:
+    StateError: fields missing, unknown or mistyped.
+    """
+    with reading(what):
+        return cls(**{**state, "passive_ids": tuple(str(p) for p in state["passive_ids"])})

@@ -1,0 +1,60 @@
+"""TESTS ONLY: pin the Paillier key pairs blindfl parties generate, and read them back from
+their checkpoints.
+
+A blindfl party draws its initial weight shares from the job seed *and* its private key
+(docs/security.md), so two runs of one job spec with fresh keys start from different
+plaintext-equivalent weights. An "uninterrupted run" that a resumed run can be compared
+with must therefore use the same key pairs: either pinned ones, or those a run wrote
+into its checkpoints (which only a test ever reads outside its party).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from phe import paillier
+
+from coordinator.spec import JobSpec
+from party.state import StateDir
+from secure.config import SecureConfig
+from secure.paillier.keys import KeyPair, keypair_from_phe
+from secure.source_layers.state import keypair_from_state
+
+TRAINERS = ("party.training.blindfl.active", "party.training.blindfl.passive")
+
+
+def new_keys(parties: Iterable[str], key_bits: int) -> dict[str, KeyPair]:
+    config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=True)
+    keys = {}
+    for party in parties:
+        pk, sk = paillier.generate_paillier_keypair(n_length=key_bits)
+        keys[party] = keypair_from_phe(party, pk, sk, config)
+    return keys
+
+
+def pin_keys(monkeypatch, keys: dict[str, KeyPair] | None) -> None:
+    """Make the blindfl trainers use `keys` instead of generating key pairs; with None,
+    any key generation fails the test (a resumed job must use its checkpoint's keys)."""
+
+    def generate(owner: str, config: SecureConfig) -> KeyPair:
+        if keys is None:
+            raise AssertionError(f"party '{owner}' generated a key pair while resuming")
+        return keys[owner]
+
+    for module in TRAINERS:
+        monkeypatch.setattr(f"{module}.generate_keypair", generate)
+
+
+def checkpointed_keys(
+    states: dict[str, StateDir], job_id: str, spec: JobSpec
+) -> dict[str, KeyPair]:
+    """Every party's key pair from its newest checkpoint of `job_id`."""
+    config = SecureConfig(
+        key_bits=spec.crypto.key_bits,
+        allow_insecure_test_keys=spec.crypto.allow_insecure_test_keys,
+    )
+    keys = {}
+    for party, state in states.items():
+        ck = state.load(job_id, state.rounds(job_id)[-1], spec.spec_hash(), party)
+        keys[party] = keypair_from_state(ck.state["trainer"]["keypair"], party, config)
+    return keys
