@@ -10,7 +10,7 @@ import yaml
 
 from coordinator.spec import parse_spec_text
 from party.state import StateDir
-from tests.support.data import breast_datasets_config
+from tests.support.data import FATE, breast_datasets_config
 from tests.support.processes import Daemons
 
 pytestmark = pytest.mark.subprocess
