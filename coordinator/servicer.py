@@ -1,12 +1,12 @@
 """The CoordinatorService servicer: translate protobufs to `Lifecycle`/`JobStore` calls.
 
 It runs on the coordinator's `grpc.aio` event loop (`coordinator.server`) and never blocks
-it: store reads and life-cycle calls run in worker threads (`Pools`),
+it: store reads, life-cycle calls and permission checks run in worker threads (`Pools`),
 and `WatchJob` follows a job through `coordinator.watch`, holding no thread while it waits.
 Domain errors become statuses with their message (unexpected ones INTERNAL, never a
 crash). With TLS, RegisterParty and ReportProgress for party X are accepted only from X's
-certificate; the user RPCs (submit, list, get, watch, cancel, resume) from any certificate
-of the federation, e.g. the operator's `admin`.
+certificate; the user RPCs (submit, list, get, watch, cancel, resume) as `coordinator.access`
+says: a party reads the jobs it is in, an operator (e.g. `admin`) may do everything.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 import grpc
 
+from coordinator.access import Access
 from coordinator.errors import (
+    AccessDenied,
     CoordinatorError,
     PartyUnavailable,
     SpecError,
@@ -30,12 +32,13 @@ from coordinator.store import JobRecord
 from coordinator.watch import JobFeeds
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import call_with_status_async, check_caller_async
+from proto.rpc import call_with_status_async, check_caller_async, identify_caller_async
 
 T = TypeVar("T")
 WATCH_POLL_S = 0.2  # a followed job is read this often, and at once after a report
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (SpecError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnknownJob, grpc.StatusCode.NOT_FOUND),
     (PartyUnavailable, grpc.StatusCode.UNAVAILABLE),
@@ -98,6 +101,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     ) -> None:
         self._life = lifecycle
         self._store = lifecycle.store
+        self._access = Access(self._store, lifecycle.spec)
         self.pools = pools or Pools.create()
         self._feeds = JobFeeds(
             lambda job_id: self._off_loop(self.pools.reads, self._store.get, job_id), poll_s
@@ -123,20 +127,24 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     # --- user RPCs ---------------------------------------------------------------------
 
     async def SubmitJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
         job_id = await self._call(
-            context, self.pools.commands, self._life.submit, request.spec_yaml
+            context, self.pools.commands, self._submit, caller, request.spec_yaml
         )
         return pb.SubmitJobResponse(job_id=job_id)
 
     async def ListJobs(self, request, context):  # noqa: N802
-        records = await self._call(context, self.pools.reads, self._store.list)
+        caller = await identify_caller_async(context)
+        records = await self._call(context, self.pools.reads, self._list, caller)
         return pb.ListJobsResponse(jobs=[_summary(r) for r in records])
 
     async def GetJob(self, request, context):  # noqa: N802
-        return _view(await self._call(context, self.pools.reads, self._store.get, request.job_id))
+        caller = await identify_caller_async(context)
+        return _view(await self._call(context, self.pools.reads, self._get, caller, request.job_id))
 
     async def WatchJob(self, request, context):  # noqa: N802
-        await self._call(context, self.pools.reads, self._store.get, request.job_id)  # NOT_FOUND
+        caller = await identify_caller_async(context)
+        await self._call(context, self.pools.reads, self._get, caller, request.job_id)
         follow = self._feeds.follow(request.job_id)
         try:
             while record := await call_with_status_async(context, anext(follow, None), _CODES):
@@ -145,13 +153,15 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
             await follow.aclose()
 
     async def CancelJob(self, request, context):  # noqa: N802
-        state = await self._call(context, self.pools.commands, self._life.cancel, request.job_id)
+        caller = await identify_caller_async(context)
+        state = await self._call(context, self.pools.commands, self._cancel, caller, request.job_id)
         self._feeds.changed(request.job_id)
         return pb.CancelJobResponse(state=state)
 
     async def ResumeJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
         state, rnd = await self._call(
-            context, self.pools.commands, self._life.resume, request.job_id
+            context, self.pools.commands, self._resume, caller, request.job_id
         )
         self._feeds.changed(request.job_id)
         return pb.ResumeJobResponse(state=state, round=rnd)
@@ -178,3 +188,25 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         stop = await self._call(context, self.pools.parties, self._life.report, party, request)
         self._feeds.changed(request.job_id)
         return pb.ReportProgressResponse(cancel=stop)
+
+    # --- in worker threads -------------------------------------------------------------
+
+    def _submit(self, caller: str | None, spec_yaml: str) -> str:
+        self._access.check_submit(caller, spec_yaml)
+        return self._life.submit(spec_yaml)
+
+    def _list(self, caller: str | None) -> list[JobRecord]:
+        return self._access.visible(caller, self._store.list())
+
+    def _get(self, caller: str | None, job_id: str) -> JobRecord:
+        record = self._store.get(job_id)
+        self._access.check_read(caller, job_id)
+        return record
+
+    def _cancel(self, caller: str | None, job_id: str) -> int:
+        self._access.check_control(caller, job_id, "cancel")
+        return self._life.cancel(job_id)
+
+    def _resume(self, caller: str | None, job_id: str) -> tuple[int, int]:
+        self._access.check_control(caller, job_id, "resume")
+        return self._life.resume(job_id)
