@@ -103,13 +103,13 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         self._store = lifecycle.store
         self._access = Access(self._store, lifecycle.spec)
         self.pools = pools or Pools.create()
-        self._feeds = JobFeeds(
+        self.feeds = JobFeeds(
             lambda job_id: self._off_loop(self.pools.reads, self._store.get, job_id), poll_s
         )
 
     def close(self) -> None:
         """Stop following jobs (the server is stopping). Call on the event loop."""
-        self._feeds.close()
+        self.feeds.close()
 
     async def _off_loop(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
@@ -145,7 +145,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     async def WatchJob(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
         await self._call(context, self.pools.reads, self._get, caller, request.job_id)
-        follow = self._feeds.follow(request.job_id)
+        follow = self.feeds.follow(request.job_id)
         try:
             while record := await call_with_status_async(context, anext(follow, None), _CODES):
                 yield _view(record)
@@ -155,7 +155,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     async def CancelJob(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
         state = await self._call(context, self.pools.commands, self._cancel, caller, request.job_id)
-        self._feeds.changed(request.job_id)
+        self.feeds.changed(request.job_id)
         return pb.CancelJobResponse(state=state)
 
     async def ResumeJob(self, request, context):  # noqa: N802
@@ -163,7 +163,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         state, rnd = await self._call(
             context, self.pools.commands, self._resume, caller, request.job_id
         )
-        self._feeds.changed(request.job_id)
+        self.feeds.changed(request.job_id)
         return pb.ResumeJobResponse(state=state, round=rnd)
 
     # --- party RPCs --------------------------------------------------------------------
@@ -186,7 +186,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         party = request.party_id
         await check_caller_async(context, party, f"report progress as party '{party}'")
         stop = await self._call(context, self.pools.parties, self._life.report, party, request)
-        self._feeds.changed(request.job_id)
+        self.feeds.changed(request.job_id)
         return pb.ReportProgressResponse(cancel=stop)
 
     # --- in worker threads -------------------------------------------------------------

@@ -48,6 +48,10 @@ class JobFeeds:
         self._read, self._poll_s = read, poll_s
         self._feeds: dict[str, _Feed] = {}
 
+    def watched(self) -> dict[str, int]:
+        """How many clients follow each followed job."""
+        return {job_id: feed.followers for job_id, feed in self._feeds.items()}
+
     def changed(self, job_id: str) -> None:
         """Job `job_id` changed: its followers get it now, not at the next poll. Call on the
         event loop."""

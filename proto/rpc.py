@@ -21,6 +21,7 @@ that answers with a status has both forms, sharing one decision: `check_caller` 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -186,8 +187,10 @@ class AioParseCheck(grpc.aio.ServerInterceptor):
         inner = handler.unary_stream or handler.unary_unary
 
         async def checked_stream(request, context):  # an async generator of responses
-            async for response in inner(await _checked_async(request, context), context):
-                yield response
+            responses = inner(await _checked_async(request, context), context)
+            async with contextlib.aclosing(responses):  # a cancelled call closes it at once
+                async for response in responses:
+                    yield response
 
         async def checked_call(request, context):  # a coroutine (a stream: context.write)
             return await inner(await _checked_async(request, context), context)

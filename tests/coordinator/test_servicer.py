@@ -32,7 +32,7 @@ def coordinator(tmp_path: Path):
     coord = create_coordinator_server(str(tmp_path / "jobs.sqlite"), "127.0.0.1:0")
     spec = parse_spec_text(job())
     ids = [coord.lifecycle.store.create(f"held{i}", job(), spec.to_json()) for i in range(JOBS)]
-    yield f"127.0.0.1:{coord.port}", ids
+    yield f"127.0.0.1:{coord.port}", ids, coord
     coord.stop(0)
 
 
@@ -68,7 +68,7 @@ def wait_for(condition, timeout: float = 10.0) -> bool:
 
 def test_forty_followers_stall_neither_reports_nor_listing(coordinator) -> None:
     # Prepare: 40 clients follow the 8 jobs
-    address, ids = coordinator
+    address, ids, _ = coordinator
     followers = [Follower(address, ids[i % JOBS]) for i in range(JOBS * PER_JOB)]
     for f in followers:
         f.start()
@@ -99,7 +99,18 @@ def test_forty_followers_stall_neither_reports_nor_listing(coordinator) -> None:
 
 
 def test_following_an_unknown_job_is_not_found(coordinator) -> None:
-    address, _ = coordinator
+    address, *_ = coordinator
     with CoordinatorClient(address) as client, pytest.raises(grpc.RpcError) as err:
         next(iter(client.watch("no-such-job")))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND and "vfl jobs" in err.value.details()
+
+
+def test_clients_that_go_away_are_no_longer_followed(coordinator) -> None:
+    address, ids, coord = coordinator
+    followers = [Follower(address, ids[0]) for _ in range(5)]
+    for f in followers:
+        f.start()
+    assert wait_for(lambda: coord.servicer.feeds.watched() == {ids[0]: 5})
+    for f in followers:
+        f.client.close()  # e.g. Ctrl-C in `vfl watch`
+    assert wait_for(lambda: coord.servicer.feeds.watched() == {}, timeout=5.0)
