@@ -1,12 +1,14 @@
 """Many clients following jobs do not slow the coordinator down.
 
-The coordinator and two parties run as `vfl ... serve` processes with mutual TLS. One job
-runs alone first; then four run at once on the same two parties while 50 clients follow
-them (`vfl watch`'s code: `progress.follow` over `WatchJob`) and `vfl jobs` (ListJobs) is
-timed over and over. Each job must take about as long as the one alone (within
-`SLOWDOWN`; the machine is shared, and the four jobs share its cores), every follower must
-see its job end, and ListJobs must always answer within a second. With a thread per
-follower (16 threads), the followers held every thread and the parties' reports stalled.
+The coordinator and two parties run as `vfl ... serve` processes with mutual TLS, the
+parties over an emulated WAN (20 ms round trips, as between organisations), so that a
+job's time is mostly its rounds' latency rather than a share of this machine's two
+cores. One job runs alone first; then four run at once on the same two parties while 50
+clients follow them (`vfl watch`'s code: `progress.follow` over `WatchJob`) and `vfl jobs`
+(ListJobs) is timed over and over. Each job must take about as long as the one alone
+(within `SLOWDOWN`: the machine is shared), every follower must see its job end, and
+ListJobs must always answer within a second. With a thread per follower (16 threads),
+the followers held every thread and the parties' reports stalled.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ job: load
 parties:
   - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
   - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
-train: {{epochs: 20, batch_size: 64}}
+train: {{epochs: 10, batch_size: 64}}
 validation: {{every: 20}}
+network: {{bandwidth_mbps: 100, rtt_ms: 20}}
 """
 
 
