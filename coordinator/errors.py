@@ -3,7 +3,8 @@
 CoordinatorError        base
 ├── SpecError           the job spec is malformed: names the field and the fix
 ├── UnknownJob          no job with that id
-└── PartyUnavailable    a party named by a job is not registered or not reachable
+├── PartyUnavailable    a party named by a job is not registered or not reachable
+└── AccessDenied        the caller's identity may not do this (coordinator.access)
 """
 
 from __future__ import annotations
@@ -23,3 +24,7 @@ class UnknownJob(CoordinatorError):
 
 class PartyUnavailable(CoordinatorError):
     """A party is not registered or does not answer."""
+
+
+class AccessDenied(CoordinatorError):
+    """The caller's identity may not do this (a party may only read the jobs it is in)."""

@@ -1,10 +1,19 @@
-"""Starting and stopping the coordinator daemon."""
+"""Starting and stopping the coordinator daemon.
+
+The gRPC server is a `grpc.aio` server on an event loop of its own thread (`LoopThread`),
+so a client following a job holds no thread (`coordinator.servicer`); callers stay
+synchronous: `create_coordinator_server(...)` returns a running `CoordinatorServer`, and
+`stop(grace)` ends it. The party health monitor is a thread of its own.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -13,31 +22,73 @@ from coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
 from proto import coordinator_pb2_grpc
-from proto.rpc import PeerClients, bind, make_server
+from proto.rpc import PeerClients, bind, make_aio_server
 from secure.pki.certs import PartyFiles
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An asyncio event loop running in its own (daemon) thread; synchronous code hands it
+    coroutines with `run`."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the loop; wait for and return its result (or raise its error)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        """Cancel what still runs on the loop, stop it and join its thread."""
+        self.run(_cancel_tasks())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+async def _cancel_tasks() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 @dataclass
 class CoordinatorServer:
-    server: grpc.Server
+    server: grpc.aio.Server
     lifecycle: Lifecycle
     port: int
-    health: health.HealthServicer
+    health: health.aio.HealthServicer
     clients: PeerClients
+    loop: LoopThread
+    servicer: CoordinatorServicer
     stopping: threading.Event = field(default_factory=threading.Event)
     monitor: threading.Thread | None = None
 
     def stop(self, grace: float = 2.0) -> None:
+        """Stop serving: health NOT_SERVING, wait for the monitor and the launch threads, end
+        calls still in progress after `grace` seconds, close the store. Idempotent."""
+        if self.stopping.is_set():
+            return
         self.stopping.set()
-        self.health.enter_graceful_shutdown()
+        self.loop.run(self.health.enter_graceful_shutdown())
         if self.monitor is not None:  # its health probes use the clients closed below
             self.monitor.join(timeout=grace + 10)
         self.lifecycle.join(timeout=grace + 10)
-        self.server.stop(grace).wait()
+        self.loop.run(self._stop_serving(grace))
+        self.servicer.pools.shutdown()
+        self.loop.close()
         self.clients.close()
         self.lifecycle.store.close()
+
+    async def _stop_serving(self, grace: float) -> None:
+        await self.server.stop(grace)
+        self.servicer.close()
 
 
 def _monitor(
@@ -52,6 +103,20 @@ def _monitor(
             log.exception("party health check failed")
 
 
+async def _serve(
+    servicer: CoordinatorServicer, listen: str, tls: PartyFiles | None
+) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
+    """Create, bind and start the aio server (on the running loop)."""
+    server = make_aio_server()
+    coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(servicer, server)
+    checks = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(checks, server)
+    port = bind(server, listen, tls)
+    await server.start()
+    await checks.set("", health_pb2.HealthCheckResponse.SERVING)
+    return server, checks, port
+
+
 def create_coordinator_server(
     db_path: str,
     listen: str,
@@ -62,22 +127,26 @@ def create_coordinator_server(
     control_timeout_s: float = CONTROL_TIMEOUT_S,
     auto_resume: bool = False,
 ) -> CoordinatorServer:
-    """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs."""
+    """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs.
+
+    Raises:
+        RuntimeError: the address cannot be bound.
+    """
     store = JobStore(db_path)
     clients = PeerClients(tls)
     lifecycle = Lifecycle(store, clients, control_timeout_s)
-    server = make_server()
-    coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
-        CoordinatorServicer(lifecycle), server
-    )
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = bind(server, listen, tls)
-    server.start()
-    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    loop = LoopThread("coordinator-grpc")
+    servicer = CoordinatorServicer(lifecycle)
+    try:
+        server, checks, port = loop.run(_serve(servicer, listen, tls))
+    except BaseException:
+        servicer.pools.shutdown()
+        loop.close()
+        store.close()
+        raise
     lifecycle.resume_pending()
     log.info("coordinator serving on port %d (db %s)", port, db_path)
-    running = CoordinatorServer(server, lifecycle, port, health_servicer, clients)
+    running = CoordinatorServer(server, lifecycle, port, checks, clients, loop, servicer)
     running.monitor = threading.Thread(
         target=_monitor,
         args=(running, health_interval_s, party_grace_s, auto_resume),

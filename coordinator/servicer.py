@@ -1,30 +1,44 @@
 """The CoordinatorService servicer: translate protobufs to `Lifecycle`/`JobStore` calls.
 
+It runs on the coordinator's `grpc.aio` event loop (`coordinator.server`) and never blocks
+it: store reads, life-cycle calls and permission checks run in worker threads (`Pools`),
+and `WatchJob` follows a job through `coordinator.watch`, holding no thread while it waits.
 Domain errors become statuses with their message (unexpected ones INTERNAL, never a
 crash). With TLS, RegisterParty and ReportProgress for party X are accepted only from X's
-certificate; the user RPCs (submit, list, get, watch, cancel) from any certificate of the
-federation, e.g. the operator's `admin`.
+certificate; the user RPCs (submit, list, get, watch, cancel, resume) as `coordinator.access`
+says: a party reads the jobs it is in, an operator (e.g. `admin`) may do everything.
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import Callable
-from typing import TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import grpc
 
-from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError, UnknownJob
+from coordinator.access import Access
+from coordinator.errors import (
+    AccessDenied,
+    CoordinatorError,
+    PartyUnavailable,
+    SpecError,
+    UnknownJob,
+)
 from coordinator.lifecycle import Lifecycle
 from coordinator.store import JobRecord
+from coordinator.watch import JobFeeds
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import call_with_status, check_caller
+from proto.rpc import call_with_status_async, check_caller_async, identify_caller_async
 
 T = TypeVar("T")
-WATCH_POLL_S = 0.2
+WATCH_POLL_S = 0.2  # a followed job is read this often, and at once after a report
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (SpecError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnknownJob, grpc.StatusCode.NOT_FOUND),
     (PartyUnavailable, grpc.StatusCode.UNAVAILABLE),
@@ -33,9 +47,28 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
 ]
 
 
-def _call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run `fn`; errors become statuses by `_CODES` (`proto.rpc.call_with_status`)."""
-    return call_with_status(context, fn, _CODES)
+@dataclass(frozen=True)
+class Pools:
+    """Worker threads for the calls that may block, one pool per kind of caller, so that
+    users' cancels (which call the parties, with 5 s deadlines) hold up neither the
+    parties' reports nor anyone's reads. A call holds a thread only while it runs."""
+
+    reads: ThreadPoolExecutor  # ListJobs, GetJob, the job feeds of WatchJob
+    parties: ThreadPoolExecutor  # RegisterParty, ReportProgress
+    commands: ThreadPoolExecutor  # SubmitJob, CancelJob, ResumeJob
+
+    @classmethod
+    def create(cls) -> Pools:
+        return cls(
+            ThreadPoolExecutor(4, thread_name_prefix="coordinator-read"),
+            ThreadPoolExecutor(8, thread_name_prefix="coordinator-report"),
+            ThreadPoolExecutor(8, thread_name_prefix="coordinator-command"),
+        )
+
+    def shutdown(self) -> None:
+        """Wait for the calls in progress (each bounded by its deadlines)."""
+        for pool in (self.reads, self.parties, self.commands):
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _summary(r: JobRecord) -> pb.JobSummary:
@@ -57,47 +90,123 @@ def _view(r: JobRecord) -> pb.GetJobResponse:
 
 
 class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
-    def __init__(self, lifecycle: Lifecycle) -> None:
+    """Args:
+    lifecycle: the job life cycle (and its store).
+    pools: worker threads for blocking calls (`Pools.create()` if None).
+    poll_s: how often a followed job is read when no report or cancel said it changed.
+    """
+
+    def __init__(
+        self, lifecycle: Lifecycle, pools: Pools | None = None, poll_s: float = WATCH_POLL_S
+    ) -> None:
         self._life = lifecycle
         self._store = lifecycle.store
+        self._access = Access(self._store, lifecycle.spec)
+        self.pools = pools or Pools.create()
+        self.feeds = JobFeeds(
+            lambda job_id: self._off_loop(self.pools.reads, self._store.get, job_id), poll_s
+        )
 
-    def SubmitJob(self, request, context):  # noqa: N802
-        job_id = _call(context, lambda: self._life.submit(request.spec_yaml))
+    def close(self) -> None:
+        """Stop following jobs (the server is stopping). Call on the event loop."""
+        self.feeds.close()
+
+    async def _off_loop(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    async def _call(
+        self,
+        context: grpc.aio.ServicerContext,
+        pool: ThreadPoolExecutor,
+        fn: Callable[..., T],
+        *args: Any,
+    ) -> T:
+        """`fn(*args)` in a thread of `pool`; its errors become statuses by `_CODES`."""
+        return await call_with_status_async(context, self._off_loop(pool, fn, *args), _CODES)
+
+    # --- user RPCs ---------------------------------------------------------------------
+
+    async def SubmitJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        job_id = await self._call(
+            context, self.pools.commands, self._submit, caller, request.spec_yaml
+        )
         return pb.SubmitJobResponse(job_id=job_id)
 
-    def ListJobs(self, request, context):  # noqa: N802
-        return pb.ListJobsResponse(jobs=[_summary(r) for r in _call(context, self._store.list)])
+    async def ListJobs(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        records = await self._call(context, self.pools.reads, self._list, caller)
+        return pb.ListJobsResponse(jobs=[_summary(r) for r in records])
 
-    def GetJob(self, request, context):  # noqa: N802
-        return _view(_call(context, lambda: self._store.get(request.job_id)))
+    async def GetJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        return _view(await self._call(context, self.pools.reads, self._get, caller, request.job_id))
 
-    def WatchJob(self, request, context):  # noqa: N802
-        last = None
-        while context.is_active():
-            record = _call(context, lambda: self._store.get(request.job_id))
-            if record.updated_at != last:
-                last = record.updated_at
+    async def WatchJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        await self._call(context, self.pools.reads, self._get, caller, request.job_id)
+        follow = self.feeds.follow(request.job_id)
+        try:
+            while record := await call_with_status_async(context, anext(follow, None), _CODES):
                 yield _view(record)
-            if record.terminal:
-                return
-            time.sleep(WATCH_POLL_S)
+        finally:
+            await follow.aclose()
 
-    def CancelJob(self, request, context):  # noqa: N802
-        return pb.CancelJobResponse(state=_call(context, lambda: self._life.cancel(request.job_id)))
+    async def CancelJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        state = await self._call(context, self.pools.commands, self._cancel, caller, request.job_id)
+        self.feeds.changed(request.job_id)
+        return pb.CancelJobResponse(state=state)
 
-    def ResumeJob(self, request, context):  # noqa: N802
-        state, rnd = _call(context, lambda: self._life.resume(request.job_id))
+    async def ResumeJob(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        state, rnd = await self._call(
+            context, self.pools.commands, self._resume, caller, request.job_id
+        )
+        self.feeds.changed(request.job_id)
         return pb.ResumeJobResponse(state=state, round=rnd)
 
-    def RegisterParty(self, request, context):  # noqa: N802
-        check_caller(context, request.party_id, f"register as party '{request.party_id}'")
-        _call(
+    # --- party RPCs --------------------------------------------------------------------
+
+    async def RegisterParty(self, request, context):  # noqa: N802
+        await check_caller_async(
+            context, request.party_id, f"register as party '{request.party_id}'"
+        )
+        await self._call(
             context,
-            lambda: self._life.register(request.party_id, request.address, list(request.datasets)),
+            self.pools.parties,
+            self._life.register,
+            request.party_id,
+            request.address,
+            list(request.datasets),
         )
         return pb.RegisterPartyResponse()
 
-    def ReportProgress(self, request, context):  # noqa: N802
-        check_caller(context, request.party_id, f"report progress as party '{request.party_id}'")
-        stop = _call(context, lambda: self._life.report(request.party_id, request))
+    async def ReportProgress(self, request, context):  # noqa: N802
+        party = request.party_id
+        await check_caller_async(context, party, f"report progress as party '{party}'")
+        stop = await self._call(context, self.pools.parties, self._life.report, party, request)
+        self.feeds.changed(request.job_id)
         return pb.ReportProgressResponse(cancel=stop)
+
+    # --- in worker threads -------------------------------------------------------------
+
+    def _submit(self, caller: str | None, spec_yaml: str) -> str:
+        self._access.check_submit(caller, spec_yaml)
+        return self._life.submit(spec_yaml)
+
+    def _list(self, caller: str | None) -> list[JobRecord]:
+        return self._access.visible(caller, self._store.list())
+
+    def _get(self, caller: str | None, job_id: str) -> JobRecord:
+        record = self._store.get(job_id)
+        self._access.check_read(caller, job_id)
+        return record
+
+    def _cancel(self, caller: str | None, job_id: str) -> int:
+        self._access.check_control(caller, job_id, "cancel")
+        return self._life.cancel(job_id)
+
+    def _resume(self, caller: str | None, job_id: str) -> tuple[int, int]:
+        self._access.check_control(caller, job_id, "resume")
+        return self._life.resume(job_id)

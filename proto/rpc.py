@@ -11,14 +11,22 @@ name, and `vfl certs issue` puts it in the certificate's DNS names, so dialing b
 service name works). Servicers ask `check_caller` whether the caller's certificate names
 the party a request acts for; on an insecure server there are no identities to check.
 `explain` turns a failed call (handshake, size) into a message that names cause and fix.
+
+Party daemons serve on a thread pool (`make_server`); the coordinator serves on `grpc.aio`
+(`make_aio_server`), so that clients following jobs hold no thread. Every servicer helper
+that answers with a status has both forms, sharing one decision: `check_caller` /
+`check_caller_async`, `call_with_status` / `call_with_status_async`, and `ParseCheck` /
+`AioParseCheck`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent import futures
 from typing import Any, TypeVar
 
@@ -29,6 +37,8 @@ from secure.pki.certs import CertError, PartyFiles, party_id_from_cert
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Codes = Sequence[tuple[type[Exception], grpc.StatusCode]]  # error type -> status, first match
+Problem = tuple[grpc.StatusCode, str]  # the status a call is answered with
 
 CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 8 << 20
@@ -158,22 +168,64 @@ class ParseCheck(grpc.ServerInterceptor):
         return _HANDLERS[kind](behavior, parse, handler.response_serializer)
 
 
+async def _checked_async(request: Any, context: grpc.aio.ServicerContext) -> Any:
+    if isinstance(request, _Undecodable):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.message)
+    return request
+
+
+class AioParseCheck(grpc.aio.ServerInterceptor):
+    """`ParseCheck` for a `grpc.aio` server, whose handlers are coroutines or async
+    generators. RPCs with a request stream keep gRPC's own answer (the coordinator has none).
+    """
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None or handler.request_streaming:
+            return handler
+        parse = _lenient(handler.request_deserializer, handler_call_details.method)
+        inner = handler.unary_stream or handler.unary_unary
+
+        async def checked_stream(request, context):  # an async generator of responses
+            responses = inner(await _checked_async(request, context), context)
+            async with contextlib.aclosing(responses):  # a cancelled call closes it at once
+                async for response in responses:
+                    yield response
+
+        async def checked_call(request, context):  # a coroutine (a stream: context.write)
+            return await inner(await _checked_async(request, context), context)
+
+        behavior = checked_stream if inspect.isasyncgenfunction(inner) else checked_call
+        kind = (False, handler.response_streaming)
+        return _HANDLERS[kind](behavior, parse, handler.response_serializer)
+
+
+_SERVER_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.so_reuseport", 0),
+    # tolerate client keepalive pings on long idle watches
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+
+
 def make_server(max_workers: int = 16) -> grpc.Server:
+    """A thread-pool server: each call in progress holds one of `max_workers` threads."""
     return grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers),
         interceptors=(ParseCheck(),),
-        options=[
-            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-            ("grpc.so_reuseport", 0),
-            # tolerate client keepalive pings on long idle watches
-            ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
-            ("grpc.keepalive_permit_without_calls", 1),
-        ],
+        options=_SERVER_OPTIONS,
     )
 
 
-def bind(server: grpc.Server, address: str, tls: PartyFiles | None = None) -> int:
+def make_aio_server() -> grpc.aio.Server:
+    """A `grpc.aio` server; create it on the event loop that will run it. Its handlers are
+    coroutines: a call that waits (a job being followed) holds no thread."""
+    return grpc.aio.server(interceptors=(AioParseCheck(),), options=_SERVER_OPTIONS)
+
+
+def bind(server: grpc.Server | grpc.aio.Server, address: str, tls: PartyFiles | None = None) -> int:
     """Bind `address` (port 0 lets the OS pick) and return the bound port.
 
     Raises:
@@ -197,7 +249,7 @@ def host_of(address: str) -> str:
     return address.rsplit(":", 1)[0]
 
 
-def caller_party(context: grpc.ServicerContext) -> str | None:
+def caller_party(context: grpc.ServicerContext | grpc.aio.ServicerContext) -> str | None:
     """The party id named by the caller's certificate; None on an insecure server.
 
     Raises:
@@ -212,24 +264,56 @@ def caller_party(context: grpc.ServicerContext) -> str | None:
     return party_id_from_cert(pems[0])
 
 
+def _identify(context: grpc.ServicerContext | grpc.aio.ServicerContext) -> str | None | Problem:
+    """The caller's identity (None: insecure), or the problem that it has none."""
+    try:
+        return caller_party(context)
+    except CertError as exc:
+        return grpc.StatusCode.PERMISSION_DENIED, f"cannot identify the caller: {exc}"
+
+
+async def identify_caller_async(context: grpc.aio.ServicerContext) -> str | None:
+    """`caller_party`, aborting with PERMISSION_DENIED when the certificate names no party."""
+    caller = _identify(context)
+    if isinstance(caller, tuple):
+        await context.abort(*caller)
+        raise AssertionError("unreachable")  # context.abort raises
+    return caller
+
+
+def _caller_problem(
+    context: grpc.ServicerContext | grpc.aio.ServicerContext, party: str, action: str
+) -> Problem | None:
+    caller = _identify(context)
+    if isinstance(caller, tuple):
+        return caller
+    if caller is not None and not party:
+        return grpc.StatusCode.INVALID_ARGUMENT, f"the request names no party ({action})"
+    if caller is not None and caller != party:
+        return (
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"only party '{party}' may {action}, but the caller's certificate names party "
+            f"'{caller}'; each process must use its own certificate (vfl certs issue)",
+        )
+    return None
+
+
 def check_caller(context: grpc.ServicerContext, party: str, action: str) -> None:
     """Abort with PERMISSION_DENIED unless the caller's certificate names `party`.
 
     `action` completes "... may only ..." in the message, e.g. "send as party 'bank'".
     A no-op on an insecure server.
     """
-    try:
-        caller = caller_party(context)
-    except CertError as exc:
-        context.abort(grpc.StatusCode.PERMISSION_DENIED, f"cannot identify the caller: {exc}")
-    if caller is not None and not party:
-        context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"the request names no party ({action})")
-    if caller is not None and caller != party:
-        context.abort(
-            grpc.StatusCode.PERMISSION_DENIED,
-            f"only party '{party}' may {action}, but the caller's certificate names party "
-            f"'{caller}'; each process must use its own certificate (vfl certs issue)",
-        )
+    problem = _caller_problem(context, party, action)
+    if problem is not None:
+        context.abort(*problem)
+
+
+async def check_caller_async(context: grpc.aio.ServicerContext, party: str, action: str) -> None:
+    """`check_caller` for a `grpc.aio` servicer."""
+    problem = _caller_problem(context, party, action)
+    if problem is not None:
+        await context.abort(*problem)
 
 
 def explain(exc: grpc.RpcError, address: str, tls: bool, expect: str | None = None) -> str:
@@ -283,23 +367,39 @@ def handshake_failed(exc: grpc.RpcError, tls: bool) -> bool:
     )
 
 
-def call_with_status(
-    context: grpc.ServicerContext,
-    fn: Callable[[], T],
-    codes: Sequence[tuple[type[Exception], grpc.StatusCode]],
-) -> T:
-    """Run a servicer's `fn`, turning errors into a gRPC status with their message: the
-    first matching entry of `codes`, else INTERNAL (logged). A servicer never crashes."""
+def status_of(exc: Exception, codes: Codes) -> Problem:
+    """The status an error is answered with, with its message: the first matching entry of
+    `codes`, else INTERNAL (logged with its traceback)."""
+    for kind, code in codes:
+        if isinstance(exc, kind):
+            return code, str(exc) or type(exc).__name__
+    log.error("internal error", exc_info=exc)
+    return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
+
+
+def call_with_status(context: grpc.ServicerContext, fn: Callable[[], T], codes: Codes) -> T:
+    """Run a servicer's `fn`, turning errors into a gRPC status (`status_of`). A servicer
+    never crashes."""
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
         if context.code() is not None:
             raise  # already aborted (e.g. a request that does not parse)
-        for kind, code in codes:
-            if isinstance(exc, kind):
-                context.abort(code, str(exc) or type(exc).__name__)
-        log.exception("internal error")
-        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        context.abort(*status_of(exc, codes))
+    raise AssertionError("unreachable")  # context.abort raises
+
+
+async def call_with_status_async(
+    context: grpc.aio.ServicerContext, call: Awaitable[T], codes: Codes
+) -> T:
+    """`call_with_status` for a `grpc.aio` servicer: await `call` (e.g. work in a thread,
+    `loop.run_in_executor`), turning its errors into a gRPC status (`status_of`)."""
+    try:
+        return await call
+    except grpc.aio.AbortError:
+        raise  # already aborted
+    except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
+        await context.abort(*status_of(exc, codes))
     raise AssertionError("unreachable")  # context.abort raises
 
 

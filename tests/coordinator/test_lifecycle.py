@@ -1,12 +1,16 @@
-"""The life cycle keeps each job's parsed spec: reports and health ticks do not re-parse it."""
+"""The life cycle keeps each job's parsed spec (reports and health ticks do not re-parse it)
+and folds reports that arrive together without losing one."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 
 from coordinator.lifecycle import Lifecycle
 from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.states import TRAINING
+from coordinator.states import SUCCEEDED, TRAINING
 from coordinator.store import JobStore
 from proto import coordinator_pb2 as pb
 from proto.rpc import PeerClients
@@ -56,3 +60,29 @@ def test_a_submitted_job_is_never_parsed_again(tmp_path, parses) -> None:
     life.cancel(job_id)
     life.join(10.0)
     assert parses == []
+
+
+def test_reports_arriving_together_lose_nothing(tmp_path, monkeypatch) -> None:
+    # Prepare: a training job whose result writes take a while (as an fsync can)
+    store = JobStore(tmp_path / "jobs.sqlite")
+    life = Lifecycle(store, PeerClients())
+    spec = parse_spec_text(job())
+    job_id = store.create(spec.job, job(), spec.to_json())
+    store.set_state(job_id, TRAINING)
+    write = store.update_result
+    monkeypatch.setattr(store, "update_result", lambda *a: (time.sleep(0.2), write(*a)))
+
+    def done(party: str) -> None:
+        request = pb.ReportProgressRequest(job_id=job_id, party_id=party, done=pb.PartyDone())
+        life.report(party, request)
+
+    # Execute: both parties report their end at once
+    threads = [threading.Thread(target=done, args=(p,)) for p in ("bank", "shop")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Assert: neither report overwrote the other
+    record = store.get(job_id)
+    assert set(record.result.parties) == {"bank", "shop"}
+    assert record.state == SUCCEEDED

@@ -31,7 +31,8 @@ from tests.support.jobs import job, wait
 pytestmark = pytest.mark.grpc
 
 REPO = Path(__file__).resolve().parents[2]
-IDS = ("coordinator", "admin", "bank", "shop")
+IDS = ("coordinator", "admin", "bank", "shop", "carol")  # carol: a party that never registered
+GHOST = job(name="ghost").replace("id: bank", "id: carol").replace("id: shop", "id: dave")
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +182,76 @@ def test_control_rpcs_only_from_the_coordinator_and_reports_only_as_oneself(
         )
         assert err.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "only party 'bank' may report progress" in err.details()
+
+
+@pytest.fixture(scope="module")
+def held_jobs(tls_topology) -> tuple[str, str]:
+    """Two jobs in the store, never launched: one of bank and shop, one of carol and dave."""
+    store = tls_topology[1].lifecycle.store
+    ours = store.create("ours", job(), parse_spec_text(job()).to_json())
+    ghost = store.create("ghost", GHOST, parse_spec_text(GHOST).to_json())
+    return ours, ghost
+
+
+def denied(fn) -> str:
+    err = rpc_error(fn)
+    assert err.code() == grpc.StatusCode.PERMISSION_DENIED, err.details()
+    return err.details()
+
+
+def test_a_party_reads_only_the_jobs_it_is_in_and_controls_none(
+    tls_topology, pki, held_jobs
+) -> None:
+    address = tls_topology[0]
+    ours, ghost = held_jobs
+    with CoordinatorClient(address, files(pki["fed"], "bank")) as bank:
+        listed = {j.job_id for j in bank.jobs()}
+        assert ours in listed and ghost not in listed
+        assert bank.get(ours).state == "SUBMITTED"
+        assert next(iter(bank.watch(ours))).job_id == ours
+        message = denied(lambda: bank.get(ghost))
+        assert "'bank' is a party" in message and "may list and read the jobs it is in" in message
+        assert f"job {ghost} is not one of them" in message
+        denied(lambda: next(iter(bank.watch(ghost))))
+        message = denied(lambda: bank.submit(job()))
+        assert "'bank' is a party" in message and "may not submit jobs" in message
+        assert "operator's certificate (e.g. 'admin'" in message
+        assert f"may not cancel job {ours}" in denied(lambda: bank.cancel(ours))
+        assert f"may not resume job {ours}" in denied(lambda: bank.resume(ours))
+        assert "may not cancel" in denied(lambda: bank.cancel(ghost))
+    with CoordinatorClient(address, files(pki["fed"], "admin")) as admin:
+        assert admin.get(ours).state == "SUBMITTED"  # nothing was cancelled
+
+
+def test_an_unregistered_identity_is_a_party_of_the_jobs_that_name_it(
+    tls_topology, pki, held_jobs
+) -> None:
+    address = tls_topology[0]
+    ours, ghost = held_jobs
+    with CoordinatorClient(address, files(pki["fed"], "carol")) as carol:
+        assert carol.get(ghost).state == "SUBMITTED"
+        assert "'carol' is a party" in denied(lambda: carol.cancel(ghost))
+        assert "may not submit jobs" in denied(lambda: carol.submit(GHOST))
+
+
+def test_an_operator_keeps_full_control(tls_topology, pki, held_jobs) -> None:
+    address = tls_topology[0]
+    ours, ghost = held_jobs
+    with CoordinatorClient(address, files(pki["fed"], "admin")) as admin:
+        assert {ours, ghost} <= {j.job_id for j in admin.jobs()}
+        assert admin.get(ghost).state == "SUBMITTED"
+        assert admin.cancel(ghost) == "CANCELLED"
+
+
+def test_the_cli_says_what_a_party_may_do(tls_topology, pki, held_jobs) -> None:
+    address = tls_topology[0]
+    ours, _ = held_jobs
+    tls = ("--coordinator", address, "--tls", str(pki["fed"]), "--identity", "shop")
+    out = vfl("cancel", ours, *tls)
+    assert out.returncode == 2 and "'shop' is a party" in out.stderr
+    assert "may list and read the jobs it is in" in out.stderr
+    out = vfl("jobs", *tls)
+    assert out.returncode == 0 and ours in out.stdout
 
 
 def test_a_party_with_a_foreign_certificate_cannot_register(tls_topology, pki) -> None:

@@ -1,0 +1,89 @@
+"""Who may use the coordinator's user RPCs (docs/security.md, "Certificates and who may
+call what").
+
+With TLS every caller has an identity: the party id its certificate names. An identity is
+a *party* of a job if the job names it or if it is a registered party (a party daemon
+registered under that id, kept in the job database). A party may list and read (`vfl
+jobs`, `status`, `watch`) the jobs that name it, and may not submit, cancel or resume a job.
+For every other job, any other identity of the federation is an *operator* (e.g. `admin`)
+with full control. Without TLS there are no identities (the caller is None) and everything
+is allowed.
+
+A certificate names an identity, not a role: an identity that never registered is a party
+only of the jobs that name it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from coordinator.errors import AccessDenied
+from coordinator.spec import JobSpec, parse_spec_text
+from coordinator.store import JobRecord, JobStore
+
+_MAY = "may list and read the jobs it is in (vfl jobs, status, watch)"
+_OPERATOR = "an operator's certificate (e.g. 'admin': vfl certs issue DIR --party admin)"
+
+
+class Access:
+    """The user RPCs' permission checks; each raises `AccessDenied` naming the caller and
+    what it may do. They read the store, so call them off the event loop.
+
+    Args:
+        store: the job database (its party registry).
+        spec_of: a job's parsed spec (`Lifecycle.spec`).
+    """
+
+    def __init__(self, store: JobStore, spec_of: Callable[[str], JobSpec]) -> None:
+        self._store, self._spec_of = store, spec_of
+        self._lock = threading.Lock()
+        self._parties: dict[str, frozenset[str]] = {}  # job id -> its party ids (never change)
+
+    def visible(self, caller: str | None, records: list[JobRecord]) -> list[JobRecord]:
+        """The jobs of `records` that `caller` may list: a registered party's own, else all."""
+        if caller is None or not self._registered(caller):
+            return records
+        return [r for r in records if caller in self._parties_of(r.job_id)]
+
+    def check_read(self, caller: str | None, job_id: str) -> None:
+        """`caller` may read job `job_id` (GetJob, WatchJob)."""
+        if caller is None or caller in self._parties_of(job_id) or not self._registered(caller):
+            return
+        raise AccessDenied(f"'{caller}' is a party: it {_MAY}; job {job_id} is not one of them")
+
+    def check_submit(self, caller: str | None, spec_yaml: str) -> None:
+        """`caller` may submit this job.
+
+        Raises:
+            SpecError: a caller not yet known as a party sent a spec that does not parse.
+        """
+        if caller is None:
+            return
+        if self._registered(caller) or caller in {p.id for p in parse_spec_text(spec_yaml).parties}:
+            raise AccessDenied(
+                f"'{caller}' is a party: it {_MAY} but may not submit jobs; "
+                f"submitting needs {_OPERATOR}"
+            )
+
+    def check_control(self, caller: str | None, job_id: str, action: str) -> None:
+        """`caller` may `action` ("cancel", "resume") job `job_id`."""
+        if caller is None:
+            return
+        if caller in self._parties_of(job_id) or self._registered(caller):
+            raise AccessDenied(
+                f"'{caller}' is a party: it {_MAY} but may not {action} job {job_id}; "
+                f"that needs {_OPERATOR}"
+            )
+
+    def _registered(self, caller: str) -> bool:
+        return caller in self._store.parties()
+
+    def _parties_of(self, job_id: str) -> frozenset[str]:
+        with self._lock:
+            ids = self._parties.get(job_id)
+        if ids is None:
+            ids = frozenset(p.id for p in self._spec_of(job_id).parties)
+            with self._lock:
+                self._parties[job_id] = ids
+        return ids
