@@ -41,7 +41,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (SpecError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnknownJob, grpc.StatusCode.NOT_FOUND),
-    (PartyUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (PartyUnavailable, grpc.StatusCode.FAILED_PRECONDITION),  # a party, not this daemon
     (CoordinatorError, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
 ]

@@ -84,6 +84,6 @@ def format_result(view: JobView) -> str:
         "bytes_sent",
         "seconds",
     ):
-        if key in r:
+        if r.get(key):  # progress so far: what a running job has not reached is left out
             lines.append(f"  {key}: {r[key]}")
     return "\n".join(lines)
