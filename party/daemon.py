@@ -11,13 +11,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from coordinator.client import CoordinatorClient
 from coordinator.errors import CoordinatorError, SpecError
 from coordinator.logs import job_context
 from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
 from party.errors import JobError, PartyError
 from party.job import PartyJob
+from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
@@ -56,7 +56,7 @@ class PartyDaemon:
         self,
         config: PartyConfig,
         clients: PeerClients,
-        coordinator: CoordinatorClient | None,
+        coordinator: ReportSender | None,  # delivers reports to the coordinator
         options: DaemonOptions | None = None,
     ) -> None:
         self.config = config
