@@ -3,7 +3,8 @@
 CoordinatorError        base
 ├── SpecError           the job spec is malformed: names the field and the fix
 ├── UnknownJob          no job with that id
-└── PartyUnavailable    a party named by a job is not registered or not reachable
+├── PartyUnavailable    a party named by a job is not registered or not reachable
+└── StoreInUse          another coordinator holds the job database
 """
 
 from __future__ import annotations
@@ -23,3 +24,7 @@ class UnknownJob(CoordinatorError):
 
 class PartyUnavailable(CoordinatorError):
     """A party is not registered or does not answer."""
+
+
+class StoreInUse(CoordinatorError):
+    """Another coordinator process has the same job database open."""

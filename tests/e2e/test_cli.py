@@ -161,6 +161,20 @@ def test_by_hand_topology(tmp_path) -> None:
             assert code == 0, f"{name} exited {code}: {(tmp_path / f'{name}.log').read_text()}"
 
 
+def test_a_second_coordinator_on_the_same_database_exits_2_at_once(tmp_path) -> None:
+    db = tmp_path / "jobs.sqlite"
+    serve = ["coordinator", "serve", "--db", str(db), "--listen", "127.0.0.1:0"]
+    first, _ = _start(serve, tmp_path, "coordinator")
+    try:
+        second = vfl(*serve, timeout=60)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) == 0
+    assert second.returncode == 2, second.stderr
+    assert str(db) in second.stderr and "another coordinator" in second.stderr
+    assert "--db" in second.stderr and "Traceback" not in second.stderr
+
+
 def test_unreachable_coordinator_exits_3() -> None:
     out = vfl("jobs", "--coordinator", "127.0.0.1:1", timeout=120)
     assert out.returncode == 3
