@@ -22,7 +22,15 @@ from coordinator.logs import job_context
 from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
 from coordinator.reports import apply_report, check_report
 from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.states import ALIGNING, CANCELLED, FAILED, SUBMITTED, JobState, state_name
+from coordinator.states import (
+    ALIGNING,
+    CANCELLED,
+    FAILED,
+    SUBMITTED,
+    SUCCEEDED,
+    JobState,
+    state_name,
+)
 from coordinator.store import JobStore
 from proto import coordinator_pb2 as pb
 from proto.rpc import COORDINATOR_ID, PeerClients
@@ -79,7 +87,11 @@ class Lifecycle:
 
     def cancel(self, job_id: str) -> JobState:
         record = self.store.get(job_id)
-        if not record.terminal:
+        state = state_name(record.state)
+        if record.terminal:
+            log.info("job %s: cancel requested, but it had already ended %s", job_id, state)
+        else:
+            log.info("job %s: cancel requested by the user (it was %s)", job_id, state)
             self.end(job_id, CANCELLED, "cancelled by the user")
         return self.store.get(job_id).state
 
@@ -154,9 +166,13 @@ class Lifecycle:
             outcome = apply_report(self.store.get(job_id).result, spec, party_id, request)
         if outcome.state == FAILED:
             self.end(job_id, FAILED, outcome.reason, background=True)
+        elif outcome.state == SUCCEEDED:
+            if self.store.set_state(job_id, SUCCEEDED, result=outcome.result):
+                rounds = outcome.result.rounds
+                log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
         elif outcome.state is not None:
             self.store.set_state(job_id, outcome.state, result=outcome.result)
-            log.info("%s (reported by %s)", state_name(outcome.state), party_id)
+            log.info("job %s %s (reported by %s)", job_id, state_name(outcome.state), party_id)
         else:
             self.store.update_result(job_id, outcome.result)
         return self.store.get(job_id).terminal
@@ -171,7 +187,7 @@ class Lifecycle:
     def _end(self, job_id: str, state: JobState, reason: str, background: bool) -> None:
         if not self.store.set_state(job_id, state, reason):
             return
-        log.info("%s: %s", state_name(state), reason)
+        log.info("job %s %s: %s", job_id, state_name(state), reason)
         spec = self.spec(job_id)
         if background:
             self._background(self.control.abort_all, job_id, spec, reason)

@@ -1,6 +1,9 @@
-"""The life cycle keeps each job's parsed spec: reports and health ticks do not re-parse it."""
+"""The life cycle keeps each job's parsed spec (reports and health ticks do not re-parse
+it) and logs every job's end with its reason, and every cancellation."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 
@@ -56,3 +59,58 @@ def test_a_submitted_job_is_never_parsed_again(tmp_path, parses) -> None:
     life.cancel(job_id)
     life.join(10.0)
     assert parses == []
+
+
+def _stored(store: JobStore, name: str) -> str:
+    """A job in TRAINING, as after its launch."""
+    spec = parse_spec_text(job(name=name))
+    job_id = store.create(spec.job, job(name=name), spec.to_json())
+    store.set_state(job_id, TRAINING)
+    return job_id
+
+
+def _report(life: Lifecycle, job_id: str, party: str, **event) -> None:
+    life.report(party, pb.ReportProgressRequest(job_id=job_id, party_id=party, **event))
+
+
+def test_the_log_names_every_jobs_end_its_reason_and_each_cancellation(tmp_path, caplog) -> None:
+    # Prepare
+    caplog.set_level(logging.INFO, logger="coordinator")
+    store = JobStore(tmp_path / "jobs.sqlite")
+    life = Lifecycle(store, PeerClients())
+    # Execute: a job whose parties never registered, one cancelled (twice), one a party
+    # failed, one that succeeded, and one whose parties stopped answering
+    unregistered = life.submit(job(name="unregistered"))
+    life.join(10.0)
+    cancelled = _stored(store, "cancelled")
+    life.cancel(cancelled)
+    life.cancel(cancelled)
+    failed = _stored(store, "failed")
+    _report(life, failed, "shop", failed=pb.PartyFailed(reason="party 'shop': disk full"))
+    succeeded = _stored(store, "succeeded")
+    for party in ("bank", "shop"):
+        _report(life, succeeded, party, done=pb.PartyDone(rounds=40))
+    for party in ("bank", "shop"):
+        life.register(party, "127.0.0.1:1", ["breast"])  # nothing listens there
+    silent = _stored(store, "silent")
+    life.check_parties(grace_s=0.0)
+    life.join(10.0)
+    # Assert
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "coordinator.lifecycle" and r.levelno == logging.INFO
+    ]
+    assert any(f"job {unregistered} FAILED" in m and "never registered" in m for m in lines)
+    assert [m for m in lines if cancelled in m] == [
+        f"job {cancelled}: cancel requested by the user (it was TRAINING)",
+        f"job {cancelled} CANCELLED: cancelled by the user",
+        f"job {cancelled}: cancel requested, but it had already ended CANCELLED",
+    ]
+    assert f"job {failed} FAILED: party 'shop': disk full" in lines
+    assert f"job {succeeded} SUCCEEDED: every party reported done (40 rounds)" in lines
+    assert any(
+        f"job {silent} FAILED: party 'bank'" in m and "stopped answering" in m for m in lines
+    )
+    ends = [m for m in lines if any(s in m for s in ("SUCCEEDED", "FAILED", "CANCELLED:"))]
+    assert len(ends) == 5  # one line per end
