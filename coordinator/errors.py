@@ -4,7 +4,8 @@ CoordinatorError        base
 ├── SpecError           the job spec is malformed: names the field and the fix
 ├── UnknownJob          no job with that id
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
-└── StoreInUse          another coordinator holds the job database
+├── StoreInUse          another coordinator holds the job database
+└── CoordinatorLost     a client lost its connection to the coordinator mid-watch
 """
 
 from __future__ import annotations
@@ -28,3 +29,7 @@ class PartyUnavailable(CoordinatorError):
 
 class StoreInUse(CoordinatorError):
     """Another coordinator process has the same job database open."""
+
+
+class CoordinatorLost(CoordinatorError):
+    """The coordinator went away (stopped or restarted) while a client followed a job."""

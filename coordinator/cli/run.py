@@ -21,13 +21,17 @@ def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
     party_args = ("--audit", str(Path(args.audit).resolve())) if args.audit else ()
     if args.insecure:
         print("warning: --insecure: the processes of this run talk without TLS", file=sys.stderr)
-    view = run_local(
-        spec,
-        lambda c, j: progress.follow(c, j, show=not args.json),
-        workdir=args.workdir,
-        party_args=party_args,
-        tls=not args.insecure,
-    )
+    try:
+        view = run_local(
+            spec,
+            lambda c, j: progress.follow(c, j, show=not args.json),
+            workdir=args.workdir,
+            party_args=party_args,
+            tls=not args.insecure,
+        )
+    except KeyboardInterrupt:
+        print("interrupted: job cancelled, processes stopped", file=sys.stderr)
+        return 130
     return finish(view, args.json)
 
 

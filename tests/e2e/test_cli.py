@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from secure.pki.federation import local_federation
 from tests.support.data import FATE, shared_data
 
 pytestmark = pytest.mark.subprocess
@@ -213,6 +214,89 @@ def test_ctrl_c_stops_every_process(tmp_path) -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _from_a_terminal(args: list[str], err: Path) -> subprocess.Popen:
+    """`vfl ARGS` as typed in a terminal, so Ctrl-C (SIGINT) reaches it (see above)."""
+    return subprocess.Popen(
+        [*VFL, *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=open(err, "w"),  # noqa: SIM115 - closed with the process
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def _wait_for(text: str, err: Path, proc: subprocess.Popen, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while text not in err.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+        time.sleep(0.1)
+    return err.read_text()
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    return proc.returncode, out
+
+
+def test_ctrl_c_stops_watching_not_the_job_and_a_lost_coordinator_is_named(tmp_path) -> None:
+    # Prepare: a TLS federation by hand and a long job
+    fed = local_federation(tmp_path / "fed", ["coordinator", "admin", "bank", "shop"])
+    tls = ["--tls", str(fed)]
+    db = str(tmp_path / "jobs.sqlite")
+    coord, port = _start(
+        ["coordinator", "serve", "--db", db, "--listen", "127.0.0.1:0", *tls], tmp_path, "coord"
+    )
+    address = f"127.0.0.1:{port}"
+    procs = [coord]
+    c = ["--coordinator", address, *tls]
+    try:
+        for pid, file, label in (("bank", "guest", ", label: y"), ("shop", "host", "")):
+            cfg = tmp_path / f"{pid}.yaml"
+            cfg.write_text(
+                f"party: {pid}\nlisten: 127.0.0.1:0\ncoordinator: {address}\ndatasets:\n"
+                f"  breast: {{path: {FATE}/breast_hetero_{file}.csv{label}}}\n"
+            )
+            procs.append(_start(["party", "serve", "--config", str(cfg), *tls], tmp_path, pid)[0])
+        job = tmp_path / "job.yaml"
+        job.write_text(
+            write_job(tmp_path / "long.yaml", 5000)
+            .read_text()
+            .replace(f"path: {FATE}/breast_hetero_guest.csv, label: y", "dataset: breast")
+            .replace(f"path: {FATE}/breast_hetero_host.csv", "dataset: breast")
+        )
+        # Execute: Ctrl-C on `vfl submit --wait` and on `vfl watch`; then the coordinator
+        # dies under a third watch
+        err = [tmp_path / f"cli{i}.err" for i in range(3)]
+        submit = _from_a_terminal(["submit", str(job), "--wait", *c], err[0])
+        job_id = _wait_for("TRAINING", err[0], submit).split()[1].rstrip(":")
+        submitted = _stop(submit, signal.SIGINT)
+        watch = _from_a_terminal(["watch", job_id, *c], err[1])
+        _wait_for("TRAINING", err[1], watch)
+        watched = _stop(watch, signal.SIGINT)
+        status = vfl("status", job_id, *c)
+        lost = _from_a_terminal(["watch", job_id, *c], err[2])
+        _wait_for("TRAINING", err[2], lost)
+        coord.kill()
+        lost.wait(timeout=60)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(timeout=30)
+    # Assert: the job ran on; each interruption and the loss said so
+    keeps = f"stopped watching; job {job_id} keeps running (cancel it with `vfl cancel {job_id}`)"
+    assert submitted[0] == 130 and keeps in err[0].read_text()
+    assert watched[0] == 130 and keeps in err[1].read_text()
+    assert "cancelled" not in err[0].read_text() + err[1].read_text()
+    assert status.returncode == 0 and "TRAINING" in status.stdout
+    message = err[2].read_text()
+    assert lost.returncode == 3, message
+    assert f"the connection to the coordinator at {address} was lost" in message
+    assert "may still be running" in message and f"vfl watch {job_id}" in message
+    assert "TLS" not in message and "certificate" not in message
 
 
 def _logs(workdir: Path) -> str:
