@@ -15,7 +15,7 @@ from coordinator.errors import CoordinatorError, SpecError
 from coordinator.logs import job_context
 from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
-from party.errors import JobError, PartyError
+from party.errors import JobError, PartyError, shareable
 from party.job import PartyJob
 from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
@@ -215,10 +215,10 @@ class PartyDaemon:
             log.info("party %s: stopped (%s)", party, exc)
         except (PartyError, SecureError, CoordinatorError) as exc:  # bad input, named
             log.warning("party %s: failed: %s", party, exc)
-            reporter.failed(f"party '{party}': {exc}")
+            reporter.failed(f"party '{party}': {shareable(exc, party)}")
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
             log.exception("party %s: failed unexpectedly", party)
-            reporter.failed(f"party '{party}': {exc}")
+            reporter.failed(f"party '{party}': {shareable(exc, party)}")
         finally:
             with self._lock:
                 if self._jobs.get(job_id) is running:

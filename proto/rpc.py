@@ -291,19 +291,24 @@ def call_with_status(
     context: grpc.ServicerContext,
     fn: Callable[[], T],
     codes: Sequence[tuple[type[Exception], grpc.StatusCode]],
+    message: Callable[[Exception], str] | None = None,
 ) -> T:
-    """Run a servicer's `fn`, turning errors into a gRPC status with their message: the
-    first matching entry of `codes`, else INTERNAL (logged). A servicer never crashes."""
+    """Run a servicer's `fn`, turning errors into a gRPC status with their message (or
+    `message(error)`, what of it may be shown to the caller): the first matching entry of
+    `codes`, else INTERNAL (logged). A servicer never crashes."""
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
         if context.code() is not None:
             raise  # already aborted (e.g. a request that does not parse)
+        shown = str(exc) if message is None else message(exc)
         for kind, code in codes:
             if isinstance(exc, kind):
-                context.abort(code, str(exc) or type(exc).__name__)
+                context.abort(code, shown or type(exc).__name__)
         log.exception("internal error")
-        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        if message is None:
+            shown = f"{type(exc).__name__}: {exc}"
+        context.abort(grpc.StatusCode.INTERNAL, f"internal error: {shown}")
     raise AssertionError("unreachable")  # context.abort raises
 
 

@@ -92,7 +92,31 @@ def test_run_missing_file_fails_the_job(tmp_path) -> None:
     out = vfl("run", str(job), "--json")
     assert out.returncode == 1
     result = json.loads(out.stdout)
-    assert result["state"] == "FAILED" and "nope.csv' does not exist" in result["reason"]
+    assert result["state"] == "FAILED" and "its file does not exist" in result["reason"]
+    assert "nope.csv" not in result["reason"]
+
+
+def test_a_partys_data_error_reaches_the_job_without_its_paths_or_columns(tmp_path) -> None:
+    # Prepare: the shop's table, in a private folder, has a NaN in one column
+    rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
+    column = rows[0].split(",")[3]
+    cells = rows[1].split(",")
+    cells[3] = "nan"
+    table = tmp_path / "private" / "shop_customers.csv"
+    table.parent.mkdir()
+    table.write_text("\n".join([rows[0], ",".join(cells), *rows[2:]]) + "\n")
+    job = write_job(tmp_path / "job.yaml")
+    job.write_text(job.read_text().replace(f"{FATE}/breast_hetero_host.csv", str(table)))
+    # Execute
+    out = vfl("run", str(job), "--json", "--workdir", str(tmp_path / "run"))
+    # Assert: the reason names the party and the problem; the shop's own log has it all
+    assert out.returncode == 1, out.stderr
+    reason = json.loads(out.stdout)["reason"]
+    assert "party 'shop'" in reason and "NaN or infinite" in reason
+    assert "details in the log of party 'shop'" in reason
+    assert "private" not in reason and "shop_customers" not in reason and column not in reason
+    log = (tmp_path / "run" / "party-shop.log").read_text()
+    assert str(table) in log and f"'{column}'" in log
 
 
 def _start(args: list[str], tmp_path: Path, name: str) -> tuple[subprocess.Popen, int]:
