@@ -162,19 +162,20 @@ class Lifecycle:
         spec.party(party_id)  # SpecError if the party is not in the job
         if event in ("round", "validation"):
             self.store.add_metric(job_id, party_id, event, getattr(request, event))
-        with self._lock:
+        with self._lock:  # read, fold in and write back at once: no report overwrites another
             outcome = apply_report(self.store.get(job_id).result, spec, party_id, request)
+            moved = False
+            if outcome.state is None:
+                self.store.update_result(job_id, outcome.result)
+            elif outcome.state != FAILED:
+                moved = self.store.set_state(job_id, outcome.state, result=outcome.result)
         if outcome.state == FAILED:
             self.end(job_id, FAILED, outcome.reason, background=True)
-        elif outcome.state == SUCCEEDED:
-            if self.store.set_state(job_id, SUCCEEDED, result=outcome.result):
-                rounds = outcome.result.rounds
-                log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
-        elif outcome.state is not None:
-            self.store.set_state(job_id, outcome.state, result=outcome.result)
+        elif moved and outcome.state == SUCCEEDED:
+            rounds = outcome.result.rounds
+            log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
+        elif moved:
             log.info("job %s %s (reported by %s)", job_id, state_name(outcome.state), party_id)
-        else:
-            self.store.update_result(job_id, outcome.result)
         return self.store.get(job_id).terminal
 
     # --- ending ------------------------------------------------------------------------

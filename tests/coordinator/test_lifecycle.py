@@ -4,6 +4,7 @@ it) and logs every job's end with its reason, and every cancellation."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
@@ -114,3 +115,24 @@ def test_the_log_names_every_jobs_end_its_reason_and_each_cancellation(tmp_path,
     )
     ends = [m for m in lines if any(s in m for s in ("SUCCEEDED", "FAILED", "CANCELLED:"))]
     assert len(ends) == 5  # one line per end
+
+
+def test_concurrent_reports_of_two_parties_lose_nothing(tmp_path) -> None:
+    # The active party's round reports and the passive party's `done` arrive at once (on
+    # the servicer's threads); a lost `done` left jobs running until the health monitor
+    # failed them for a party that "lost" the job.
+    store = JobStore(tmp_path / "jobs.sqlite")
+    life = Lifecycle(store, PeerClients())
+    jobs = [_stored(store, f"race{i}") for i in range(40)]
+    for job_id in jobs:
+        rounds = threading.Thread(
+            target=lambda j=job_id: [
+                _report(life, j, "bank", round=pb.RoundDone(round=r, total_rounds=99))
+                for r in range(1, 40)
+            ]
+        )
+        rounds.start()
+        _report(life, job_id, "shop", done=pb.PartyDone(rounds=99))
+        rounds.join()
+    lost = [j for j in jobs if "shop" not in store.get(j).result.parties]
+    assert lost == [] and all(store.get(j).result.round == 39 for j in jobs)
