@@ -48,7 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         if name == "run":
             sp.add_argument("spec", help="job.yaml (data may be given by path)")
         sp.add_argument("--json", action="store_true", help="print the result as one JSON")
-        sp.add_argument("--workdir", help="keep configs, logs and the job store here")
+        sp.add_argument(
+            "--workdir",
+            help="keep configs, logs, the job store and the run's CA here (without it, a "
+            "temporary folder is removed when the run ends)",
+        )
         sp.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
         sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
         sp.set_defaults(fn=fn)

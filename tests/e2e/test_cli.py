@@ -48,12 +48,24 @@ def test_demo_json() -> None:
         assert key in result
 
 
+def _temp(tmp_path: Path) -> dict[str, str]:
+    """An environment whose temporary folders go to tmp_path/tmp (to see what stays)."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+
+
+def _runs(tmp_path: Path) -> list[Path]:
+    """The temporary folders of `vfl run` in the environment of `_temp`."""
+    return list((tmp_path / "tmp").glob("vfl-run-*"))
+
+
 def test_run_json_breast(tmp_path) -> None:
-    out = vfl("run", str(write_job(tmp_path / "job.yaml")), "--json")
+    out = vfl("run", str(write_job(tmp_path / "job.yaml")), "--json", env=_temp(tmp_path))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["metrics"]["auc"] >= 0.98 and result["rounds"] == 40
     assert result["history"][-1]["round"] == 40 and result["history"][-1]["seconds"] > 0
+    assert _runs(tmp_path) == []  # the run's folder, its CA key with it, is gone
 
 
 def test_run_three_party_motor(tmp_path) -> None:
@@ -89,11 +101,14 @@ def test_run_bad_spec_exits_2_with_the_reason(tmp_path, content, fragment) -> No
 def test_run_missing_file_fails_the_job(tmp_path) -> None:
     job = write_job(tmp_path / "job.yaml")
     job.write_text(job.read_text().replace("breast_hetero_host.csv", "nope.csv"))
-    out = vfl("run", str(job), "--json")
+    out = vfl("run", str(job), "--json", env=_temp(tmp_path))
     assert out.returncode == 1
     result = json.loads(out.stdout)
     assert result["state"] == "FAILED" and "its file does not exist" in result["reason"]
     assert "nope.csv" not in result["reason"]
+    # the run's folder is gone; the shop's log said what it was before it went
+    assert _runs(tmp_path) == []
+    assert "party-shop" in out.stderr and "nope.csv' does not exist" in out.stderr
 
 
 def test_a_partys_data_error_reaches_the_job_without_its_paths_or_columns(tmp_path) -> None:
@@ -235,6 +250,32 @@ def test_ctrl_c_stops_every_process(tmp_path) -> None:
         if (workdir / "pids").exists()
         else []
     )
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert (workdir / "tls" / "ca.key").exists()  # a --workdir is the user's: it stays
+
+
+def test_an_interrupted_run_removes_its_folder_and_processes(tmp_path) -> None:
+    proc = subprocess.Popen(
+        [*VFL, "run", str(write_job(tmp_path / "job.yaml", 5000))],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_temp(tmp_path),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "round" not in "".join(map(_logs, _runs(tmp_path))):
+        time.sleep(0.1)
+    [run] = _runs(tmp_path)
+    pids = [int(p) for p in (run / "pids").read_text().split()]
+    assert (run / "tls" / "ca.key").exists()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert _runs(tmp_path) == []
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
