@@ -96,6 +96,6 @@ class CoordinatorClient:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)
         self._stub.RegisterParty(req, timeout=self._timeout)
 
-    def report(self, request: pb.ReportProgressRequest) -> bool:
+    def report(self, request: pb.ReportProgressRequest, timeout: float | None = None) -> bool:
         """Send a progress report; returns True if the coordinator says to stop the job."""
-        return self._stub.ReportProgress(request, timeout=self._timeout).cancel
+        return self._stub.ReportProgress(request, timeout=timeout or self._timeout).cancel

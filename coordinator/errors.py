@@ -4,7 +4,9 @@ CoordinatorError        base
 ├── SpecError           the job spec is malformed: names the field and the fix
 ├── UnknownJob          no job with that id
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
-└── AccessDenied        the caller's identity may not do this (coordinator.access)
+├── AccessDenied        the caller's identity may not do this (coordinator.access)
+├── StoreInUse          another coordinator holds the job database
+└── CoordinatorLost     a client lost its connection to the coordinator mid-watch
 """
 
 from __future__ import annotations
@@ -28,3 +30,11 @@ class PartyUnavailable(CoordinatorError):
 
 class AccessDenied(CoordinatorError):
     """The caller's identity may not do this (a party may only read the jobs it is in)."""
+
+
+class StoreInUse(CoordinatorError):
+    """Another coordinator process has the same job database open."""
+
+
+class CoordinatorLost(CoordinatorError):
+    """The coordinator went away (stopped or restarted) while a client followed a job."""

@@ -31,6 +31,7 @@ from coordinator.states import (
     PAUSED,
     RUNNING,
     SUBMITTED,
+    SUCCEEDED,
     JobState,
     state_name,
 )
@@ -91,7 +92,11 @@ class Lifecycle:
 
     def cancel(self, job_id: str) -> JobState:
         record = self.store.get(job_id)
-        if not record.terminal:
+        state = state_name(record.state)
+        if record.terminal:
+            log.info("job %s: cancel requested, but it had already ended %s", job_id, state)
+        else:
+            log.info("job %s: cancel requested by the user (it was %s)", job_id, state)
             self.end(job_id, CANCELLED, "cancelled by the user")
         return self.store.get(job_id).state
 
@@ -254,16 +259,20 @@ class Lifecycle:
         spec.party(party_id)  # SpecError if the party is not in the job
         if event in ("round", "validation"):
             self.store.add_metric(job_id, party_id, event, getattr(request, event))
-        with self._results:  # read, fold in, write: reports arrive on many threads
+        with self._results:  # read, fold in and write back at once: no report overwrites another
             outcome = apply_report(self.store.get(job_id).result, spec, party_id, request)
+            moved = False
             if outcome.state is None:
                 self.store.update_result(job_id, outcome.result)
             elif outcome.state != FAILED:
-                self.store.set_state(job_id, outcome.state, result=outcome.result)
+                moved = self.store.set_state(job_id, outcome.state, result=outcome.result)
         if outcome.state == FAILED:
             self.end(job_id, FAILED, outcome.reason, background=True)
-        elif outcome.state is not None:
-            log.info("%s (reported by %s)", state_name(outcome.state), party_id)
+        elif moved and outcome.state == SUCCEEDED:
+            rounds = outcome.result.rounds
+            log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
+        elif moved:
+            log.info("job %s %s (reported by %s)", job_id, state_name(outcome.state), party_id)
         return self.store.get(job_id).terminal
 
     # --- ending ------------------------------------------------------------------------
@@ -276,7 +285,7 @@ class Lifecycle:
     def _end(self, job_id: str, state: JobState, reason: str, background: bool) -> None:
         if not self.store.set_state(job_id, state, reason):
             return
-        log.info("%s: %s", state_name(state), reason)
+        log.info("job %s %s: %s", job_id, state_name(state), reason)
         spec = self.spec(job_id)
         if background:
             self._background(self.control.abort_all, job_id, spec, reason)

@@ -4,12 +4,14 @@ Each process binds port 0 and writes its bound port to a file once it is serving
 for parties, registered), so nothing races for ports. Children watch the launcher's pid
 and stop if it disappears; on Ctrl-C the launcher cancels the job and stops them.
 With `tls` (the default) the run gets its own federation CA in `<workdir>/tls` and every
-process (coordinator, parties, and this launcher as `admin`) uses mutual TLS.
+process (coordinator, parties, and this launcher as `admin`) uses mutual TLS. A run
+without a workdir removes its temporary folder, CA key included, when it ends.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -156,8 +158,40 @@ def run_local(
     """Run one job on a fresh local topology; `watch(client, job_id)` follows it.
 
     With `tls`, a fresh CA and certificates for every process go to `<workdir>/tls`.
+    Without `workdir` the run gets a temporary folder, removed when the run ends however
+    it ends (its CA's private key with it); if the job did not succeed, the warnings and
+    errors of its logs are printed on stderr first.
     """
-    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
+    if workdir:
+        return _run(spec, watch, Path(workdir), party_args, tls)
+    base = Path(tempfile.mkdtemp(prefix="vfl-run-"))
+    show_logs = True
+    try:
+        view = _run(spec, watch, base, party_args, tls)
+        show_logs = view.state != "SUCCEEDED"
+        return view
+    except KeyboardInterrupt:
+        show_logs = False  # the user stopped the run
+        raise
+    finally:
+        if show_logs:
+            _print_problems(base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _print_problems(base: Path) -> None:
+    """The warnings and errors of a run's logs, on stderr (before they are removed)."""
+    lines = [
+        f"  {log.stem}: {line}"
+        for log in sorted(base.glob("*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if " WARNING " in line or " ERROR " in line
+    ]
+    if lines:
+        print("warnings and errors in the run's logs:", *lines, sep="\n", file=sys.stderr)
+
+
+def _run(spec: JobSpec, watch, base: Path, party_args: tuple[str, ...], tls: bool) -> JobView:
     base.mkdir(parents=True, exist_ok=True)
     tls_dir = None
     if tls:

@@ -27,10 +27,12 @@ class PartyControl:
     """Args:
     store: the job database (the party registry: who listens where).
     clients: gRPC clients of the party daemons.
-    control_timeout_s: deadline of a control call (StartJob). PrepareJob, which loads
-        and checks a party's table, may take as long as the job's own ``train.timeout_s``
-        when that is longer: a big table loads for minutes, and the health monitor
-        notices a party that dies meanwhile.
+    control_timeout_s: deadline of a control call (StartJob), and how long PrepareJob and
+        StartJob wait for a party's channel to connect: a party that just restarted is
+        reached once the channel's reconnect back-off ends, not called unreachable.
+        PrepareJob, which loads and checks a party's table, may take as long as the
+        job's own ``train.timeout_s`` when that is longer: a big table loads for minutes,
+        and the health monitor notices a party that dies meanwhile.
     """
 
     def __init__(
@@ -146,9 +148,13 @@ class PartyControl:
         request: object,
         timeout: float | None = None,
     ) -> object:
+        deadline = timeout or self._timeout_s
+        # wait for the channel first; if it never connects, the call fails at once with
+        # gRPC's reason (refused, TLS handshake, ...) for the message below
+        ready = self._clients.ready(address, party_id, min(deadline, self._timeout_s))
         stub = self._clients.stub(address, party_id)
         try:
-            return getattr(stub, method)(request, timeout=timeout or self._timeout_s)
+            return getattr(stub, method)(request, timeout=deadline, wait_for_ready=ready)
         except grpc.RpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 why = self.explain(exc, address, party_id)

@@ -1,23 +1,28 @@
 """The job store: jobs, their state, per-round metrics and the party registry in SQLite.
 
 Every write is a committed transaction, so a coordinator restart loses nothing. One
-connection guarded by a lock (SQLite serialises writers anyway).
+connection guarded by a lock (SQLite serialises writers anyway). A store holds an
+exclusive lock on `<db>.lock` for its life: a second coordinator on the same database
+would launch and end the same jobs twice, so it fails at once (`StoreInUse`).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from coordinator.errors import UnknownJob
+from coordinator.errors import StoreInUse, UnknownJob
 from coordinator.states import SUBMITTED, TERMINAL, JobState, state_from_name, state_name
 from proto import coordinator_pb2 as pb
 from proto.serde import to_plain
@@ -60,16 +65,28 @@ class JobRecord:
 
 
 class JobStore:
+    """The job database at `path`, held exclusively until `close()`.
+
+    Raises:
+        StoreInUse: another process (or store) holds the database.
+    """
+
     def __init__(self, path: str | Path) -> None:
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        self._owner = _hold(Path(path))
+        try:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+        except BaseException:
+            self._owner.close()
+            raise
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            self._owner.close()  # releases the database to the next coordinator
 
     # --- jobs ------------------------------------------------------------------------
 
@@ -190,6 +207,32 @@ class JobStore:
     def parties(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT party_id, address FROM parties").fetchall())
+
+
+def _hold(db: Path) -> IO[str]:
+    """Take the exclusive lock of the database `db` (the lock file names the holder's
+    pid); it lasts until the returned file is closed.
+
+    Raises:
+        StoreInUse: the lock is held (by another coordinator).
+    """
+    lock = db.with_name(db.name + ".lock")
+    fh = open(lock, "a+")  # noqa: SIM115 - open for the store's life
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip()
+        fh.close()
+        who = f"another coordinator (pid {holder})" if holder.isdigit() else "another coordinator"
+        raise StoreInUse(
+            f"job database '{db}' is in use: {who} is running with it (it holds {lock}); "
+            "stop that coordinator, or start this one with another --db"
+        ) from None
+    fh.truncate(0)
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
 
 
 def _json(message: Message) -> str:

@@ -13,13 +13,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from coordinator.client import CoordinatorClient
 from coordinator.errors import CoordinatorError, SpecError
 from coordinator.logs import job_context
 from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
-from party.errors import ConfigError, JobError, PartyError
+from party.errors import ConfigError, JobError, PartyError, shareable
 from party.job import PartyJob
+from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
 from party.state import StateDir
 from party.transport.audit import AuditLog
@@ -60,7 +60,7 @@ class PartyDaemon:
         self,
         config: PartyConfig,
         clients: PeerClients,
-        coordinator: CoordinatorClient | None,
+        coordinator: ReportSender | None,  # delivers reports to the coordinator
         options: DaemonOptions | None = None,
     ) -> None:
         self.config = config
@@ -179,14 +179,20 @@ class PartyDaemon:
             log.info("party %s: aborted (%s)", self.config.party_id, reason or "by the coordinator")
 
     def running_jobs(self) -> list[str]:
-        """Jobs this party holds, including any whose data it is still loading."""
+        """Jobs this party holds: loading, prepared, started, or ended with a final report
+        the coordinator has not acknowledged yet."""
         with self._lock:
-            return sorted(set(self._jobs) | self._preparing)
+            return sorted(set(self._jobs) | self._preparing | self._finishing())
 
     def started_jobs(self) -> list[str]:
-        """Jobs whose training StartJob started."""
+        """Jobs whose training StartJob started (also those ended but not yet reported:
+        a restarted coordinator waits for their final report instead of pausing them)."""
         with self._lock:
-            return sorted(j for j, r in self._jobs.items() if r.thread is not None)
+            started = {j for j, r in self._jobs.items() if r.thread is not None}
+            return sorted(started | self._finishing())
+
+    def _finishing(self) -> set[str]:
+        return set() if self._coordinator is None else set(self._coordinator.pending_final())
 
     def _expire_if_never_started(self, job_id: str, prepared_at: float) -> None:
         """Drop a prepared job (and its table) that no StartJob followed in time: its
@@ -273,10 +279,10 @@ class PartyDaemon:
             log.info("party %s: stopped (%s)", party, exc)
         except (PartyError, SecureError, CoordinatorError) as exc:  # bad input, named
             log.warning("party %s: failed: %s", party, exc)
-            reporter.failed(f"party '{party}': {exc}")
+            reporter.failed(f"party '{party}': {shareable(exc, party)}")
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
             log.exception("party %s: failed unexpectedly", party)
-            reporter.failed(f"party '{party}': {exc}")
+            reporter.failed(f"party '{party}': {shareable(exc, party)}")
         finally:
             with self._lock:
                 if self._jobs.get(job_id) is running:

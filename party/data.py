@@ -5,7 +5,8 @@ categorical columns; for `libsvm`, `id` is "auto" (a leading `@7`/`7` token is t
 otherwise the line number), "line" or "first", and any `label` means the file carries a
 label token). A `Table` holds ids (as text), a dense float32 feature matrix and, at the
 active party, the raw label column. Every malformed input raises `DataError` naming the
-file, line and column, and what to do.
+file, line and column, and what to do; its public form (`party.errors`) says what kind of
+problem it is and names only the dataset.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ def load_table(cfg: TableSource, name: str) -> Table:
     if not path.is_file():
         raise DataError(
             f"dataset '{name}': file '{cfg.path}' does not exist; fix the path in the "
-            "party config (or the job spec for `vfl run`)"
+            "party config (or the job spec for `vfl run`)",
+            public=f"dataset '{name}': its file does not exist; the party must fix its config",
         )
     if cfg.format == "csv":
         table = _load_csv(path, cfg, name)
@@ -53,16 +55,24 @@ def load_table(cfg: TableSource, name: str) -> Table:
     else:
         raise DataError(f"dataset '{name}': unknown format '{cfg.format}'; use csv or libsvm")
     if table.rows == 0:
-        raise DataError(f"dataset '{name}': '{cfg.path}' has no data rows")
+        raise DataError(
+            f"dataset '{name}': '{cfg.path}' has no data rows",
+            public=f"dataset '{name}' has no data rows",
+        )
     if not np.all(np.isfinite(table.features)):
         r, c = np.argwhere(~np.isfinite(table.features))[0]
         raise DataError(
-            f"dataset '{name}': feature '{table.feature_names[c]}' is NaN or infinite at "
-            f"data row {r + 1}; clean or impute the column before training"
+            f"dataset '{name}' ('{cfg.path}'): feature '{table.feature_names[c]}' is NaN or "
+            f"infinite at data row {r + 1}; clean or impute the column before training",
+            public=f"dataset '{name}': a feature is NaN or infinite; the party must clean or "
+            "impute it before training",
         )
     if table.labels is not None and not np.all(np.isfinite(table.labels)):
         r = int(np.argwhere(~np.isfinite(table.labels))[0][0])
-        raise DataError(f"dataset '{name}': label is NaN at data row {r + 1}")
+        raise DataError(
+            f"dataset '{name}' ('{cfg.path}'): label is NaN at data row {r + 1}",
+            public=f"dataset '{name}': a label is NaN",
+        )
     return table
 
 
@@ -71,7 +81,10 @@ def _load_csv(path: Path, cfg: TableSource, name: str) -> Table:
         reader = csv.reader(fh)
         header = next(reader, None)
         if not header:
-            raise DataError(f"dataset '{name}': '{path}' is empty; a header row is needed")
+            raise DataError(
+                f"dataset '{name}': '{path}' is empty; a header row is needed",
+                public=f"dataset '{name}': its file is empty; a header row is needed",
+            )
         header = [h.strip() for h in header]
         rows = [r for r in reader if r]
     id_col = _column(header, cfg.id, "id", name)
@@ -82,7 +95,8 @@ def _load_csv(path: Path, cfg: TableSource, name: str) -> Table:
         if len(r) != len(header):
             raise DataError(
                 f"dataset '{name}': line {n + 2} of '{path}' has {len(r)} cells, the header "
-                f"has {len(header)}; fix the row"
+                f"has {len(header)}; fix the row",
+                public=f"dataset '{name}': a row has another number of cells than the header",
             )
     ids = np.array([r[id_col].strip() for r in rows], dtype=object)
     feats = _numeric(rows, feat_cols, header, name)
@@ -107,7 +121,9 @@ def _categorical(rows: list[list[str]], cols: list[int], header: list[str], name
             raise DataError(
                 f"dataset '{name}': categorical column '{header[c]}' has {rows[bad][c]!r} "
                 f"at line {bad + 2}; categorical values must be integer codes (hash or "
-                "label-encode them)"
+                "label-encode them)",
+                public=f"dataset '{name}': a categorical column holds a value that is not an "
+                "integer code",
             ) from None
     if out.size and out.min() < 0:
         raise DataError(f"dataset '{name}': categorical codes must be >= 0")
@@ -119,7 +135,9 @@ def _column(header: list[str], column: str | None, what: str, name: str) -> int:
         raise DataError(
             f"dataset '{name}': {what} column '{column}' is not in the header "
             f"({', '.join(header[:12])}{', ...' if len(header) > 12 else ''}); set "
-            f"'{what}' to one of these columns"
+            f"'{what}' to one of these columns",
+            public=f"dataset '{name}': its header has no such {what} column; check the "
+            f"dataset's '{what}' setting",
         )
     return header.index(column)
 
@@ -134,7 +152,8 @@ def _numeric(rows: list[list[str]], cols: list[int], header: list[str], name: st
             raise DataError(
                 f"dataset '{name}': column '{header[c]}' has the non-numeric value "
                 f"{rows[bad][c]!r} at line {bad + 2}; features must be numbers (encode "
-                "categories as integers, fill empty cells)"
+                "categories as integers, fill empty cells)",
+                public=f"dataset '{name}': a column holds a value that is not a number",
             ) from None
     return out.astype(np.float32) if cols and cols[0] is not None else out
 
@@ -191,10 +210,13 @@ def _libsvm_lead(lead, line_no, has_label, cfg, name, path) -> tuple[str, float]
         want_id = False
     expected = int(want_id) + int(has_label)
     if len(lead) != expected:
+        settings = f"(id: {cfg.id}, label: {'yes' if has_label else 'no'})"
         raise DataError(
             f"dataset '{name}': line {line_no + 1} of '{path}' has {len(lead)} leading "
-            f"token(s) before the features, expected {expected} (id: {cfg.id}, label: "
-            f"{'yes' if has_label else 'no'}); check the dataset's 'id' and 'label' settings"
+            f"token(s) before the features, expected {expected} {settings}; check the "
+            "dataset's 'id' and 'label' settings",
+            public=f"dataset '{name}': a line has {len(lead)} leading token(s) before the "
+            f"features, expected {expected} {settings}; check its 'id' and 'label' settings",
         )
     rid = lead[0].lstrip("@") if want_id else str(line_no)
     label = 0.0
@@ -203,7 +225,8 @@ def _libsvm_lead(lead, line_no, has_label, cfg, name, path) -> tuple[str, float]
         if not _is_float(text):
             raise DataError(
                 f"dataset '{name}': label {text!r} at line {line_no + 1} of "
-                f"'{path}' is not a number"
+                f"'{path}' is not a number",
+                public=f"dataset '{name}': a label is not a number",
             )
         label = float(text)
     return rid, label
@@ -214,6 +237,7 @@ def _libsvm_entry(tok: str, line_no: int, name: str, path: Path) -> tuple[int, f
     if not idx.isdigit() or not _is_float(val):
         raise DataError(
             f"dataset '{name}': '{tok}' at line {line_no + 1} of '{path}' is not a "
-            "LIBSVM 'index:value' pair"
+            "LIBSVM 'index:value' pair",
+            public=f"dataset '{name}': a token is not a LIBSVM 'index:value' pair",
         )
     return int(idx), float(val)

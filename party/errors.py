@@ -5,13 +5,33 @@ PartyError          base
 ├── DataError       a dataset is missing or malformed (names the file, row, column)
 ├── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
 └── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
+
+An error has two forms. `str(error)` is the full message for this party's own log and
+operator: it may name the party's files, columns and values. `error.public` is what may
+leave the organisation (to the coordinator, and through it to every user of the job): the
+kind of problem and what to do, never a local path, column name or value. A message with
+nothing local in it is its own public form; a raise that names local details passes
+`public=` too. `shareable` is the text of any error that may leave the party.
 """
 
 from __future__ import annotations
 
+from coordinator.errors import CoordinatorError
+from secure.errors import SecureError
+
 
 class PartyError(Exception):
-    """Base class of party errors."""
+    """Base class of party errors.
+
+    Args:
+        message: the full message (this party's log).
+        public: the message without local paths, column names or values, where
+            `message` has any; defaults to `message`.
+    """
+
+    def __init__(self, message: str, public: str | None = None) -> None:
+        super().__init__(message)
+        self.public = message if public is None else public
 
 
 class ConfigError(PartyError):
@@ -28,3 +48,18 @@ class JobError(PartyError):
 
 class CheckpointError(PartyError):
     """A checkpoint cannot be used; the message names the job, the round and why."""
+
+
+def shareable(exc: BaseException, party_id: str) -> str:
+    """What of `exc` may leave party `party_id`: a party error's public form, a protocol
+    or spec error's message (they name steps, counts and fields), else only the error's
+    type; where anything is held back, it says the details are in this party's log."""
+    if isinstance(exc, PartyError):
+        text = exc.public
+    elif isinstance(exc, (SecureError, CoordinatorError)):
+        text = str(exc)
+    else:
+        text = f"unexpected {type(exc).__name__}"
+    if text == str(exc):
+        return text
+    return f"{text} (details in the log of party '{party_id}')"

@@ -1,43 +1,45 @@
 """Progress reports to the coordinator, as typed `vfl.v1.ReportProgressRequest` events.
 
-Reports are best effort: a coordinator outage never stops training (a report that cannot
-be delivered is logged and dropped), round reports are throttled, and the coordinator's
-answer "stop" cancels the job at this party.
+A job's reporter only queues its reports: the daemon's `ReportSender`
+(`party.report_sender`) delivers them in the background, so a coordinator outage never
+slows training. Progress reports are best effort (throttled here, coalesced and bounded
+there); the final ones (`done`, `failed`) are kept until the coordinator has them, and a
+job's end waits up to `FINAL_WAIT_S` for it to take them. The coordinator's answer "stop"
+cancels the job at this party.
 """
 
 from __future__ import annotations
 
-import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.client import CoordinatorClient
 from coordinator.states import JobState
+from party.report_sender import ReportSender
 from proto import coordinator_pb2 as pb
 
-log = logging.getLogger(__name__)
-
 REPORT_INTERVAL_S = 0.5
+FINAL_WAIT_S = 3.0  # how long a job's end waits for the coordinator to take its last report
 
 
 class CoordinatorReporter:
     """One job's reports from one party (the `Reporter` of `party.training.context`).
 
     Args:
-        client: the coordinator, or None when the daemon runs without one.
+        sender: the daemon's report sender, or None when it runs without a coordinator.
         job_id, party_id: whose reports these are.
         on_stop: called when the coordinator says the job ended (e.g. was cancelled).
     """
 
     def __init__(
         self,
-        client: CoordinatorClient | None,
+        sender: ReportSender | None,
         job_id: str,
         party_id: str,
         on_stop: Callable[[], None],
     ) -> None:
-        self._client, self._job_id, self._party_id = client, job_id, party_id
+        self._sender, self._job_id, self._party_id = sender, job_id, party_id
         self._on_stop = on_stop
         self._last = 0.0
 
@@ -66,23 +68,26 @@ class CoordinatorReporter:
         self._send(checkpoint=pb.Checkpointed(round=rnd))
 
     def done(self, result: Mapping[str, Any]) -> None:
-        self._send(done=party_done(result))
+        self._send_final(done=party_done(result))
 
     def failed(self, reason: str) -> None:
-        self._send(failed=pb.PartyFailed(reason=reason))
+        self._send_final(failed=pb.PartyFailed(reason=reason))
 
-    def _send(self, **event: Any) -> None:
-        if self._client is None:
-            return
+    def _send(self, **event: Any) -> threading.Event | None:
+        """Queue one report; returns at once, whether or not the coordinator answers."""
+        if self._sender is None:
+            return None
         request = pb.ReportProgressRequest(job_id=self._job_id, party_id=self._party_id, **event)
-        name = next(iter(event))
-        try:
-            stop = self._client.report(request)
-        except Exception as exc:  # noqa: BLE001 - a coordinator outage must not stop training
-            log.warning("job %s: progress report '%s' not delivered: %s", self._job_id, name, exc)
-            return
-        if stop and name not in ("done", "failed"):
-            self._on_stop()
+        return self._sender.post(request, self._on_stop)
+
+    def _send_final(self, **event: Any) -> None:
+        """Queue the job's last report and give the coordinator `FINAL_WAIT_S` to take it
+        before the job ends here: then it hears of this party's own failure before the
+        peers' failures that follow from it, and that this party finished before the
+        party stops listing the job. The report stays queued if that time passes."""
+        settled = self._send(**event)
+        if settled is not None:
+            settled.wait(FINAL_WAIT_S)
 
 
 def party_done(result: Mapping[str, Any]) -> pb.PartyDone:

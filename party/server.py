@@ -12,6 +12,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from coordinator.client import CoordinatorClient
 from party.config import PartyConfig
 from party.daemon import DaemonOptions, PartyDaemon
+from party.report_sender import ReportSender
 from party.servicer import PartyServicer
 from proto import party_pb2_grpc
 from proto.rpc import (
@@ -39,12 +40,15 @@ class PartyServer:
     health: health.HealthServicer
     clients: PeerClients
     coordinator: CoordinatorClient | None
+    reports: ReportSender | None  # delivers the jobs' reports to the coordinator
 
     def stop(self, grace: float = 2.0) -> None:
         self.health.enter_graceful_shutdown()
         for job_id in self.daemon.running_jobs():
             self.daemon.abort(job_id, "party daemon shutting down")
         self.daemon.join_jobs(timeout=grace + 10)  # no job thread may outlive the channels
+        if self.reports is not None:  # the last reports go out while the coordinator answers
+            self.reports.close(timeout=grace)
         self.server.stop(grace).wait()
         self.clients.close()
         if self.coordinator is not None:
@@ -65,7 +69,8 @@ def create_party_server(
     """
     clients = PeerClients(tls)
     coordinator = CoordinatorClient(config.coordinator, tls) if config.coordinator else None
-    daemon = PartyDaemon(config, clients, coordinator, options)
+    reports = ReportSender(coordinator) if coordinator is not None else None
+    daemon = PartyDaemon(config, clients, reports, options)
     server = make_server()
     party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
     health_servicer = health.HealthServicer()
@@ -75,7 +80,9 @@ def create_party_server(
     address = config.advertise or f"{host_of(config.listen)}:{port}"
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set("vfl.v1.PartyService", health_pb2.HealthCheckResponse.SERVING)
-    running = PartyServer(server, daemon, port, address, health_servicer, clients, coordinator)
+    running = PartyServer(
+        server, daemon, port, address, health_servicer, clients, coordinator, reports
+    )
     if coordinator is not None:
         try:
             _register(coordinator, config, address, tls is not None)

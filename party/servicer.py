@@ -1,26 +1,30 @@
 """The PartyService servicer: protobuf in, `PartyDaemon` call, protobuf out.
 
-Domain errors become gRPC statuses with the error's message; nothing else lives here.
+Domain errors become gRPC statuses with the error's shareable form (`party.errors`); where
+that holds details back, the full message goes to this party's log. Nothing else lives here.
 With TLS, a Push is accepted only from the party its certificate names as the sender,
 and the control RPCs (PrepareJob, StartJob, AbortJob) only from the coordinator.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import grpc
 
 from coordinator.errors import CoordinatorError
+from coordinator.logs import job_context
 from party.daemon import PartyDaemon
-from party.errors import ConfigError, DataError, JobError, PartyError
+from party.errors import ConfigError, DataError, JobError, PartyError, shareable
 from proto import party_pb2 as pb
 from proto import party_pb2_grpc as pb_grpc
 from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, call_with_status, check_caller
 from secure.errors import ChannelClosed, PayloadError, SecureError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (ChannelClosed, grpc.StatusCode.ABORTED),
@@ -34,9 +38,18 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
 ]
 
 
-def call(context: grpc.ServicerContext, fn: Callable[[], T]) -> T:
-    """Run `fn`; errors become statuses by `_CODES` (`proto.rpc.call_with_status`)."""
-    return call_with_status(context, fn, _CODES)
+def call(context: grpc.ServicerContext, fn: Callable[[], T], daemon: PartyDaemon) -> T:
+    """Run `fn`; errors become statuses by `_CODES` (`proto.rpc.call_with_status`) with
+    what of them may leave the daemon's party."""
+
+    def message(exc: Exception) -> str:
+        party_id = daemon.config.party_id
+        public = shareable(exc, party_id)
+        if public != str(exc):
+            log.warning("party %s: %s", party_id, exc)  # the details stay here
+        return public
+
+    return call_with_status(context, fn, _CODES, message)
 
 
 def header(request_iterator: Iterator[pb.PushChunk]) -> pb.PushChunk:
@@ -86,7 +99,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         self._d = daemon
 
     def Push(self, request_iterator, context):  # noqa: N802
-        head = call(context, lambda: header(request_iterator))
+        head = call(context, lambda: header(request_iterator), self._d)
         check_caller(context, head.sender, f"send envelopes as party '{head.sender}'")
 
         def push() -> pb.PushResponse:
@@ -94,15 +107,19 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             fresh = self._d.push(head.job_id, head.sender, head.receiver, head.tag, data)
             return pb.PushResponse(duplicate=not fresh)
 
-        return call(context, push)
+        return call(context, push, self._d)
 
     def PrepareJob(self, request, context):  # noqa: N802
         _from_coordinator(context)
         peers = {p.party_id: p.address for p in request.peers}
-        call(
-            context,
-            lambda: self._d.prepare(request.job_id, request.spec_json, peers, request.resume_round),
-        )
+        with job_context(request.job_id):
+            call(
+                context,
+                lambda: self._d.prepare(
+                    request.job_id, request.spec_json, peers, request.resume_round
+                ),
+                self._d,
+            )
         return pb.PrepareJobResponse()
 
     def ListCheckpoints(self, request, context):  # noqa: N802
@@ -114,12 +131,12 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def StartJob(self, request, context):  # noqa: N802
         _from_coordinator(context)
-        call(context, lambda: self._d.start(request.job_id))
+        call(context, lambda: self._d.start(request.job_id), self._d)
         return pb.StartJobResponse()
 
     def AbortJob(self, request, context):  # noqa: N802
         _from_coordinator(context)
-        call(context, lambda: self._d.abort(request.job_id, request.reason))
+        call(context, lambda: self._d.abort(request.job_id, request.reason), self._d)
         return pb.AbortJobResponse()
 
     def GetPartyInfo(self, request, context):  # noqa: N802

@@ -44,6 +44,7 @@ CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 8 << 20
 MAX_ENVELOPE_BYTES = 1 << 30
 COORDINATOR_ID = "coordinator"  # the identity in the coordinator's certificate
+MAX_RECONNECT_BACKOFF_MS = 5000  # longest wait between a channel's connection attempts
 
 _RETRY_POLICY = json.dumps(
     {
@@ -78,6 +79,9 @@ def channel_options() -> list[tuple[str, object]]:
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.enable_retries", 1),
         ("grpc.service_config", _RETRY_POLICY),
+        # a daemon that was down for minutes is dialled again within seconds of its
+        # return, not after gRPC's default back-off of up to two minutes
+        ("grpc.max_reconnect_backoff_ms", MAX_RECONNECT_BACKOFF_MS),
     ]
 
 
@@ -367,17 +371,28 @@ def handshake_failed(exc: grpc.RpcError, tls: bool) -> bool:
     )
 
 
-def status_of(exc: Exception, codes: Codes) -> Problem:
-    """The status an error is answered with, with its message: the first matching entry of
-    `codes`, else INTERNAL (logged with its traceback)."""
+def status_of(
+    exc: Exception, codes: Codes, message: Callable[[Exception], str] | None = None
+) -> Problem:
+    """The status an error is answered with, with its message (or `message(error)`, what of
+    it may be shown to the caller): the first matching entry of `codes`, else INTERNAL
+    (logged with its traceback)."""
+    shown = str(exc) if message is None else message(exc)
     for kind, code in codes:
         if isinstance(exc, kind):
-            return code, str(exc) or type(exc).__name__
+            return code, shown or type(exc).__name__
     log.error("internal error", exc_info=exc)
-    return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}"
+    if message is None:
+        shown = f"{type(exc).__name__}: {exc}"
+    return grpc.StatusCode.INTERNAL, f"internal error: {shown}"
 
 
-def call_with_status(context: grpc.ServicerContext, fn: Callable[[], T], codes: Codes) -> T:
+def call_with_status(
+    context: grpc.ServicerContext,
+    fn: Callable[[], T],
+    codes: Codes,
+    message: Callable[[Exception], str] | None = None,
+) -> T:
     """Run a servicer's `fn`, turning errors into a gRPC status (`status_of`). A servicer
     never crashes."""
     try:
@@ -385,7 +400,7 @@ def call_with_status(context: grpc.ServicerContext, fn: Callable[[], T], codes: 
     except Exception as exc:  # noqa: BLE001 - every error becomes a status, never a crash
         if context.code() is not None:
             raise  # already aborted (e.g. a request that does not parse)
-        context.abort(*status_of(exc, codes))
+        context.abort(*status_of(exc, codes, message))
     raise AssertionError("unreachable")  # context.abort raises
 
 
@@ -413,11 +428,25 @@ class PeerClients:
 
     def stub(self, address: str, party_id: str) -> party_pb2_grpc.PartyServiceStub:
         """A stub for party `party_id` at `address` (with TLS, its certificate must say so)."""
+        return party_pb2_grpc.PartyServiceStub(self._channel(address, party_id))
+
+    def ready(self, address: str, party_id: str, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the channel to party `party_id` to connect
+        (a channel that failed before waits out its reconnect back-off); True if it did."""
+        future = grpc.channel_ready_future(self._channel(address, party_id))
+        try:
+            future.result(timeout)
+        except (grpc.FutureTimeoutError, grpc.FutureCancelledError):
+            future.cancel()
+            return False
+        return True
+
+    def _channel(self, address: str, party_id: str) -> grpc.Channel:
         key = (address, party_id)
         with self._lock:
             if key not in self._channels:
                 self._channels[key] = dial(address, self.tls, expect=party_id)
-            return party_pb2_grpc.PartyServiceStub(self._channels[key])
+            return self._channels[key]
 
     def close(self) -> None:
         with self._lock:

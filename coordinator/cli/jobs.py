@@ -12,7 +12,7 @@ from pathlib import Path
 
 from coordinator.cli import certs, progress
 from coordinator.client import CoordinatorClient, JobView
-from coordinator.errors import CoordinatorError
+from coordinator.errors import CoordinatorError, CoordinatorLost
 from coordinator.states import state_name
 
 DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
@@ -27,6 +27,29 @@ def finish(view: JobView, as_json: bool) -> int:
     return 0 if view.state == "SUCCEEDED" else 1
 
 
+def follow(client: CoordinatorClient, job_id: str, as_json: bool) -> int:
+    """Follow a job until it ends and print its result. Ctrl-C stops the watching, not
+    the job (exit code 130).
+
+    Raises:
+        CoordinatorLost: the coordinator went away meanwhile (names how to follow again).
+    """
+    try:
+        view = progress.follow(client, job_id, show=not as_json)
+    except KeyboardInterrupt:
+        print(
+            f"stopped watching; job {job_id} keeps running (cancel it with `vfl cancel {job_id}`)",
+            file=sys.stderr,
+        )
+        return 130
+    except CoordinatorLost as exc:
+        raise CoordinatorLost(
+            f"{exc}; the job may still be running: follow it again with `vfl watch {job_id}` "
+            "once the coordinator answers"
+        ) from None
+    return finish(view, as_json)
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     text = Path(args.spec).read_text() if Path(args.spec).is_file() else None
     if text is None:
@@ -37,7 +60,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             print(job_id)
             return 0
         print(f"submitted {job_id}", file=sys.stderr)
-        return finish(progress.follow(c, job_id, show=not args.json), args.json)
+        return follow(c, job_id, args.json)
 
 
 def cmd_health(args: argparse.Namespace) -> int:
@@ -81,7 +104,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     with _client(args) as c:
-        return finish(progress.follow(c, args.job, show=not args.json), args.json)
+        return follow(c, args.job, args.json)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -2,8 +2,10 @@
 installs signal handlers.
 
 Exit codes: 0 success; 1 the job failed or was cancelled (or `vfl health`: not serving);
-2 bad input (spec, config, certificate, unknown job); 3 a daemon is unreachable or the
-TLS handshake failed; 130 interrupted.
+2 bad input (spec, config, certificate, unknown job); 3 a daemon is unreachable, the
+TLS handshake failed, or the coordinator went away while a job was followed; 130
+interrupted (Ctrl-C stops `vfl watch` and `vfl submit --wait` watching, never the job;
+`vfl run` cancels its job and stops its processes).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 import grpc
 
 from coordinator.cli import certs, daemons, data, jobs, run, spec
-from coordinator.errors import CoordinatorError
+from coordinator.errors import CoordinatorError, CoordinatorLost
 from party.errors import PartyError
 from proto.rpc import COORDINATOR_ID, explain
 from secure.errors import SecureError
@@ -41,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.fn(args))
     except KeyboardInterrupt:
-        print("interrupted: job cancelled, processes stopped", file=sys.stderr)
+        print("interrupted", file=sys.stderr)
         return 130
+    except CoordinatorLost as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     except (CoordinatorError, PartyError, SecureError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

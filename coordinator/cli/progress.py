@@ -4,10 +4,13 @@ metric) once training runs, and the result."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
+import grpc
 from tqdm import tqdm
 
 from coordinator.client import CoordinatorClient, JobView
+from coordinator.errors import CoordinatorLost
 from proto import coordinator_pb2 as pb
 
 STAGES = {
@@ -29,34 +32,70 @@ def _postfix(result: pb.JobResult) -> dict[str, str]:
     return post
 
 
+ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+# how a stream that was running breaks when the coordinator's process stops or restarts
+_LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN)
+
+
 def follow(client: CoordinatorClient, job_id: str, show: bool = True) -> JobView:
     """Watch `job_id` until it ends; on stderr when `show`, a line per stage and a
-    progress bar while it trains."""
-    bar = None
+    progress bar while it trains.
+
+    Raises:
+        CoordinatorLost: the coordinator went away after the watch began (the stream
+            broke, or ended before the job did).
+        grpc.RpcError: the watch could not begin (unreachable, TLS handshake, no job).
+    """
+    last: JobView | None = None
+    try:
+        for view in _views(client, job_id, show):
+            last = view
+    except grpc.RpcError as exc:
+        if last is None or exc.code() not in _LOST:
+            raise
+        raise CoordinatorLost(_lost(client, job_id, last)) from None
+    if last is None:
+        return client.get(job_id)
+    if last.state not in ENDED:
+        raise CoordinatorLost(_lost(client, job_id, last))
+    return last
+
+
+def _lost(client: CoordinatorClient, job_id: str, last: JobView) -> str:
+    return (
+        f"the connection to the coordinator at {client.address} was lost (it stopped or "
+        f"restarted) while job {job_id} was {last.state}"
+    )
+
+
+def _views(client: CoordinatorClient, job_id: str, show: bool) -> Iterator[JobView]:
+    """The job's views from the coordinator, shown on stderr as they come when `show`."""
+    bar: tqdm | None = None
     last: JobView | None = None
     try:
         for view in client.watch(job_id):
-            if show and (last is None or view.state != last.state) and view.state in STAGES:
-                _stage_line(job_id, view, bar)
+            if show:
+                bar = _show(job_id, view, last, bar)
             last = view
-            if not show:
-                continue
-            total = view.result.total_rounds
-            if bar is None and total:
-                bar = tqdm(
-                    total=total, desc=f"{job_id}", unit="round", file=sys.stderr, dynamic_ncols=True
-                )
-            if bar is not None:
-                bar.n = int(view.result.round)
-                bar.set_postfix(_postfix(view.result), refresh=False)
-                bar.set_description_str(f"{job_id} {view.state.lower()}", refresh=False)
-                bar.refresh()
+            yield view
     finally:
         if bar is not None:
             bar.close()
-    if last is None:
-        last = client.get(job_id)
-    return last
+
+
+def _show(job_id: str, view: JobView, last: JobView | None, bar: tqdm | None) -> tqdm | None:
+    """A line when a stage begins; the progress bar (made once rounds are known)."""
+    if (last is None or view.state != last.state) and view.state in STAGES:
+        _stage_line(job_id, view, bar)
+    total = view.result.total_rounds
+    if bar is None and total:
+        bar = tqdm(total=total, desc=f"{job_id}", unit="round", file=sys.stderr, dynamic_ncols=True)
+    if bar is not None:
+        bar.n = int(view.result.round)
+        bar.set_postfix(_postfix(view.result), refresh=False)
+        bar.set_description_str(f"{job_id} {view.state.lower()}", refresh=False)
+        bar.refresh()
+    return bar
 
 
 def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:

@@ -21,13 +21,17 @@ def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
     party_args = ("--audit", str(Path(args.audit).resolve())) if args.audit else ()
     if args.insecure:
         print("warning: --insecure: the processes of this run talk without TLS", file=sys.stderr)
-    view = run_local(
-        spec,
-        lambda c, j: progress.follow(c, j, show=not args.json),
-        workdir=args.workdir,
-        party_args=party_args,
-        tls=not args.insecure,
-    )
+    try:
+        view = run_local(
+            spec,
+            lambda c, j: progress.follow(c, j, show=not args.json),
+            workdir=args.workdir,
+            party_args=party_args,
+            tls=not args.insecure,
+        )
+    except KeyboardInterrupt:
+        print("interrupted: job cancelled, processes stopped", file=sys.stderr)
+        return 130
     return finish(view, args.json)
 
 
@@ -44,7 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         if name == "run":
             sp.add_argument("spec", help="job.yaml (data may be given by path)")
         sp.add_argument("--json", action="store_true", help="print the result as one JSON")
-        sp.add_argument("--workdir", help="keep configs, logs and the job store here")
+        sp.add_argument(
+            "--workdir",
+            help="keep configs, logs, the job store and the run's CA here (without it, a "
+            "temporary folder is removed when the run ends)",
+        )
         sp.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
         sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
         sp.set_defaults(fn=fn)

@@ -1,8 +1,10 @@
-"""The life cycle keeps each job's parsed spec (reports and health ticks do not re-parse it)
-and folds reports that arrive together without losing one."""
+"""The life cycle keeps each job's parsed spec (reports and health ticks do not re-parse it),
+folds reports that arrive together without losing one, and logs every job's end with its
+reason, and every cancellation."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -86,3 +88,79 @@ def test_reports_arriving_together_lose_nothing(tmp_path, monkeypatch) -> None:
     record = store.get(job_id)
     assert set(record.result.parties) == {"bank", "shop"}
     assert record.state == SUCCEEDED
+
+
+def _stored(store: JobStore, name: str) -> str:
+    """A job in TRAINING, as after its launch."""
+    spec = parse_spec_text(job(name=name))
+    job_id = store.create(spec.job, job(name=name), spec.to_json())
+    store.set_state(job_id, TRAINING)
+    return job_id
+
+
+def _report(life: Lifecycle, job_id: str, party: str, **event) -> None:
+    life.report(party, pb.ReportProgressRequest(job_id=job_id, party_id=party, **event))
+
+
+def test_the_log_names_every_jobs_end_its_reason_and_each_cancellation(tmp_path, caplog) -> None:
+    # Prepare
+    caplog.set_level(logging.INFO, logger="coordinator")
+    store = JobStore(tmp_path / "jobs.sqlite")
+    life = Lifecycle(store, PeerClients())
+    # Execute: a job whose parties never registered, one cancelled (twice), one a party
+    # failed, one that succeeded, and one whose parties stopped answering
+    unregistered = life.submit(job(name="unregistered"))
+    life.join(10.0)
+    cancelled = _stored(store, "cancelled")
+    life.cancel(cancelled)
+    life.cancel(cancelled)
+    failed = _stored(store, "failed")
+    _report(life, failed, "shop", failed=pb.PartyFailed(reason="party 'shop': disk full"))
+    succeeded = _stored(store, "succeeded")
+    for party in ("bank", "shop"):
+        _report(life, succeeded, party, done=pb.PartyDone(rounds=40))
+    for party in ("bank", "shop"):
+        life.register(party, "127.0.0.1:1", ["breast"])  # nothing listens there
+    silent = _stored(store, "silent")
+    life.check_parties(grace_s=0.0)
+    life.join(10.0)
+    # Assert
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "coordinator.lifecycle" and r.levelno == logging.INFO
+    ]
+    assert any(f"job {unregistered} FAILED" in m and "never registered" in m for m in lines)
+    assert [m for m in lines if cancelled in m] == [
+        f"job {cancelled}: cancel requested by the user (it was TRAINING)",
+        f"job {cancelled} CANCELLED: cancelled by the user",
+        f"job {cancelled}: cancel requested, but it had already ended CANCELLED",
+    ]
+    assert f"job {failed} FAILED: party 'shop': disk full" in lines
+    assert f"job {succeeded} SUCCEEDED: every party reported done (40 rounds)" in lines
+    assert any(
+        f"job {silent} FAILED: party 'bank'" in m and "stopped answering" in m for m in lines
+    )
+    ends = [m for m in lines if any(s in m for s in ("SUCCEEDED", "FAILED", "CANCELLED:"))]
+    assert len(ends) == 5  # one line per end
+
+
+def test_concurrent_reports_of_two_parties_lose_nothing(tmp_path) -> None:
+    # The active party's round reports and the passive party's `done` arrive at once (on
+    # the servicer's threads); a lost `done` left jobs running until the health monitor
+    # failed them for a party that "lost" the job.
+    store = JobStore(tmp_path / "jobs.sqlite")
+    life = Lifecycle(store, PeerClients())
+    jobs = [_stored(store, f"race{i}") for i in range(40)]
+    for job_id in jobs:
+        rounds = threading.Thread(
+            target=lambda j=job_id: [
+                _report(life, j, "bank", round=pb.RoundDone(round=r, total_rounds=99))
+                for r in range(1, 40)
+            ]
+        )
+        rounds.start()
+        _report(life, job_id, "shop", done=pb.PartyDone(rounds=99))
+        rounds.join()
+    lost = [j for j in jobs if "shop" not in store.get(j).result.parties]
+    assert lost == [] and all(store.get(j).result.round == 39 for j in jobs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import UnknownJob
+from coordinator.errors import StoreInUse, UnknownJob
 from coordinator.states import CANCELLED, SUCCEEDED, TRAINING
 from coordinator.store import JobStore
 from proto import coordinator_pb2 as pb
@@ -40,3 +40,15 @@ def test_terminal_states_are_final(tmp_path) -> None:
 def test_unknown_job_names_the_fix(tmp_path) -> None:
     with pytest.raises(UnknownJob, match="vfl jobs"):
         JobStore(tmp_path / "jobs.sqlite").get("nope")
+
+
+def test_a_second_store_on_the_same_database_fails_at_once_naming_the_fix(tmp_path) -> None:
+    db = tmp_path / "jobs.sqlite"
+    first = JobStore(db)
+    with pytest.raises(StoreInUse) as err:
+        JobStore(db)
+    message = str(err.value)
+    assert str(db) in message and "another coordinator" in message and "--db" in message
+    first.create("demo", "", "{}")  # the holder works on
+    first.close()
+    JobStore(db).close()  # released with the first store

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from secure.pki.federation import local_federation
 from tests.support.data import FATE, shared_data
 
 pytestmark = pytest.mark.subprocess
@@ -47,12 +48,24 @@ def test_demo_json() -> None:
         assert key in result
 
 
+def _temp(tmp_path: Path) -> dict[str, str]:
+    """An environment whose temporary folders go to tmp_path/tmp (to see what stays)."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+
+
+def _runs(tmp_path: Path) -> list[Path]:
+    """The temporary folders of `vfl run` in the environment of `_temp`."""
+    return list((tmp_path / "tmp").glob("vfl-run-*"))
+
+
 def test_run_json_breast(tmp_path) -> None:
-    out = vfl("run", str(write_job(tmp_path / "job.yaml")), "--json")
+    out = vfl("run", str(write_job(tmp_path / "job.yaml")), "--json", env=_temp(tmp_path))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["metrics"]["auc"] >= 0.98 and result["rounds"] == 40
     assert result["history"][-1]["round"] == 40 and result["history"][-1]["seconds"] > 0
+    assert _runs(tmp_path) == []  # the run's folder, its CA key with it, is gone
 
 
 def test_run_three_party_motor(tmp_path) -> None:
@@ -88,10 +101,37 @@ def test_run_bad_spec_exits_2_with_the_reason(tmp_path, content, fragment) -> No
 def test_run_missing_file_fails_the_job(tmp_path) -> None:
     job = write_job(tmp_path / "job.yaml")
     job.write_text(job.read_text().replace("breast_hetero_host.csv", "nope.csv"))
-    out = vfl("run", str(job), "--json")
+    out = vfl("run", str(job), "--json", env=_temp(tmp_path))
     assert out.returncode == 1
     result = json.loads(out.stdout)
-    assert result["state"] == "FAILED" and "nope.csv' does not exist" in result["reason"]
+    assert result["state"] == "FAILED" and "its file does not exist" in result["reason"]
+    assert "nope.csv" not in result["reason"]
+    # the run's folder is gone; the shop's log said what it was before it went
+    assert _runs(tmp_path) == []
+    assert "party-shop" in out.stderr and "nope.csv' does not exist" in out.stderr
+
+
+def test_a_partys_data_error_reaches_the_job_without_its_paths_or_columns(tmp_path) -> None:
+    # Prepare: the shop's table, in a private folder, has a NaN in one column
+    rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
+    column = rows[0].split(",")[3]
+    cells = rows[1].split(",")
+    cells[3] = "nan"
+    table = tmp_path / "private" / "shop_customers.csv"
+    table.parent.mkdir()
+    table.write_text("\n".join([rows[0], ",".join(cells), *rows[2:]]) + "\n")
+    job = write_job(tmp_path / "job.yaml")
+    job.write_text(job.read_text().replace(f"{FATE}/breast_hetero_host.csv", str(table)))
+    # Execute
+    out = vfl("run", str(job), "--json", "--workdir", str(tmp_path / "run"))
+    # Assert: the reason names the party and the problem; the shop's own log has it all
+    assert out.returncode == 1, out.stderr
+    reason = json.loads(out.stdout)["reason"]
+    assert "party 'shop'" in reason and "NaN or infinite" in reason
+    assert "details in the log of party 'shop'" in reason
+    assert "private" not in reason and "shop_customers" not in reason and column not in reason
+    log = (tmp_path / "run" / "party-shop.log").read_text()
+    assert str(table) in log and f"'{column}'" in log
 
 
 def _start(args: list[str], tmp_path: Path, name: str) -> tuple[subprocess.Popen, int]:
@@ -161,6 +201,20 @@ def test_by_hand_topology(tmp_path) -> None:
             assert code == 0, f"{name} exited {code}: {(tmp_path / f'{name}.log').read_text()}"
 
 
+def test_a_second_coordinator_on_the_same_database_exits_2_at_once(tmp_path) -> None:
+    db = tmp_path / "jobs.sqlite"
+    serve = ["coordinator", "serve", "--db", str(db), "--listen", "127.0.0.1:0"]
+    first, _ = _start(serve, tmp_path, "coordinator")
+    try:
+        second = vfl(*serve, timeout=60)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        assert first.wait(timeout=30) == 0
+    assert second.returncode == 2, second.stderr
+    assert str(db) in second.stderr and "another coordinator" in second.stderr
+    assert "--db" in second.stderr and "Traceback" not in second.stderr
+
+
 def test_unreachable_coordinator_exits_3() -> None:
     out = vfl("jobs", "--coordinator", "127.0.0.1:1", timeout=120)
     assert out.returncode == 3
@@ -199,6 +253,115 @@ def test_ctrl_c_stops_every_process(tmp_path) -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    assert (workdir / "tls" / "ca.key").exists()  # a --workdir is the user's: it stays
+
+
+def test_an_interrupted_run_removes_its_folder_and_processes(tmp_path) -> None:
+    proc = subprocess.Popen(
+        [*VFL, "run", str(write_job(tmp_path / "job.yaml", 5000))],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_temp(tmp_path),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "round" not in "".join(map(_logs, _runs(tmp_path))):
+        time.sleep(0.1)
+    [run] = _runs(tmp_path)
+    pids = [int(p) for p in (run / "pids").read_text().split()]
+    assert (run / "tls" / "ca.key").exists()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert _runs(tmp_path) == []
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def _from_a_terminal(args: list[str], err: Path) -> subprocess.Popen:
+    """`vfl ARGS` as typed in a terminal, so Ctrl-C (SIGINT) reaches it (see above)."""
+    return subprocess.Popen(
+        [*VFL, *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=open(err, "w"),  # noqa: SIM115 - closed with the process
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def _wait_for(text: str, err: Path, proc: subprocess.Popen, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while text not in err.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
+        time.sleep(0.1)
+    return err.read_text()
+
+
+def _stop(proc: subprocess.Popen, sig: int) -> tuple[int, str]:
+    proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=60)
+    return proc.returncode, out
+
+
+def test_ctrl_c_stops_watching_not_the_job_and_a_lost_coordinator_is_named(tmp_path) -> None:
+    # Prepare: a TLS federation by hand and a long job
+    fed = local_federation(tmp_path / "fed", ["coordinator", "admin", "bank", "shop"])
+    tls = ["--tls", str(fed)]
+    db = str(tmp_path / "jobs.sqlite")
+    coord, port = _start(
+        ["coordinator", "serve", "--db", db, "--listen", "127.0.0.1:0", *tls], tmp_path, "coord"
+    )
+    address = f"127.0.0.1:{port}"
+    procs = [coord]
+    c = ["--coordinator", address, *tls]
+    try:
+        for pid, file, label in (("bank", "guest", ", label: y"), ("shop", "host", "")):
+            cfg = tmp_path / f"{pid}.yaml"
+            cfg.write_text(
+                f"party: {pid}\nlisten: 127.0.0.1:0\ncoordinator: {address}\ndatasets:\n"
+                f"  breast: {{path: {FATE}/breast_hetero_{file}.csv{label}}}\n"
+            )
+            procs.append(_start(["party", "serve", "--config", str(cfg), *tls], tmp_path, pid)[0])
+        job = tmp_path / "job.yaml"
+        job.write_text(
+            write_job(tmp_path / "long.yaml", 5000)
+            .read_text()
+            .replace(f"path: {FATE}/breast_hetero_guest.csv, label: y", "dataset: breast")
+            .replace(f"path: {FATE}/breast_hetero_host.csv", "dataset: breast")
+        )
+        # Execute: Ctrl-C on `vfl submit --wait` and on `vfl watch`; then the coordinator
+        # dies under a third watch
+        err = [tmp_path / f"cli{i}.err" for i in range(3)]
+        submit = _from_a_terminal(["submit", str(job), "--wait", *c], err[0])
+        job_id = _wait_for("TRAINING", err[0], submit).split()[1].rstrip(":")
+        submitted = _stop(submit, signal.SIGINT)
+        watch = _from_a_terminal(["watch", job_id, *c], err[1])
+        _wait_for("TRAINING", err[1], watch)
+        watched = _stop(watch, signal.SIGINT)
+        status = vfl("status", job_id, *c)
+        lost = _from_a_terminal(["watch", job_id, *c], err[2])
+        _wait_for("TRAINING", err[2], lost)
+        coord.kill()
+        lost.wait(timeout=60)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(timeout=30)
+    # Assert: the job ran on; each interruption and the loss said so
+    keeps = f"stopped watching; job {job_id} keeps running (cancel it with `vfl cancel {job_id}`)"
+    assert submitted[0] == 130 and keeps in err[0].read_text()
+    assert watched[0] == 130 and keeps in err[1].read_text()
+    assert "cancelled" not in err[0].read_text() + err[1].read_text()
+    assert status.returncode == 0 and "TRAINING" in status.stdout
+    message = err[2].read_text()
+    assert lost.returncode == 3, message
+    assert f"the connection to the coordinator at {address} was lost" in message
+    assert "may still be running" in message and f"vfl watch {job_id}" in message
+    assert "TLS" not in message and "certificate" not in message
 
 
 def _logs(workdir: Path) -> str:

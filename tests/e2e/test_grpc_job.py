@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def wide_csv(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def topology(request, tmp_path: Path, wide_csv: Path):
-    """Coordinator, bank and shop; indirect parametrisation sets the control timeout."""
+    """Coordinator, bank and shop; indirect parametrisation may set the coordinator's
+    control timeout and party grace ({"control_timeout_s": 0.5})."""
     nan = tmp_path / "nan.csv"
     rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
     nan.write_text("\n".join([rows[0], rows[1].replace("0.449512", "nan"), *rows[2:]]))
@@ -45,8 +47,7 @@ def topology(request, tmp_path: Path, wide_csv: Path):
         str(tmp_path / "jobs.sqlite"),
         "127.0.0.1:0",
         health_interval_s=0.5,
-        party_grace_s=1.0,
-        control_timeout_s=getattr(request, "param", 60.0),
+        **{"party_grace_s": 1.0, "control_timeout_s": 60.0, **getattr(request, "param", {})},
     )
     address = f"127.0.0.1:{coord.port}"
     bank = create_party_server(
@@ -115,7 +116,7 @@ def test_a_job_cancelled_while_a_party_loads_is_dropped_once_loaded(topology) ->
     assert client.get(job_id).state == "CANCELLED"
 
 
-@pytest.mark.parametrize("topology", [0.5], indirect=True)
+@pytest.mark.parametrize("topology", [{"control_timeout_s": 0.5}], indirect=True, ids=["0.5s"])
 def test_loading_a_table_may_outlast_the_control_timeout(topology) -> None:
     # PrepareJob loads the table: its deadline is the job's timeout_s, not the 0.5 s
     # control deadline, which the wide table's load (seconds) would overrun.
@@ -172,7 +173,10 @@ def test_bad_requests_get_status_codes(topology) -> None:
     assert "data: {dataset: NAME}" in err.value.details()
 
 
+@pytest.mark.parametrize("topology", [{"control_timeout_s": 0.5}], indirect=True, ids=["0.5s"])
 def test_unreachable_party_fails_the_job(topology) -> None:
+    # Launching waits up to the control timeout for a party's channel to connect; the
+    # short one here says "not reachable" before the health monitor's grace ends.
     client, _, _, shop = topology
     shop.stop(0)
     view = wait(client, client.submit(job()))
@@ -218,3 +222,28 @@ def test_a_party_that_dies_mid_job_pauses_it_with_a_reason(topology) -> None:
     shop.stop(0)
     view = wait(client, job_id, timeout=60, until=("PAUSED", "SUCCEEDED", "FAILED", "CANCELLED"))
     assert view.state == "PAUSED" and "'shop'" in view.reason and "vfl resume" in view.reason
+
+
+@pytest.mark.parametrize("topology", [{"party_grace_s": 10.0}], indirect=True, ids=["10s"])
+def test_a_job_submitted_right_after_a_party_restart_runs(topology) -> None:
+    # A party dies mid-job and the coordinator's probes fail: its cached channel to the
+    # party reconnects with back-off (attempts about 1, 2.6, 5.2 and 9.3 s after the
+    # first failure). The party is back 6.5 s later on the same port, registers and
+    # answers; a job submitted at once must wait for the channel to reconnect, not call
+    # the party unreachable. (The health monitor's grace is the default 10 s here.)
+    client, _, _, shop = topology
+    config = dataclasses.replace(shop.daemon.config, listen=f"127.0.0.1:{shop.port}")
+    current = shop
+    try:
+        for attempt in range(2):
+            running = client.submit(job(name=f"dies-{attempt}", epochs=5000))
+            deadline = time.monotonic() + 30
+            while client.get(running).state != "TRAINING" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            current.stop(0)
+            time.sleep(6.5)
+            current = create_party_server(config)
+            view = wait(client, client.submit(job(name=f"after-restart-{attempt}", epochs=1)))
+            assert view.state == "SUCCEEDED", f"attempt {attempt}: {view.reason}"
+    finally:
+        current.stop(0)

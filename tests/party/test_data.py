@@ -64,3 +64,37 @@ def test_bad_libsvm_pair(tmp_path) -> None:
     f.write_text("1 1:0.5 x:y\n")
     with pytest.raises(DataError, match="index:value"):
         load_table(TableSource(path=str(f), format="libsvm", id="auto", label="y"), "d")
+
+
+HEADER = "cust_no,default_flag,secret_income,secret_age"
+SECRETS = ("private_table", "cust_no", "default_flag", "secret_income", "secret_age")
+
+
+@pytest.mark.parametrize(
+    ("content", "cfg"),
+    [
+        ("", {}),
+        (f"{HEADER}\n", {}),
+        (f"{HEADER}\n7,0,1234.5\n", {}),
+        (f"{HEADER}\n7,0,1234.5,abc\n", {}),
+        (f"{HEADER}\n7,0,1234.5,nan\n", {}),
+        (f"{HEADER}\n7,nan,1234.5,41\n", {"label": "default_flag"}),
+        (f"{HEADER}\n7,0,1234.5,41\n", {"id": "customer"}),
+        (f"{HEADER}\n7,0,1234.5,41\n", {"label": "default"}),
+        (f"{HEADER}\n7,0,1234.5,4.1\n", {"categorical": ["secret_age"]}),
+        ("@7 1 1 1:1234.5\n", {"format": "libsvm", "id": "auto", "label": "y"}),
+        ("@7 abc 1:1234.5\n", {"format": "libsvm", "id": "auto", "label": "y"}),
+        ("@7 1 1:1234.5 9:abc\n", {"format": "libsvm", "id": "auto", "label": "y"}),
+    ],
+)
+def test_a_data_errors_public_form_names_no_file_column_or_value(tmp_path, content, cfg) -> None:
+    # what a data error says across organisations: the dataset and the kind of problem
+    path = tmp_path / "private_table.csv"
+    path.write_text(content)
+    source = TableSource(path=str(path), **{"id": "cust_no", **cfg})
+    with pytest.raises(DataError) as err:
+        load_table(source, "loans")
+    public = err.value.public
+    assert public.startswith("dataset 'loans'") and public != str(err.value)
+    leaks = [s for s in (str(tmp_path), *SECRETS, "1234.5", "abc", "4.1") if s in public]
+    assert not leaks, public
