@@ -179,7 +179,7 @@ class Lifecycle:
                 f"back, continue with `vfl resume {job_id}`"
             )
             if self.store.set_state(job_id, PAUSED, why):
-                log.info("PAUSED: %s", why)
+                log.info("job %s PAUSED: %s", job_id, why)
                 self.control.abort_all(job_id, spec, f"paused: {reason}")
 
     def auto_resume(self) -> None:

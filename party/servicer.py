@@ -124,7 +124,9 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def ListCheckpoints(self, request, context):  # noqa: N802
         _from_coordinator(context)
-        held = call(context, lambda: self._d.checkpoints(request.job_id, request.spec_json))
+        held = call(
+            context, lambda: self._d.checkpoints(request.job_id, request.spec_json), self._d
+        )
         return pb.ListCheckpointsResponse(
             checkpoints=[pb.CheckpointInfo(round=r, problem=p) for r, p in sorted(held.items())]
         )
