@@ -48,13 +48,5 @@ log "stack up"
 "${compose[@]}" up -d coordinator plant cooling drive
 log "demo job"
 "${compose[@]}" run --rm -T submit > "$here/run/e2e-result.json"
-python3 - "$here/run/e2e-result.json" << 'PY'
-import json, sys
-result = json.load(open(sys.argv[1]))
-r2 = result.get("metrics", {}).get("r2", 0.0)
-if result.get("state") != "SUCCEEDED" or r2 < 0.8:
-    sys.exit(f"unexpected result: state {result.get('state')}, r2 {r2}: {result.get('reason')}")
-print(f"job {result['job']}: {result['state']}, r2 {r2:.3f}, {result['rounds']} rounds, "
-      f"intersection {result.get('intersection_size')}, {result['seconds']} s")
-PY
+python3 "$here/check_result.py" "$here/run/e2e-result.json"
 log "ok"

@@ -48,13 +48,5 @@ done
 
 $VFL submit "$here/job.yaml" --wait --json --coordinator "$coordinator" \
   --tls "$work/certs/admin" --identity admin > "$work/result.json"
-python3 - "$work/result.json" << 'PY'
-import json, sys
-result = json.load(open(sys.argv[1]))
-r2 = result.get("metrics", {}).get("r2", 0.0)
-if result.get("state") != "SUCCEEDED" or r2 < 0.8:
-    sys.exit(f"unexpected result: state {result.get('state')}, r2 {r2}: {result.get('reason')}")
-print(f"job {result['job']}: {result['state']}, r2 {r2:.3f}, {result['rounds']} rounds, "
-      f"intersection {result.get('intersection_size')}")
-PY
+python3 "$here/check_result.py" "$work/result.json"
 cat "$work/result.json"

@@ -29,7 +29,7 @@ import numpy as np
 from gmpy2 import mpz
 
 from secure.config import SecureConfig, check_key_bits
-from secure.errors import PayloadError, StateError
+from secure.errors import PayloadError, SecureError, StateError
 from secure.paillier.cipher_matrix import join_blob, split_blob
 from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
 
@@ -170,3 +170,19 @@ def params_from_state(cls: type[P], state: LayerState, what: str) -> P:
     """
     with reading(what):
         return cls(**{**state, "passive_ids": tuple(str(p) for p in state["passive_ids"])})
+
+
+def restored_params(cls: type[P], state: LayerState, key: PublicKey, loaded: bool, what: str) -> P:
+    """The layer parameters of a saved state, once it is known to fit a new layer: one that
+    has neither run `setup()` nor loaded a state (`loaded`), with the key pair it was saved
+    under (`key`).
+
+    Raises:
+        SecureError: the layer was set up or loaded already.
+        StateError: saved under another key pair, or its parameters are missing or mistyped.
+    """
+    if loaded:
+        raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
+    with reading(what):
+        check_own_key(state["key"], key, what)
+        return params_from_state(cls, state["params"], what)

@@ -11,20 +11,13 @@ import yaml
 from coordinator.spec import parse_spec_text
 from party.state import StateDir
 from tests.support.data import FATE, breast_datasets_config
+from tests.support.jobs import checkpointed_breast_job
 from tests.support.processes import Daemons
 
 pytestmark = pytest.mark.subprocess
 
 JOB = {
-    "job": "crash",
-    "parties": [
-        {"id": "bank", "role": "active", "data": {"dataset": "breast"}},
-        {"id": "shop", "role": "passive", "data": {"dataset": "breast"}},
-    ],
-    "model": {"source": {"out_dim": 8}, "top": {"hidden": [16]}},
-    "local_updates": {"mode": "celu", "workset": 4, "reuse": 3, "schedule": "sync"},
-    "train": {"epochs": 10, "batch_size": 64, "checkpoint_every": 10},
-    "validation": {"every": 10},
+    **checkpointed_breast_job("crash", "breast", epochs=10),
     "network": {"bandwidth_mbps": 200, "rtt_ms": 40},  # ~40 ms a round: time to kill
 }
 DATASETS = breast_datasets_config()

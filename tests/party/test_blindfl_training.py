@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.spec import TableSource, parse_spec
-from tests.support.data import breast, shared_data
+from tests.support.data import breast, motor
 from tests.support.harness import run_inprocess
 
 TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
@@ -49,16 +49,7 @@ def test_blindfl_with_celu_local_updates() -> None:
 
 
 def test_blindfl_three_parties_motor_regression() -> None:
-    fate = "fate"
-    datasets = {
-        "plant": {
-            "d": TableSource(
-                path=str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
-            )
-        },
-        "s1": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")},
-        "s2": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")},
-    }
+    datasets = motor()
     spec = parse_spec(
         {
             "job": "m",

@@ -20,18 +20,9 @@ from secure.paillier.engine import Paillier
 from secure.paillier.keys import PublicKey
 from tests.support.data import breast
 from tests.support.harness import run_inprocess
+from tests.support.jobs import checkpointed_breast_job
 
-SPEC = {
-    "job": "ck",
-    "parties": [
-        {"id": "bank", "role": "active", "data": {"dataset": "d"}},
-        {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
-    ],
-    "model": {"source": {"out_dim": 8}, "top": {"hidden": [16]}},
-    "local_updates": {"mode": "celu", "workset": 4, "reuse": 3, "schedule": "sync"},
-    "train": {"epochs": 5, "batch_size": 64, "checkpoint_every": 10},
-    "validation": {"every": 10},
-}
+SPEC = checkpointed_breast_job("ck", "d", epochs=5)
 
 
 def ck(rnd: int, spec_hash: str = "h", value: float = 1.0) -> Checkpoint:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.spec import TableSource, parse_spec
-from tests.support.data import FATE, breast, shared_data
+from tests.support.data import FATE, breast, motor, shared_data
 from tests.support.harness import run_inprocess
 
 
@@ -34,16 +34,7 @@ def test_breast_binary_reaches_high_auc_and_is_deterministic() -> None:
 
 
 def test_three_party_motor_regression() -> None:
-    fate = "fate"
-    datasets = {
-        "plant": {
-            "d": TableSource(
-                path=str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
-            )
-        },
-        "s1": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")},
-        "s2": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")},
-    }
+    datasets = motor()
     spec = spec_for(
         [("plant", "active"), ("s1", "passive"), ("s2", "passive")],
         "regression",

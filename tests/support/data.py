@@ -32,3 +32,17 @@ def breast_datasets_config() -> dict[str, dict[str, dict]]:
         "bank": {"breast": {"path": str(FATE / "breast_hetero_guest.csv"), "label": "y"}},
         "shop": {"breast": {"path": str(FATE / "breast_hetero_host.csv")}},
     }
+
+
+def motor() -> dict[str, dict[str, TableSource]]:
+    """FATE's motor data split three ways: plant (label motor_speed), s1 and s2."""
+    fate = "fate"
+    return {
+        "plant": {
+            "d": TableSource(
+                path=str(shared_data(fate, "motor_hetero_guest.csv")), id="idx", label="motor_speed"
+            )
+        },
+        "s1": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_1.csv")), id="idx")},
+        "s2": {"d": TableSource(path=str(shared_data(fate, "motor_hetero_host_2.csv")), id="idx")},
+    }

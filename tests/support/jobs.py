@@ -34,3 +34,19 @@ def wait(
             return view
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} still {view.state}")
+
+
+def checkpointed_breast_job(name: str, dataset: str, epochs: int) -> dict:
+    """A split breast job with the deterministic CELU schedule that checkpoints every 10
+    rounds (a resumed run must end exactly where an uninterrupted one ends)."""
+    return {
+        "job": name,
+        "parties": [
+            {"id": "bank", "role": "active", "data": {"dataset": dataset}},
+            {"id": "shop", "role": "passive", "data": {"dataset": dataset}},
+        ],
+        "model": {"source": {"out_dim": 8}, "top": {"hidden": [16]}},
+        "local_updates": {"mode": "celu", "workset": 4, "reuse": 3, "schedule": "sync"},
+        "train": {"epochs": epochs, "batch_size": 64, "checkpoint_every": 10},
+        "validation": {"every": 10},
+    }

@@ -50,12 +50,11 @@ from secure.source_layers.seeds import relay_pair_seeds
 from secure.source_layers.sharing import private_rng
 from secure.source_layers.state import (
     LayerState,
-    check_own_key,
     modulus_state,
-    params_from_state,
     params_state,
     public_key_from_state,
     reading,
+    restored_params,
 )
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -225,12 +224,10 @@ class ActiveEmbedLayer(LayerRole):
             KeyError_: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
-        if self._links:
-            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
         what = "the saved state of the active Embed-MatMul layer"
+        key = self._crypto.keypair.public
+        params = restored_params(EmbedParams, state, key, bool(self._links), what)
         with reading(what):
-            check_own_key(state["key"], self._crypto.keypair.public, what)
-            params = params_from_state(EmbedParams, state["params"], what)
             fields = {pid: tuple(int(v) for v in sizes) for pid, sizes in state["fields"].items()}
             if params != self.params or fields != self.fields:
                 raise StateError(f"{what} is of another layer, configuration or vocabulary")

@@ -51,14 +51,13 @@ from secure.source_layers.sharing import private_rng, statistical_masks
 from secure.source_layers.state import (
     LayerState,
     array_from_state,
-    check_own_key,
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_from_state,
     params_state,
     public_key_from_state,
     reading,
+    restored_params,
 )
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -299,12 +298,10 @@ class ActiveSourceLayer(LayerRole):
             KeyError_: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
-        if self._links:
-            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
         what = "the saved state of the active MatMul layer"
+        key = self._crypto.keypair.public
+        params = restored_params(LayerParams, state, key, bool(self._links), what)
         with reading(what):
-            check_own_key(state["key"], self._crypto.keypair.public, what)
-            params = params_from_state(LayerParams, state["params"], what)
             params.packer_checked()
             if replace(self.params, rows_per_cipher=params.rows_per_cipher) != params:
                 raise StateError(f"{what} is of another layer or configuration: {params}")

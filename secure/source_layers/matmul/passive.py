@@ -47,14 +47,13 @@ from secure.source_layers.sharing import ZeroSumMasks, private_rng
 from secure.source_layers.state import (
     LayerState,
     array_from_state,
-    check_own_key,
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_from_state,
     params_state,
     public_key_from_state,
     reading,
+    restored_params,
 )
 from secure.wire.ciphertexts import ciphertexts_from_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -174,12 +173,10 @@ class PassiveSourceLayer(LayerRole):
             KeyError_: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
-        if self._state is not None:
-            raise SecureError("load_state_dict() replaces setup(); call it on a new layer")
         what = "the saved state of a passive MatMul layer"
+        key = self._crypto.keypair.public
+        params = restored_params(LayerParams, state, key, self._state is not None, what)
         with reading(what):
-            check_own_key(state["key"], self._crypto.keypair.public, what)
-            params = params_from_state(LayerParams, state["params"], what)
             self._check_params(params)
             packer = params.packer_checked()
             key_b = public_key_from_state(state["active_key"], self.active_id, self.config)
