@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -379,15 +379,6 @@ def train_toy(cfg: LocalUpdateConfig, rounds: int = 120) -> tuple[float, int]:
     with torch.no_grad():
         loss = float(active.losses(slice(None), passive.bottom(slice(None))).mean())
     return loss, active.updater.num_local_updates + passive.updater.num_local_updates
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    """Tiny models run fastest, and least disturbed by a busy machine, on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.usefixtures("one_torch_thread")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -124,14 +123,6 @@ class CtrModel(torch.nn.Module):
         parts = [self.emb(cat + self.offsets).flatten(1)] if self.use_cat else []
         parts += [num] if self.use_num else []
         return self.net(torch.cat(parts, dim=1)).squeeze(1)
-
-
-@pytest.fixture
-def one_torch_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def fit_auc(data: tuple, vocab: int, dim: int, hidden: int, use_num=True, use_cat=True) -> float:  # type: ignore[no-untyped-def]

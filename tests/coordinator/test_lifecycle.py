@@ -43,14 +43,12 @@ def _report_rounds(life: Lifecycle, job_id: str, rounds: int) -> None:
 def test_a_stored_job_is_parsed_once_then_kept(tmp_path, parses) -> None:
     # Prepare: a job in the store as after a coordinator restart
     store = JobStore(tmp_path / "jobs.sqlite")
+    job_id = _stored(store, "t")
     life = Lifecycle(store, PeerClients())
-    spec = parse_spec_text(job())
-    job_id = store.create(spec.job, job(), spec.to_json())
-    store.set_state(job_id, TRAINING)
     # Execute
     _report_rounds(life, job_id, 5)
     # Assert
-    assert parses == [spec.to_json()]
+    assert parses == [parse_spec_text(job(name="t")).to_json()]
     assert store.get(job_id).result.round == 5
 
 
@@ -68,9 +66,7 @@ def test_reports_arriving_together_lose_nothing(tmp_path, monkeypatch) -> None:
     # Prepare: a training job whose result writes take a while (as an fsync can)
     store = JobStore(tmp_path / "jobs.sqlite")
     life = Lifecycle(store, PeerClients())
-    spec = parse_spec_text(job())
-    job_id = store.create(spec.job, job(), spec.to_json())
-    store.set_state(job_id, TRAINING)
+    job_id = _stored(store, "t")
     write = store.update_result
     monkeypatch.setattr(store, "update_result", lambda *a: (time.sleep(0.2), write(*a)))
 
