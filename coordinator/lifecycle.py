@@ -155,6 +155,7 @@ class Lifecycle:
                 )
             spec = self.spec(job_id)
             addresses = self.control.addresses(spec)
+            self.control.check_answering(spec, addresses)
             held = self.control.checkpoints(job_id, record.spec_json, spec, addresses)
             rnd = resume_round(job_id, held)
             why = f"resumed after round {rnd}" if rnd else "resumed from the start"

@@ -137,6 +137,30 @@ class PartyControl:
         )
         return info
 
+    def check_answering(
+        self, spec: JobSpec, addresses: dict[str, str], within: float = 5.0
+    ) -> None:
+        """Every party of `spec` answers within `within` seconds (a channel still
+        reconnecting to a restarted party gets that long).
+
+        Raises:
+            PartyUnavailable: naming the parties that do not answer and what to do.
+        """
+        silent = []
+        for p in spec.parties:
+            try:
+                self._clients.stub(addresses[p.id], p.id).GetPartyInfo(
+                    party_pb2.GetPartyInfoRequest(), timeout=within, wait_for_ready=True
+                )
+            except grpc.RpcError:
+                silent.append(f"'{p.id}' at {addresses[p.id]}")
+        if silent:
+            raise PartyUnavailable(
+                f"part{'ies' if len(silent) > 1 else 'y'} {', '.join(silent)} did not answer "
+                f"within {within:.0f} s; start the daemon again (it registers by itself), "
+                "then retry"
+            )
+
     def explain(self, exc: grpc.RpcError, address: str, party_id: str) -> str:
         return explain(exc, address, self._clients.tls is not None, party_id)
 

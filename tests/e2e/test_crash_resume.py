@@ -76,12 +76,16 @@ def test_a_killed_daemon_restarted_and_resumed_gives_the_uninterrupted_result(
         daemons.kill(victim)
         if victim == "coordinator":
             daemons.start_coordinator(port)
-        else:
+        else:  # paused; a resume before the party is back names it and fails at once
+            view = daemons.wait(job_id, lambda v: v.state != "TRAINING")
+            assert view.state == "PAUSED" and f"vfl resume {job_id}" in view.reason
+            early = daemons.vfl("resume", job_id)
+            assert early.returncode == 2 and f"'{victim}'" in early.stderr, early.stderr
+            assert "did not answer" in early.stderr
             daemons.start_party(victim, DATASETS[victim])
         view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "SUCCEEDED", "FAILED"))
         if victim != "coordinator":
             assert view.state == "PAUSED", view.reason
-            assert f"vfl resume {job_id}" in view.reason
         if view.state == "PAUSED":
             out = daemons.vfl("resume", job_id)
             assert out.returncode == 0, out.stderr
