@@ -293,9 +293,6 @@ class Lifecycle:
         else:
             self.control.abort_all(job_id, spec, reason)
 
-    def fail(self, job_id: str, spec: JobSpec, reason: str) -> None:
-        self.end(job_id, FAILED, reason)
-
     # --- party health ----------------------------------------------------------------
 
     def check_parties(self, grace_s: float) -> None:

@@ -130,10 +130,13 @@ class PartyControl:
         """
         return list(self.info(party_id, address).running_jobs)
 
-    def info(self, party_id: str, address: str) -> party_pb2.GetPartyInfoResponse:
-        """Raises: grpc.RpcError: the party did not answer within 5 s."""
+    def info(
+        self, party_id: str, address: str, within: float = 5.0, wait_for_ready: bool = False
+    ) -> party_pb2.GetPartyInfoResponse:
+        """Raises: grpc.RpcError: the party did not answer `within` seconds (with
+        `wait_for_ready`, a channel still reconnecting gets that long)."""
         info: party_pb2.GetPartyInfoResponse = self._clients.stub(address, party_id).GetPartyInfo(
-            party_pb2.GetPartyInfoRequest(), timeout=5
+            party_pb2.GetPartyInfoRequest(), timeout=within, wait_for_ready=wait_for_ready
         )
         return info
 
@@ -149,9 +152,7 @@ class PartyControl:
         silent = []
         for p in spec.parties:
             try:
-                self._clients.stub(addresses[p.id], p.id).GetPartyInfo(
-                    party_pb2.GetPartyInfoRequest(), timeout=within, wait_for_ready=True
-                )
+                self.info(p.id, addresses[p.id], within, wait_for_ready=True)
             except grpc.RpcError:
                 silent.append(f"'{p.id}' at {addresses[p.id]}")
         if silent:

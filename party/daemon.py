@@ -7,17 +7,15 @@ every domain error is a `PartyError` or `SecureError` that the servicer maps to 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from coordinator.errors import CoordinatorError, SpecError
 from coordinator.logs import job_context
 from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
-from party.errors import ConfigError, JobError, PartyError, shareable
+from party.errors import JobError, PartyError, shareable
 from party.job import PartyJob
 from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
@@ -73,7 +71,7 @@ class PartyDaemon:
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
-        self.state = None if config.state_dir is None else _state_dir(config.state_dir)
+        self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
 
     # --- control plane -------------------------------------------------------------
 
@@ -291,24 +289,3 @@ class PartyDaemon:
             running.mailbox.close("job finished")
             if isinstance(running.channel, ShapedChannel):
                 running.channel.close()
-
-
-def _state_dir(path: Path) -> StateDir:
-    """The party's state directory, created (mode 0700) and checked to be writable.
-
-    Raises:
-        ConfigError: it cannot be created or written (names the folder and the fix).
-    """
-    try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as exc:
-        raise ConfigError(
-            f"state directory {path} cannot be created ({exc.strerror}); pass a writable "
-            "folder with --state-dir DIR (or state_dir: in the party config)"
-        ) from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigError(
-            f"state directory {path} is not writable by this user; pass a writable folder "
-            "with --state-dir DIR (or state_dir: in the party config)"
-        )
-    return StateDir(path)

@@ -6,7 +6,7 @@ The body is `torch.save` of plain values (tensors, numbers, strings, bytes, list
 and is read back with `torch.load(weights_only=True)`, which refuses anything else: a
 checkpoint file can never run code. numpy arrays, gmpy2 integers and ciphertext matrices
 (e.g. the encrypted derivatives a blindfl passive party caches for CELU) are stored as
-tagged tensors, bytes and plain fields (`to_plain` / `from_plain`). A file whose hash
+tagged tensors, bytes and plain fields (`to_storable` / `from_storable`). A file whose hash
 does not match its body (a torn or edited write) is refused with a named error before it
 is unpickled.
 """
@@ -49,7 +49,7 @@ def encode_checkpoint(ck: Checkpoint) -> bytes:
             "spec_hash": ck.spec_hash,
             "party_id": ck.party_id,
             "round": ck.round,
-            "state": to_plain(ck.state),
+            "state": to_storable(ck.state),
         },
         body,
     )
@@ -75,13 +75,13 @@ def decode_checkpoint(data: bytes, where: str) -> Checkpoint:
             str(raw["spec_hash"]),
             str(raw["party_id"]),
             int(raw["round"]),
-            from_plain(raw["state"]),
+            from_storable(raw["state"]),
         )
     except Exception as exc:  # noqa: BLE001 - any unreadable body is a named refusal
         raise CheckpointError(f"{where} cannot be read ({exc}); it was not loaded") from None
 
 
-def to_plain(value: Any) -> Any:
+def to_storable(value: Any) -> Any:
     """numpy arrays, gmpy2 integers and ciphertext matrices as tagged plain values; the
     rest as it is."""
     if isinstance(value, CipherMatrix):
@@ -91,15 +91,15 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, type(mpz(0))):
         return {"__mpz__": int(value).to_bytes((int(value).bit_length() + 8) // 8, "big")}
     if isinstance(value, dict):
-        return {k: to_plain(v) for k, v in value.items()}
+        return {k: to_storable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(to_plain(v) for v in value)
+        return type(value)(to_storable(v) for v in value)
     if isinstance(value, np.integer | np.floating):
         return value.item()
     return value
 
 
-def from_plain(value: Any) -> Any:
+def from_storable(value: Any) -> Any:
     if isinstance(value, dict):
         if set(value) == {"__ndarray__"}:
             return value["__ndarray__"].numpy()
@@ -107,9 +107,9 @@ def from_plain(value: Any) -> Any:
             return mpz(int.from_bytes(value["__mpz__"], "big"))
         if set(value) == {"__ciphertexts__"}:
             return _cipher_matrix(value["__ciphertexts__"])
-        return {k: from_plain(v) for k, v in value.items()}
+        return {k: from_storable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(from_plain(v) for v in value)
+        return type(value)(from_storable(v) for v in value)
     return value
 
 

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from party.errors import CheckpointError
+from party.errors import CheckpointError, ConfigError
 from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 
 KEEP = 2
@@ -23,6 +23,24 @@ _SAFE_JOB = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 class StateDir:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
+
+    @classmethod
+    def create(cls, root: Path) -> StateDir:
+        """A party's state directory, created (mode 0700) and checked to be writable.
+
+        Raises:
+            ConfigError: it cannot be created or written (names the folder and the fix).
+        """
+        fix = "pass a writable folder with --state-dir DIR (or state_dir: in the party config)"
+        try:
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise ConfigError(
+                f"state directory {root} cannot be created ({exc.strerror}); {fix}"
+            ) from None
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise ConfigError(f"state directory {root} is not writable by this user; {fix}")
+        return cls(root)
 
     def job_dir(self, job_id: str) -> Path:
         """Raises: CheckpointError: a job id that cannot name a folder."""
