@@ -66,6 +66,16 @@ class Access:
                 f"submitting needs {_OPERATOR}"
             )
 
+    def check_predict(self, caller: str | None, model_id: str) -> None:
+        """`caller` may score with model `model_id` (submit a prediction job)."""
+        if caller is None:
+            return
+        if self._registered(caller) or caller in self._parties_of(model_id):
+            raise AccessDenied(
+                f"'{caller}' is a party: it {_MAY} but may not submit predictions; "
+                f"that needs {_OPERATOR}"
+            )
+
     def check_control(self, caller: str | None, job_id: str, action: str) -> None:
         """`caller` may `action` ("cancel", "resume") job `job_id`."""
         if caller is None:

@@ -70,6 +70,11 @@ class CoordinatorClient:
         req = pb.SubmitJobRequest(spec_yaml=spec_yaml)
         return self._stub.SubmitJob(req, timeout=self._timeout).job_id
 
+    def predict(self, spec_yaml: str) -> str:
+        """Submit a prediction spec (`coordinator.spec.predict`); returns the job's id."""
+        req = pb.SubmitPredictionRequest(spec_yaml=spec_yaml)
+        return self._stub.SubmitPrediction(req, timeout=self._timeout).job_id
+
     def jobs(self) -> list[pb.JobSummary]:
         return list(self._stub.ListJobs(pb.ListJobsRequest(), timeout=self._timeout).jobs)
 

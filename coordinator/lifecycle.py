@@ -24,6 +24,7 @@ from coordinator.logs import job_context
 from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
 from coordinator.reports import apply_report, check_report
 from coordinator.spec import JobSpec, parse_spec_text
+from coordinator.spec.predict import PredictSpec
 from coordinator.states import (
     ALIGNING,
     CANCELLED,
@@ -87,6 +88,29 @@ class Lifecycle:
         job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
         self._keep_spec(job_id, spec)
         log.info("job %s submitted (%s, %d parties)", job_id, spec.protocol, len(spec.parties))
+        self._spawn(job_id)
+        return job_id
+
+    def submit_prediction(self, request: PredictSpec, spec_yaml: str) -> str:
+        """Store and launch a job that scores `request.data` with model `request.model`.
+
+        Raises:
+            UnknownJob: no job trained such a model.
+            CoordinatorError: the job did not succeed, or is itself a prediction.
+            SpecError: the datasets do not name exactly the model's parties.
+        """
+        record = self.store.get(request.model)
+        trained = self.spec(request.model)
+        if trained.predict is not None or record.state != SUCCEEDED:
+            what = "a prediction" if trained.predict is not None else state_name(record.state)
+            raise CoordinatorError(
+                f"job {request.model} is {what}, so it left no model; score with a training "
+                "job that SUCCEEDED (see `vfl models`)"
+            )
+        spec = trained.for_prediction(request)
+        job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
+        self._keep_spec(job_id, spec)
+        log.info("job %s submitted (prediction with model %s)", job_id, request.model)
         self._spawn(job_id)
         return job_id
 

@@ -96,6 +96,8 @@ def _party_done(result: pb.JobResult, spec: JobSpec, party_id: str, done: pb.Par
         result.metrics.update(done.metrics)
         del result.history[:]
         result.history.extend(done.history)
+        if done.HasField("prediction"):
+            result.prediction.CopyFrom(done.prediction)
     result.bytes_sent = sum(p.bytes_sent for p in result.parties.values())
     if set(result.parties) != {p.id for p in spec.parties}:
         return Outcome(result)

@@ -28,6 +28,7 @@ from coordinator.errors import (
     UnknownJob,
 )
 from coordinator.lifecycle import Lifecycle
+from coordinator.spec.predict import parse_predict_text
 from coordinator.store import JobRecord
 from coordinator.watch import JobFeeds
 from proto import coordinator_pb2 as pb
@@ -133,6 +134,13 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         )
         return pb.SubmitJobResponse(job_id=job_id)
 
+    async def SubmitPrediction(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        job_id = await self._call(
+            context, self.pools.commands, self._predict, caller, request.spec_yaml
+        )
+        return pb.SubmitJobResponse(job_id=job_id)
+
     async def ListJobs(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
         records = await self._call(context, self.pools.reads, self._list, caller)
@@ -194,6 +202,11 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     def _submit(self, caller: str | None, spec_yaml: str) -> str:
         self._access.check_submit(caller, spec_yaml)
         return self._life.submit(spec_yaml)
+
+    def _predict(self, caller: str | None, spec_yaml: str) -> str:
+        request = parse_predict_text(spec_yaml)
+        self._access.check_predict(caller, request.model)
+        return self._life.submit_prediction(request, spec_yaml)
 
     def _list(self, caller: str | None) -> list[JobRecord]:
         return self._access.visible(caller, self._store.list())

@@ -1,7 +1,8 @@
 """Job states: the `vfl.v1.JobState` enum of the control plane, its groups and its names.
 
 SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
-with a reason; a job whose party was lost is PAUSED until `vfl resume` (or the
+with a reason (a prediction job: SUBMITTED -> ALIGNING -> PREDICTING -> SUCCEEDED); a job
+whose party was lost is PAUSED until `vfl resume` (or the
 coordinator's --auto-resume) launches it again from its newest common checkpoint. The
 job store keeps the short name ("TRAINING") so the database reads well.
 """
@@ -20,9 +21,10 @@ SUCCEEDED = pb.JOB_STATE_SUCCEEDED
 FAILED = pb.JOB_STATE_FAILED
 CANCELLED = pb.JOB_STATE_CANCELLED
 PAUSED = pb.JOB_STATE_PAUSED
+PREDICTING = pb.JOB_STATE_PREDICTING
 
 TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
-RUNNING = frozenset({ALIGNING, KEYING, TRAINING})  # also the stages a party reports
+RUNNING = frozenset({ALIGNING, KEYING, TRAINING, PREDICTING})  # also the stages a party reports
 
 _PREFIX = "JOB_STATE_"
 

@@ -8,10 +8,12 @@ peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer ad
 datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
 state_dir: bank-state             # optional; default: <party>-state beside this file
+output_dir: bank-scores           # optional; default: <state_dir>/predictions
 ```
 A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
 path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
-state directory holds the party's checkpoints and keys, never a path a job names.
+state directory holds the party's checkpoints, keys and model parts, never a path a job
+names; the output folder the scores of prediction jobs (active party only).
 """
 
 from __future__ import annotations
@@ -26,7 +28,16 @@ from pydantic import ValidationError
 from coordinator.spec import TableSource, explain
 from party.errors import ConfigError
 
-_TOP = {"party", "listen", "coordinator", "peers", "datasets", "advertise", "state_dir"}
+_TOP = {
+    "party",
+    "listen",
+    "coordinator",
+    "peers",
+    "datasets",
+    "advertise",
+    "state_dir",
+    "output_dir",
+}
 
 
 @dataclass(frozen=True)
@@ -37,7 +48,15 @@ class PartyConfig:
     advertise: str | None = None  # address peers should dial; defaults to the bound address
     peers: dict[str, str] = field(default_factory=dict)
     datasets: dict[str, TableSource] = field(default_factory=dict)
-    state_dir: Path | None = None  # checkpoints and keys; None: nothing is kept
+    state_dir: Path | None = None  # checkpoints, keys, models; None: nothing is kept
+    output_dir: Path | None = None  # scores of prediction jobs; None: <state_dir>/predictions
+
+    @property
+    def scores_dir(self) -> Path | None:
+        """Where prediction jobs write scores (None: this party keeps no files)."""
+        if self.output_dir is not None:
+            return self.output_dir
+        return None if self.state_dir is None else self.state_dir / "predictions"
 
 
 def load_party_config(path: str | Path) -> PartyConfig:
@@ -78,6 +97,7 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         peers={str(k): v for k, v in peers.items()},
         datasets={str(k): _dataset(str(k), v, base) for k, v in datasets.items()},
         state_dir=base / str(raw.get("state_dir") or f"{raw['party']}-state"),
+        output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
     )
 
 

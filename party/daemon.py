@@ -16,6 +16,7 @@ from coordinator.logs import job_context
 from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
 from party.errors import JobError, PartyError, shareable
+from party.inference.batch import PredictJob
 from party.job import PartyJob
 from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
@@ -43,7 +44,7 @@ class DaemonOptions:
 
 @dataclass
 class RunningJob:
-    job: PartyJob
+    job: PartyJob | PredictJob
     mailbox: Mailbox
     channel: GrpcChannel | ShapedChannel
     thread: threading.Thread | None = None
@@ -114,7 +115,13 @@ class PartyDaemon:
         with self._lock:  # a slow load must not look like a lost job to the coordinator
             self._preparing.add(job_id)
         try:
-            job = PartyJob(job_id, spec, me, self.config.datasets, self.state, resume_round)
+            job: PartyJob | PredictJob
+            if spec.predict is not None:
+                job = PredictJob(
+                    job_id, spec, me, self.config.datasets, self.state, self.config.scores_dir
+                )
+            else:
+                job = PartyJob(job_id, spec, me, self.config.datasets, self.state, resume_round)
             table = job.prepare()
         finally:
             with self._lock:

@@ -4,7 +4,8 @@ PartyError          base
 ├── ConfigError     the party config file is invalid (names the field and the fix)
 ├── DataError       a dataset is missing or malformed (names the file, row, column)
 ├── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
-└── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
+├── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
+└── ModelError      a model part is missing, deleted, corrupt, or does not fit the data
 
 An error has two forms. `str(error)` is the full message for this party's own log and
 operator: it may name the party's files, columns and values. `error.public` is what may
@@ -48,6 +49,11 @@ class JobError(PartyError):
 
 class CheckpointError(PartyError):
     """A checkpoint cannot be used; the message names the job, the round and why."""
+
+
+class ModelError(PartyError):
+    """A stored model cannot be used: not held, deleted, corrupt, or the data does not fit
+    it (the message names the model, the party and the fix)."""
 
 
 def shareable(exc: BaseException, party_id: str) -> str:

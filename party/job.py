@@ -18,6 +18,7 @@ from party.data import Table, load_table
 from party.errors import CheckpointError, DataError, JobError
 from party.state import Checkpoint, StateDir
 from party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
+from party.state.models import Column, Manifest, ModelStore, key_fingerprint
 from party.training import trainers
 from party.training.context import Reporter, RoleContext
 from party.training.models import Inputs
@@ -199,9 +200,33 @@ class PartyJob:
             else:
                 trainer.setup()
             reporter.stage(TRAINING)
-            return trainer.run()
+            result = trainer.run()
+            self._keep_model(trainer, ctx.plan.rows)
+            return result
         finally:
             trainer.close()
+
+    def _keep_model(self, trainer: trainers.Trainer, rows: int) -> None:
+        """Keep this party's part of the trained model in its model store (a party without
+        a state directory keeps none)."""
+        if self.state is None or self.table is None:
+            return
+        manifest = Manifest(
+            model_id=self.job_id,
+            name=self.spec.job,
+            party_id=self.party_id,
+            role=self.role,
+            protocol=self.spec.protocol,
+            columns=model_columns(self.table, self.dataset),
+            spec_json=self.spec.to_json(),
+            spec_hash=self.spec.spec_hash(),
+            key_fingerprint=_fingerprint(trainer),
+            task=getattr(trainer, "task", None),
+            metrics=dict(getattr(trainer, "metrics", {})),
+            rows=rows,
+        )
+        ModelStore(self.state).save(manifest, trainers.model_part(trainer))
+        log.info("party %s: kept its part of model %s", self.party_id, self.job_id)
 
     def _checkpoints(self, plan: Plan, aligned: str, reporter: Reporter) -> JobCheckpoints | None:
         every = checkpoint_every(self.spec, plan.batches_per_epoch)
@@ -217,6 +242,23 @@ class PartyJob:
             aligned,
             reporter.checkpoint,
         )
+
+
+def model_columns(table: Table, dataset: Dataset | None) -> tuple[Column, ...]:
+    """The columns a model reads from `table`, in order: its dense features, then its
+    categorical columns with the codes trained."""
+    dense = [Column(name=name, kind="dense") for name in table.feature_names]
+    names = () if dataset is None else dataset.source.categorical or ()
+    cats = [
+        Column(name=name, kind="categorical", cardinality=card)
+        for name, card in zip(names, table.cardinalities, strict=True)
+    ]
+    return tuple(dense + cats)
+
+
+def _fingerprint(trainer: trainers.Trainer) -> str:
+    keypair = getattr(trainer, "keypair", None)
+    return "" if keypair is None else key_fingerprint(keypair.public.n)
 
 
 def _inputs(table: Table, order: np.ndarray) -> Inputs:

@@ -110,6 +110,7 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
         seconds=result.get("seconds", 0.0),
         metrics=result.get("metrics", {}),
         history=history,
+        prediction=pb.PredictionSummary(**result["prediction"]) if "prediction" in result else None,
     )
 
 

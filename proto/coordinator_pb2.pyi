@@ -18,6 +18,7 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_STATE_FAILED: _ClassVar[JobState]
     JOB_STATE_CANCELLED: _ClassVar[JobState]
     JOB_STATE_PAUSED: _ClassVar[JobState]
+    JOB_STATE_PREDICTING: _ClassVar[JobState]
 JOB_STATE_UNSPECIFIED: JobState
 JOB_STATE_SUBMITTED: JobState
 JOB_STATE_ALIGNING: JobState
@@ -27,8 +28,15 @@ JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_FAILED: JobState
 JOB_STATE_CANCELLED: JobState
 JOB_STATE_PAUSED: JobState
+JOB_STATE_PREDICTING: JobState
 
 class SubmitJobRequest(_message.Message):
+    __slots__ = ("spec_yaml",)
+    SPEC_YAML_FIELD_NUMBER: _ClassVar[int]
+    spec_yaml: str
+    def __init__(self, spec_yaml: _Optional[str] = ...) -> None: ...
+
+class SubmitPredictionRequest(_message.Message):
     __slots__ = ("spec_yaml",)
     SPEC_YAML_FIELD_NUMBER: _ClassVar[int]
     spec_yaml: str
@@ -104,7 +112,7 @@ class PartyTotals(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ...) -> None: ...
 
 class JobResult(_message.Message):
-    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from")
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +151,7 @@ class JobResult(_message.Message):
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_ROUND_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FROM_FIELD_NUMBER: _ClassVar[int]
+    PREDICTION_FIELD_NUMBER: _ClassVar[int]
     job: str
     started_at: float
     round: int
@@ -160,7 +169,22 @@ class JobResult(_message.Message):
     checkpoints: _containers.ScalarMap[str, int]
     checkpoint_round: int
     resumed_from: int
-    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ...) -> None: ...
+    prediction: PredictionSummary
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ...) -> None: ...
+
+class PredictionSummary(_message.Message):
+    __slots__ = ("model", "rows", "scored", "missing", "output")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    SCORED_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    rows: int
+    scored: int
+    missing: int
+    output: str
+    def __init__(self, model: _Optional[str] = ..., rows: _Optional[int] = ..., scored: _Optional[int] = ..., missing: _Optional[int] = ..., output: _Optional[str] = ...) -> None: ...
 
 class GetJobResponse(_message.Message):
     __slots__ = ("job", "result")
@@ -258,7 +282,7 @@ class Validated(_message.Message):
     def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PartyDone(_message.Message):
-    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history")
+    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -272,13 +296,15 @@ class PartyDone(_message.Message):
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
+    PREDICTION_FIELD_NUMBER: _ClassVar[int]
     rounds: int
     local_updates: int
     bytes_sent: int
     seconds: float
     metrics: _containers.ScalarMap[str, float]
     history: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
-    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ...) -> None: ...
+    prediction: PredictionSummary
+    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ...) -> None: ...
 
 class Checkpointed(_message.Message):
     __slots__ = ("round",)

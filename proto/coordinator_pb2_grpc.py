@@ -64,6 +64,11 @@ class CoordinatorServiceStub:
                 request_serializer=proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
                 response_deserializer=proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
                 _registered_method=True)
+        self.SubmitPrediction = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/SubmitPrediction',
+                request_serializer=proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
+                _registered_method=True)
         self.RegisterParty = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/RegisterParty',
                 request_serializer=proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
@@ -116,6 +121,13 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SubmitPrediction(self, request, context):
+        """Score the datasets a prediction spec names with a stored model (a prediction job).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterParty(self, request, context):
         """Called by party daemons.
         """
@@ -161,6 +173,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.ResumeJob,
                     request_deserializer=proto_dot_coordinator__pb2.ResumeJobRequest.FromString,
                     response_serializer=proto_dot_coordinator__pb2.ResumeJobResponse.SerializeToString,
+            ),
+            'SubmitPrediction': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitPrediction,
+                    request_deserializer=proto_dot_coordinator__pb2.SubmitPredictionRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.SubmitJobResponse.SerializeToString,
             ),
             'RegisterParty': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterParty,
@@ -335,6 +352,33 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/ResumeJob',
             proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
             proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitPrediction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/SubmitPrediction',
+            proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
+            proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -18,6 +18,7 @@ STAGES = {
     "ALIGNING": "aligning rows (private set intersection)",
     "KEYING": "generating Paillier keys and setting up the secure layers",
     "TRAINING": "training",
+    "PREDICTING": "scoring with the stored model",
 }
 
 
@@ -100,7 +101,7 @@ def _show(job_id: str, view: JobView, last: JobView | None, bar: tqdm | None) ->
 
 def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
     line = f"{job_id}: {view.state} - {STAGES[view.state]}"
-    if view.state in ("KEYING", "TRAINING") and view.result.intersection_size:
+    if view.state in ("KEYING", "TRAINING", "PREDICTING") and view.result.intersection_size:
         line += f" ({view.result.intersection_size} common rows)"
     if bar is not None:
         bar.write(line, file=sys.stderr)
@@ -113,8 +114,16 @@ def format_result(view: JobView) -> str:
     lines = [f"job {view.job_id}: {view.state}"]
     if view.reason:
         lines.append(f"  reason: {view.reason}")
+    p = r.get("prediction")
+    if p:
+        lines.append(
+            f"  scored: {p.get('scored', 0)} of the active party's {p.get('rows', 0)} rows "
+            f"({p.get('missing', 0)} missing at some party, not scored) with model {p['model']}"
+        )
+        lines.append(f"  scores: '{p.get('output', '')}' in the active party's output folder")
     if r.get("metrics"):
-        lines.append("  validation: " + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items()))
+        label = "metrics" if p else "validation"
+        lines.append(f"  {label}: " + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items()))
     for key in (
         "intersection_size",
         "psi_seconds",

@@ -14,6 +14,7 @@ from coordinator.errors import SpecError
 from coordinator.spec.data import DataSpec
 from coordinator.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from coordinator.spec.messages import explain
+from coordinator.spec.predict import PredictSpec
 
 LayerWidths = tuple[Annotated[int, Field(ge=1, le=65536, strict=True)], ...]
 
@@ -131,6 +132,9 @@ class JobSpec(SpecModel):
     validation: ValidationSpec = Field(default_factory=ValidationSpec)
     network: NetworkSpec | None = Field(None, description="emulate a WAN (benchmarks)")
     crypto: CryptoSpec = Field(default_factory=CryptoSpec)
+    predict: PredictSpec | None = Field(
+        None, description="set by the coordinator: score with a stored model, do not train"
+    )
 
     @model_validator(mode="after")
     def _parties_fit(self) -> JobSpec:
@@ -168,6 +172,36 @@ class JobSpec(SpecModel):
         )
         return self.model_copy(update={"parties": parties})
 
+    def for_prediction(self, request: PredictSpec) -> JobSpec:
+        """The job that scores `request.data` with the model this spec trained.
+
+        Raises:
+            SpecError: `request.data` does not name every party of the model, or names
+                another.
+        """
+        ids = [p.id for p in self.parties]
+        unknown = sorted(set(request.data) - set(ids))
+        missing = [pid for pid in ids if pid not in request.data]
+        if unknown or missing:
+            raise SpecError(
+                f"model {request.model} was trained by parties {ids}: name one dataset for "
+                f"each of them (--data PARTY=DATASET)"
+                + (f"; missing: {missing}" if missing else "")
+                + (f"; not in the model: {unknown}" if unknown else "")
+            )
+        parties = tuple(
+            p.model_copy(update={"data": _scoring_data(p.data, request.data[p.id])})
+            for p in self.parties
+        )
+        return self.model_copy(
+            update={
+                "job": f"{self.job}-predict"[:64],
+                "parties": parties,
+                "validation": ValidationSpec(),
+                "predict": request,
+            }
+        )
+
     def to_json(self) -> str:
         """The canonical JSON every process receives (`spec_json` on the wire and in the
         job store); `from_json` reads it back."""
@@ -185,6 +219,13 @@ class JobSpec(SpecModel):
             return cls.model_validate_json(text)
         except ValidationError as exc:
             raise SpecError(explain(exc, cls)) from None
+
+
+def _scoring_data(trained: DataSpec, dataset: str) -> DataSpec:
+    """`dataset` read with the column settings the job trained with (its label column is
+    the dataset's own: rows to score may carry none)."""
+    kept = {k: v for k, v in trained.given().items() if k in ("format", "id", "categorical")}
+    return DataSpec(dataset=dataset, **kept)
 
 
 def _check_parties(parties: tuple[PartySpec, ...]) -> None:

@@ -44,7 +44,7 @@ class StateDir:
 
     def job_dir(self, job_id: str) -> Path:
         """Raises: CheckpointError: a job id that cannot name a folder."""
-        if not _SAFE_JOB.match(job_id):
+        if not safe_name(job_id):
             raise CheckpointError(f"job id {job_id!r} cannot name a checkpoint folder")
         return self.root / "jobs" / job_id
 
@@ -61,17 +61,7 @@ class StateDir:
         folder = self.job_dir(ck.job_id)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = folder / f"round-{ck.round:09d}.ckpt"
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(encode_checkpoint(ck))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(folder)
+        write_atomically(path, encode_checkpoint(ck))
         for old in self.rounds(ck.job_id)[:-KEEP]:
             (folder / f"round-{old:09d}.ckpt").unlink(missing_ok=True)
         return path
@@ -109,6 +99,27 @@ class StateDir:
             except CheckpointError as exc:
                 verdict[rnd] = str(exc)
         return verdict
+
+
+def safe_name(name: str) -> bool:
+    """Whether a job (or model) id can name a folder."""
+    return bool(_SAFE_JOB.match(name))
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write `path` (mode 0600) so that a crash leaves either the old or the new file:
+    a temporary file, fsync, rename, fsync of the folder."""
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -40,6 +40,22 @@ class Task:
             return F.cross_entropy(out, target, reduction="none")
         return (out[:, 0] - target) ** 2
 
+    def scores(self, out: np.ndarray) -> dict[str, np.ndarray]:
+        """The columns a prediction writes for the model's outputs, in order: binary,
+        `score` (the probability of the second class) and `class`; multiclass, `p_<class>`
+        per class and `class`; regression, `value` (in the label's units)."""
+        if self.kind == "regression":
+            return {"value": out[:, 0].astype(np.float64) * self.std + self.mean}
+        classes = np.asarray(self.classes)
+        if self.kind == "binary":
+            p = 1.0 / (1.0 + np.exp(-out[:, 0].astype(np.float64)))
+            return {"score": p, "class": _labels(classes[(p >= 0.5).astype(np.int64)])}
+        z = out.astype(np.float64)
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        probs = e / e.sum(axis=1, keepdims=True)
+        cols = {f"p_{_label(c)}": probs[:, i] for i, c in enumerate(self.classes)}
+        return {**cols, "class": _labels(classes[probs.argmax(axis=1)])}
+
     def evaluate(self, out: np.ndarray, target: torch.Tensor) -> dict[str, float]:
         y = target.numpy()
         if self.kind == "binary":
@@ -49,6 +65,14 @@ class Task:
         return metrics.regression_metrics(
             y * self.std + self.mean, out[:, 0] * self.std + self.mean
         )
+
+
+def _label(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _labels(values: np.ndarray) -> np.ndarray:
+    return np.array([_label(float(v)) for v in values], dtype=object)
 
 
 def make_task(kind: str, labels: np.ndarray) -> Task:

@@ -8,9 +8,10 @@ import numpy as np
 
 from party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
 from party.training.context import RoleContext
+from party.training.models import Inputs
 from party.training.split.active import ActiveTrainer
 from party.training.split.passive import PassiveTrainer
-from party.training.task import make_task
+from party.training.task import Task, make_task
 
 
 class Trainer(Protocol):
@@ -20,9 +21,20 @@ class Trainer(Protocol):
 
     def setup(self) -> None: ...
     def restore(self, state: dict[str, Any]) -> None: ...
+    def load_model(self, state: dict[str, Any]) -> None: ...
     def state_dict(self) -> dict[str, Any]: ...
     def run(self) -> dict: ...
+    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> np.ndarray | None: ...
     def close(self) -> None: ...
+
+
+TRAINING_ONLY = ("opt", "updater", "history")  # what a trained model's part leaves out
+
+
+def model_part(trainer: Trainer) -> dict[str, Any]:
+    """What of a trainer's state a model keeps: its models, key pair and shares, not its
+    optimiser, local-update cache or history (`load_model` reads it back)."""
+    return {k: v for k, v in trainer.state_dict().items() if k not in TRAINING_ONLY}
 
 
 def make(
@@ -36,3 +48,13 @@ def make(
     if blind:
         return BlindActiveTrainer(ctx, labels, val_labels, task)
     return ActiveTrainer(ctx, labels, val_labels, task)
+
+
+def for_scoring(ctx: RoleContext, role: str, task: Task | None) -> Trainer:
+    """A trainer of this party that only scores: `load_model`, then `score`."""
+    blind = ctx.spec.protocol == "blindfl"
+    if role != "active":
+        return BlindPassiveTrainer(ctx) if blind else PassiveTrainer(ctx)
+    if task is None:
+        raise ValueError("the active party scores with the model's task")
+    return (BlindActiveTrainer if blind else ActiveTrainer)(ctx, None, None, task)

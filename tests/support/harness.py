@@ -6,6 +6,7 @@ import threading
 
 from coordinator.spec import JobSpec, TableSource
 from coordinator.states import JobState
+from party.inference.batch import PredictJob
 from party.job import PartyJob
 from party.state import StateDir
 from secure.channel import InProcessHub
@@ -52,7 +53,11 @@ def run_inprocess(
     def party(pid: str) -> None:
         try:
             state = None if states is None else states[pid]
-            job = PartyJob("job", spec, pid, datasets[pid], state, resume_round)
+            if spec.predict is not None:  # the model trained by a run here is "job"
+                out = None if state is None else state.root / "predictions"
+                job = PredictJob("predict", spec, pid, datasets[pid], state, out)
+            else:
+                job = PartyJob("job", spec, pid, datasets[pid], state, resume_round)
             results[pid] = job.run(channels[pid], RecordingReporter())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)

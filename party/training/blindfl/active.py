@@ -19,6 +19,7 @@ from party.training.blindfl.common import (
     load_layer,
     saved_keypair,
     secure_config,
+    trained_config,
 )
 from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs, make_optimizer, seeded_mlp
@@ -37,7 +38,8 @@ class BlindActiveTrainer:
     ) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
-        self.y, self.val_y = task.encode(labels), task.encode(val_labels)
+        self.y = None if labels is None else task.encode(labels)
+        self.val_y = None if val_labels is None else task.encode(val_labels)
         h = s.model.source.out_dim
         self.config = secure_config(ctx, ctx.inputs)
         self.keypair: KeyPair | None = None  # shared by both layers
@@ -90,16 +92,23 @@ class BlindActiveTrainer:
             CheckpointError: the checkpoint holds other layers than the layouts call for.
             StateError, KeyError_: a layer's saved state does not fit it.
         """
+        self.load_model(state)
+        if self.opt is not None:
+            self.opt.load_state_dict(state["opt"])
+        self.updater.load_state_dict(state["updater"])
+        self.metrics, self.history = dict(state["metrics"]), list(state["history"])
+
+    def load_model(self, state: dict[str, Any]) -> None:
+        """Load the key pair, the passive parties' layouts and keys, the layers' shares, the
+        top model and B's own part of a `state_dict()` (to score with them; nothing is
+        exchanged)."""
+        self.config = trained_config(self.config, state)
         self._build(dict(state["layouts"]), saved_keypair(self.ctx, self.config, state))
         load_layer(self.ctx, "src", self.src, state)
         load_layer(self.ctx, "embed", self.embed, state)
         if self.own is not None:
             self.own.load_state_dict(state["own"])
         self.top.load_state_dict(state["top"])
-        if self.opt is not None:
-            self.opt.load_state_dict(state["opt"])
-        self.updater.load_state_dict(state["updater"])
-        self.metrics, self.history = dict(state["metrics"]), list(state["history"])
 
     def state_dict(self) -> dict[str, Any]:
         """Key pair, layouts, both layers' state, top model, B's own part, optimiser,
@@ -108,6 +117,7 @@ class BlindActiveTrainer:
             raise JobError("a blindfl trainer has no state before setup() or restore()")
         return {
             "keypair": keypair_state(self.keypair),
+            "feature_bits": self.config.feature_bits,
             "layouts": self.layouts,
             "src": None if self.src is None else self.src.state_dict(),
             "embed": None if self.embed is None else self.embed.state_dict(),
@@ -194,9 +204,14 @@ class BlindActiveTrainer:
         begun = time.monotonic()
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
-            z = self._z(f"val/r{rnd}", self.ctx.val_inputs, rows)
-            with torch.no_grad():
-                out = self._out(z, self.ctx.val_inputs, rows).numpy()
+            out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
         self.metrics = self.task.evaluate(out, self.val_y[rows])
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
+
+    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> np.ndarray:
+        """The model's outputs for `rows` of `inputs` (the secure forward, with the passive
+        parties' `score`)."""
+        z = self._z(tag, inputs, rows)
+        with torch.no_grad():
+            return self._out(z, inputs, rows).numpy()

@@ -3,6 +3,7 @@ its feature matrix, its key pair and layers across a checkpoint, closing its lay
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,6 +35,13 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         feature_bits=0 if integral else 16,
         timeout_s=ctx.timeout,
     )
+
+
+def trained_config(config: SecureConfig, state: dict[str, Any]) -> SecureConfig:
+    """`config` with the fixed-point scale the layers were trained with (the scale
+    `secure_config` derives from other rows, e.g. those to score, may differ)."""
+    bits = state.get("feature_bits")
+    return config if bits is None else dataclasses.replace(config, feature_bits=int(bits))
 
 
 def features(inputs: Inputs, rows: np.ndarray):

@@ -15,6 +15,7 @@ from party.training.blindfl.common import (
     load_layer,
     saved_keypair,
     secure_config,
+    trained_config,
 )
 from party.training.context import RoleContext, train_rounds
 from party.training.models import Inputs
@@ -66,10 +67,16 @@ class BlindPassiveTrainer:
             CheckpointError: the checkpoint holds other layers than this party runs.
             StateError, KeyError_: a layer's saved state does not fit it.
         """
+        self.load_model(state)
+        self.updater.load_state_dict(state["updater"])
+
+    def load_model(self, state: dict[str, Any]) -> None:
+        """Load the key pair and the layers' shares and keys of a `state_dict()` (to score
+        with them; nothing is exchanged)."""
+        self.config = trained_config(self.config, state)
         self._build(saved_keypair(self.ctx, self.config, state))
         load_layer(self.ctx, "src", self.src, state)
         load_layer(self.ctx, "embed", self.embed, state)
-        self.updater.load_state_dict(state["updater"])
 
     def state_dict(self) -> dict[str, Any]:
         """Key pair, both layers' state and the local-update state (a checkpoint)."""
@@ -77,6 +84,7 @@ class BlindPassiveTrainer:
             raise JobError("a blindfl trainer has no state before setup() or restore()")
         return {
             "keypair": keypair_state(self.keypair),
+            "feature_bits": self.config.feature_bits,
             "src": None if self.src is None else self.src.state_dict(),
             "embed": None if self.embed is None else self.embed.state_dict(),
             "updater": self.updater.state_dict(),
@@ -113,7 +121,11 @@ class BlindPassiveTrainer:
         self.updater.record_round(rnd, rows, m3)
 
     def validate(self, rnd: int) -> None:
-        self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
+        self.score(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
+
+    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> None:
+        """This party's half of the secure forward for `rows` of `inputs`."""
+        self._round(tag, inputs, rows)
 
     def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, train: bool = False):
         x = features(inputs, rows)

@@ -15,7 +15,7 @@ import torch
 from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
 from party.training.context import RoleContext, train_rounds
-from party.training.models import make_optimizer, seeded_bottom, seeded_mlp
+from party.training.models import Inputs, make_optimizer, seeded_bottom, seeded_mlp
 from party.training.task import Task
 from secure.wire.payload import tensor_from_payload, tensor_to_payload
 
@@ -29,8 +29,8 @@ class ActiveTrainer:
         self.passives = [p.id for p in s.passives]
         src = s.model.source
         self.width = src.out_dim
-        self.y = task.encode(labels)
-        self.val_y = task.encode(val_labels)
+        self.y = None if labels is None else task.encode(labels)
+        self.val_y = None if val_labels is None else task.encode(val_labels)
         self.bottom = (
             None
             if ctx.inputs.empty
@@ -72,11 +72,15 @@ class ActiveTrainer:
             "history": list(self.history),
         }
 
-    def restore(self, state: dict[str, Any]) -> None:
-        """Continue from a `state_dict()` (instead of `setup()`)."""
+    def load_model(self, state: dict[str, Any]) -> None:
+        """Load the models of a `state_dict()` (to score with them)."""
         if self.bottom is not None:
             self.bottom.load_state_dict(state["bottom"])
         self.top.load_state_dict(state["top"])
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a `state_dict()` (instead of `setup()`)."""
+        self.load_model(state)
         self.opt.load_state_dict(state["opt"])
         self.updater.load_state_dict(state["updater"])
         self.metrics, self.history = dict(state["metrics"]), list(state["history"])
@@ -127,12 +131,16 @@ class ActiveTrainer:
         begun = time.monotonic()
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
-            acts = self._recv_acts(f"val/r{rnd}/act", len(rows))
-            with torch.no_grad():
-                out = self._forward(rows, acts, self.ctx.val_inputs).numpy()
+            out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
         self.metrics = self.task.evaluate(out, self.val_y[rows])
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
+
+    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> np.ndarray:
+        """The model's outputs for `rows` of `inputs`, with the passive parties' `score`."""
+        acts = self._recv_acts(f"{tag}/act", len(rows))
+        with torch.no_grad():
+            return self._forward(rows, acts, inputs).numpy()
 
 
 def history_entry(trainer, rnd: int, validation_began: float) -> dict:

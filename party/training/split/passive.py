@@ -15,7 +15,7 @@ import torch
 from celu.weighting import passive_local_derivative
 from celu.workset import CachedBatch
 from party.training.context import RoleContext, train_rounds
-from party.training.models import make_optimizer, seeded_bottom
+from party.training.models import Inputs, make_optimizer, seeded_bottom
 from secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
@@ -49,9 +49,13 @@ class PassiveTrainer:
             "updater": self.updater.state_dict(),
         }
 
+    def load_model(self, state: dict[str, Any]) -> None:
+        """Load the bottom model of a `state_dict()` (to score with it)."""
+        self.bottom.load_state_dict(state["bottom"])
+
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a `state_dict()` (instead of `setup()`)."""
-        self.bottom.load_state_dict(state["bottom"])
+        self.load_model(state)
         self.opt.load_state_dict(state["opt"])
         self.updater.load_state_dict(state["updater"])
 
@@ -89,6 +93,10 @@ class PassiveTrainer:
 
     def validate(self, rnd: int) -> None:
         with self.ctx.lock:  # local updates pause while validating
-            with torch.no_grad():
-                act = self.bottom(self.ctx.val_inputs.take(self.ctx.plan.val_rows))
-            self.ctx.channel.send(self.active, f"val/r{rnd}/act", tensor_to_payload(act.numpy()))
+            self.score(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
+
+    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> None:
+        """Send the activations of `rows` of `inputs` for the active party's `score`."""
+        with torch.no_grad():
+            act = self.bottom(inputs.take(rows))
+        self.ctx.channel.send(self.active, f"{tag}/act", tensor_to_payload(act.numpy()))

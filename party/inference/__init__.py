@@ -1,0 +1,1 @@
+"""Scoring with stored models: batch prediction jobs and online scoring."""

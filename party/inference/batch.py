@@ -1,0 +1,188 @@
+"""A batch prediction at one party: align the rows to score by PSI, then run the stored
+model's forward pass batch by batch with the protocol it was trained with.
+
+Only the active party ends with scores: a CSV of `id` and the task's score columns in its
+output folder, in the order of its own dataset, and metrics when its rows carry labels.
+A passive party learns the intersection size (as in training) and nothing else.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from coordinator.spec import JobSpec
+from coordinator.states import ALIGNING, PREDICTING
+from party.data import Table, load_table
+from party.errors import JobError, ModelError
+from party.inference.model import LoadedModel
+from party.job import Dataset, resolve_dataset
+from party.state import StateDir
+from party.state.store import write_atomically
+from party.training.context import Reporter
+from party.training.models import Inputs
+from secure.channel import Channel
+from secure.psi.protocol import PsiConfig, run_psi
+
+log = logging.getLogger(__name__)
+
+
+class PredictJob:
+    """A prediction job at one party: `prepare()` loads the model part and the rows and
+    checks that they fit, `run()` aligns and scores."""
+
+    def __init__(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        party_id: str,
+        datasets: dict[str, Any],
+        state: StateDir | None,
+        output_dir: Path | None,
+    ) -> None:
+        if spec.predict is None:
+            raise JobError(f"job {job_id} is not a prediction")
+        self.job_id, self.spec, self.party_id = job_id, spec, party_id
+        self.request = spec.predict
+        self.role = spec.party(party_id).role
+        self.dataset: Dataset | None = resolve_dataset(spec, party_id, datasets)
+        self.state, self.output_dir = state, output_dir
+        self.model: LoadedModel | None = None
+        self.table: Table | None = None
+        self.inputs: Inputs | None = None
+
+    @property
+    def output_name(self) -> str:
+        return f"{self.request.out or self.job_id}.csv"
+
+    def prepare(self) -> Table:
+        """Load the model part and the rows, and check they fit, before any party starts.
+
+        Raises:
+            ModelError: the model is not held here, or the rows do not fit it.
+            DataError: missing or malformed data. JobError: the output exists already.
+        """
+        self.model = LoadedModel.open(self.state, self.request.model, self.party_id)
+        m = self.model.manifest
+        if m.role != self.role or m.protocol != self.spec.protocol:
+            raise ModelError(
+                f"party '{self.party_id}' holds model {m.model_id} as the {m.role} party of a "
+                f"{m.protocol} job, not as the {self.role} party of a {self.spec.protocol} job"
+            )
+        if self.dataset is None:
+            raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
+        self.table = load_table(self.dataset.source, self.dataset.name)
+        self.inputs = self.model.inputs(self.table, self.dataset.name)
+        if self.role == "active":
+            self._output_path()  # fail now, not after scoring, if it cannot be written
+        return self.table
+
+    def _output_path(self) -> Path:
+        if self.output_dir is None:
+            raise JobError(
+                f"party '{self.party_id}' has no output folder for scores; set output_dir "
+                "(or state_dir) in its config"
+            )
+        path = self.output_dir / self.output_name
+        if path.exists():
+            raise JobError(
+                f"party '{self.party_id}' already holds scores named '{self.output_name}'; "
+                "choose another --out NAME, or move the old file away",
+            )
+        return path
+
+    def run(self, channel: Channel, reporter: Reporter) -> dict:
+        if self.model is None:
+            self.prepare()
+        assert self.model is not None and self.table is not None and self.inputs is not None
+        begun = time.monotonic()
+        reporter.stage(ALIGNING)
+        psi = run_psi(
+            channel,
+            self.party_id,
+            self.spec.active.id,
+            [p.id for p in self.spec.passives],
+            list(self.table.ids),
+            "psi",
+            seed=self.spec.train.seed,
+            config=PsiConfig(timeout=self.spec.train.timeout_s),
+        )
+        reporter.aligned(psi.intersection_size, round(psi.seconds, 3))
+        order = psi.positions
+        if len(order) == 0:
+            raise JobError("the parties hold no common ids: there is nothing to score")
+        reporter.stage(PREDICTING)
+        inputs = _aligned(self.inputs, order)
+        batch = self.request.batch_size
+        scorer = self.model.scorer(channel, inputs, reporter, batch)
+        outputs: list[np.ndarray] = []
+        total = -(-len(order) // batch)
+        try:
+            for b, start in enumerate(range(0, len(order), batch), start=1):
+                rows = np.arange(start, min(start + batch, len(order)))
+                out = scorer.score(f"predict/b{b}", inputs, rows)
+                if out is not None:
+                    outputs.append(out)
+                reporter.round(b, total, None)
+        finally:
+            scorer.close()
+        flush = getattr(channel, "flush", None)
+        if flush is not None:
+            flush()
+        result: dict[str, Any] = {
+            "rounds": total,
+            "seconds": round(time.monotonic() - begun, 3),
+            "bytes_sent": channel.stats.bytes_sent,
+        }
+        if self.role == "active":
+            result.update(self._write(order, np.concatenate(outputs)))
+        return result
+
+    def _write(self, order: np.ndarray, out: np.ndarray) -> dict[str, Any]:
+        """Write the scores (in the dataset's own row order) and return the summary."""
+        assert self.model is not None and self.table is not None
+        task = self.model.manifest.task
+        if task is None:
+            raise ModelError(f"the active party's part of model {self.model.model_id} has no task")
+        by_row = np.argsort(order, kind="stable")  # aligned position of each scored row
+        rows, out = order[by_row], out[by_row]
+        columns = task.scores(out)
+        text = io.StringIO()
+        writer = csv.writer(text, lineterminator="\n")
+        writer.writerow(["id", *columns])
+        values = list(columns.values())
+        for i, r in enumerate(rows):
+            writer.writerow([self.table.ids[r], *(_cell(v[i]) for v in values)])
+        path = self._output_path()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomically(path, text.getvalue().encode())
+        log.info("party %s: wrote %d scores to %s", self.party_id, len(rows), path)
+        metrics: dict[str, float] = {}
+        if self.table.labels is not None:
+            metrics = task.evaluate(out, task.encode(self.table.labels[rows]))
+        return {
+            "metrics": metrics,
+            "prediction": {
+                "model": self.model.model_id,
+                "rows": self.table.rows,
+                "scored": len(rows),
+                "missing": self.table.rows - len(rows),
+                "output": self.output_name,
+            },
+        }
+
+
+def _aligned(inputs: Inputs, order: np.ndarray) -> Inputs:
+    dense = inputs.dense.numpy()[order]
+    cat = None if inputs.cat is None else inputs.cat.numpy()[order]
+    return Inputs(dense, cat, inputs.cardinalities)
+
+
+def _cell(value: Any) -> str:
+    return repr(float(value)) if isinstance(value, float | np.floating) else str(value)

@@ -1,0 +1,126 @@
+"""One party's part of a stored model, loaded to score rows (batch or online).
+
+`LoadedModel.open` reads the part from the party's model store; `inputs` checks a table
+against the model's manifest (column names, order, kinds, categorical codes) before any
+computation; `scorer` builds the party's trainer in scoring mode on a job's channel.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from coordinator.spec import JobSpec
+from party.data import Table
+from party.errors import ModelError
+from party.state import StateDir
+from party.state.models import Manifest, ModelStore
+from party.training import trainers
+from party.training.context import Reporter, RoleContext
+from party.training.models import Inputs
+from party.training.plan import Plan
+from secure.channel import Channel
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A party's manifest and part of one model, and the training spec it came from."""
+
+    manifest: Manifest
+    part: dict[str, Any]
+    spec: JobSpec
+
+    @classmethod
+    def open(cls, state: StateDir | None, model_id: str, party_id: str) -> LoadedModel:
+        """Raises:
+        ModelError: the party keeps no models, or holds no (usable) part of `model_id`."""
+        if state is None:
+            raise ModelError(
+                f"party '{party_id}' keeps no state directory, so it holds no models; "
+                "restart its daemon with --state-dir and train the model again"
+            )
+        manifest, part = ModelStore(state).load(model_id, party_id)
+        return cls(manifest, part, JobSpec.from_json(manifest.spec_json))
+
+    @property
+    def model_id(self) -> str:
+        return self.manifest.model_id
+
+    def inputs(self, table: Table, dataset: str) -> Inputs:
+        """The model's inputs from `table`, checked against the manifest.
+
+        Raises:
+            ModelError: the columns differ from the model's (names, order, kinds), or a
+                categorical code was never trained (the public form names no column).
+        """
+        m, party = self.manifest, self.manifest.party_id
+        where = f"party '{party}': dataset '{dataset}' does not fit model {m.model_id}"
+        want, got = m.dense_columns, table.feature_names
+        features = table.features
+        narrower = len(got) < len(want) and want[: len(got)] == got and _libsvm_names(want)
+        if narrower:  # LIBSVM files are as wide as their largest index: pad the rest
+            pad = np.zeros((table.rows, len(want) - len(got)), dtype=np.float32)
+            features = np.hstack([features, pad])
+        elif got != want:
+            raise ModelError(
+                f"{where}: its feature columns {_short(got)} differ from the model's "
+                f"{_short(want)} (names, order and count must match); give the dataset the "
+                "training columns in the training order",
+                public=f"{where}: its feature columns differ from the model's (names, order "
+                "or count); the party must give the dataset the training columns",
+            )
+        cats = m.categorical_columns
+        have = 0 if table.categorical is None else table.categorical.shape[1]
+        if have != len(cats):
+            raise ModelError(
+                f"{where}: it has {have} categorical column(s), the model "
+                f"{len(cats)} ({_short(tuple(c.name for c in cats))}); set the dataset's "
+                "'categorical' columns as in training",
+                public=f"{where}: it has {have} categorical column(s), the model {len(cats)}",
+            )
+        for j, col in enumerate(cats):
+            codes = table.categorical[:, j] if table.categorical is not None else None
+            if codes is not None and codes.size and int(codes.max()) >= col.cardinality:
+                row = int(np.argmax(codes >= col.cardinality))
+                raise ModelError(
+                    f"{where}: categorical column '{col.name}' has code {int(codes[row])} "
+                    f"(id {table.ids[row]}), but the model was trained on codes "
+                    f"0..{col.cardinality - 1} and has no unknown bucket; map unseen values "
+                    "to a trained code",
+                    public=f"{where}: a categorical column holds a code the model was not "
+                    "trained on (it has no unknown bucket)",
+                )
+        return Inputs(features, table.categorical, tuple(c.cardinality for c in cats))
+
+    def scorer(
+        self, channel: Channel, inputs: Inputs, reporter: Reporter, batch_size: int
+    ) -> trainers.Trainer:
+        """This party's trainer in scoring mode, loaded with the model: call its
+        `score(tag, inputs, rows)` in the same order as every other party."""
+        rows = np.arange(len(inputs.dense))
+        plan = Plan(len(rows), rows, rows, batch_size, 1, self.spec.train.seed, 1)
+        ctx = RoleContext(
+            self.spec,
+            self.manifest.party_id,
+            channel,
+            inputs,
+            plan,
+            reporter,
+            inputs,
+            lock=threading.RLock(),
+        )
+        trainer = trainers.for_scoring(ctx, self.manifest.role, self.manifest.task)
+        trainer.load_model(self.part)
+        return trainer
+
+
+def _libsvm_names(names: tuple[str, ...]) -> bool:
+    return all(n.startswith("f") and n[1:].isdigit() for n in names)
+
+
+def _short(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:8])
+    return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"

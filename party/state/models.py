@@ -1,0 +1,153 @@
+"""A party's model store: its own part of every model a successful job trained.
+
+    <state_dir>/models/<model_id>/manifest.json   what the part is (readable, no secrets)
+    <state_dir>/models/<model_id>/part.ckpt       the part itself (checkpoint format)
+
+The model id is the training job's id. The part is what this party needs to score: its
+bottom model (`split`) or its key pair, shares and ciphertexts (`blindfl`), and at the
+active party the top model. It never leaves this party's daemon. Both files are written
+atomically (0600 in a 0700 folder), the manifest last, so a part without a manifest is
+an unfinished write and is not listed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from party.errors import ModelError
+from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from party.state.store import StateDir, safe_name, write_atomically
+from party.training.task import Task
+
+MANIFEST = "manifest.json"
+PART = "part.ckpt"
+
+
+class Column(BaseModel):
+    """One input column of a model part, in the order the model reads them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    kind: Literal["dense", "categorical"]
+    cardinality: int = 0  # categorical: codes 0..cardinality-1 were trained
+
+
+class Manifest(BaseModel):
+    """What one party holds of one model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_id: str  # the training job's id
+    name: str  # the training job's name
+    party_id: str
+    role: Literal["active", "passive"]
+    protocol: Literal["split", "blindfl"]
+    columns: tuple[Column, ...]
+    spec_json: str  # the training spec (canonical JSON)
+    spec_hash: str
+    key_fingerprint: str = ""  # blindfl: SHA-256 of this party's Paillier modulus
+    task: Task | None = None  # active party only: how outputs become scores
+    metrics: dict[str, float] = {}  # active party only: the final validation
+    rows: int = 0  # aligned training rows
+    created_at: float = 0.0
+
+    @property
+    def dense_columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns if c.kind == "dense")
+
+    @property
+    def categorical_columns(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.kind == "categorical")
+
+
+def key_fingerprint(modulus: int) -> str:
+    """SHA-256 (hex) of a Paillier modulus, big-endian."""
+    return hashlib.sha256(int(modulus).to_bytes((int(modulus).bit_length() + 7) // 8)).hexdigest()
+
+
+class ModelStore:
+    """The model parts under one state directory."""
+
+    def __init__(self, state: StateDir) -> None:
+        self._state = state
+        self.root = state.root / "models"
+
+    def folder(self, model_id: str) -> Path:
+        """Raises: ModelError: a model id that cannot name a folder."""
+        if not safe_name(model_id):
+            raise ModelError(f"model id {model_id!r} is not a model id (a job id such as j-1a2b)")
+        return self.root / model_id
+
+    def save(self, manifest: Manifest, part: dict[str, Any]) -> Path:
+        """Keep `part` under its manifest (replacing an older copy of the same model)."""
+        folder = self.folder(manifest.model_id)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ck = Checkpoint(manifest.model_id, manifest.spec_hash, manifest.party_id, 0, part)
+        write_atomically(folder / PART, encode_checkpoint(ck))
+        data = manifest.model_copy(update={"created_at": manifest.created_at or time.time()})
+        write_atomically(folder / MANIFEST, data.model_dump_json(indent=2).encode())
+        return folder
+
+    def manifest(self, model_id: str, party_id: str) -> Manifest:
+        """Raises:
+        ModelError: this party holds no such model (never trained here, or deleted), or
+            its manifest is unreadable."""
+        path = self.folder(model_id) / MANIFEST
+        if not path.is_file():
+            raise ModelError(
+                f"party '{party_id}' holds no part of model {model_id} (it was deleted, or "
+                "trained without this party); list the models with `vfl models`"
+            )
+        try:
+            return Manifest.model_validate_json(path.read_bytes())
+        except (ValidationError, OSError):
+            raise ModelError(
+                f"party '{party_id}': its manifest of model {model_id} is unreadable; "
+                "delete the model and train it again"
+            ) from None
+
+    def load(self, model_id: str, party_id: str) -> tuple[Manifest, dict[str, Any]]:
+        """This party's manifest and part of `model_id`, checked to belong together.
+
+        Raises:
+            ModelError: missing, deleted, corrupt, or another party's.
+        """
+        manifest = self.manifest(model_id, party_id)
+        where = f"party '{party_id}': part of model {model_id}"
+        try:
+            ck = decode_checkpoint((self.folder(model_id) / PART).read_bytes(), where)
+        except OSError:
+            raise ModelError(f"{where} is missing; delete the model and train it again") from None
+        except Exception as exc:  # noqa: BLE001 - CheckpointError names the problem
+            raise ModelError(str(exc)) from None
+        if (ck.job_id, ck.party_id, ck.spec_hash) != (model_id, party_id, manifest.spec_hash):
+            raise ModelError(f"{where} does not match its manifest; it was not loaded")
+        return manifest, ck.state
+
+    def list(self) -> list[Manifest]:
+        """Every model this party holds a complete part of, oldest first."""
+        if not self.root.is_dir():
+            return []
+        found = []
+        for folder in self.root.iterdir():
+            try:
+                found.append(Manifest.model_validate_json((folder / MANIFEST).read_bytes()))
+            except (ValidationError, OSError):
+                continue
+        return sorted(found, key=lambda m: (m.created_at, m.model_id))
+
+    def delete(self, model_id: str) -> bool:
+        """Drop this party's part of `model_id`; returns whether it held one."""
+        folder = self.folder(model_id)
+        if not folder.exists():
+            return False
+        (folder / MANIFEST).unlink(missing_ok=True)  # unlisted first, then gone
+        shutil.rmtree(folder, ignore_errors=True)
+        return True
