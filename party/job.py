@@ -174,6 +174,9 @@ class PartyJob:
         ctx.start_round = self.resume_round
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         result = self._train(ctx, _labels(table, order), val_labels, reporter)
+        # the ids of the rows validated on, in the order of `validation_outputs`
+        val_ids = aligned_ids[len(order) :] if self.test_table is not None else aligned_ids
+        result["validation_ids"] = [val_ids[i] for i in plan.val_rows]
         flush = getattr(channel, "flush", None)
         if flush is not None:  # an emulated WAN may still hold the last envelopes
             flush()

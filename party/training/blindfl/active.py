@@ -59,11 +59,17 @@ class BlindActiveTrainer:
         self.xi = self.updater.config.effective_xi
         self.metrics: dict[str, float] = {}
         self.history: list[dict] = []
+        self.val_outputs: np.ndarray | None = None  # the model's outputs at the last validation
 
     def run(self) -> dict:
         self.started, self.val_seconds = time.monotonic(), 0.0
         result = train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
-        return {**result, "metrics": self.metrics, "history": self.history}
+        return {
+            **result,
+            "metrics": self.metrics,
+            "history": self.history,
+            "validation_outputs": self.val_outputs,
+        }
 
     def close(self) -> None:
         close_layers(self.src, self.embed)
@@ -206,6 +212,7 @@ class BlindActiveTrainer:
         with self.ctx.lock:
             out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
         self.metrics = self.task.evaluate(out, self.val_y[rows])
+        self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
 

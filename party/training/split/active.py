@@ -50,6 +50,7 @@ class ActiveTrainer:
         self.val_seconds = 0.0
         self.metrics: dict[str, float] = {}
         self.history: list[dict] = []
+        self.val_outputs: np.ndarray | None = None  # the model's outputs at the last validation
 
     def setup(self) -> None:
         """Nothing to set up: split learning has no keys."""
@@ -59,7 +60,12 @@ class ActiveTrainer:
 
     def run(self) -> dict:
         result = train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
-        return {**result, "metrics": self.metrics, "history": self.history}
+        return {
+            **result,
+            "metrics": self.metrics,
+            "history": self.history,
+            "validation_outputs": self.val_outputs,
+        }
 
     def state_dict(self) -> dict[str, Any]:
         """Models, optimiser, local-update state and validations so far (a checkpoint)."""
@@ -133,6 +139,7 @@ class ActiveTrainer:
         with self.ctx.lock:
             out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
         self.metrics = self.task.evaluate(out, self.val_y[rows])
+        self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
 
