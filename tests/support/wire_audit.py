@@ -47,11 +47,17 @@ def forbidden_patterns() -> dict[str, list[bytes]]:
     return patterns
 
 
-def assert_only_allowed_payloads(records: list[dict], parties: set[str]) -> None:
+def assert_only_allowed_payloads(
+    records: list[dict],
+    parties: set[str],
+    required: frozenset[str] = frozenset({"public_key", "ciphertexts"}),
+) -> None:
     """Every recorded envelope of a blindfl job on the breast data: an allowed kind, sent
-    by one of `parties`, holding no encoding of a feature value or of a run of labels."""
+    by one of `parties`, holding no encoding of a feature value or of a run of labels; the
+    kinds `required` are among them (a training job exchanges keys, a prediction with a
+    stored model does not)."""
     kinds = {r["kind"] for r in records}
-    assert {"public_key", "ciphertexts"} <= kinds, kinds
+    assert required <= kinds, kinds
     assert kinds <= ALLOWED, f"disallowed payload kinds crossed the wire: {kinds - ALLOWED}"
     assert {r["sender"] for r in records} == parties
     blobs = {r["sha256"]: r["data"] for r in records}
