@@ -17,6 +17,7 @@ from coordinator.spec.predict import PredictSpec
 from party.errors import ModelError
 from party.state import StateDir
 from party.state.models import ModelStore
+from tests.party.test_blindfl_training import categorical_job
 from tests.support.data import FATE, breast
 from tests.support.harness import run_inprocess
 
@@ -211,3 +212,29 @@ def test_a_stored_split_model_scores_as_its_plaintext_forward(tmp_path):
     h = torch.cat([linear(bank["bottom"], "mlp.0", xb), linear(shop["bottom"], "mlp.0", xs)], 1)
     out = linear(bank["top"], "2", torch.relu(linear(bank["top"], "0", h)))
     assert float(got[row_id]["score"]) == pytest.approx(float(torch.sigmoid(out)), abs=1e-5)
+
+
+def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_refused(
+    tmp_path,
+):
+    # Prepare: the passive party's categorical fields go through the Embed-MatMul layer
+    spec, datasets = categorical_job(tmp_path, "blindfl", train={"epochs": 1, "batch_size": 128})
+    states = {p: StateDir(tmp_path / p) for p in ("adv", "pub")}
+    adv = run_inprocess(spec, datasets, states=states)["adv"]
+    ask = PredictSpec(model="job", data={"adv": "d", "pub": "d"})
+    # Execute
+    got = run_inprocess(spec.for_prediction(ask), datasets, states=states)["adv"]
+    # Assert: the validation rows score as in the job's last validation
+    with (states["adv"].root / "predictions" / "predict.csv").open() as fh:
+        rows = {row["id"]: float(row["score"]) for row in csv.DictReader(fh)}
+    assert got["prediction"]["scored"] == 1200
+    expected = 1 / (1 + np.exp(-adv["validation_outputs"][:, 0]))
+    for row_id, p in zip(adv["validation_ids"], expected, strict=True):
+        assert rows[row_id] == pytest.approx(p, abs=1e-4)
+    # a code the model never saw, with no unknown bucket: refused by name
+    text = (tmp_path / "p.csv").read_text().splitlines()
+    text[5] = text[5].rsplit(",", 1)[0] + ",8"
+    (tmp_path / "p.csv").write_text("\n".join(text) + "\n")
+    with pytest.raises(ModelError, match="'C3' has code 8.*codes 0..7 and has no unknown bucket"):
+        again = PredictSpec(model="job", data={"adv": "d", "pub": "d"}, out="again")
+        run_inprocess(spec.for_prediction(again), datasets, states=states)
