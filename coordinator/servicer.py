@@ -205,8 +205,14 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
 
     def _predict(self, caller: str | None, spec_yaml: str) -> str:
         request = parse_predict_text(spec_yaml)
-        self._access.check_predict(caller, request.model)
-        return self._life.submit_prediction(request, spec_yaml)
+        try:
+            self._access.check_predict(caller, request.model)
+            return self._life.submit_prediction(request, spec_yaml)
+        except UnknownJob:
+            raise UnknownJob(
+                f"no model {request.model}: a model's id is the id of the job that trained it "
+                "(see `vfl models` or `vfl jobs`)"
+            ) from None
 
     def _list(self, caller: str | None) -> list[JobRecord]:
         return self._access.visible(caller, self._store.list())
