@@ -58,7 +58,7 @@ def format_table(models: list[pb.ModelSummary]) -> str:
 def _party_line(model: pb.ModelSummary, party: str) -> str:
     parts = {h.party_id: h for h in model.parts}
     if party in model.unreachable:
-        held = "still holds its part" if model.deleted_at else "holds a part or not"
+        held = "still holds its part" if model.deleted_at else "whether it holds one is unknown"
         return f"{party}: did not answer ({held})"
     if party in model.missing:
         return f"{party}: holds no part"
@@ -92,9 +92,11 @@ def format_model(model: pb.ModelSummary) -> str:
 
 def _pending(model: pb.ModelSummary) -> str:
     who = ", ".join(f"'{p}'" for p in model.holders)
+    one = len(model.holders) == 1
     return (
-        f"party {who} still hold{'s' if len(model.holders) == 1 else ''} a part: it is asked "
-        f"again when it registers, by `vfl models`, or by `vfl models delete {model.model_id}`"
+        f"part{'y' if one else 'ies'} {who} still hold{'s' if one else ''} a part: "
+        f"{'it is' if one else 'they are'} asked again on registering, by `vfl models`, "
+        f"or by `vfl models delete {model.model_id}`"
     )
 
 
@@ -114,10 +116,11 @@ def cmd_models(args: argparse.Namespace) -> int:
         model = c.model(args.model) if args.action == "show" else c.delete_model(args.model)
     print(json.dumps(model_to_plain(model)) if args.json else format_model(model))
     if args.action == "delete" and model.state == DELETING:
-        print(
-            f"model {model.model_id} is not yet deleted everywhere: {_pending(model)}",
-            file=sys.stderr,
-        )
+        if args.json:  # the text form says it already
+            print(
+                f"model {model.model_id} is not deleted everywhere yet: {_pending(model)}",
+                file=sys.stderr,
+            )
         return 3
     return 0
 
