@@ -4,10 +4,11 @@ call what").
 With TLS every caller has an identity: the party id its certificate names. An identity is
 a *party* of a job if the job names it or if it is a registered party (a party daemon
 registered under that id, kept in the job database). A party may list and read (`vfl
-jobs`, `status`, `watch`) the jobs that name it, and may not submit, cancel or resume a job.
-For every other job, any other identity of the federation is an *operator* (e.g. `admin`)
-with full control. Without TLS there are no identities (the caller is None) and everything
-is allowed.
+jobs`, `status`, `watch`) the jobs that name it, and may not submit, cancel or resume a job;
+likewise it may list and show (`vfl models`, `models show`) the models it holds a part of
+(a model is its training job), and may not delete any. For every other job, any other
+identity of the federation is an *operator* (e.g. `admin`) with full control. Without TLS
+there are no identities (the caller is None) and everything is allowed.
 
 A certificate names an identity, not a role: an identity that never registered is a party
 only of the jobs that name it.
@@ -23,6 +24,7 @@ from coordinator.spec import JobSpec, parse_spec_text
 from coordinator.store import JobRecord, JobStore
 
 _MAY = "may list and read the jobs it is in (vfl jobs, status, watch)"
+_MAY_MODELS = "may list and show the models it holds a part of (vfl models, models show)"
 _OPERATOR = "an operator's certificate (e.g. 'admin': vfl certs issue DIR --party admin)"
 
 
@@ -83,6 +85,24 @@ class Access:
         if caller in self._parties_of(job_id) or self._registered(caller):
             raise AccessDenied(
                 f"'{caller}' is a party: it {_MAY} but may not {action} job {job_id}; "
+                f"that needs {_OPERATOR}"
+            )
+
+    def check_model_read(self, caller: str | None, model_id: str) -> None:
+        """`caller` may show model `model_id` (GetModel); list with `visible`."""
+        if caller is None or caller in self._parties_of(model_id) or not self._registered(caller):
+            return
+        raise AccessDenied(
+            f"'{caller}' is a party: it {_MAY_MODELS}; model {model_id} is not one of them"
+        )
+
+    def check_delete_model(self, caller: str | None, model_id: str) -> None:
+        """`caller` may delete model `model_id`."""
+        if caller is None:
+            return
+        if caller in self._parties_of(model_id) or self._registered(caller):
+            raise AccessDenied(
+                f"'{caller}' is a party: it {_MAY_MODELS} but may not delete model {model_id}; "
                 f"that needs {_OPERATOR}"
             )
 

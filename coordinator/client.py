@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator.states import JobState, state_name
+from coordinator.states import JobState, model_state_name, state_name
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
 from proto.rpc import COORDINATOR_ID, dial
@@ -45,6 +45,12 @@ class JobView:
             out["reason"] = self.reason
         out["history"] = [{**h, **h.pop("metrics", {})} for h in out.get("history", [])]
         return out
+
+
+def model_to_plain(model: pb.ModelSummary) -> dict[str, Any]:
+    """A model as `vfl models --json` prints it: every field, its state by name
+    ("available")."""
+    return {**to_plain(model), "state": model_state_name(model.state)}
 
 
 class CoordinatorClient:
@@ -96,6 +102,20 @@ class CoordinatorClient:
         """Resume a paused job; returns its state by name and the round it continues after."""
         resp = self._stub.ResumeJob(pb.ResumeJobRequest(job_id=job_id), timeout=self._timeout)
         return state_name(resp.state), resp.round
+
+    def models(self) -> list[pb.ModelSummary]:
+        """The models the federation holds (those deleted everywhere left out)."""
+        return list(self._stub.ListModels(pb.ListModelsRequest(), timeout=self._timeout).models)
+
+    def model(self, model_id: str) -> pb.ModelSummary:
+        req = pb.GetModelRequest(model_id=model_id)
+        return self._stub.GetModel(req, timeout=self._timeout).model
+
+    def delete_model(self, model_id: str) -> pb.ModelSummary:
+        """Delete a model at every party; returns it DELETED, or DELETING with the parties
+        that did not answer (they drop their part when asked again)."""
+        req = pb.DeleteModelRequest(model_id=model_id)
+        return self._stub.DeleteModel(req, timeout=self._timeout).model
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)

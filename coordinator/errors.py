@@ -3,6 +3,7 @@
 CoordinatorError        base
 ├── SpecError           the job spec is malformed: names the field and the fix
 ├── UnknownJob          no job with that id
+├── UnknownModel        no model with that id (never trained, or deleted)
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
 ├── AccessDenied        the caller's identity may not do this (coordinator.access)
 ├── StoreInUse          another coordinator holds the job database
@@ -22,6 +23,10 @@ class SpecError(CoordinatorError):
 
 class UnknownJob(CoordinatorError):
     """No job with the given id exists."""
+
+
+class UnknownModel(CoordinatorError):
+    """No model with the given id: no training job with it succeeded, or it was deleted."""
 
 
 class PartyUnavailable(CoordinatorError):

@@ -18,9 +18,10 @@ from typing import Any
 
 import grpc
 
-from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError
+from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError, UnknownModel
 from coordinator.health import PartyHealth
 from coordinator.logs import job_context
+from coordinator.models import Models, deleted_on
 from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
 from coordinator.reports import apply_report, check_report
 from coordinator.spec import JobSpec, parse_spec_text
@@ -61,6 +62,7 @@ class Lifecycle:
         self.store = store
         self.control = PartyControl(store, parties, control_timeout_s)
         self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.pause)
+        self.models = Models(store, self.control, self.spec)
         self._lock = threading.Lock()
         self._results = threading.Lock()  # serialises changes of a job's result
         self._specs: OrderedDict[str, JobSpec] = OrderedDict()  # parsed once per job
@@ -97,6 +99,7 @@ class Lifecycle:
         Raises:
             UnknownJob: no job trained such a model.
             CoordinatorError: the job did not succeed, or is itself a prediction.
+            UnknownModel: the model was deleted.
             SpecError: the datasets do not name exactly the model's parties.
         """
         record = self.store.get(request.model)
@@ -106,6 +109,12 @@ class Lifecycle:
             raise CoordinatorError(
                 f"job {request.model} is {what}, so it left no model; score with a training "
                 "job that SUCCEEDED (see `vfl models`)"
+            )
+        deletion = self.store.model_deletion(request.model)
+        if deletion is not None:
+            raise UnknownModel(
+                f"model {request.model} was deleted on {deleted_on(deletion)}; train it again "
+                "(`vfl submit` its training spec) and score with the new model"
             )
         spec = trained.for_prediction(request)
         job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
@@ -242,6 +251,8 @@ class Lifecycle:
             )
         self.store.register_party(party_id, address, datasets)
         log.info("party %s registered at %s", party_id, address)
+        if self.models.pending_at(party_id):  # deleted models it did not drop while away
+            self._background(self.models.retry, party_id)
 
     def spec(self, job_id: str) -> JobSpec:
         """A job's spec, parsed once: at submit, or at first use after a restart; not on

@@ -1,14 +1,17 @@
-"""The coordinator's calls to party daemons: PrepareJob, StartJob, AbortJob, GetPartyInfo.
+"""The coordinator's calls to party daemons: PrepareJob, StartJob, AbortJob, GetPartyInfo,
+ListCheckpoints, ListModelParts, DeleteModelPart.
 
-Only control messages: job ids, the validated spec, peers' addresses, reasons. A party
-that cannot be reached becomes `PartyUnavailable` naming the party and what to check.
+Only control messages: job ids, the validated spec, peers' addresses, reasons, summaries
+of model parts. A party that cannot be reached becomes `PartyUnavailable` naming the party
+and what to check; the model calls, which many parties answer at once, give None for it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
-from typing import cast
+from typing import Any, cast
 
 import grpc
 
@@ -21,6 +24,7 @@ from proto.rpc import PeerClients, explain
 log = logging.getLogger(__name__)
 
 CONTROL_TIMEOUT_S = 60.0
+MODELS_TIMEOUT_S = 3.0  # how long `vfl models` waits for a party's answer
 
 
 class PartyControl:
@@ -161,6 +165,57 @@ class PartyControl:
                 f"within {within:.0f} s; start the daemon again (it registers by itself), "
                 "then retry"
             )
+
+    def model_parts(
+        self, party_ids: Collection[str], within: float = MODELS_TIMEOUT_S
+    ) -> dict[str, list[party_pb2.ModelPart] | None]:
+        """Per party, the model parts it keeps; None for a party that is not registered
+        or did not answer within `within` seconds. The parties are asked at once."""
+        request = party_pb2.ListModelPartsRequest()
+        answers = self._ask_each(party_ids, "ListModelParts", request, within)
+        return {p: None if a is None else list(a.parts) for p, a in answers.items()}
+
+    def delete_model_parts(
+        self, model_id: str, party_ids: Collection[str], within: float = MODELS_TIMEOUT_S
+    ) -> dict[str, bool | None]:
+        """Tell each party to drop its part of `model_id`, all at once; per party whether
+        it held one, None if it is not registered or did not answer within `within` s."""
+        request = party_pb2.DeleteModelPartRequest(model_id=model_id)
+        answers = self._ask_each(party_ids, "DeleteModelPart", request, within)
+        return {p: None if a is None else a.held for p, a in answers.items()}
+
+    def _ask_each(
+        self, party_ids: Collection[str], method: str, request: object, within: float
+    ) -> dict[str, Any]:
+        """`method(request)` at every registered party of `party_ids` in parallel; per
+        party its answer, None for no answer (a channel still reconnecting gets `within`)."""
+        known = self._store.parties()
+        answers: dict[str, Any] = dict.fromkeys(party_ids)
+        asked = [p for p in party_ids if p in known]
+        if not asked:
+            return answers
+        with ThreadPoolExecutor(len(asked), thread_name_prefix="ask") as pool:
+            futures = {
+                p: pool.submit(self._ask, p, known[p], method, request, within) for p in asked
+            }
+        answers.update({p: f.result() for p, f in futures.items()})
+        return answers
+
+    def _ask(self, party_id: str, address: str, method: str, request: object, within: float):
+        stub = self._clients.stub(address, party_id)
+        try:
+            return getattr(stub, method)(request, timeout=within, wait_for_ready=True)
+        except grpc.RpcError as exc:
+            quiet = exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            why = self.explain(exc, address, party_id)
+            log.log(
+                logging.INFO if quiet else logging.WARNING,
+                "party %s: %s: %s",
+                party_id,
+                method,
+                why,
+            )
+            return None
 
     def explain(self, exc: grpc.RpcError, address: str, party_id: str) -> str:
         return explain(exc, address, self._clients.tls is not None, party_id)

@@ -5,8 +5,9 @@ it: store reads, life-cycle calls and permission checks run in worker threads (`
 and `WatchJob` follows a job through `coordinator.watch`, holding no thread while it waits.
 Domain errors become statuses with their message (unexpected ones INTERNAL, never a
 crash). With TLS, RegisterParty and ReportProgress for party X are accepted only from X's
-certificate; the user RPCs (submit, list, get, watch, cancel, resume) as `coordinator.access`
-says: a party reads the jobs it is in, an operator (e.g. `admin`) may do everything.
+certificate; the user RPCs (submit, list, get, watch, cancel, resume, and the models' list,
+get and delete) as `coordinator.access` says: a party reads the jobs and models it is in, an
+operator (e.g. `admin`) may do everything.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from coordinator.errors import (
     PartyUnavailable,
     SpecError,
     UnknownJob,
+    UnknownModel,
 )
 from coordinator.lifecycle import Lifecycle
 from coordinator.spec.predict import parse_predict_text
@@ -42,6 +44,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (SpecError, grpc.StatusCode.INVALID_ARGUMENT),
     (UnknownJob, grpc.StatusCode.NOT_FOUND),
+    (UnknownModel, grpc.StatusCode.NOT_FOUND),
     (PartyUnavailable, grpc.StatusCode.FAILED_PRECONDITION),  # a party, not this daemon
     (CoordinatorError, grpc.StatusCode.INVALID_ARGUMENT),
     (ValueError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -56,7 +59,8 @@ class Pools:
 
     reads: ThreadPoolExecutor  # ListJobs, GetJob, the job feeds of WatchJob
     parties: ThreadPoolExecutor  # RegisterParty, ReportProgress
-    commands: ThreadPoolExecutor  # SubmitJob, CancelJob, ResumeJob
+    # SubmitJob, CancelJob, ResumeJob, and the model RPCs (they ask the parties, 3 s each)
+    commands: ThreadPoolExecutor
 
     @classmethod
     def create(cls) -> Pools:
@@ -174,6 +178,25 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         self.feeds.changed(request.job_id)
         return pb.ResumeJobResponse(state=state, round=rnd)
 
+    async def ListModels(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        models = await self._call(context, self.pools.commands, self._models, caller)
+        return pb.ListModelsResponse(models=models)
+
+    async def GetModel(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        model = await self._call(
+            context, self.pools.commands, self._model, caller, request.model_id
+        )
+        return pb.GetModelResponse(model=model)
+
+    async def DeleteModel(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        model = await self._call(
+            context, self.pools.commands, self._delete_model, caller, request.model_id
+        )
+        return pb.DeleteModelResponse(model=model)
+
     # --- party RPCs --------------------------------------------------------------------
 
     async def RegisterParty(self, request, context):  # noqa: N802
@@ -229,3 +252,17 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     def _resume(self, caller: str | None, job_id: str) -> tuple[int, int]:
         self._access.check_control(caller, job_id, "resume")
         return self._life.resume(job_id)
+
+    def _models(self, caller: str | None) -> list[pb.ModelSummary]:
+        models = self._life.models
+        return models.list(self._access.visible(caller, models.records()))
+
+    def _model(self, caller: str | None, model_id: str) -> pb.ModelSummary:
+        record = self._life.models.record(model_id)
+        self._access.check_model_read(caller, model_id)
+        return self._life.models.get(record)
+
+    def _delete_model(self, caller: str | None, model_id: str) -> pb.ModelSummary:
+        record = self._life.models.record(model_id)
+        self._access.check_delete_model(caller, model_id)
+        return self._life.models.delete(record)

@@ -5,6 +5,9 @@ with a reason (a prediction job: SUBMITTED -> ALIGNING -> PREDICTING -> SUCCEEDE
 whose party was lost is PAUSED until `vfl resume` (or the
 coordinator's --auto-resume) launches it again from its newest common checkpoint. The
 job store keeps the short name ("TRAINING") so the database reads well.
+
+Model states (`vfl.v1.ModelState`, `coordinator.models`): AVAILABLE, INCOMPLETE, DELETING,
+DELETED, shown in lower case ("available").
 """
 
 from __future__ import annotations
@@ -41,3 +44,18 @@ def state_from_name(name: str) -> JobState:
         ValueError: not a job state's name.
     """
     return pb.JobState.Value(_PREFIX + name)
+
+
+ModelState = pb.ModelState.ValueType
+
+AVAILABLE = pb.MODEL_STATE_AVAILABLE
+INCOMPLETE = pb.MODEL_STATE_INCOMPLETE
+DELETING = pb.MODEL_STATE_DELETING
+DELETED = pb.MODEL_STATE_DELETED
+
+_MODEL_PREFIX = "MODEL_STATE_"
+
+
+def model_state_name(state: ModelState) -> str:
+    """The name of a model state as `vfl models` shows it, e.g. "available"."""
+    return pb.ModelState.Name(state).removeprefix(_MODEL_PREFIX).lower()

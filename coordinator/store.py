@@ -1,6 +1,9 @@
-"""The job store: jobs, their state, per-round metrics and the party registry in SQLite.
+"""The job store: jobs, their state, per-round metrics, the party registry and model
+deletions in SQLite.
 
-Every write is a committed transaction, so a coordinator restart loses nothing. One
+Every write is a committed transaction, so a coordinator restart loses nothing. Tables are
+created if missing when a store opens, so a database written by an older coordinator
+gains the newer tables (`model_deletions`) and keeps its jobs. One
 connection guarded by a lock (SQLite serialises writers anyway). A store holds an
 exclusive lock on `<db>.lock` for its life: a second coordinator on the same database
 would launch and end the same jobs twice, so it fails at once (`StoreInUse`).
@@ -44,6 +47,9 @@ CREATE TABLE IF NOT EXISTS parties (
   party_id TEXT PRIMARY KEY, address TEXT NOT NULL, datasets_json TEXT NOT NULL,
   last_seen REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS model_deletions (
+  model_id TEXT PRIMARY KEY, requested_at REAL NOT NULL, pending_json TEXT NOT NULL
+);
 """
 
 
@@ -62,6 +68,20 @@ class JobRecord:
     @property
     def terminal(self) -> bool:
         return self.state in TERMINAL
+
+
+@dataclass(frozen=True)
+class ModelDeletion:
+    """A delete of model `model_id` (a training job's id), requested at `requested_at`;
+    `pending` are the parties that have not yet confirmed they dropped their part."""
+
+    model_id: str
+    requested_at: float
+    pending: tuple[str, ...]
+
+    @property
+    def complete(self) -> bool:
+        return not self.pending
 
 
 class JobStore:
@@ -207,6 +227,56 @@ class JobStore:
     def parties(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT party_id, address FROM parties").fetchall())
+
+    # --- model deletions ---------------------------------------------------------------
+
+    def delete_model(self, model_id: str, parties: list[str]) -> ModelDeletion:
+        """Record that model `model_id` is deleted, pending at `parties`; a model deleted
+        before keeps its first request and the parties still pending then."""
+        with self._lock:
+            found = self._deletion(model_id)
+            if found is not None:
+                return found
+            deletion = ModelDeletion(model_id, time.time(), tuple(parties))
+            self._db.execute(
+                "INSERT INTO model_deletions (model_id, requested_at, pending_json) "
+                "VALUES (?, ?, ?)",
+                (model_id, deletion.requested_at, json.dumps(parties)),
+            )
+            return deletion
+
+    def model_deletion(self, model_id: str) -> ModelDeletion | None:
+        """The delete of `model_id`; None if it was never deleted."""
+        with self._lock:
+            return self._deletion(model_id)
+
+    def model_deletions(self) -> dict[str, ModelDeletion]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT model_id, requested_at, pending_json FROM model_deletions"
+            ).fetchall()
+        return {r[0]: ModelDeletion(r[0], r[1], tuple(json.loads(r[2]))) for r in rows}
+
+    def dropped(self, model_id: str, parties: list[str]) -> ModelDeletion | None:
+        """`parties` confirmed they hold no part of `model_id` any more; returns the
+        deletion with them no longer pending (None if the model was never deleted)."""
+        with self._lock:
+            found = self._deletion(model_id)
+            if found is None:
+                return None
+            pending = [p for p in found.pending if p not in parties]
+            self._db.execute(
+                "UPDATE model_deletions SET pending_json = ? WHERE model_id = ?",
+                (json.dumps(pending), model_id),
+            )
+            return ModelDeletion(model_id, found.requested_at, tuple(pending))
+
+    def _deletion(self, model_id: str) -> ModelDeletion | None:
+        row = self._db.execute(
+            "SELECT requested_at, pending_json FROM model_deletions WHERE model_id = ?",
+            (model_id,),
+        ).fetchone()
+        return None if row is None else ModelDeletion(model_id, row[0], tuple(json.loads(row[1])))
 
 
 def _hold(db: Path) -> IO[str]:

@@ -21,6 +21,7 @@ from party.job import PartyJob
 from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
 from party.state import StateDir
+from party.state.models import Manifest, ModelStore
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
 from party.transport.wan import ShapedChannel
@@ -100,6 +101,23 @@ class PartyDaemon:
         if self.state is None:
             return {}
         return self.state.usable_rounds(job_id, spec.spec_hash(), self.config.party_id)
+
+    def models(self) -> list[Manifest]:
+        """The model parts this party keeps, oldest first (none without a state directory)."""
+        return [] if self.state is None else ModelStore(self.state).list()
+
+    def delete_model(self, model_id: str) -> bool:
+        """Drop this party's part of `model_id`; returns whether it held one.
+
+        Raises:
+            ModelError: `model_id` cannot be a model's id.
+        """
+        if self.state is None:
+            return False
+        held = ModelStore(self.state).delete(model_id)
+        if held:
+            log.info("party %s: dropped its part of model %s", self.config.party_id, model_id)
+        return held
 
     def _parse(self, job_id: str, spec_json: str) -> JobSpec:
         try:

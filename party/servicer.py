@@ -3,7 +3,8 @@
 Domain errors become gRPC statuses with the error's shareable form (`party.errors`); where
 that holds details back, the full message goes to this party's log. Nothing else lives here.
 With TLS, a Push is accepted only from the party its certificate names as the sender,
-and the control RPCs (PrepareJob, StartJob, AbortJob) only from the coordinator.
+and the control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModelParts,
+DeleteModelPart) only from the coordinator.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from coordinator.errors import CoordinatorError
 from coordinator.logs import job_context
 from party.daemon import PartyDaemon
 from party.errors import ConfigError, DataError, JobError, PartyError, shareable
+from party.state.models import Manifest
 from proto import party_pb2 as pb
 from proto import party_pb2_grpc as pb_grpc
 from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, call_with_status, check_caller
@@ -90,8 +92,23 @@ def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes
     return b"".join(parts)
 
 
-def _from_coordinator(context: grpc.ServicerContext) -> None:
-    check_caller(context, COORDINATOR_ID, "prepare, start or abort jobs on a party")
+def _from_coordinator(
+    context: grpc.ServicerContext, action: str = "prepare, start or abort jobs on a party"
+) -> None:
+    check_caller(context, COORDINATOR_ID, action)
+
+
+def _part(m: Manifest) -> pb.ModelPart:
+    """What may leave the party of one model part: no path, no column name."""
+    return pb.ModelPart(
+        model_id=m.model_id,
+        name=m.name,
+        role=m.role,
+        protocol=m.protocol,
+        created_at=m.created_at,
+        key_fingerprint=m.key_fingerprint,
+        columns=len(m.columns),
+    )
 
 
 class PartyServicer(pb_grpc.PartyServiceServicer):
@@ -140,6 +157,16 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         _from_coordinator(context)
         call(context, lambda: self._d.abort(request.job_id, request.reason), self._d)
         return pb.AbortJobResponse()
+
+    def ListModelParts(self, request, context):  # noqa: N802
+        _from_coordinator(context, "list a party's models")
+        parts = call(context, self._d.models, self._d)
+        return pb.ListModelPartsResponse(parts=[_part(m) for m in parts])
+
+    def DeleteModelPart(self, request, context):  # noqa: N802
+        _from_coordinator(context, "delete a party's models")
+        held = call(context, lambda: self._d.delete_model(request.model_id), self._d)
+        return pb.DeleteModelPartResponse(held=held)
 
     def GetPartyInfo(self, request, context):  # noqa: N802
         cfg = self._d.config

@@ -19,6 +19,14 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_STATE_CANCELLED: _ClassVar[JobState]
     JOB_STATE_PAUSED: _ClassVar[JobState]
     JOB_STATE_PREDICTING: _ClassVar[JobState]
+
+class ModelState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODEL_STATE_UNSPECIFIED: _ClassVar[ModelState]
+    MODEL_STATE_AVAILABLE: _ClassVar[ModelState]
+    MODEL_STATE_INCOMPLETE: _ClassVar[ModelState]
+    MODEL_STATE_DELETING: _ClassVar[ModelState]
+    MODEL_STATE_DELETED: _ClassVar[ModelState]
 JOB_STATE_UNSPECIFIED: JobState
 JOB_STATE_SUBMITTED: JobState
 JOB_STATE_ALIGNING: JobState
@@ -29,6 +37,11 @@ JOB_STATE_FAILED: JobState
 JOB_STATE_CANCELLED: JobState
 JOB_STATE_PAUSED: JobState
 JOB_STATE_PREDICTING: JobState
+MODEL_STATE_UNSPECIFIED: ModelState
+MODEL_STATE_AVAILABLE: ModelState
+MODEL_STATE_INCOMPLETE: ModelState
+MODEL_STATE_DELETING: ModelState
+MODEL_STATE_DELETED: ModelState
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("spec_yaml",)
@@ -225,6 +238,89 @@ class ResumeJobResponse(_message.Message):
     state: JobState
     round: int
     def __init__(self, state: _Optional[_Union[JobState, str]] = ..., round: _Optional[int] = ...) -> None: ...
+
+class ModelHolding(_message.Message):
+    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    role: str
+    created_at: float
+    key_fingerprint: str
+    columns: int
+    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ...) -> None: ...
+
+class ModelSummary(_message.Message):
+    __slots__ = ("model_id", "name", "protocol", "state", "created_at", "metrics", "parties", "holders", "missing", "unreachable", "deleted_at", "parts")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    PARTIES_FIELD_NUMBER: _ClassVar[int]
+    HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    UNREACHABLE_FIELD_NUMBER: _ClassVar[int]
+    DELETED_AT_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    name: str
+    protocol: str
+    state: ModelState
+    created_at: float
+    metrics: _containers.ScalarMap[str, float]
+    parties: _containers.RepeatedScalarFieldContainer[str]
+    holders: _containers.RepeatedScalarFieldContainer[str]
+    missing: _containers.RepeatedScalarFieldContainer[str]
+    unreachable: _containers.RepeatedScalarFieldContainer[str]
+    deleted_at: float
+    parts: _containers.RepeatedCompositeFieldContainer[ModelHolding]
+    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., protocol: _Optional[str] = ..., state: _Optional[_Union[ModelState, str]] = ..., created_at: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., parties: _Optional[_Iterable[str]] = ..., holders: _Optional[_Iterable[str]] = ..., missing: _Optional[_Iterable[str]] = ..., unreachable: _Optional[_Iterable[str]] = ..., deleted_at: _Optional[float] = ..., parts: _Optional[_Iterable[_Union[ModelHolding, _Mapping]]] = ...) -> None: ...
+
+class ListModelsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListModelsResponse(_message.Message):
+    __slots__ = ("models",)
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ModelSummary]
+    def __init__(self, models: _Optional[_Iterable[_Union[ModelSummary, _Mapping]]] = ...) -> None: ...
+
+class GetModelRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class GetModelResponse(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: ModelSummary
+    def __init__(self, model: _Optional[_Union[ModelSummary, _Mapping]] = ...) -> None: ...
+
+class DeleteModelRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class DeleteModelResponse(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: ModelSummary
+    def __init__(self, model: _Optional[_Union[ModelSummary, _Mapping]] = ...) -> None: ...
 
 class RegisterPartyRequest(_message.Message):
     __slots__ = ("party_id", "address", "datasets")

@@ -69,6 +69,21 @@ class CoordinatorServiceStub:
                 request_serializer=proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
                 response_deserializer=proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
                 _registered_method=True)
+        self.ListModels = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/ListModels',
+                request_serializer=proto_dot_coordinator__pb2.ListModelsRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.ListModelsResponse.FromString,
+                _registered_method=True)
+        self.GetModel = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/GetModel',
+                request_serializer=proto_dot_coordinator__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.GetModelResponse.FromString,
+                _registered_method=True)
+        self.DeleteModel = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/DeleteModel',
+                request_serializer=proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
+                _registered_method=True)
         self.RegisterParty = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/RegisterParty',
                 request_serializer=proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
@@ -128,6 +143,26 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListModels(self, request, context):
+        """The models the federation holds (every training job that SUCCEEDED), asking each
+        party which parts it keeps; deleting one makes every party drop its part.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetModel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteModel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterParty(self, request, context):
         """Called by party daemons.
         """
@@ -178,6 +213,21 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.SubmitPrediction,
                     request_deserializer=proto_dot_coordinator__pb2.SubmitPredictionRequest.FromString,
                     response_serializer=proto_dot_coordinator__pb2.SubmitJobResponse.SerializeToString,
+            ),
+            'ListModels': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModels,
+                    request_deserializer=proto_dot_coordinator__pb2.ListModelsRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.ListModelsResponse.SerializeToString,
+            ),
+            'GetModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModel,
+                    request_deserializer=proto_dot_coordinator__pb2.GetModelRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.GetModelResponse.SerializeToString,
+            ),
+            'DeleteModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteModel,
+                    request_deserializer=proto_dot_coordinator__pb2.DeleteModelRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.DeleteModelResponse.SerializeToString,
             ),
             'RegisterParty': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterParty,
@@ -379,6 +429,87 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/SubmitPrediction',
             proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
             proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListModels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/ListModels',
+            proto_dot_coordinator__pb2.ListModelsRequest.SerializeToString,
+            proto_dot_coordinator__pb2.ListModelsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/GetModel',
+            proto_dot_coordinator__pb2.GetModelRequest.SerializeToString,
+            proto_dot_coordinator__pb2.GetModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/DeleteModel',
+            proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
+            proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -111,3 +111,43 @@ class ListCheckpointsResponse(_message.Message):
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     checkpoints: _containers.RepeatedCompositeFieldContainer[CheckpointInfo]
     def __init__(self, checkpoints: _Optional[_Iterable[_Union[CheckpointInfo, _Mapping]]] = ...) -> None: ...
+
+class ModelPart(_message.Message):
+    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    name: str
+    role: str
+    protocol: str
+    created_at: float
+    key_fingerprint: str
+    columns: int
+    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ...) -> None: ...
+
+class ListModelPartsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListModelPartsResponse(_message.Message):
+    __slots__ = ("parts",)
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    parts: _containers.RepeatedCompositeFieldContainer[ModelPart]
+    def __init__(self, parts: _Optional[_Iterable[_Union[ModelPart, _Mapping]]] = ...) -> None: ...
+
+class DeleteModelPartRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class DeleteModelPartResponse(_message.Message):
+    __slots__ = ("held",)
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    held: bool
+    def __init__(self, held: _Optional[bool] = ...) -> None: ...

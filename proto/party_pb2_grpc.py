@@ -64,6 +64,16 @@ class PartyServiceStub:
                 request_serializer=proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
                 response_deserializer=proto_dot_party__pb2.ListCheckpointsResponse.FromString,
                 _registered_method=True)
+        self.ListModelParts = channel.unary_unary(
+                '/vfl.v1.PartyService/ListModelParts',
+                request_serializer=proto_dot_party__pb2.ListModelPartsRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.ListModelPartsResponse.FromString,
+                _registered_method=True)
+        self.DeleteModelPart = channel.unary_unary(
+                '/vfl.v1.PartyService/DeleteModelPart',
+                request_serializer=proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.DeleteModelPartResponse.FromString,
+                _registered_method=True)
 
 
 class PartyServiceServicer:
@@ -107,6 +117,20 @@ class PartyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListModelParts(self, request, context):
+        """The model parts this party keeps (summaries only: the parts never leave it), and
+        dropping one. ("Part": the coordinator's ListModels/DeleteModel share the package.)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteModelPart(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -139,6 +163,16 @@ def add_PartyServiceServicer_to_server(servicer, server):
                     servicer.ListCheckpoints,
                     request_deserializer=proto_dot_party__pb2.ListCheckpointsRequest.FromString,
                     response_serializer=proto_dot_party__pb2.ListCheckpointsResponse.SerializeToString,
+            ),
+            'ListModelParts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModelParts,
+                    request_deserializer=proto_dot_party__pb2.ListModelPartsRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.ListModelPartsResponse.SerializeToString,
+            ),
+            'DeleteModelPart': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteModelPart,
+                    request_deserializer=proto_dot_party__pb2.DeleteModelPartRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.DeleteModelPartResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -303,6 +337,60 @@ class PartyService:
             '/vfl.v1.PartyService/ListCheckpoints',
             proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
             proto_dot_party__pb2.ListCheckpointsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListModelParts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/ListModelParts',
+            proto_dot_party__pb2.ListModelPartsRequest.SerializeToString,
+            proto_dot_party__pb2.ListModelPartsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteModelPart(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/DeleteModelPart',
+            proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
+            proto_dot_party__pb2.DeleteModelPartResponse.FromString,
             options,
             channel_credentials,
             insecure,

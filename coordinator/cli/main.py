@@ -2,8 +2,9 @@
 installs signal handlers.
 
 Exit codes: 0 success; 1 the job failed or was cancelled (or `vfl health`: not serving);
-2 bad input (spec, config, certificate, unknown job); 3 a daemon is unreachable, the
-TLS handshake failed, or the coordinator went away while a job was followed; 130
+2 bad input (spec, config, certificate, unknown job or model); 3 a daemon is unreachable,
+the TLS handshake failed, the coordinator went away while a job was followed, or `vfl
+models delete` could not reach a party (it still holds its part); 130
 interrupted (Ctrl-C stops `vfl watch` and `vfl submit --wait` watching, never the job;
 `vfl run` cancels its job and stops its processes).
 """
@@ -15,7 +16,7 @@ import sys
 
 import grpc
 
-from coordinator.cli import certs, daemons, data, jobs, predict, run, spec
+from coordinator.cli import certs, daemons, data, jobs, models, predict, run, spec
 from coordinator.errors import CoordinatorError, CoordinatorLost
 from party.errors import PartyError
 from proto.rpc import COORDINATOR_ID, explain
@@ -25,7 +26,7 @@ from secure.errors import SecureError
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (daemons, jobs, predict, certs, run, data, spec):
+    for group in (daemons, jobs, predict, models, certs, run, data, spec):
         group.add_parser(sub)
     return p
 

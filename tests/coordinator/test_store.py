@@ -1,6 +1,9 @@
-"""The SQLite job store: state survives reopening; terminal states are final."""
+"""The SQLite job store: state survives reopening; terminal states are final; model
+deletions are kept, also in a database an older coordinator wrote."""
 
 from __future__ import annotations
+
+import sqlite3
 
 import pytest
 
@@ -52,3 +55,44 @@ def test_a_second_store_on_the_same_database_fails_at_once_naming_the_fix(tmp_pa
     first.create("demo", "", "{}")  # the holder works on
     first.close()
     JobStore(db).close()  # released with the first store
+
+
+def test_a_model_deletion_keeps_its_first_request_and_its_pending_parties(tmp_path) -> None:
+    # Prepare
+    db = tmp_path / "jobs.sqlite"
+    store = JobStore(db)
+    assert store.model_deletion("m-1") is None
+    # Execute
+    first = store.delete_model("m-1", ["bank", "shop"])
+    after = store.dropped("m-1", ["bank"])
+    again = store.delete_model("m-1", ["bank", "shop"])  # a second delete: nothing reset
+    store.close()
+    reopened = JobStore(db)
+    # Assert
+    assert first.pending == ("bank", "shop") and not first.complete
+    assert after == again == reopened.model_deletion("m-1")
+    assert again.pending == ("shop",) and again.requested_at == first.requested_at
+    assert reopened.dropped("m-1", ["shop"]).complete
+    assert reopened.model_deletions() == {"m-1": reopened.model_deletion("m-1")}
+    assert reopened.dropped("never-deleted", ["bank"]) is None
+
+
+def test_a_database_of_an_older_coordinator_gains_the_deletions_table(tmp_path) -> None:
+    # Prepare: a database with the tables of before model deletions, holding a job
+    db = tmp_path / "jobs.sqlite"
+    old = sqlite3.connect(db)
+    old.executescript(
+        "CREATE TABLE jobs (job_id TEXT PRIMARY KEY, name TEXT NOT NULL, spec_yaml TEXT NOT "
+        "NULL, spec_json TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', "
+        "created_at REAL NOT NULL, updated_at REAL NOT NULL, result_json TEXT NOT NULL "
+        "DEFAULT '{}');"
+        "INSERT INTO jobs (job_id, name, spec_yaml, spec_json, state, created_at, updated_at) "
+        "VALUES ('old-1', 'old', '', '{}', 'SUCCEEDED', 1, 2);"
+    )
+    old.close()
+    # Execute
+    store = JobStore(db)
+    store.delete_model("old-1", ["bank"])
+    # Assert
+    assert store.get("old-1").state == SUCCEEDED
+    assert store.model_deletion("old-1").pending == ("bank",)

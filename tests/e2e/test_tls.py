@@ -254,6 +254,28 @@ def test_the_cli_says_what_a_party_may_do(tls_topology, pki, held_jobs) -> None:
     assert out.returncode == 0 and ours in out.stdout
 
 
+def test_a_party_lists_its_models_and_deletes_none(tls_topology, pki) -> None:
+    # Prepare: a job of bank and shop that succeeded is a model (their parts: none here)
+    address, coord, bank, _ = tls_topology
+    store = coord.lifecycle.store
+    model_id = store.create("kept", job(), parse_spec_text(job()).to_json())
+    store.set_state(model_id, cpb.JOB_STATE_SUCCEEDED)
+    # Execute + Assert: the bank lists and shows it, may not delete it
+    with CoordinatorClient(address, files(pki["fed"], "bank")) as client:
+        assert model_id in {m.model_id for m in client.models()}
+        assert client.model(model_id).model_id == model_id
+        message = denied(lambda: client.delete_model(model_id))
+        assert "'bank' is a party" in message and f"may not delete model {model_id}" in message
+    # ... nor may the shop ask the bank's daemon to drop its part: only the coordinator
+    with dial(f"127.0.0.1:{bank.port}", files(pki["fed"], "shop"), expect="bank") as channel:
+        stub = party_pb2_grpc.PartyServiceStub(channel)
+        request = party_pb2.DeleteModelPartRequest(model_id=model_id)
+        message = denied(lambda: stub.DeleteModelPart(request, timeout=10))
+    assert "only party 'coordinator' may delete a party's models" in message
+    with CoordinatorClient(address, files(pki["fed"], "admin")) as admin:
+        assert admin.delete_model(model_id).state == cpb.MODEL_STATE_DELETED
+
+
 def test_a_party_with_a_foreign_certificate_cannot_register(tls_topology, pki) -> None:
     address = tls_topology[0]
     config = PartyConfig("bank", "127.0.0.1:0", address)
