@@ -232,10 +232,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
             self._access.check_predict(caller, request.model)
             return self._life.submit_prediction(request, spec_yaml)
         except UnknownJob:
-            raise UnknownJob(
-                f"no model {request.model}: a model's id is the id of the job that trained it "
-                "(see `vfl models` or `vfl jobs`)"
-            ) from None
+            raise UnknownModel(f"no model {request.model}; list them with `vfl models`") from None
 
     def _list(self, caller: str | None) -> list[JobRecord]:
         return self._access.visible(caller, self._store.list())

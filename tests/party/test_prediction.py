@@ -61,9 +61,7 @@ def scores(states: dict, name: str = "predict") -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize("protocol", ["split", "blindfl"])
-def test_a_prediction_gives_the_scores_and_metrics_of_the_jobs_own_validation(
-    protocol, tmp_path
-):
+def test_a_prediction_gives_the_scores_and_metrics_of_the_jobs_own_validation(protocol, tmp_path):
     # Prepare: a trained model, kept at both parties
     spec, states, result = trained(protocol, tmp_path)
     bank = result["bank"]
