@@ -18,8 +18,19 @@ from coordinator.states import state_name
 DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
 
 
-def _client(args: argparse.Namespace) -> CoordinatorClient:
+def client(args: argparse.Namespace) -> CoordinatorClient:
+    """The coordinator client of a command's `add_client_flags` flags."""
     return CoordinatorClient(args.coordinator, certs.client_tls(args))
+
+
+def add_client_flags(sp: argparse.ArgumentParser) -> None:
+    """`--coordinator` and the client's TLS flags, for every command that calls it."""
+    sp.add_argument(
+        "--coordinator",
+        default=DEFAULT_COORDINATOR,
+        help="coordinator host:port (env VFL_COORDINATOR)",
+    )
+    certs.add_tls_flags(sp, client=True)
 
 
 def finish(view: JobView, as_json: bool) -> int:
@@ -54,7 +65,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     text = Path(args.spec).read_text() if Path(args.spec).is_file() else None
     if text is None:
         raise CoordinatorError(f"job spec '{args.spec}' does not exist")
-    with _client(args) as c:
+    with client(args) as c:
         job_id = c.submit(text)
         if not args.wait:
             print(job_id)
@@ -77,7 +88,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
-    with _client(args) as c:
+    with client(args) as c:
         jobs = c.jobs()
     print(f"{'JOB':<32} {'STATE':<11} {'CREATED':<20} REASON")
     for j in jobs:
@@ -87,7 +98,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    with _client(args) as c:
+    with client(args) as c:
         view = c.get(args.job)
     if args.json:
         print(json.dumps(view.to_plain()))
@@ -103,12 +114,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    with _client(args) as c:
+    with client(args) as c:
         return follow(c, args.job, args.json)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    with _client(args) as c:
+    with client(args) as c:
         state, rnd = c.resume(args.job)
         after = f"after round {rnd}" if rnd else "from the start (no common checkpoint)"
         print(f"{args.job}: {state}, continuing {after}", file=sys.stderr)
@@ -118,7 +129,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with _client(args) as c:
+    with client(args) as c:
         print(f"{args.job}: {c.cancel(args.job)}")
     return 0
 
@@ -141,12 +152,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             sp.add_argument("--wait", action="store_true", help="follow the job until it ends")
         if name in ("status", "watch", "submit", "resume"):
             sp.add_argument("--json", action="store_true", help="print the result as JSON")
-        sp.add_argument(
-            "--coordinator",
-            default=DEFAULT_COORDINATOR,
-            help="coordinator host:port (env VFL_COORDINATOR)",
-        )
-        certs.add_tls_flags(sp, client=True)
+        add_client_flags(sp)
         sp.set_defaults(fn=fn)
 
     hc = sub.add_parser("health", help="check a daemon with the gRPC health service")

@@ -10,8 +10,7 @@ import json
 import sys
 import time
 
-from coordinator.cli import certs
-from coordinator.cli.jobs import DEFAULT_COORDINATOR, _client
+from coordinator.cli.jobs import add_client_flags, client
 from coordinator.client import model_to_plain
 from coordinator.errors import CoordinatorError
 from coordinator.states import DELETING, model_state_name
@@ -102,7 +101,7 @@ def _pending(model: pb.ModelSummary) -> str:
 
 def cmd_models(args: argparse.Namespace) -> int:
     if args.action is None:
-        with _client(args) as c:
+        with client(args) as c:
             models = c.models()
         print(
             json.dumps([model_to_plain(m) for m in models]) if args.json else format_table(models)
@@ -112,7 +111,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         raise CoordinatorError(
             f"`vfl models {args.action}` needs a model id; list them with `vfl models`"
         )
-    with _client(args) as c:
+    with client(args) as c:
         model = c.model(args.model) if args.action == "show" else c.delete_model(args.model)
     print(json.dumps(model_to_plain(model)) if args.json else format_model(model))
     if args.action == "delete" and model.state == DELETING:
@@ -137,10 +136,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("action", nargs="?", choices=("show", "delete"), help="show or delete")
     sp.add_argument("model", nargs="?", help="the model's id (its training job's id)")
     sp.add_argument("--json", action="store_true", help="print as JSON")
-    sp.add_argument(
-        "--coordinator",
-        default=DEFAULT_COORDINATOR,
-        help="coordinator host:port (env VFL_COORDINATOR)",
-    )
-    certs.add_tls_flags(sp, client=True)
+    add_client_flags(sp)
     sp.set_defaults(fn=cmd_models)

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from coordinator.cli import certs
-from coordinator.cli.jobs import DEFAULT_COORDINATOR, _client, follow
+from coordinator.cli.jobs import add_client_flags, client, follow
 from coordinator.errors import SpecError
 from coordinator.spec.predict import parse_predict_text
 
@@ -47,7 +46,7 @@ def prediction_yaml(args: argparse.Namespace) -> str:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     text = prediction_yaml(args)
-    with _client(args) as c:
+    with client(args) as c:
         job_id = c.predict(text)
         if args.no_wait:
             print(job_id)
@@ -76,10 +75,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--batch-size", type=int, help="rows scored per exchange (default 2048)")
     sp.add_argument("--no-wait", action="store_true", help="print the job id and return")
     sp.add_argument("--json", action="store_true", help="print the result as JSON")
-    sp.add_argument(
-        "--coordinator",
-        default=DEFAULT_COORDINATOR,
-        help="coordinator host:port (env VFL_COORDINATOR)",
-    )
-    certs.add_tls_flags(sp, client=True)
+    add_client_flags(sp)
     sp.set_defaults(fn=cmd_predict)
