@@ -20,6 +20,8 @@ from collections import Counter
 import grpc
 import pytest
 import yaml
+from google.protobuf.descriptor import FieldDescriptor as FD
+from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -38,26 +40,23 @@ from tests.support.jobs import job, wait
 pytestmark = pytest.mark.grpc
 
 EXAMPLES = 150
+
+
+def _rpcs() -> dict[str, tuple[str, type, type]]:
+    """Every RPC of both services, from their descriptors (a new RPC is fuzzed at once):
+    method path -> (kind, request type, response type)."""
+    out = {}
+    for module, service in ((ppb, "PartyService"), (cpb, "CoordinatorService")):
+        for m in module.DESCRIPTOR.services_by_name[service].methods:
+            kind = ("stream" if m.client_streaming else "unary") + "_"
+            kind += "stream" if m.server_streaming else "unary"
+            request, response = GetMessageClass(m.input_type), GetMessageClass(m.output_type)
+            out[f"/vfl.v1.{service}/{m.name}"] = (kind, request, response)
+    return out
+
+
+RPCS = _rpcs()
 PARTY, COORD = "/vfl.v1.PartyService/", "/vfl.v1.CoordinatorService/"
-# method -> (kind, request type, response type)
-RPCS = {
-    PARTY + "Push": ("stream_unary", ppb.PushChunk, ppb.PushResponse),
-    PARTY + "PrepareJob": ("unary_unary", ppb.PrepareJobRequest, ppb.PrepareJobResponse),
-    PARTY + "StartJob": ("unary_unary", ppb.StartJobRequest, ppb.StartJobResponse),
-    PARTY + "AbortJob": ("unary_unary", ppb.AbortJobRequest, ppb.AbortJobResponse),
-    PARTY + "GetPartyInfo": ("unary_unary", ppb.GetPartyInfoRequest, ppb.GetPartyInfoResponse),
-    COORD + "SubmitJob": ("unary_unary", cpb.SubmitJobRequest, cpb.SubmitJobResponse),
-    COORD + "ListJobs": ("unary_unary", cpb.ListJobsRequest, cpb.ListJobsResponse),
-    COORD + "GetJob": ("unary_unary", cpb.GetJobRequest, cpb.GetJobResponse),
-    COORD + "WatchJob": ("unary_stream", cpb.WatchJobRequest, cpb.GetJobResponse),
-    COORD + "CancelJob": ("unary_unary", cpb.CancelJobRequest, cpb.CancelJobResponse),
-    COORD + "RegisterParty": ("unary_unary", cpb.RegisterPartyRequest, cpb.RegisterPartyResponse),
-    COORD + "ReportProgress": (
-        "unary_unary",
-        cpb.ReportProgressRequest,
-        cpb.ReportProgressResponse,
-    ),
-}
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\d+")
 GHOST_JOB = job(name="ghost").replace("id: bank", "id: ghost-a").replace("id: shop", "id: ghost-b")
 
@@ -276,7 +275,29 @@ def field_requests(method: str, job_ids: dict[str, list[str]]) -> st.SearchStrat
             party_id=st.one_of(st.sampled_from(["ghost-a", "ghost-b"]), ids),
         ).flatmap(lambda request: report_events().map(lambda event: with_event(request, event))),
     }
-    return strategies[name].map(lambda m: m.SerializeToString())
+    strategy = strategies.get(name) or any_fields(RPCS[method][1], jobs)
+    return strategy.map(lambda m: m.SerializeToString())
+
+
+def any_fields(message: type, ids: st.SearchStrategy) -> st.SearchStrategy:
+    """A request of type `message` with random values in its scalar fields (ids: known
+    and random job ids; text fields: any text or a small YAML mapping)."""
+    yaml_like = st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=3).map(
+        yaml.safe_dump
+    )
+    by_type = {
+        FD.TYPE_STRING: st.one_of(st.text(max_size=40), yaml_like),
+        FD.TYPE_INT64: st.integers(-(2**63), 2**63 - 1),
+        FD.TYPE_BOOL: st.booleans(),
+        FD.TYPE_BYTES: st.binary(max_size=64),
+    }
+    fields = {}
+    for f in message.DESCRIPTOR.fields:
+        value = ids if f.name.endswith("_id") else by_type.get(f.type)
+        if value is None:
+            continue
+        fields[f.name] = st.lists(value, max_size=3) if f.is_repeated else value
+    return st.builds(message, **fields)
 
 
 def report_events() -> st.SearchStrategy:
@@ -414,4 +435,5 @@ def test_both_daemons_keep_serving_after_the_fuzzing(daemons, tally) -> None:
     client = daemons["client"]
     view = wait(client, client.submit(job(name="after-fuzz", epochs=1)))
     assert view.state == "SUCCEEDED", view.reason
-    assert sum(tally.cases.values()) >= EXAMPLES * (2 * len(RPCS) - 2)
+    fieldless = sum(1 for _, request, _ in RPCS.values() if not request.DESCRIPTOR.fields)
+    assert sum(tally.cases.values()) >= EXAMPLES * (2 * len(RPCS) - fieldless)
