@@ -24,13 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11proto/party.proto\x12\x06vfl.v1\"l\n\tPushChunk\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0e\n\x06sender\x18\x03 \x01(\t\x12\x10\n\x08receiver\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x12\n\ntotal_size\x18\x06 \x01(\x03\"!\n\x0cPushResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"0\n\x0bPeerAddress\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"p\n\x11PrepareJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\x12\"\n\x05peers\x18\x03 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\x12\x14\n\x0cresume_round\x18\x04 \x01(\x03\"\x14\n\x12PrepareJobResponse\"!\n\x0fStartJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x12\n\x10StartJobResponse\"1\n\x0f\x41\x62ortJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x12\n\x10\x41\x62ortJobResponse\"\x15\n\x13GetPartyInfoRequest\"f\n\x14GetPartyInfoResponse\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x61tasets\x18\x02 \x03(\t\x12\x14\n\x0crunning_jobs\x18\x03 \x03(\t\x12\x14\n\x0cstarted_jobs\x18\x04 \x03(\t\";\n\x16ListCheckpointsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\"0\n\x0e\x43heckpointInfo\x12\r\n\x05round\x18\x01 \x01(\x03\x12\x0f\n\x07problem\x18\x02 \x01(\t\"F\n\x17ListCheckpointsResponse\x12+\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x16.vfl.v1.CheckpointInfo2\xa3\x03\n\x0cPartyService\x12\x31\n\x04Push\x12\x11.vfl.v1.PushChunk\x1a\x14.vfl.v1.PushResponse(\x01\x12\x43\n\nPrepareJob\x12\x19.vfl.v1.PrepareJobRequest\x1a\x1a.vfl.v1.PrepareJobResponse\x12=\n\x08StartJob\x12\x17.vfl.v1.StartJobRequest\x1a\x18.vfl.v1.StartJobResponse\x12=\n\x08\x41\x62ortJob\x12\x17.vfl.v1.AbortJobRequest\x1a\x18.vfl.v1.AbortJobResponse\x12I\n\x0cGetPartyInfo\x12\x1b.vfl.v1.GetPartyInfoRequest\x1a\x1c.vfl.v1.GetPartyInfoResponse\x12R\n\x0fListCheckpoints\x12\x1e.vfl.v1.ListCheckpointsRequest\x1a\x1f.vfl.v1.ListCheckpointsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11proto/party.proto\x12\x06vfl.v1\"l\n\tPushChunk\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0e\n\x06sender\x18\x03 \x01(\t\x12\x10\n\x08receiver\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x12\n\ntotal_size\x18\x06 \x01(\x03\"!\n\x0cPushResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"0\n\x0bPeerAddress\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"p\n\x11PrepareJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\x12\"\n\x05peers\x18\x03 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\x12\x14\n\x0cresume_round\x18\x04 \x01(\x03\"\x14\n\x12PrepareJobResponse\"!\n\x0fStartJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x12\n\x10StartJobResponse\"1\n\x0f\x41\x62ortJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x12\n\x10\x41\x62ortJobResponse\"\x15\n\x13GetPartyInfoRequest\"f\n\x14GetPartyInfoResponse\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x61tasets\x18\x02 \x03(\t\x12\x14\n\x0crunning_jobs\x18\x03 \x03(\t\x12\x14\n\x0cstarted_jobs\x18\x04 \x03(\t\";\n\x16ListCheckpointsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\"0\n\x0e\x43heckpointInfo\x12\r\n\x05round\x18\x01 \x01(\x03\x12\x0f\n\x07problem\x18\x02 \x01(\t\"F\n\x17ListCheckpointsResponse\x12+\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x16.vfl.v1.CheckpointInfo\"/\n\x0ePredictRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"o\n\x07IdScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\x01\x12\x17\n\x0fpredicted_class\x18\x03 \x01(\t\x12\x1e\n\x05\x65rror\x18\x04 \x01(\x0e\x32\x0f.vfl.v1.IdError\x12\x0f\n\x07message\x18\x05 \x01(\t\"V\n\x0fPredictResponse\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12 \n\x07results\x18\x03 \x03(\x0b\x32\x0f.vfl.v1.IdScore\"L\n\x12OpenScoringRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08reply_to\x18\x03 \x01(\t\"\x15\n\x13OpenScoringResponse\"9\n\x13\x43loseScoringRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x16\n\x14\x43loseScoringResponse*V\n\x07IdError\x12\x18\n\x14ID_ERROR_UNSPECIFIED\x10\x00\x12\x17\n\x13ID_ERROR_UNKNOWN_ID\x10\x01\x12\x18\n\x14ID_ERROR_NOT_AT_PEER\x10\x02\x32\xf2\x04\n\x0cPartyService\x12\x31\n\x04Push\x12\x11.vfl.v1.PushChunk\x1a\x14.vfl.v1.PushResponse(\x01\x12\x43\n\nPrepareJob\x12\x19.vfl.v1.PrepareJobRequest\x1a\x1a.vfl.v1.PrepareJobResponse\x12=\n\x08StartJob\x12\x17.vfl.v1.StartJobRequest\x1a\x18.vfl.v1.StartJobResponse\x12=\n\x08\x41\x62ortJob\x12\x17.vfl.v1.AbortJobRequest\x1a\x18.vfl.v1.AbortJobResponse\x12I\n\x0cGetPartyInfo\x12\x1b.vfl.v1.GetPartyInfoRequest\x1a\x1c.vfl.v1.GetPartyInfoResponse\x12R\n\x0fListCheckpoints\x12\x1e.vfl.v1.ListCheckpointsRequest\x1a\x1f.vfl.v1.ListCheckpointsResponse\x12:\n\x07Predict\x12\x16.vfl.v1.PredictRequest\x1a\x17.vfl.v1.PredictResponse\x12\x46\n\x0bOpenScoring\x12\x1a.vfl.v1.OpenScoringRequest\x1a\x1b.vfl.v1.OpenScoringResponse\x12I\n\x0c\x43loseScoring\x12\x1b.vfl.v1.CloseScoringRequest\x1a\x1c.vfl.v1.CloseScoringResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.party_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_IDERROR']._serialized_start=1230
+  _globals['_IDERROR']._serialized_end=1316
   _globals['_PUSHCHUNK']._serialized_start=29
   _globals['_PUSHCHUNK']._serialized_end=137
   _globals['_PUSHRESPONSE']._serialized_start=139
@@ -59,6 +61,20 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHECKPOINTINFO']._serialized_end=722
   _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=724
   _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=794
-  _globals['_PARTYSERVICE']._serialized_start=797
-  _globals['_PARTYSERVICE']._serialized_end=1216
+  _globals['_PREDICTREQUEST']._serialized_start=796
+  _globals['_PREDICTREQUEST']._serialized_end=843
+  _globals['_IDSCORE']._serialized_start=845
+  _globals['_IDSCORE']._serialized_end=956
+  _globals['_PREDICTRESPONSE']._serialized_start=958
+  _globals['_PREDICTRESPONSE']._serialized_end=1044
+  _globals['_OPENSCORINGREQUEST']._serialized_start=1046
+  _globals['_OPENSCORINGREQUEST']._serialized_end=1122
+  _globals['_OPENSCORINGRESPONSE']._serialized_start=1124
+  _globals['_OPENSCORINGRESPONSE']._serialized_end=1145
+  _globals['_CLOSESCORINGREQUEST']._serialized_start=1147
+  _globals['_CLOSESCORINGREQUEST']._serialized_end=1204
+  _globals['_CLOSESCORINGRESPONSE']._serialized_start=1206
+  _globals['_CLOSESCORINGRESPONSE']._serialized_end=1228
+  _globals['_PARTYSERVICE']._serialized_start=1319
+  _globals['_PARTYSERVICE']._serialized_end=1945
 # @@protoc_insertion_point(module_scope)
