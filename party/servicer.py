@@ -114,8 +114,11 @@ def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes
     return b"".join(parts)
 
 
-_ID_ERRORS = {"": pb.ID_ERROR_UNSPECIFIED, UNKNOWN_ID: pb.ID_ERROR_UNKNOWN_ID}
-_ID_ERRORS[NOT_AT_PEER] = pb.ID_ERROR_NOT_AT_PEER
+_ID_ERRORS = {
+    "": pb.ID_ERROR_UNSPECIFIED,
+    UNKNOWN_ID: pb.ID_ERROR_UNKNOWN_ID,
+    NOT_AT_PEER: pb.ID_ERROR_NOT_AT_PEER,
+}
 
 
 def prediction_to_proto(prediction: Prediction) -> pb.PredictResponse:

@@ -140,7 +140,7 @@ class ActiveSession:
             for pos in indices_from_payload(reply, len(ids)):
                 lacking.setdefault(int(pos), []).append(peer)
         if out is None:
-            raise RuntimeError("the active party's scorer returned no outputs")
+            raise ModelError(f"session {self.session_id}: the scorer is not the active party's")
         return out, lacking
 
     def close(self) -> None:
