@@ -81,6 +81,12 @@ class CoordinatorClient:
         req = pb.SubmitPredictionRequest(spec_yaml=spec_yaml)
         return self._stub.SubmitPrediction(req, timeout=self._timeout).job_id
 
+    def locate_model(self, model_id: str) -> tuple[str, str]:
+        """The active party of model `model_id` and its registered address."""
+        req = pb.LocateModelRequest(model_id=model_id)
+        resp = self._stub.LocateModel(req, timeout=self._timeout)
+        return resp.party_id, resp.address
+
     def jobs(self) -> list[pb.JobSummary]:
         return list(self._stub.ListJobs(pb.ListJobsRequest(), timeout=self._timeout).jobs)
 

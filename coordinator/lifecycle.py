@@ -102,26 +102,53 @@ class Lifecycle:
             UnknownModel: the model was deleted.
             SpecError: the datasets do not name exactly the model's parties.
         """
-        record = self.store.get(request.model)
-        trained = self.spec(request.model)
-        if trained.predict is not None or record.state != SUCCEEDED:
-            what = "a prediction" if trained.predict is not None else state_name(record.state)
-            raise CoordinatorError(
-                f"job {request.model} is {what}, so it left no model; score with a training "
-                "job that SUCCEEDED (see `vfl models`)"
-            )
-        deletion = self.store.model_deletion(request.model)
-        if deletion is not None:
-            raise UnknownModel(
-                f"model {request.model} was deleted on {deleted_on(deletion)}; train it again "
-                "(`vfl submit` its training spec) and score with the new model"
-            )
-        spec = trained.for_prediction(request)
+        spec = self._trained(request.model).for_prediction(request)
         job_id = self.store.create(spec.job, spec_yaml, spec.to_json())
         self._keep_spec(job_id, spec)
         log.info("job %s submitted (prediction with model %s)", job_id, request.model)
         self._spawn(job_id)
         return job_id
+
+    def locate_model(self, model_id: str) -> tuple[str, str]:
+        """The active party of model `model_id` and the address it registered (where
+        `vfl score` asks for scores).
+
+        Raises:
+            UnknownJob: no job trained such a model.
+            CoordinatorError: the job did not succeed, or is itself a prediction.
+            PartyUnavailable: the active party never registered here.
+        """
+        active = self._trained(model_id).active.id
+        address = self.store.parties().get(active)
+        if address is None:
+            raise PartyUnavailable(
+                f"party '{active}', the active party of model {model_id}, has not registered "
+                "with this coordinator; start its daemon, or pass its address with --party"
+            )
+        return active, address
+
+    def _trained(self, model_id: str) -> JobSpec:
+        """The spec of the training job that left model `model_id`.
+
+        Raises:
+            UnknownJob: no such job. CoordinatorError: it left no model.
+            UnknownModel: the model was deleted.
+        """
+        record = self.store.get(model_id)
+        trained = self.spec(model_id)
+        if trained.predict is not None or record.state != SUCCEEDED:
+            what = "a prediction" if trained.predict is not None else state_name(record.state)
+            raise CoordinatorError(
+                f"job {model_id} is {what}, so it left no model; score with a training "
+                "job that SUCCEEDED (see `vfl models`)"
+            )
+        deletion = self.store.model_deletion(model_id)
+        if deletion is not None:
+            raise UnknownModel(
+                f"model {model_id} was deleted on {deleted_on(deletion)}; train it again "
+                "(`vfl submit` its training spec) and score with the new model"
+            )
+        return trained
 
     def cancel(self, job_id: str) -> JobState:
         record = self.store.get(job_id)

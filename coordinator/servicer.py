@@ -145,6 +145,13 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         )
         return pb.SubmitJobResponse(job_id=job_id)
 
+    async def LocateModel(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        party, address = await self._call(
+            context, self.pools.reads, self._locate, caller, request.model_id
+        )
+        return pb.LocateModelResponse(party_id=party, address=address)
+
     async def ListJobs(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
         records = await self._call(context, self.pools.reads, self._list, caller)
@@ -233,6 +240,10 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
             return self._life.submit_prediction(request, spec_yaml)
         except UnknownJob:
             raise UnknownModel(f"no model {request.model}; list them with `vfl models`") from None
+
+    def _locate(self, caller: str | None, model_id: str) -> tuple[str, str]:
+        self._access.check_read(caller, model_id)
+        return self._life.locate_model(model_id)
 
     def _list(self, caller: str | None) -> list[JobRecord]:
         return self._access.visible(caller, self._store.list())

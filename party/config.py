@@ -9,6 +9,8 @@ datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
 state_dir: bank-state             # optional; default: <party>-state beside this file
 output_dir: bank-scores           # optional; default: <state_dir>/predictions
+scorers: [admin, risk-app]        # optional; who may score online here (default: any
+                                  # identity of the federation but the models' passive parties)
 ```
 A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
 path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
@@ -37,6 +39,7 @@ _TOP = {
     "advertise",
     "state_dir",
     "output_dir",
+    "scorers",
 }
 
 
@@ -50,6 +53,7 @@ class PartyConfig:
     datasets: dict[str, TableSource] = field(default_factory=dict)
     state_dir: Path | None = None  # checkpoints, keys, models; None: nothing is kept
     output_dir: Path | None = None  # scores of prediction jobs; None: <state_dir>/predictions
+    scorers: tuple[str, ...] = ()  # identities that may score online here; (): see above
 
     @property
     def scores_dir(self) -> Path | None:
@@ -89,6 +93,9 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         raise ConfigError(
             "'datasets' must map dataset names to {path, format, id, label, categorical}"
         )
+    scorers = raw.get("scorers") or []
+    if not isinstance(scorers, list) or not all(isinstance(v, str) for v in scorers):
+        raise ConfigError("'scorers' must list the identities that may score online here")
     return PartyConfig(
         party_id=str(raw["party"]),
         listen=str(raw.get("listen", "127.0.0.1:0")),
@@ -98,6 +105,7 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         datasets={str(k): _dataset(str(k), v, base) for k, v in datasets.items()},
         state_dir=base / str(raw.get("state_dir") or f"{raw['party']}-state"),
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
+        scorers=tuple(scorers),
     )
 
 

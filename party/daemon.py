@@ -17,6 +17,7 @@ from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
 from party.errors import JobError, PartyError, shareable
 from party.inference.batch import PredictJob
+from party.inference.online import OnlineScoring
 from party.job import PartyJob
 from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
@@ -24,6 +25,7 @@ from party.state import StateDir
 from party.state.models import Manifest, ModelStore
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
+from party.transport.scoring import ScoringPeers
 from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
 from secure.channel import Mailbox
@@ -41,6 +43,7 @@ class DaemonOptions:
 
     audit_dir: str | None = None  # log every envelope (the wire audit, docs/security.md)
     network: NetworkSpec | None = None  # emulate a WAN on every job's data plane
+    scoring_timeout_s: float = 10.0  # online scoring: longest wait for a peer's envelope
 
 
 @dataclass
@@ -74,6 +77,16 @@ class PartyDaemon:
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
+        self.address = ""  # where peers reach this daemon (set once it serves)
+        timeout = self.options.scoring_timeout_s
+        self.online = OnlineScoring(
+            config,
+            self.state,
+            self._session_channel,
+            ScoringPeers(clients, timeout),
+            lambda: self.address,
+            timeout,
+        )
 
     # --- control plane -------------------------------------------------------------
 
@@ -114,6 +127,7 @@ class PartyDaemon:
         """
         if self.state is None:
             return False
+        self.online.unload(model_id, "deleted")  # no scoring from an in-memory copy
         held = ModelStore(self.state).delete(model_id)
         if held:
             log.info("party %s: dropped its part of model %s", self.config.party_id, model_id)
@@ -155,6 +169,8 @@ class PartyDaemon:
                 f"no address for peer(s) {missing}; add them under 'peers' in "
                 "the party config or start them against the same coordinator"
             )
+        if isinstance(job, PartyJob):
+            job.peers = {p.id: addresses[p.id] for p in spec.parties if p.id != me}
         mailbox = Mailbox()
         channel = self._channel(job_id, spec, mailbox, addresses)
         with self._lock:
@@ -235,10 +251,12 @@ class PartyDaemon:
     # --- data plane ----------------------------------------------------------------
 
     def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        """Deliver one envelope; returns False for a duplicate tag.
+        """Deliver one envelope of a job or an online scoring session; returns False for
+        a duplicate tag.
 
         Raises:
             JobError: unknown job, wrong receiver, or a sender that is not in the job.
+            AccessDenied: a sender that is not in the scoring session.
         """
         if receiver != self.config.party_id:
             raise JobError(
@@ -251,7 +269,12 @@ class PartyDaemon:
                     f"job {job_id} already ended on party '{receiver}' ({self._ended[job_id]}); "
                     f"envelope '{tag}' from '{sender}' came late or was replayed and is dropped"
                 )
-            running = self._get(job_id)
+            running = self._jobs.get(job_id)
+        if running is None:
+            fresh = self.online.deliver(job_id, sender, tag, data)
+            if fresh is None:
+                raise JobError(f"job {job_id} is not known to party '{receiver}'")
+            return fresh
         if sender not in {p.id for p in running.job.spec.parties} or sender == receiver:
             raise JobError(f"party '{sender}' is not a peer in job {job_id}")
         return running.mailbox.put(sender, tag, data)
@@ -272,6 +295,21 @@ class PartyDaemon:
         )
         profile = spec.network if spec.network is not None else self.options.network
         return channel if profile is None else ShapedChannel(channel, profile)
+
+    def _session_channel(
+        self, session_id: str, mailbox: Mailbox, addresses: dict[str, str]
+    ) -> GrpcChannel:
+        """The data-plane channel of an online scoring session (audited like a job's)."""
+        me, audit = self.config.party_id, self.options.audit_dir
+        return GrpcChannel(
+            me,
+            session_id,
+            mailbox,
+            addresses,
+            self._clients,
+            hook=AuditLog(audit, me, session_id) if audit else None,
+            send_timeout=self.options.scoring_timeout_s,
+        )
 
     def _ended_as(self, job_id: str, how: str) -> None:
         """Remember how a job ended (call with the lock held); forget the oldest."""

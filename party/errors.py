@@ -5,7 +5,11 @@ PartyError          base
 ├── DataError       a dataset is missing or malformed (names the file, row, column)
 ├── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
 ├── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
-└── ModelError      a model part is missing, deleted, corrupt, or does not fit the data
+├── ModelError      a model part is missing, deleted, corrupt, or does not fit the data
+│   └── UnknownModel    this party holds no part of the model (never trained here, deleted)
+├── AccessDenied    the caller's identity may not do this here (online scoring)
+├── RequestError    a request is malformed (no ids, too many, an overlong id)
+└── PeerUnavailable a peer of an online scoring session did not answer (retry)
 
 An error has two forms. `str(error)` is the full message for this party's own log and
 operator: it may name the party's files, columns and values. `error.public` is what may
@@ -54,6 +58,23 @@ class CheckpointError(PartyError):
 class ModelError(PartyError):
     """A stored model cannot be used: not held, deleted, corrupt, or the data does not fit
     it (the message names the model, the party and the fix)."""
+
+
+class UnknownModel(ModelError):
+    """This party holds no part of the model: it was never trained here, or deleted."""
+
+
+class AccessDenied(PartyError):
+    """The caller's certificate names an identity that may not do this on this party."""
+
+
+class RequestError(PartyError):
+    """A request to this party is malformed; the message says what to send instead."""
+
+
+class PeerUnavailable(PartyError):
+    """A peer of an online scoring session did not answer or dropped the session; the
+    request may be retried (the next one opens a new session)."""
 
 
 def shareable(exc: BaseException, party_id: str) -> str:

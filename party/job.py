@@ -97,6 +97,7 @@ class PartyJob:
         self.test_table: Table | None = None
         self.state, self.resume_round = state, resume_round
         self.resume: Checkpoint | None = None
+        self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
 
     def prepare(self) -> Table:
         """Load and check the data (and the checkpoint to resume from) before any party
@@ -227,6 +228,7 @@ class PartyJob:
             task=getattr(trainer, "task", None),
             metrics=dict(getattr(trainer, "metrics", {})),
             rows=rows,
+            peers=dict(self.peers),
         )
         ModelStore(self.state).save(manifest, trainers.model_part(trainer))
         log.info("party %s: kept its part of model %s", self.party_id, self.job_id)

@@ -44,6 +44,7 @@ class PartyServer:
 
     def stop(self, grace: float = 2.0) -> None:
         self.health.enter_graceful_shutdown()
+        self.daemon.online.close_all("party daemon shutting down")
         for job_id in self.daemon.running_jobs():
             self.daemon.abort(job_id, "party daemon shutting down")
         self.daemon.join_jobs(timeout=grace + 10)  # no job thread may outlive the channels
@@ -78,6 +79,7 @@ def create_party_server(
     port = bind(server, config.listen, tls)
     server.start()
     address = config.advertise or f"{host_of(config.listen)}:{port}"
+    daemon.address = address
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set("vfl.v1.PartyService", health_pb2.HealthCheckResponse.SERVING)
     running = PartyServer(

@@ -4,7 +4,10 @@ Domain errors become gRPC statuses with the error's shareable form (`party.error
 that holds details back, the full message goes to this party's log. Nothing else lives here.
 With TLS, a Push is accepted only from the party its certificate names as the sender,
 and the control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModelParts,
-DeleteModelPart) only from the coordinator.
+DeleteModelPart) only from the coordinator. Online scoring checks its callers in
+`party.inference.online`: `Predict` from any identity but the model's passive parties (or
+the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
+party.
 """
 
 from __future__ import annotations
@@ -18,17 +21,38 @@ import grpc
 from coordinator.errors import CoordinatorError
 from coordinator.logs import job_context
 from party.daemon import PartyDaemon
-from party.errors import ConfigError, DataError, JobError, PartyError, shareable
+from party.errors import (
+    AccessDenied,
+    ConfigError,
+    DataError,
+    JobError,
+    PartyError,
+    PeerUnavailable,
+    RequestError,
+    UnknownModel,
+    shareable,
+)
+from party.inference.serving import NOT_AT_PEER, UNKNOWN_ID, Prediction
 from party.state.models import Manifest
 from proto import party_pb2 as pb
 from proto import party_pb2_grpc as pb_grpc
-from proto.rpc import COORDINATOR_ID, MAX_ENVELOPE_BYTES, call_with_status, check_caller
+from proto.rpc import (
+    COORDINATOR_ID,
+    MAX_ENVELOPE_BYTES,
+    call_with_status,
+    caller_party,
+    check_caller,
+)
 from secure.errors import ChannelClosed, PayloadError, SecureError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (UnknownModel, grpc.StatusCode.NOT_FOUND),
+    (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
+    (PeerUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (RequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (ChannelClosed, grpc.StatusCode.ABORTED),
     (PayloadError, grpc.StatusCode.INVALID_ARGUMENT),
     (DataError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -90,6 +114,30 @@ def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes
     if size != first.total_size:
         raise PayloadError(f"envelope '{first.tag}' has {size} bytes, declared {first.total_size}")
     return b"".join(parts)
+
+
+_ID_ERRORS = {
+    "": pb.ID_ERROR_UNSPECIFIED,
+    UNKNOWN_ID: pb.ID_ERROR_UNKNOWN_ID,
+    NOT_AT_PEER: pb.ID_ERROR_NOT_AT_PEER,
+}
+
+
+def prediction_to_proto(prediction: Prediction) -> pb.PredictResponse:
+    return pb.PredictResponse(
+        model_id=prediction.model_id,
+        columns=list(prediction.columns),
+        results=[
+            pb.IdScore(
+                id=r.id,
+                values=list(r.values),
+                predicted_class=r.label,
+                error=_ID_ERRORS[r.error],
+                message=r.message,
+            )
+            for r in prediction.results
+        ],
+    )
 
 
 def _from_coordinator(
@@ -176,3 +224,29 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             running_jobs=self._d.running_jobs(),
             started_jobs=self._d.started_jobs(),
         )
+
+    def Predict(self, request, context):  # noqa: N802
+        def predict() -> pb.PredictResponse:
+            caller = caller_party(context)
+            ids = list(request.ids)
+            return prediction_to_proto(self._d.online.predict(request.model_id, ids, caller))
+
+        return call(context, predict, self._d)
+
+    def OpenScoring(self, request, context):  # noqa: N802
+        def open_session() -> None:
+            caller = caller_party(context)
+            online = self._d.online
+            online.open_session(request.model_id, request.session_id, caller, request.reply_to)
+
+        with job_context(request.session_id):
+            call(context, open_session, self._d)
+        return pb.OpenScoringResponse()
+
+    def CloseScoring(self, request, context):  # noqa: N802
+        def close() -> None:
+            caller = caller_party(context)
+            self._d.online.close_session(request.session_id, request.reason, caller)
+
+        call(context, close, self._d)
+        return pb.CloseScoringResponse()

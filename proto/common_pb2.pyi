@@ -46,6 +46,12 @@ class Indices(_message.Message):
     data: bytes
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
 
+class Ids(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, values: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class EcPoints(_message.Message):
     __slots__ = ("curve", "count", "blob", "blinded_by")
     CURVE_FIELD_NUMBER: _ClassVar[int]
@@ -154,7 +160,7 @@ class Control(_message.Message):
     def __init__(self, fields: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Payload(_message.Message):
-    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "control", "ec_points", "layer_setup")
+    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "control", "ec_points", "layer_setup", "ids")
     TENSOR_FIELD_NUMBER: _ClassVar[int]
     CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +168,7 @@ class Payload(_message.Message):
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     EC_POINTS_FIELD_NUMBER: _ClassVar[int]
     LAYER_SETUP_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
     tensor: Tensor
     ciphertexts: Ciphertexts
     public_key: PublicKey
@@ -169,4 +176,5 @@ class Payload(_message.Message):
     control: Control
     ec_points: EcPoints
     layer_setup: LayerSetup
-    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ..., layer_setup: _Optional[_Union[LayerSetup, _Mapping]] = ...) -> None: ...
+    ids: Ids
+    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ..., layer_setup: _Optional[_Union[LayerSetup, _Mapping]] = ..., ids: _Optional[_Union[Ids, _Mapping]] = ...) -> None: ...

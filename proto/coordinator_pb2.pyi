@@ -61,6 +61,20 @@ class SubmitJobResponse(_message.Message):
     job_id: str
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
+class LocateModelRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class LocateModelResponse(_message.Message):
+    __slots__ = ("party_id", "address")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    address: str
+    def __init__(self, party_id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
 class JobSummary(_message.Message):
     __slots__ = ("job_id", "name", "state", "created_at", "updated_at", "reason")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

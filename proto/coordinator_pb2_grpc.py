@@ -84,6 +84,11 @@ class CoordinatorServiceStub:
                 request_serializer=proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
                 response_deserializer=proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
                 _registered_method=True)
+        self.LocateModel = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/LocateModel',
+                request_serializer=proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.LocateModelResponse.FromString,
+                _registered_method=True)
         self.RegisterParty = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/RegisterParty',
                 request_serializer=proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
@@ -163,6 +168,13 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LocateModel(self, request, context):
+        """Where to score a model online (`vfl score`): its active party and that party's address.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterParty(self, request, context):
         """Called by party daemons.
         """
@@ -228,6 +240,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.DeleteModel,
                     request_deserializer=proto_dot_coordinator__pb2.DeleteModelRequest.FromString,
                     response_serializer=proto_dot_coordinator__pb2.DeleteModelResponse.SerializeToString,
+            ),
+            'LocateModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.LocateModel,
+                    request_deserializer=proto_dot_coordinator__pb2.LocateModelRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.LocateModelResponse.SerializeToString,
             ),
             'RegisterParty': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterParty,
@@ -510,6 +527,33 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/DeleteModel',
             proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
             proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LocateModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/LocateModel',
+            proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
+            proto_dot_coordinator__pb2.LocateModelResponse.FromString,
             options,
             channel_credentials,
             insecure,

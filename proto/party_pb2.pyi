@@ -1,10 +1,20 @@
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class IdError(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ID_ERROR_UNSPECIFIED: _ClassVar[IdError]
+    ID_ERROR_UNKNOWN_ID: _ClassVar[IdError]
+    ID_ERROR_NOT_AT_PEER: _ClassVar[IdError]
+ID_ERROR_UNSPECIFIED: IdError
+ID_ERROR_UNKNOWN_ID: IdError
+ID_ERROR_NOT_AT_PEER: IdError
 
 class PushChunk(_message.Message):
     __slots__ = ("job_id", "tag", "sender", "receiver", "data", "total_size")
@@ -151,3 +161,61 @@ class DeleteModelPartResponse(_message.Message):
     HELD_FIELD_NUMBER: _ClassVar[int]
     held: bool
     def __init__(self, held: _Optional[bool] = ...) -> None: ...
+
+class PredictRequest(_message.Message):
+    __slots__ = ("model_id", "ids")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, model_id: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class IdScore(_message.Message):
+    __slots__ = ("id", "values", "predicted_class", "error", "message")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_CLASS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    values: _containers.RepeatedScalarFieldContainer[float]
+    predicted_class: str
+    error: IdError
+    message: str
+    def __init__(self, id: _Optional[str] = ..., values: _Optional[_Iterable[float]] = ..., predicted_class: _Optional[str] = ..., error: _Optional[_Union[IdError, str]] = ..., message: _Optional[str] = ...) -> None: ...
+
+class PredictResponse(_message.Message):
+    __slots__ = ("model_id", "columns", "results")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    results: _containers.RepeatedCompositeFieldContainer[IdScore]
+    def __init__(self, model_id: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., results: _Optional[_Iterable[_Union[IdScore, _Mapping]]] = ...) -> None: ...
+
+class OpenScoringRequest(_message.Message):
+    __slots__ = ("model_id", "session_id", "reply_to")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLY_TO_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    session_id: str
+    reply_to: str
+    def __init__(self, model_id: _Optional[str] = ..., session_id: _Optional[str] = ..., reply_to: _Optional[str] = ...) -> None: ...
+
+class OpenScoringResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CloseScoringRequest(_message.Message):
+    __slots__ = ("session_id", "reason")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    reason: str
+    def __init__(self, session_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CloseScoringResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

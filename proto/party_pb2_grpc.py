@@ -74,6 +74,21 @@ class PartyServiceStub:
                 request_serializer=proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
                 response_deserializer=proto_dot_party__pb2.DeleteModelPartResponse.FromString,
                 _registered_method=True)
+        self.Predict = channel.unary_unary(
+                '/vfl.v1.PartyService/Predict',
+                request_serializer=proto_dot_party__pb2.PredictRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.PredictResponse.FromString,
+                _registered_method=True)
+        self.OpenScoring = channel.unary_unary(
+                '/vfl.v1.PartyService/OpenScoring',
+                request_serializer=proto_dot_party__pb2.OpenScoringRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.OpenScoringResponse.FromString,
+                _registered_method=True)
+        self.CloseScoring = channel.unary_unary(
+                '/vfl.v1.PartyService/CloseScoring',
+                request_serializer=proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.CloseScoringResponse.FromString,
+                _registered_method=True)
 
 
 class PartyServiceServicer:
@@ -131,6 +146,27 @@ class PartyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Predict(self, request, context):
+        """Online scoring (docs/architecture.md, "Online scoring"): a scorer asks the model's
+        active party; the active party opens a scoring session at each passive party, whose
+        envelopes then travel by Push like a job's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OpenScoring(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseScoring(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +209,21 @@ def add_PartyServiceServicer_to_server(servicer, server):
                     servicer.DeleteModelPart,
                     request_deserializer=proto_dot_party__pb2.DeleteModelPartRequest.FromString,
                     response_serializer=proto_dot_party__pb2.DeleteModelPartResponse.SerializeToString,
+            ),
+            'Predict': grpc.unary_unary_rpc_method_handler(
+                    servicer.Predict,
+                    request_deserializer=proto_dot_party__pb2.PredictRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.PredictResponse.SerializeToString,
+            ),
+            'OpenScoring': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenScoring,
+                    request_deserializer=proto_dot_party__pb2.OpenScoringRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.OpenScoringResponse.SerializeToString,
+            ),
+            'CloseScoring': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseScoring,
+                    request_deserializer=proto_dot_party__pb2.CloseScoringRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.CloseScoringResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,6 +442,87 @@ class PartyService:
             '/vfl.v1.PartyService/DeleteModelPart',
             proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
             proto_dot_party__pb2.DeleteModelPartResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Predict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/Predict',
+            proto_dot_party__pb2.PredictRequest.SerializeToString,
+            proto_dot_party__pb2.PredictResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenScoring(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/OpenScoring',
+            proto_dot_party__pb2.OpenScoringRequest.SerializeToString,
+            proto_dot_party__pb2.OpenScoringResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseScoring(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/CloseScoring',
+            proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
+            proto_dot_party__pb2.CloseScoringResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -61,13 +61,15 @@ class Mailbox:
     """Envelopes received by one party for one job, keyed by (sender, tag).
 
     Thread-safe. A tag already delivered (or already consumed) is dropped, which makes a
-    retried send idempotent.
+    retried send idempotent. A mailbox that lives long (an online scoring session) bounds
+    how many tags it remembers with `max_seen` (the oldest are forgotten first).
     """
 
-    def __init__(self, max_pending_bytes: int = 1 << 31) -> None:
+    def __init__(self, max_pending_bytes: int = 1 << 31, max_seen: int | None = None) -> None:
         self._cond = threading.Condition()
         self._items: dict[tuple[str, str], bytes] = {}
-        self._seen: set[tuple[str, str]] = set()
+        self._seen: dict[tuple[str, str], None] = {}  # insertion-ordered
+        self._max_seen = max_seen
         self._closed_reason: str | None = None
         self._pending_bytes = 0
         self._max_pending_bytes = max_pending_bytes
@@ -85,7 +87,9 @@ class Mailbox:
                     f"mailbox full ({self._pending_bytes} bytes pending); "
                     "the receiver is not consuming envelopes"
                 )
-            self._seen.add(key)
+            self._seen[key] = None
+            if self._max_seen is not None and len(self._seen) > self._max_seen:
+                del self._seen[next(iter(self._seen))]
             self._items[key] = data
             self._pending_bytes += len(data)
             self._cond.notify_all()

@@ -16,7 +16,7 @@ import sys
 
 import grpc
 
-from coordinator.cli import certs, daemons, data, jobs, models, predict, run, spec
+from coordinator.cli import certs, daemons, data, jobs, models, predict, run, score, spec
 from coordinator.errors import CoordinatorError, CoordinatorLost
 from party.errors import PartyError
 from proto.rpc import COORDINATOR_ID, explain
@@ -26,7 +26,7 @@ from secure.errors import SecureError
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (daemons, jobs, predict, models, certs, run, data, spec):
+    for group in (daemons, jobs, predict, score, models, certs, run, data, spec):
         group.add_parser(sub)
     return p
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from coordinator.spec import JobSpec
 from party.data import Table
-from party.errors import ModelError
+from party.errors import ModelError, UnknownModel
 from party.state import StateDir
 from party.state.models import Manifest, ModelStore
 from party.training import trainers
@@ -36,9 +36,10 @@ class LoadedModel:
     @classmethod
     def open(cls, state: StateDir | None, model_id: str, party_id: str) -> LoadedModel:
         """Raises:
-        ModelError: the party keeps no models, or holds no (usable) part of `model_id`."""
+        UnknownModel: the party keeps no models, or holds no part of `model_id`.
+        ModelError: its part is unusable (corrupt, another party's)."""
         if state is None:
-            raise ModelError(
+            raise UnknownModel(
                 f"party '{party_id}' keeps no state directory, so it holds no models; "
                 "restart its daemon with --state-dir and train the model again"
             )
@@ -96,14 +97,25 @@ class LoadedModel:
         return Inputs(features, table.categorical, tuple(c.cardinality for c in cats))
 
     def scorer(
-        self, channel: Channel, inputs: Inputs, reporter: Reporter, batch_size: int
+        self,
+        channel: Channel,
+        inputs: Inputs,
+        reporter: Reporter,
+        batch_size: int,
+        timeout_s: float | None = None,
     ) -> trainers.Trainer:
         """This party's trainer in scoring mode, loaded with the model: call its
-        `score(tag, inputs, rows)` in the same order as every other party."""
+        `score(tag, inputs, rows)` in the same order as every other party. Its receives
+        wait up to `timeout_s` (default: the training spec's `train.timeout_s`)."""
         rows = np.arange(len(inputs.dense))
-        plan = Plan(len(rows), rows, rows, batch_size, 1, self.spec.train.seed, 1)
+        spec = self.spec
+        if timeout_s is not None:
+            spec = spec.model_copy(
+                update={"train": spec.train.model_copy(update={"timeout_s": float(timeout_s)})}
+            )
+        plan = Plan(len(rows), rows, rows, batch_size, 1, spec.train.seed, 1)
         ctx = RoleContext(
-            self.spec,
+            spec,
             self.manifest.party_id,
             channel,
             inputs,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from party.errors import ModelError
+from party.errors import ModelError, UnknownModel
 from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 from party.state.store import StateDir, safe_name, write_atomically
 from party.training.task import Task
@@ -56,6 +56,7 @@ class Manifest(BaseModel):
     task: Task | None = None  # active party only: how outputs become scores
     metrics: dict[str, float] = {}  # active party only: the final validation
     rows: int = 0  # aligned training rows
+    peers: dict[str, str] = {}  # the peers' addresses at training (online scoring dials them)
     created_at: float = 0.0
 
     @property
@@ -97,11 +98,11 @@ class ModelStore:
 
     def manifest(self, model_id: str, party_id: str) -> Manifest:
         """Raises:
-        ModelError: this party holds no such model (never trained here, or deleted), or
-            its manifest is unreadable."""
+        UnknownModel: this party holds no such model (never trained here, or deleted).
+        ModelError: its manifest is unreadable."""
         path = self.folder(model_id) / MANIFEST
         if not path.is_file():
-            raise ModelError(
+            raise UnknownModel(
                 f"party '{party_id}' holds no part of model {model_id} (it was deleted, or "
                 "trained without this party); list the models with `vfl models`"
             )

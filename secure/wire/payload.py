@@ -1,6 +1,7 @@
 """Symmetric converters between arrays and `Payload` protobufs, with input checks.
 
-Every incoming tensor is checked for kind, dtype, shape and finiteness before use.
+Every incoming tensor is checked for kind, dtype, shape and finiteness before use; row
+ids (online scoring) for count and length.
 """
 
 from __future__ import annotations
@@ -115,3 +116,27 @@ def indices_from_payload(payload: Payload, upper: int) -> np.ndarray:
     if idx.size and (idx.min() < 0 or idx.max() >= upper):
         raise PayloadError(f"indices out of range [0, {upper})")
     return idx
+
+
+MAX_ID_CHARS = 256  # longer ids are refused (a row id is a key, not data)
+
+
+def ids_to_payload(ids: Sequence[str]) -> Payload:
+    """The row ids of an online scoring batch."""
+    return Payload(ids=common_pb2.Ids(values=list(ids)))
+
+
+def ids_from_payload(payload: Payload, max_count: int) -> list[str]:
+    """Decode row ids; at most `max_count`, each 1-256 characters.
+
+    Raises:
+        PayloadError: wrong payload kind, too many ids, or an empty or overlong id.
+    """
+    if payload.WhichOneof("kind") != "ids":
+        raise PayloadError(f"expected an ids payload, got '{payload.WhichOneof('kind')}'")
+    ids = list(payload.ids.values)
+    if len(ids) > max_count:
+        raise PayloadError(f"{len(ids)} ids in one batch; at most {max_count} are scored at once")
+    if any(not 0 < len(i) <= MAX_ID_CHARS for i in ids):
+        raise PayloadError(f"an id is empty or longer than {MAX_ID_CHARS} characters")
+    return ids

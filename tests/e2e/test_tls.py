@@ -61,6 +61,7 @@ def tls_topology(pki, tmp_path_factory):
     db = tmp_path_factory.mktemp("db") / "jobs.sqlite"
     coord = create_coordinator_server(str(db), "127.0.0.1:0", load_identity(fed, "coordinator"))
     address = f"127.0.0.1:{coord.port}"
+    states = tmp_path_factory.mktemp("states")
     parties = [
         create_party_server(
             PartyConfig(
@@ -68,6 +69,7 @@ def tls_topology(pki, tmp_path_factory):
                 "127.0.0.1:0",
                 address,
                 datasets={"breast": TableSource(path=str(FATE / file), label=y)},
+                state_dir=states / pid,
             ),
             load_identity(fed, pid),
         )
@@ -182,6 +184,45 @@ def test_control_rpcs_only_from_the_coordinator_and_reports_only_as_oneself(
         )
         assert err.code() == grpc.StatusCode.PERMISSION_DENIED
         assert "only party 'bank' may report progress" in err.details()
+
+
+@pytest.fixture(scope="module")
+def model(tls_topology, pki) -> str:
+    """A split model that bank (active) and shop (passive) keep."""
+    with CoordinatorClient(tls_topology[0], load_identity(pki["fed"], "admin")) as client:
+        view = wait(client, client.submit(job(name="model", epochs=1)))
+    assert view.state == "SUCCEEDED", view.reason
+    return view.job_id
+
+
+def test_online_scoring_only_for_the_federation_and_never_a_passive_party(
+    tls_topology, pki, model
+) -> None:
+    address, _, bank, shop = tls_topology
+    request = party_pb2.PredictRequest(model_id=model, ids=["133"])
+
+    def predict(identity: str, ca: str = "fed"):
+        with dial(bank.address, files(pki[ca], identity), expect="bank") as channel:
+            return party_pb2_grpc.PartyServiceStub(channel).Predict(request, timeout=30)
+
+    assert predict("admin").results[0].values[0] > 0  # an operator scores
+    assert predict("carol").results[0].error == party_pb2.ID_ERROR_UNSPECIFIED
+    message = denied(lambda: predict("shop"))
+    assert f"'shop' may not score with model {model} at party 'bank'" in message
+    assert "it is a passive party" in message
+    err = rpc_error(lambda: predict("admin", ca="other"))  # another CA: no handshake
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    opening = party_pb2.OpenScoringRequest(model_id=model, session_id="s-evil", reply_to="x:1")
+    with dial(shop.address, files(pki["fed"], "admin"), expect="shop") as channel:
+        stub = party_pb2_grpc.PartyServiceStub(channel)
+        message = denied(lambda: stub.OpenScoring(opening, timeout=30))
+    assert f"only the active party 'bank' of model {model} may open a scoring" in message
+    tls = ("--tls", str(pki["fed"]), "--identity", "admin", "--coordinator", address)
+    out = vfl("score", model, "--id", "133", "--id", "nope", *tls)
+    assert out.returncode == 1 and out.stdout.startswith("133\tscore="), out.stderr
+    assert "nope\terror unknown_id: party 'bank' holds no row with id 'nope'" in out.stdout
+    out = vfl("score", model, "--id", "133", *tls[:-4], "--identity", "shop", *tls[-2:])
+    assert out.returncode == 2 and "it is a passive party" in out.stderr
 
 
 @pytest.fixture(scope="module")

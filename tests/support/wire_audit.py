@@ -3,7 +3,9 @@ that records a blindfl job's envelopes (`vfl run --audit`, `vfl party serve --au
 
 Allowed in blindfl mode: public keys, ciphertexts, the source layers' setup messages
 (sizes, scales, slot layouts), row positions, PSI's control messages and blinded curve
-points. Never a plaintext tensor, a feature value, a label or a weight.
+points; in an online scoring session only ids (to passive parties), row positions and
+ciphertexts. Never a plaintext tensor, a feature value, a label, a weight, or (at a
+passive party) a score.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 from tests.support.data import FATE
 
 ALLOWED = {"public_key", "ciphertexts", "layer_setup", "control", "indices", "ec_points"}
+ONLINE_ALLOWED = {"ids", "indices", "ciphertexts"}  # a blindfl online scoring session
 BREAST_FILES = ("breast_hetero_host.csv", "breast_hetero_guest.csv")
 
 
@@ -64,3 +67,22 @@ def assert_only_allowed_payloads(
     for what, patterns in forbidden_patterns().items():
         leaks = [p for p in patterns if any(p in blob for blob in blobs.values())]
         assert not leaks, f"{len(leaks)} {what} encodings found inside payloads"
+
+
+def assert_online_payloads(records: list[dict], active: str, passives: set[str], scores) -> None:
+    """Every recorded envelope of blindfl online scoring sessions on the breast data: ids
+    only from the active party, positions and ciphertexts, no encoding of a feature value
+    or a run of labels, and at a passive party none of `scores` (their byte encodings)."""
+    kinds = {r["kind"] for r in records}
+    assert kinds == ONLINE_ALLOWED, f"kinds other than {ONLINE_ALLOWED} crossed: {kinds}"
+    assert {r["sender"] for r in records} == {active, *passives}
+    assert {r["sender"] for r in records if r["kind"] == "ids"} == {active}
+    at_passives = [r for r in records if r["receiver"] in passives]
+    assert at_passives and all(r["direction"] in ("sent", "received") for r in at_passives)
+    blobs = {r["sha256"]: r["data"] for r in records}
+    for what, patterns in forbidden_patterns().items():
+        leaks = [p for p in patterns if any(p in blob for blob in blobs.values())]
+        assert not leaks, f"{len(leaks)} {what} encodings found inside payloads"
+    seen = [r["data"] for r in at_passives]
+    leaked = [s for s in scores if any(s in blob for blob in seen)]
+    assert not leaked, f"{len(leaked)} scores reached a passive party"

@@ -1,0 +1,306 @@
+"""Online scoring at one party daemon (docs/architecture.md, "Online scoring").
+
+At a model's active party, `predict(model_id, ids, caller)` loads the model on its first
+request and keeps it (`ServedModel`: rows indexed by id, a micro-batcher, a scoring
+session with every passive party) until `unload(model_id)` or the daemon stops. At a
+passive party, `open_session` (the `OpenScoring` RPC, accepted only from the model's
+active party) loads its part and its rows and answers the session's micro-batches in a
+thread of its own. Sessions' envelopes arrive by Push like a job's: `deliver` files them.
+
+Which rows: each party scores the rows of the dataset the model was trained on, as its
+own config names it now (read when the model is loaded). Where the peers are: a party
+config's `peers:` first, else the addresses the model was trained with (active party) or
+the active party's own address in `OpenScoring` (passive party).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from party.config import PartyConfig
+from party.errors import (
+    AccessDenied,
+    ConfigError,
+    ModelError,
+    PeerUnavailable,
+    UnknownModel,
+)
+from party.inference.model import LoadedModel
+from party.inference.serving import Prediction, ServedModel, check_request
+from party.inference.session import (
+    MAX_BATCH_IDS,
+    ActiveSession,
+    PassiveSession,
+    Rows,
+    SilentReporter,
+)
+from party.state import StateDir
+from party.state.models import MANIFEST, ModelStore
+from party.transport.scoring import ScoringPeers
+from secure.channel import Channel, Mailbox
+
+log = logging.getLogger(__name__)
+
+SESSION_TAGS = 100_000  # tags a session's mailbox remembers to drop replays
+
+
+@dataclass
+class Link:
+    """A session's end at this party: its mailbox and who may send to it."""
+
+    mailbox: Mailbox
+    peers: frozenset[str]
+
+
+# (session id, mailbox, peer addresses) -> the session's data-plane channel
+ChannelFactory = Callable[[str, Mailbox, dict[str, str]], Channel]
+
+
+class OnlineScoring:
+    """A daemon's online scoring, at both roles; thread-safe."""
+
+    def __init__(
+        self,
+        config: PartyConfig,
+        state: StateDir | None,
+        channel: ChannelFactory,
+        peers: ScoringPeers,
+        address: Callable[[], str],
+        timeout_s: float,
+    ) -> None:
+        self.config, self.state, self.timeout_s = config, state, timeout_s
+        self._channel, self._peers, self._address = channel, peers, address
+        self._lock = threading.Lock()
+        self._load_lock = threading.Lock()  # one model loads at a time
+        self._served: dict[str, ServedModel] = {}
+        self._links: dict[str, Link] = {}
+        self._passive: dict[str, tuple[str, PassiveSession]] = {}  # session -> (model, it)
+
+    @property
+    def me(self) -> str:
+        return self.config.party_id
+
+    # --- the active party ----------------------------------------------------------
+
+    def predict(self, model_id: str, ids: list[str], caller: str | None) -> Prediction:
+        """Score `ids` with model `model_id` (micro-batched with concurrent requests).
+
+        Raises:
+            RequestError: no ids, too many, an empty or overlong id.
+            UnknownModel: this party holds no such model (never trained here, deleted).
+            ModelError: it holds it as a passive party, or its rows do not fit it.
+            AccessDenied: `caller` may not score here.
+            PeerUnavailable: a passive party did not answer (retry).
+        """
+        check_request(model_id, ids)
+        served = self._serve(model_id)
+        self._check_scorer(served.model, caller)
+        try:
+            by_id = served.batcher.submit(ids, timeout=4 * self.timeout_s + 30)
+        except TimeoutError:
+            raise PeerUnavailable(f"model {model_id}: no answer in time; retry") from None
+        return Prediction(model_id, served.columns, tuple(by_id[i] for i in ids))
+
+    def served(self, model_id: str) -> ServedModel | None:
+        with self._lock:
+            return self._served.get(model_id)
+
+    def unload(self, model_id: str, reason: str = "unloaded") -> None:
+        """Stop serving `model_id` here, as active or passive party (the model was deleted,
+        or the daemon stops)."""
+        with self._lock:
+            served = self._served.pop(model_id, None)
+            passive = [s for s, (m, _) in self._passive.items() if m == model_id]
+        if served is not None:
+            served.close(reason)
+        for session_id in passive:
+            self.close_session(session_id, reason)
+
+    def close_all(self, reason: str) -> None:
+        with self._lock:
+            models = set(self._served) | {m for m, _ in self._passive.values()}
+        for model_id in models:
+            self.unload(model_id, reason)
+
+    def _serve(self, model_id: str) -> ServedModel:
+        if not self._holds(model_id):
+            self.unload(model_id, "deleted")
+            raise UnknownModel(
+                f"party '{self.me}' holds no model {model_id} (it was deleted, or trained "
+                "without this party); list the models with `vfl models`"
+            )
+        served = self.served(model_id)
+        if served is not None:
+            return served
+        with self._load_lock:  # others' loaded models are served meanwhile
+            served = self.served(model_id)
+            if served is None:
+                model = LoadedModel.open(self.state, model_id, self.me)
+                if model.manifest.role != "active":
+                    active = model.spec.active.id
+                    raise ModelError(
+                        f"party '{self.me}' holds model {model_id} as a passive party; "
+                        f"score at its active party '{active}'"
+                    )
+                rows = Rows.load(model, self.config.datasets, zero_row=False)
+                served = ServedModel(model, rows, self._open, self._end)
+                with self._lock:
+                    self._served[model_id] = served
+                log.info("party %s: serving model %s", self.me, model_id)
+        return served
+
+    def _holds(self, model_id: str) -> bool:
+        if self.state is None:
+            return False
+        return (ModelStore(self.state).folder(model_id) / MANIFEST).is_file()
+
+    def _check_scorer(self, model: LoadedModel, caller: str | None) -> None:
+        """Any identity of the federation but the model's passive parties may score (with
+        `scorers:` in the party config, only those it lists, and never a passive party)."""
+        if caller is None:
+            return
+        why = ""
+        if caller in {p.id for p in model.spec.passives}:
+            why = "it is a passive party of the model"
+        elif self.config.scorers and caller not in self.config.scorers:
+            why = "it is not among the party's `scorers`"
+        if why:
+            raise AccessDenied(
+                f"'{caller}' may not score with model {model.model_id} at party '{self.me}': {why}"
+            )
+
+    def _open(self, model: LoadedModel, rows: Rows, session_id: str) -> ActiveSession:
+        """A session with every passive party of `model` (the `ServedModel`'s opener).
+
+        Raises:
+            ConfigError: no address for a passive party.
+            PeerUnavailable, ModelError: a passive party did not answer, or refused.
+        """
+        passives = [p.id for p in model.spec.passives]
+        addresses = {**model.manifest.peers, **self.config.peers}
+        missing = [p for p in passives if p not in addresses]
+        if missing:
+            raise ConfigError(
+                f"party '{self.me}' has no address for {missing} to score model "
+                f"{model.model_id}; add them under 'peers' in its config"
+            )
+        where = {p: addresses[p] for p in passives}
+        link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset(passives))
+        channel = self._channel(session_id, link.mailbox, where)
+        scorer = model.scorer(channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s)
+        session = ActiveSession(session_id, channel, scorer, rows, where, self.timeout_s)
+        with self._lock:
+            self._links[session_id] = link
+        try:
+            for peer in passives:
+                self._peers.open(peer, addresses[peer], model.model_id, session_id, self._address())
+        except Exception:
+            self._end(session, "a passive party did not join")
+            raise
+        return session
+
+    def _end(self, session: ActiveSession, reason: str) -> None:
+        """End an active session here and, in the background, at its passive parties."""
+        session_id = session.session_id
+        with self._lock:
+            link = self._links.pop(session_id, None)
+        if link is not None:
+            link.mailbox.close(reason)
+        session.close()
+
+        def tell() -> None:
+            for peer, address in session.passives.items():
+                self._peers.close(peer, address, session_id, reason)
+
+        threading.Thread(target=tell, name=f"end-{session_id}", daemon=True).start()
+
+    # --- a passive party -----------------------------------------------------------
+
+    def open_session(
+        self, model_id: str, session_id: str, caller: str | None, reply_to: str
+    ) -> None:
+        """Join session `session_id` of model `model_id` as a passive party (closing
+        this model's older sessions).
+
+        Raises:
+            UnknownModel: this party holds no such model. ModelError: it holds it as the
+                active party, or its rows do not fit it.
+            AccessDenied: the caller is not the model's active party.
+            ConfigError: no address to answer the active party at.
+        """
+        model = LoadedModel.open(self.state, model_id, self.me)
+        active = model.spec.active.id
+        if caller is not None and caller != active:
+            raise AccessDenied(
+                f"only the active party '{active}' of model {model_id} may open a scoring "
+                f"session at party '{self.me}'; the caller is '{caller}'"
+            )
+        if model.manifest.role != "passive":
+            raise ModelError(f"party '{self.me}' is the active party of model {model_id}")
+        with self._lock:
+            older = [s for s, (m, _) in self._passive.items() if m == model_id]
+        for old in older:
+            self.close_session(old, "replaced by a new session")
+        address = self.config.peers.get(active) or reply_to
+        if not address:
+            raise ConfigError(f"no address for party '{active}'; add it under 'peers'")
+        rows = Rows.load(model, self.config.datasets, zero_row=True)
+        link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset({active}))
+        channel = self._channel(session_id, link.mailbox, {active: address})
+        scorer = model.scorer(channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s)
+        session = PassiveSession(session_id, model, channel, link.mailbox, scorer, rows)
+        with self._lock:
+            self._links[session_id] = link
+            self._passive[session_id] = (model_id, session)
+        threading.Thread(
+            target=self._serve_passive,
+            args=(session_id, session),
+            name=f"score-{session_id}",
+            daemon=True,
+        ).start()
+        log.info("party %s: joined scoring session %s of model %s", self.me, session_id, model_id)
+
+    def close_session(self, session_id: str, reason: str, caller: str | None = None) -> None:
+        """End a passive party's session (the `CloseScoring` RPC, from the session's
+        active party); unknown sessions are ignored.
+
+        Raises:
+            AccessDenied: `caller` is not the session's active party.
+        """
+        with self._lock:
+            entry = self._passive.get(session_id)
+        if entry is None:
+            return
+        session = entry[1]
+        if caller is not None and caller != session.active:
+            raise AccessDenied(
+                f"only party '{session.active}' may end scoring session {session_id}"
+            )
+        session.close(reason)
+
+    def _serve_passive(self, session_id: str, session: PassiveSession) -> None:
+        try:
+            session.serve()
+        finally:
+            with self._lock:
+                self._links.pop(session_id, None)
+                self._passive.pop(session_id, None)
+
+    # --- both -----------------------------------------------------------------------
+
+    def deliver(self, session_id: str, sender: str, tag: str, data: bytes) -> bool | None:
+        """File an envelope of a session; None if no session `session_id` is open here.
+
+        Raises:
+            AccessDenied: `sender` is not a party of the session.
+        """
+        with self._lock:
+            link = self._links.get(session_id)
+        if link is None:
+            return None
+        if sender not in link.peers:
+            raise AccessDenied(f"party '{sender}' is not in scoring session {session_id}")
+        return link.mailbox.put(sender, tag, data)

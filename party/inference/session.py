@@ -1,0 +1,198 @@
+"""A scoring session: one stored model, its active party and every passive party, scoring
+rows by id in micro-batches over the data plane (docs/protocols.md, "Online scoring").
+
+Micro-batch n of a session (tags `score/b<n>/...`, the session id as the job id):
+
+    B -> A_k   score/b<n>/ids     kind `ids`: the ids B holds, in B's order
+    A_k -> B   score/b<n>/lacks   kind `indices`: positions of the ids A_k holds no row of
+    B <-> A_k  score/b<n>/...     the model's forward for those rows (`trainer.score`)
+
+A passive party scores a row of zeros in place of an id it lacks, so every party runs the
+same forward and no passive party learns which ids another one lacks; B drops those rows.
+Passive parties never receive an output or a score. Both sides are transport-free: the
+daemon hands in the session's `Channel` and `Mailbox`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from coordinator.spec import TableSource
+from coordinator.states import JobState
+from party.data import Table, load_table
+from party.errors import DataError, ModelError
+from party.inference.model import LoadedModel
+from party.job import resolve_dataset
+from party.training.models import Inputs
+from party.training.trainers import Trainer
+from secure.channel import Channel, Mailbox
+from secure.errors import ChannelClosed, ChannelTimeout
+from secure.wire.payload import (
+    ids_from_payload,
+    ids_to_payload,
+    indices_from_payload,
+    indices_to_payload,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_IDS = 64  # ids per exchange; a larger micro-batch runs as several exchanges
+PASSIVE_IDLE_S = 3600.0  # a passive party drops a session no batch used for this long
+
+
+def batch_tag(n: int) -> str:
+    return f"score/b{n}"
+
+
+class SilentReporter:
+    """The `Reporter` of a scorer: an online session reports nothing to the coordinator."""
+
+    def stage(self, state: JobState) -> None: ...
+    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None: ...
+    def round(self, rnd: int, total: int, loss: float | None) -> None: ...
+    def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
+    def checkpoint(self, rnd: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A party's rows for online scoring: its model inputs and where each id lies."""
+
+    inputs: Inputs
+    index: dict[str, int]
+
+    @classmethod
+    def load(cls, model: LoadedModel, datasets: dict[str, TableSource], zero_row: bool) -> Rows:
+        """This party's rows of the dataset `model` was trained on, as the party's own
+        config (`datasets`) names it now.
+
+        Raises:
+            JobError: the party no longer exposes that dataset. DataError, ModelError: it
+                does not load, or does not fit the model.
+        """
+        me = model.manifest.party_id
+        dataset = resolve_dataset(model.spec, me, datasets)
+        if dataset is None:
+            raise ModelError(f"model {model.model_id} names no dataset for party '{me}'")
+        table = load_table(dataset.source, dataset.name)
+        return cls.of(model, table, dataset.name, zero_row)
+
+    @classmethod
+    def of(cls, model: LoadedModel, table: Table, dataset: str, zero_row: bool) -> Rows:
+        """The inputs of `table` checked against `model` (with a row of zeros after the
+        last one when `zero_row`: a passive party scores it for ids it lacks).
+
+        Raises:
+            ModelError: the table does not fit the model. DataError: duplicate ids.
+        """
+        inputs = model.inputs(table, dataset)
+        index = {str(i): r for r, i in enumerate(table.ids)}
+        if len(index) != table.rows:
+            raise DataError(
+                f"dataset '{dataset}' holds {table.rows - len(index)} duplicate id(s); "
+                "deduplicate its id column to score rows by id"
+            )
+        if zero_row:
+            dense = np.vstack([inputs.dense.numpy(), np.zeros((1, inputs.dense.shape[1]))])
+            cat = None
+            if inputs.cat is not None:
+                cat = np.vstack([inputs.cat.numpy(), np.zeros((1, inputs.cat.shape[1]))])
+            inputs = Inputs(dense, cat, inputs.cardinalities)
+        return cls(inputs, index)
+
+
+class ActiveSession:
+    """The active party's side of a session: `score(ids)` runs one micro-batch with every
+    passive party. Not thread-safe: one worker calls it, batch after batch."""
+
+    def __init__(
+        self,
+        session_id: str,
+        channel: Channel,
+        scorer: Trainer,
+        rows: Rows,
+        passives: dict[str, str],  # party id -> address
+        timeout: float,
+    ) -> None:
+        self.session_id, self.channel, self.scorer, self.rows = session_id, channel, scorer, rows
+        self.passives, self.timeout = passives, timeout
+        self.batches = 0
+
+    def score(self, ids: list[str]) -> tuple[np.ndarray, dict[int, list[str]]]:
+        """The model's outputs for `ids` (each held here), and for the positions some
+        passive party lacks, the parties that lack it (those outputs are meaningless).
+
+        Raises:
+            ChannelError, PayloadError: a passive party failed or sent a malformed reply.
+        """
+        self.batches += 1
+        tag = batch_tag(self.batches)
+        for peer in self.passives:
+            self.channel.send(peer, f"{tag}/ids", ids_to_payload(ids))
+        rows = np.array([self.rows.index[i] for i in ids], dtype=np.int64)
+        out = self.scorer.score(tag, self.rows.inputs, rows)
+        lacking: dict[int, list[str]] = {}
+        for peer in self.passives:
+            reply = self.channel.recv(peer, f"{tag}/lacks", self.timeout)
+            for pos in indices_from_payload(reply, len(ids)):
+                lacking.setdefault(int(pos), []).append(peer)
+        if out is None:
+            raise ModelError(f"session {self.session_id}: the scorer is not the active party's")
+        return out, lacking
+
+    def close(self) -> None:
+        self.scorer.close()
+
+
+class PassiveSession:
+    """A passive party's side of a session: `serve()` answers micro-batches until the
+    session is closed or idle for `PASSIVE_IDLE_S`."""
+
+    def __init__(
+        self,
+        session_id: str,
+        model: LoadedModel,
+        channel: Channel,
+        mailbox: Mailbox,
+        scorer: Trainer,
+        rows: Rows,
+        idle_s: float = PASSIVE_IDLE_S,
+    ) -> None:
+        self.session_id, self.model = session_id, model
+        self.channel, self.mailbox, self.scorer, self.rows = channel, mailbox, scorer, rows
+        self.active = model.spec.active.id
+        self.idle_s = idle_s
+        self.batches = 0
+
+    def serve(self) -> None:
+        me = self.channel.party_id
+        try:
+            while True:
+                self._answer(batch_tag(self.batches + 1))
+                self.batches += 1
+        except ChannelTimeout:
+            log.info("party %s: scoring session %s idle, closed", me, self.session_id)
+        except ChannelClosed as exc:
+            log.info("party %s: scoring session %s closed (%s)", me, self.session_id, exc)
+        except Exception as exc:  # noqa: BLE001 - a failed session never stops the daemon
+            log.warning("party %s: scoring session %s failed: %s", me, self.session_id, exc)
+        finally:
+            self.mailbox.close("scoring session ended")
+            self.scorer.close()
+
+    def _answer(self, tag: str) -> None:
+        """One micro-batch: the ids, which of them this party lacks, the forward."""
+        payload = self.channel.recv(self.active, f"{tag}/ids", self.idle_s)
+        ids = ids_from_payload(payload, MAX_BATCH_IDS)
+        zero = len(self.rows.inputs.dense) - 1
+        found = [self.rows.index.get(i) for i in ids]
+        lacks = np.array([p for p, r in enumerate(found) if r is None], dtype=np.int64)
+        rows = np.array([zero if r is None else r for r in found], dtype=np.int64)
+        self.channel.send(self.active, f"{tag}/lacks", indices_to_payload(lacks))
+        self.scorer.score(tag, self.rows.inputs, rows)
+
+    def close(self, reason: str) -> None:
+        self.mailbox.close(reason)
