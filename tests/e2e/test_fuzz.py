@@ -275,7 +275,7 @@ def field_requests(method: str, job_ids: dict[str, list[str]]) -> st.SearchStrat
             party_id=st.one_of(st.sampled_from(["ghost-a", "ghost-b"]), ids),
         ).flatmap(lambda request: report_events().map(lambda event: with_event(request, event))),
     }
-    strategy = strategies.get(name) or any_fields(RPCS[method][1], jobs)
+    strategy = strategies[name] if name in strategies else any_fields(RPCS[method][1], jobs)
     return strategy.map(lambda m: m.SerializeToString())
 
 
