@@ -26,9 +26,10 @@ def _postfix(result: pb.JobResult) -> dict[str, str]:
     post = {}
     if result.HasField("loss"):
         post["loss"] = f"{result.loss:.4f}"
+    prefix = "" if result.HasField("prediction") else "val_"  # a prediction's own metrics
     for key in ("auc", "accuracy", "r2"):
         if key in result.metrics:
-            post[f"val_{key}"] = f"{result.metrics[key]:.4f}"
+            post[f"{prefix}{key}"] = f"{result.metrics[key]:.4f}"
             break
     return post
 
