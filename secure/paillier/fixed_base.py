@@ -91,16 +91,16 @@ class ProductTable:
 
     def sample(self, count: int) -> list[mpz]:
         """`count` fresh products prod_i T_i[d_i], d_i from the OS CSPRNG."""
+        return [self.product(secrets.token_bytes(len(self._rows))) for _ in range(count)]
+
+    def product(self, digits: bytes) -> mpz:
+        """prod_i T_i[digits[i]] (one digit per row)."""
         modulus, rows = self._modulus, self._rows
-        out = []
-        for _ in range(count):
-            digits = secrets.token_bytes(len(rows))
-            acc = rows[0][digits[0]]
-            for row, d in zip(rows[1:], digits[1:], strict=True):
-                if d:
-                    acc = acc * row[d] % modulus
-            out.append(acc)
-        return out
+        acc = rows[0][digits[0]]
+        for row, d in zip(rows[1:], digits[1:], strict=True):
+            if d:
+                acc = acc * row[d] % modulus
+        return acc
 
 
 class ObfuscatorTable:
@@ -137,10 +137,7 @@ class ObfuscatorTable:
             return self._tables[0].sample(count)
         sk = self._sk
         xp, xq = (table.sample(count) for table in self._tables)
-        return [
-            a + sk.psquare * ((b - a) * sk.psquare_inv_qsquare % sk.qsquare)
-            for a, b in zip(xp, xq, strict=True)
-        ]
+        return [sk.crt(a, b) for a, b in zip(xp, xq, strict=True)]
 
 
 def random_bases(
