@@ -7,7 +7,8 @@ assumption can be leaned on against it beyond discrete logarithms mod p (1024 bi
 2048-bit n, well below 112-bit security), and a single fixed base h (obfuscators h^k)
 confines every obfuscator to the cyclic subgroup <h>: the key owner reads the coset of
 the computed ciphertext's randomness modulo <h>, e.g. its Legendre symbols mod p and q,
-at once. So we keep *statistical* hiding and make it cheap instead:
+at once. So we keep *statistical* hiding and make it cheap instead (the owner's own fresh
+encryptions, which go to the other party, may use one base: `secure.paillier.short_exponent`):
 
     setup   P independent uniform n-th residues g_1..g_P (P full exponentiations) and
             the tables T_i[d] = g_i^d for d < 2^8 (255 multiplications each);
