@@ -28,7 +28,7 @@ from secure.errors import KeyError_
 
 log = logging.getLogger(__name__)
 
-_MILLER_RABIN_ROUNDS = 40  # error below 2^-80 even for adversarial candidates
+_PRIME_TEST_REPS = 40  # GMP: Baillie-PSW, then reps - 24 Miller-Rabin rounds
 _FERMAT_MARGIN = 64  # |p - q| > 2^64 n^(1/4): Fermat's factoring method cannot apply
 
 
@@ -162,7 +162,7 @@ def _prime_3_mod_4(bits: int) -> mpz:
     top = mpz(3) << (bits - 2)
     while True:
         candidate = mpz(secrets.randbits(bits)) | top | 3
-        if gmpy2.is_prime(candidate, _MILLER_RABIN_ROUNDS):
+        if gmpy2.is_prime(candidate, _PRIME_TEST_REPS):
             return candidate
 
 

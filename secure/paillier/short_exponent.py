@@ -3,11 +3,11 @@ encryptions.
 
 A key from `secure.paillier.keys.generate_keypair` publishes h_s = (-x^2)^n mod n^2 with
 n = pq, p = q = 3 (mod 4), gcd(p - 1, q - 1) = 2. Then J_n (the units of Jacobi symbol
-1) is cyclic and h = -x^2 generates it with high probability, so h_s generates its n-th
-powers, the n-th residues of Jacobi symbol 1. An obfuscator is h_s^a with a uniform
-exponent a of `exponent_bits(n)` bits instead of a uniform n-th residue: encryption stays
-semantically secure under DCR plus the assumption that h_s^a with a short a cannot be
-told from h_s^a with a uniform a (Damgard, Jurik, Nielsen, "A generalization of
+1) is cyclic, h = -x^2 generates it or a subgroup of small index, and h_s generates the
+n-th powers of that group. An obfuscator is h_s^a with a uniform exponent a of
+`exponent_bits(n)` bits instead of a uniform n-th residue: encryption stays semantically
+secure under DCR plus the assumption that h_s^a with a short a cannot be told from a
+uniform element of <h_s> (Damgard, Jurik, Nielsen, "A generalization of
 Paillier's public-key system with applications to electronic voting", IJIS 9(6), 2010;
 SecretFlow HEU's ZPaillier and Intel IPCL use it by default, with n.bit_length()/2-bit
 exponents). It is a *computational* assumption, so it protects only against a party that
