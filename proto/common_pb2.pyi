@@ -33,12 +33,14 @@ class Ciphertexts(_message.Message):
     def __init__(self, width: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., blob: _Optional[bytes] = ..., slots: _Optional[int] = ..., scale_bits: _Optional[int] = ..., key_owner: _Optional[str] = ...) -> None: ...
 
 class PublicKey(_message.Message):
-    __slots__ = ("n", "owner")
+    __slots__ = ("n", "owner", "h_s")
     N_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    H_S_FIELD_NUMBER: _ClassVar[int]
     n: bytes
     owner: str
-    def __init__(self, n: _Optional[bytes] = ..., owner: _Optional[str] = ...) -> None: ...
+    h_s: bytes
+    def __init__(self, n: _Optional[bytes] = ..., owner: _Optional[str] = ..., h_s: _Optional[bytes] = ...) -> None: ...
 
 class Indices(_message.Message):
     __slots__ = ("data",)

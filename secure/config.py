@@ -23,6 +23,7 @@ from secure.errors import ConfigError, KeyError_
 MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512
 OBFUSCATOR_METHODS = ("fixed-base", "full")
+FRESH_OBFUSCATORS = ("short", "statistical")
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,13 @@ class SecureConfig:
             `secure.paillier.fixed_base`) or "full" (one full exponentiation each).
         obfuscator_helpers: processes per obfuscator pool that sample from copies of its
             fixed-base table, so that table products use more than one core.
+        fresh_obfuscators: the obfuscators of this party's fresh encryptions under its own
+            key, all of which go to the other party (the job spec's `crypto.obfuscators`):
+            "short" (h_s^a with a short exponent, Damgard-Jurik-Nielsen; an extra
+            assumption, see `secure.paillier.short_exponent`; keys without h_s fall back
+            to statistical) or "statistical" (uniform n-th residues, no assumption).
+            Re-randomisations of ciphertexts that go to a key's owner are statistical
+            either way.
         rows_per_cipher: at most this many batch rows share one ciphertext of m1 and m2
             (None: chosen by the cost model of
             `secure.source_layers.matmul.row_packing`; 1: one row each).
@@ -68,6 +76,7 @@ class SecureConfig:
     obfuscator: str = "fixed-base"
     obfuscator_helpers: int = 1
     rows_per_cipher: int | None = None
+    fresh_obfuscators: str = "short"
 
     def __post_init__(self) -> None:
         """Raises:
@@ -86,6 +95,10 @@ class SecureConfig:
             (self.obfuscator in OBFUSCATOR_METHODS, f"obfuscator must be in {OBFUSCATOR_METHODS}"),
             (self.rows_per_cipher is None or self.rows_per_cipher >= 1, "rows_per_cipher >= 1"),
             (self.obfuscator_helpers >= 0, "obfuscator_helpers must be >= 0"),
+            (
+                self.fresh_obfuscators in FRESH_OBFUSCATORS,
+                f"fresh_obfuscators must be in {FRESH_OBFUSCATORS}",
+            ),
         ]
         for ok, message in checks:
             if not ok:

@@ -85,6 +85,12 @@ class CryptoSpec(SpecModel):
 
     key_bits: int = Field(2048, ge=512, le=8192, strict=True)
     allow_insecure_test_keys: bool = Field(False, strict=True)
+    obfuscators: Literal["short", "statistical"] = Field(
+        "short",
+        description="obfuscators of each party's fresh encryptions for the other party: "
+        "short (short exponents, Damgard-Jurik-Nielsen; assumes a short exponent cannot be "
+        "told from a full one) or statistical (no assumption); see docs/security.md",
+    )
 
     @model_validator(mode="after")
     def _secure_keys(self) -> CryptoSpec:

@@ -7,7 +7,8 @@ assumption can be leaned on against it beyond discrete logarithms mod p (1024 bi
 2048-bit n, well below 112-bit security), and a single fixed base h (obfuscators h^k)
 confines every obfuscator to the cyclic subgroup <h>: the key owner reads the coset of
 the computed ciphertext's randomness modulo <h>, e.g. its Legendre symbols mod p and q,
-at once. So we keep *statistical* hiding and make it cheap instead:
+at once. So we keep *statistical* hiding and make it cheap instead (the owner's own fresh
+encryptions, which go to the other party, may use one base: `secure.paillier.short_exponent`):
 
     setup   P independent uniform n-th residues g_1..g_P (P full exponentiations) and
             the tables T_i[d] = g_i^d for d < 2^8 (255 multiplications each);
@@ -91,16 +92,16 @@ class ProductTable:
 
     def sample(self, count: int) -> list[mpz]:
         """`count` fresh products prod_i T_i[d_i], d_i from the OS CSPRNG."""
+        return [self.product(secrets.token_bytes(len(self._rows))) for _ in range(count)]
+
+    def product(self, digits: bytes) -> mpz:
+        """prod_i T_i[digits[i]] (one digit per row)."""
         modulus, rows = self._modulus, self._rows
-        out = []
-        for _ in range(count):
-            digits = secrets.token_bytes(len(rows))
-            acc = rows[0][digits[0]]
-            for row, d in zip(rows[1:], digits[1:], strict=True):
-                if d:
-                    acc = acc * row[d] % modulus
-            out.append(acc)
-        return out
+        acc = rows[0][digits[0]]
+        for row, d in zip(rows[1:], digits[1:], strict=True):
+            if d:
+                acc = acc * row[d] % modulus
+        return acc
 
 
 class ObfuscatorTable:
@@ -137,10 +138,7 @@ class ObfuscatorTable:
             return self._tables[0].sample(count)
         sk = self._sk
         xp, xq = (table.sample(count) for table in self._tables)
-        return [
-            a + sk.psquare * ((b - a) * sk.psquare_inv_qsquare % sk.qsquare)
-            for a, b in zip(xp, xq, strict=True)
-        ]
+        return [sk.crt(a, b) for a, b in zip(xp, xq, strict=True)]
 
 
 def random_bases(

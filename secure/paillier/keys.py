@@ -1,15 +1,22 @@
-"""Paillier keys as gmpy2 integers and their generation (via `phe`).
+"""Paillier keys as gmpy2 integers and their generation.
 
-Their wire form is `secure.wire.keys`.
+Their wire form is `secure.wire.keys`, their saved form `secure.source_layers.state`.
 
-`phe` generates the primes; everything after that uses the precomputed gmpy2 values
-below. With g = n + 1, g^m = 1 + m*n (mod n^2), so encryption needs no exponentiation
-by m. The private key keeps what CRT decryption and CRT obfuscators need.
+`generate_keypair` draws the keys of Damgard-Jurik-Nielsen (as SecretFlow HEU's ZPaillier
+does): n = pq with p = q = 3 (mod 4) and gcd(p - 1, q - 1) = 2, and with n the public
+base h_s = h^n mod n^2 of h = -x^2 mod n for a uniform x in Z_n^*. h_s lets the owner
+make its fresh encryptions with short-exponent obfuscators h_s^a
+(`secure.paillier.short_exponent`). A key without h_s (wrapped from `phe`, or saved
+before h_s existed) works as before, with statistical obfuscators only.
+
+With g = n + 1, g^m = 1 + m*n (mod n^2), so encryption needs no exponentiation by m. The
+private key keeps what CRT decryption and CRT obfuscators need.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import dataclass, field
 
 import gmpy2
@@ -21,18 +28,34 @@ from secure.errors import KeyError_
 
 log = logging.getLogger(__name__)
 
+_PRIME_TEST_REPS = 40  # GMP: Baillie-PSW, then reps - 24 Miller-Rabin rounds
+_FERMAT_MARGIN = 64  # |p - q| > 2^64 n^(1/4): Fermat's factoring method cannot apply
+
 
 @dataclass(frozen=True)
 class PublicKey:
-    """A Paillier public key with g = n + 1; `owner` names the party that can decrypt."""
+    """A Paillier public key with g = n + 1; `owner` names the party that can decrypt.
+    `h_s` (optional): the owner's base of short-exponent obfuscators, an n-th residue."""
 
     n: mpz
     owner: str
+    h_s: mpz | None = field(default=None, compare=False, repr=False)
     nsquare: mpz = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Raises:
+        KeyError_: h_s is not an element of Z_{n^2}^* other than 1.
+        """
         object.__setattr__(self, "n", mpz(self.n))
         object.__setattr__(self, "nsquare", self.n * self.n)
+        if self.h_s is not None:
+            h_s = mpz(self.h_s)
+            if not 1 < h_s < self.nsquare or gmpy2.gcd(h_s, self.n) != 1:
+                raise KeyError_(
+                    f"the public key of '{self.owner}' has a malformed h_s (it must be a unit "
+                    "mod n^2 other than 1); the key is corrupt or not from this software"
+                )
+            object.__setattr__(self, "h_s", h_s)
 
     @property
     def bits(self) -> int:
@@ -59,6 +82,9 @@ class PrivateKey:
     psquare_inv_qsquare: mpz = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        """Raises:
+        KeyError_: the factors do not match n, or h_s is not an n-th residue.
+        """
         p, q = sorted((mpz(self.p), mpz(self.q)))
         if p * q != self.public_key.n or p == q:
             raise KeyError_("private key factors do not match the public modulus")
@@ -69,6 +95,24 @@ class PrivateKey:
         values["psquare_inv_qsquare"] = gmpy2.invert(values["psquare"], values["qsquare"])
         for name, value in values.items():
             object.__setattr__(self, name, value)
+        h_s = self.public_key.h_s
+        if h_s is not None and not self.is_nth_residue(h_s):
+            raise KeyError_(
+                f"h_s of the key of '{self.public_key.owner}' is not an n-th residue: its "
+                "encryptions would not decrypt; the key is corrupt"
+            )
+
+    def crt(self, xp: mpz, xq: mpz) -> mpz:
+        """The x mod n^2 with x = xp (mod p^2) and x = xq (mod q^2)."""
+        return xp + self.psquare * ((xq - xp) * self.psquare_inv_qsquare % self.qsquare)
+
+    def is_nth_residue(self, x: mpz) -> bool:
+        """Whether x is an n-th residue mod n^2 (an encryption of 0): the n-th residues
+        mod p^2 are the subgroup of order p - 1."""
+        return bool(
+            gmpy2.powmod(x, self.p - 1, self.psquare) == 1
+            and gmpy2.powmod(x, self.q - 1, self.qsquare) == 1
+        )
 
     def __repr__(self) -> str:  # never print factors
         return f"PrivateKey(owner={self.public_key.owner!r}, bits={self.public_key.bits})"
@@ -86,14 +130,53 @@ class KeyPair:
 
 
 def generate_keypair(owner: str, config: SecureConfig) -> KeyPair:
-    """Generate a key pair of `config.key_bits` bits for party `owner`.
+    """Generate a key pair of `config.key_bits` bits for party `owner`, with the primes
+    and the public base h_s of short-exponent obfuscators (see the module doc).
 
     Raises:
         KeyError_: the configured size is below the minimum (see `check_key_bits`).
     """
     check_key_bits(config.key_bits, config.allow_insecure_test_keys, owner)
-    pk, sk = paillier.generate_paillier_keypair(n_length=config.key_bits)
-    return keypair_from_phe(owner, pk, sk, config)
+    p, q = blum_primes(config.key_bits)
+    public = PublicKey(p * q, owner)
+    warn_if_test_key(public)
+    public = PublicKey(public.n, owner, short_exponent_base(PrivateKey(public, p, q)))
+    return KeyPair(public, PrivateKey(public, p, q))
+
+
+def blum_primes(bits: int) -> tuple[mpz, mpz]:
+    """Primes p, q = 3 (mod 4) with gcd(p - 1, q - 1) = 2, whose product has exactly
+    `bits` bits and which lie far enough apart for Fermat's method."""
+    p = _prime_3_mod_4((bits + 1) // 2)
+    while True:
+        q = _prime_3_mod_4(bits // 2)
+        far = abs(p - q).bit_length() > bits // 4 + _FERMAT_MARGIN
+        if far and gmpy2.gcd(p - 1, q - 1) == 2:
+            return p, q
+
+
+def _prime_3_mod_4(bits: int) -> mpz:
+    """A prime of `bits` bits, = 3 (mod 4), with its two top bits set (so that the product
+    of two has the sum of their lengths); each candidate is drawn afresh (no bias towards
+    primes after long gaps)."""
+    top = mpz(3) << (bits - 2)
+    while True:
+        candidate = mpz(secrets.randbits(bits)) | top | 3
+        if gmpy2.is_prime(candidate, _PRIME_TEST_REPS):
+            return candidate
+
+
+def short_exponent_base(private: PrivateKey) -> mpz:
+    """h_s = h^n mod n^2 with h = -x^2 mod n for a uniform x in Z_n^*, by CRT."""
+    n = private.public_key.n
+    while True:
+        x = mpz(secrets.randbelow(int(n)))
+        if x > 1 and gmpy2.gcd(x, n) == 1:
+            break
+    h = -x * x % n
+    hp = gmpy2.powmod(h, n, private.psquare)
+    hq = gmpy2.powmod(h, n, private.qsquare)
+    return private.crt(hp, hq)
 
 
 def keypair_from_phe(
@@ -102,7 +185,8 @@ def keypair_from_phe(
     sk: paillier.PaillierPrivateKey,
     config: SecureConfig,
 ) -> KeyPair:
-    """Wrap a `phe` key pair (e.g. a pre-generated test key) for party `owner`.
+    """Wrap a `phe` key pair (e.g. a pre-generated test key) for party `owner`; it has no
+    h_s, so its owner's obfuscators stay statistical.
 
     Raises:
         KeyError_: the key is below the minimum size or does not match its factors.

@@ -1,8 +1,9 @@
 """A helper process that samples obfuscators from a copy of a pool's fixed-base table.
 
 Table products hold the GIL, so threads cannot spread them over cores; a helper process
-can. The pool sends its secret table bases once (never anything from a peer), the helper
-rebuilds the power tables (255 P products, no exponentiation), reports that it is ready
+can. The pool sends its secret table bases once (never anything from a peer; for a
+short-exponent table, only the key and its factors, since h_s is the table's base), the
+helper rebuilds the power tables (255 P products, no exponentiation), reports that it is ready
 (until then the pool works alone), and answers requests for k obfuscators with one
 fixed-width big-endian blob. Samples from a copy of the table
 have the distribution of the pool's own (fresh uniform digits, same secret bases), so
@@ -23,6 +24,7 @@ from gmpy2 import mpz
 
 from secure.paillier.fixed_base import ObfuscatorTable
 from secure.paillier.keys import PrivateKey, PublicKey
+from secure.paillier.short_exponent import ShortExponentTable
 
 _READY = b"ready"
 
@@ -31,15 +33,22 @@ class ObfuscatorWorker:
     """One helper process with a copy of `table` for `public_key` (and `private_key`)."""
 
     def __init__(
-        self, public_key: PublicKey, private_key: PrivateKey | None, table: ObfuscatorTable
+        self,
+        public_key: PublicKey,
+        private_key: PrivateKey | None,
+        table: ObfuscatorTable | ShortExponentTable,
     ) -> None:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         factors = None if private_key is None else (int(private_key.p), int(private_key.q))
-        bases = [[int(b) for b in row] for row in table.bases]
+        h_s = None if public_key.h_s is None else int(public_key.h_s)
+        if isinstance(table, ObfuscatorTable):
+            bases: list[list[int]] | None = [[int(b) for b in row] for row in table.bases]
+        else:
+            bases = None  # a short-exponent table: rebuilt from h_s
         self._process = context.Process(
             target=_serve,
-            args=(child, int(public_key.n), factors, bases),
+            args=(child, (int(public_key.n), h_s), factors, bases),
             name="obfuscator-helper",
             daemon=True,
         )
@@ -90,12 +99,20 @@ def _stop(conn: Connection, process: multiprocessing.process.BaseProcess) -> Non
 
 
 def _serve(
-    conn: Connection, n: int, factors: tuple[int, int] | None, bases: list[list[int]]
+    conn: Connection,
+    key: tuple[int, int | None],
+    factors: tuple[int, int] | None,
+    bases: list[list[int]] | None,
 ) -> None:
-    """The helper's loop: a count in, a blob of that many obfuscators out; None stops."""
-    public = PublicKey(mpz(n), "helper")
+    """The helper's loop: a count in, a blob of that many obfuscators out; None stops.
+    `key`: (n, h_s); `bases`: those of an `ObfuscatorTable`, None for a short-exponent one."""
+    public = PublicKey(mpz(key[0]), "helper", None if key[1] is None else mpz(key[1]))
     private = None if factors is None else PrivateKey(public, mpz(factors[0]), mpz(factors[1]))
-    table = ObfuscatorTable(public, private, [[mpz(b) for b in row] for row in bases])
+    table: ObfuscatorTable | ShortExponentTable
+    if bases is None and private is not None:
+        table = ShortExponentTable(private)
+    else:
+        table = ObfuscatorTable(public, private, [[mpz(b) for b in row] for row in bases or []])
     width = (int(public.nsquare.bit_length()) + 7) // 8
     conn.send_bytes(_READY)
     while True:

@@ -12,6 +12,11 @@ Two ways to compute them (`SecureConfig.obfuscator`):
   key CRT(s_p^p mod p^2, s_q^q mod q^2), two 1024-bit exponents mod 2048-bit moduli. The
   n-th residues mod p^2 are exactly the subgroup of order p - 1, {s^p mod p^2}.
 
+What they are: uniform n-th residues (statistical), or, for a pool of the owner's key with
+`short_exponent`, h_s^a with a short uniform a (`secure.paillier.short_exponent`: an extra
+assumption, for the owner's fresh encryptions for the other party only); then
+"fixed-base" means fixed-base tables of h_s and "full" two CRT exponentiations.
+
 Table products hold the GIL (gmpy2 releases it only inside big powmods), so threads
 cannot share them out; `helpers` processes (`secure.paillier.obfuscator_worker`) with copies of
 the table take a share of every request instead (2 cores: ~2x).
@@ -38,6 +43,11 @@ from secure.errors import ConfigError
 from secure.paillier.fixed_base import ObfuscatorTable, parallel_powmod, positions
 from secure.paillier.keys import PrivateKey, PublicKey
 from secure.paillier.obfuscator_worker import ObfuscatorWorker
+from secure.paillier.short_exponent import (
+    ShortExponentTable,
+    short_exponent_powers,
+    short_table_cost,
+)
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +68,25 @@ class ObfuscatorPool:
         method: str = "fixed-base",
         gate: threading.Event | None = None,
         helpers: int = 0,
+        *,
+        short_exponent: bool = False,
     ) -> None:
         """`gate`: background refill works only while it is set (None: always).
         `helpers`: processes that `prepare` starts to sample from copies of the table.
+        `short_exponent`: h_s^a with short exponents (the owner's fresh encryptions only).
 
         Raises:
-            ConfigError: unknown `method`.
+            ConfigError: unknown `method`, or `short_exponent` without the private key
+                or without h_s.
         """
         if method not in METHODS:
             raise ConfigError(f"unknown obfuscator method {method!r}; use one of {METHODS}")
+        if short_exponent and (private_key is None or public_key.h_s is None):
+            raise ConfigError(
+                "short-exponent obfuscators need the key owner's pool and a key with h_s; "
+                "use statistical ones (short_exponent=False)"
+            )
+        self._short = short_exponent
         self._pk, self._sk = public_key, private_key
         self._capacity, self._background, self._method = capacity, background, method
         self._threads = max(1, threads or os.cpu_count() or 1)
@@ -74,7 +94,7 @@ class ObfuscatorPool:
         self._ready: list[mpz] = []
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
-        self._table: ObfuscatorTable | None = None
+        self._table: ObfuscatorTable | ShortExponentTable | None = None
         self._spent = 0  # full exponentiation batches' obfuscators (ski-rental rule)
         self._stop = threading.Event()
         self._filler: threading.Thread | None = None
@@ -85,6 +105,11 @@ class ObfuscatorPool:
     @property
     def method(self) -> str:
         return self._method
+
+    @property
+    def short_exponent(self) -> bool:
+        """Whether this pool makes short-exponent obfuscators h_s^a."""
+        return self._short
 
     @property
     def uses_table(self) -> bool:
@@ -113,7 +138,7 @@ class ObfuscatorPool:
         self._spent += count
         return self._full(count, self._threads)
 
-    def _sample(self, table: ObfuscatorTable, count: int) -> list[mpz]:
+    def _sample(self, table: ObfuscatorTable | ShortExponentTable, count: int) -> list[mpz]:
         """From the table, shared with the helper processes unless another thread uses
         them (the caller computes its share meanwhile)."""
         if not self._workers or count < 2 or not self._workers_lock.acquire(blocking=False):
@@ -162,7 +187,7 @@ class ObfuscatorPool:
             except (AssertionError, OSError) as exc:  # e.g. inside a daemonic process
                 log.warning("no obfuscator helper processes (%s); the pool works alone", exc)
 
-    def _table_for(self, count: int) -> ObfuscatorTable | None:
+    def _table_for(self, count: int) -> ObfuscatorTable | ShortExponentTable | None:
         if self._method != "fixed-base":
             return None
         if self._table is None and self._spent + count >= self._table_cost():
@@ -170,14 +195,19 @@ class ObfuscatorPool:
         return self._table
 
     def _table_cost(self) -> int:
-        """Full exponentiations a table costs to build (its number of bases)."""
+        """Full exponentiations a table costs to build (its number of bases, or the
+        products of a short-exponent table in exponentiations)."""
+        if self._short and self._sk is not None:
+            return short_table_cost(self._sk)
         if self._sk is None:
             return positions(int(self._pk.n.bit_length()))
         return positions(int(self._sk.p.bit_length())) + positions(int(self._sk.q.bit_length()))
 
-    def _build(self) -> ObfuscatorTable:
+    def _build(self) -> ObfuscatorTable | ShortExponentTable:
         with self._build_lock:
-            if self._table is None:
+            if self._table is None and self._short and self._sk is not None:
+                self._table = ShortExponentTable(self._sk)
+            elif self._table is None:
                 self._table = ObfuscatorTable.generate(self._pk, self._sk, self._threads)
             return self._table
 
@@ -231,6 +261,8 @@ class ObfuscatorPool:
 
     def _full(self, count: int, threads: int) -> list[mpz]:
         """`count` obfuscators by full exponentiation (GIL-free, over `threads`)."""
+        if self._short and self._sk is not None:
+            return short_exponent_powers(self._sk, count, threads)
         if self._sk is None:
             n = self._pk.n
             bases = [mpz(secrets.randbelow(int(n) - 1) + 1) for _ in range(count)]
@@ -240,8 +272,4 @@ class ObfuscatorPool:
         sq = [mpz(secrets.randbelow(int(sk.q) - 1) + 1) for _ in range(count)]
         xp = parallel_powmod(sp, sk.p, sk.psquare, threads)
         xq = parallel_powmod(sq, sk.q, sk.qsquare, threads)
-        # CRT: x = xp (mod p^2), x = xq (mod q^2)
-        return [
-            a + sk.psquare * ((b - a) * sk.psquare_inv_qsquare % sk.qsquare)
-            for a, b in zip(xp, xq, strict=True)
-        ]
+        return [sk.crt(a, b) for a, b in zip(xp, xq, strict=True)]

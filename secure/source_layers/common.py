@@ -4,6 +4,7 @@ keeps for its backward step."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,16 +30,24 @@ Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
 # Initial shares handed in by tests, by name: an array, or one array per field (tables).
 InitialShares: TypeAlias = Mapping[str, Any]  # noqa: UP040
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class PartyCrypto:
-    """One party's key pair, its Paillier contexts (own and peers'), and its matmul pool."""
+    """One party's key pair, its Paillier contexts (own and peers'), and its matmul pool.
+
+    Which obfuscators: the own context only makes fresh encryptions, all of them for the
+    other party (initial shares, m3 and the Embed-MatMul counterparts), so its pool uses
+    short exponents when `config.fresh_obfuscators` is "short" and the key has h_s. A
+    peer's context makes everything that goes to that peer, the key's owner (m1, m2, e,
+    c, z, y, de, the pair seeds): statistical obfuscators, always.
+    """
 
     def __init__(
         self, party_id: str, config: SecureConfig, keypair: KeyPair | None, own_pool: bool
     ) -> None:
         """`own_pool`: keep a pool of obfuscators for our own key (the active party
-        encrypts every backward step; a passive party only encrypts at setup).
+        encrypts every backward step; a passive party of the MatMul layer only at setup).
 
         Raises:
             KeyError_: no key pair given and `config.key_bits` is below the minimum.
@@ -48,12 +57,24 @@ class PartyCrypto:
         self._idle = threading.Event()  # set while this party waits for a peer
         self._waiters = 0
         self._waiters_lock = threading.Lock()
-        pool = self._pool(self.keypair.public, self.keypair.private) if own_pool else None
-        self.own = Paillier(self.keypair.public, self.keypair.private, pool, config.threads)
+        public, private = self.keypair.public, self.keypair.private
+        short = config.fresh_obfuscators == "short"
+        if short and public.h_s is None:
+            log.info("party %s: its key has no h_s; statistical obfuscators only", party_id)
+            short = False
+        if own_pool:
+            pool = self._pool(public, private, short)
+        else:  # no background work; tables only once they pay (`ObfuscatorPool`)
+            pool = ObfuscatorPool(
+                public, private, 0, config.threads, False, config.obfuscator, short_exponent=short
+            )
+        self.own = Paillier(public, private, pool, config.threads)
         self.matmul = CipherMatmul(config.workers, config.parallel_min_terms)
         self.peers: dict[str, Paillier] = {}
 
-    def _pool(self, public: PublicKey, private: PrivateKey | None) -> ObfuscatorPool:
+    def _pool(
+        self, public: PublicKey, private: PrivateKey | None, short: bool = False
+    ) -> ObfuscatorPool:
         """A pool for repeated use: its fixed-base tables are built now (if configured)."""
         cfg = self.config
         pool = ObfuscatorPool(
@@ -65,6 +86,7 @@ class PartyCrypto:
             cfg.obfuscator,
             self._idle,
             cfg.obfuscator_helpers,
+            short_exponent=short,
         )
         if cfg.obfuscator_pool:
             pool.prepare()

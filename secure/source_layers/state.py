@@ -3,16 +3,18 @@
 Each layer role's `state_dict()` returns, and its `load_state_dict()` takes, a dict of
 ints, strings, bytes, lists and numpy arrays only: a ciphertext matrix is one blob of
 fixed-width big-endian integers (its wire form, `cipher_state`), a public key its
-modulus, the layer parameters their fields. `load_state_dict()` replaces `setup()` when
+modulus (a peer's h_s is not kept: only its owner uses it), the layer parameters their
+fields. `load_state_dict()` replaces `setup()` when
 a job resumes: nothing is exchanged, and every ciphertext a party holds stays under the
 restored keys of its peers.
 
 A party's own key pair is not part of a layer's state (both layers of a party share
-it): its owner saves it once (`keypair_state`) and hands it back to the layers'
-constructors. A layer's state names the public key it was written with, and loading it
-into a layer with another key pair is refused. Not state: the values a forward step
-keeps for its backward step (checkpoints are taken between rounds) and obfuscator pools
-(they refill).
+it): its owner saves it once (`keypair_state`: the primes and h_s, which a state
+written before h_s existed lacks; such a key makes statistical obfuscators only) and
+hands it back to the layers' constructors. A layer's state names the public key it was
+written with, and loading it into a layer with another key pair is refused. Not state:
+the values a forward step keeps for its backward step (checkpoints are taken between
+rounds) and obfuscator pools (they refill).
 
 Loading raises `StateError` naming what does not fit (or `KeyError_` for a key below the
 minimum size).
@@ -29,7 +31,7 @@ import numpy as np
 from gmpy2 import mpz
 
 from secure.config import SecureConfig, check_key_bits
-from secure.errors import PayloadError, SecureError, StateError
+from secure.errors import KeyError_, PayloadError, SecureError, StateError
 from secure.paillier.cipher_matrix import join_blob, split_blob
 from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
 
@@ -68,11 +70,13 @@ def modulus_state(key: PublicKey) -> bytes:
     return int_bytes(key.n)
 
 
-def public_key_from_state(data: bytes, owner: str, config: SecureConfig) -> PublicKey:
-    """A peer's (or our own) public key from its saved modulus.
+def public_key_from_state(
+    data: bytes, owner: str, config: SecureConfig, h_s: bytes | None = None
+) -> PublicKey:
+    """A peer's (or our own) public key from its saved modulus (and h_s, if saved).
 
     Raises:
-        StateError: not an odd modulus of `config.key_bits` bits.
+        StateError: not an odd modulus of `config.key_bits` bits, or a malformed h_s.
         KeyError_: below the minimum key size.
     """
     n = mpz(int.from_bytes(bytes(data), "big"))
@@ -85,31 +89,46 @@ def public_key_from_state(data: bytes, owner: str, config: SecureConfig) -> Publ
             f"the saved public key of '{owner}' has {bits} bits, this job uses "
             f"{config.key_bits}; resume with the job's own crypto settings"
         )
-    return PublicKey(n, owner)
+    if h_s is None:
+        return PublicKey(n, owner)
+    try:
+        return PublicKey(n, owner, mpz(int.from_bytes(bytes(h_s), "big")))
+    except KeyError_ as exc:
+        raise StateError(f"the saved public key of '{owner}' is corrupt: {exc}") from None
 
 
 def keypair_state(keypair: KeyPair) -> LayerState:
-    """A party's own key pair: its owner and the primes (the private key). Only ever
-    written into that party's own state directory."""
-    private = keypair.private
-    return {"owner": keypair.public.owner, "p": int_bytes(private.p), "q": int_bytes(private.q)}
+    """A party's own key pair: its owner, the primes (the private key) and h_s, if the
+    key has one. Only ever written into that party's own state directory."""
+    private, public = keypair.private, keypair.public
+    state = {"owner": public.owner, "p": int_bytes(private.p), "q": int_bytes(private.q)}
+    if public.h_s is not None:
+        state["h_s"] = int_bytes(public.h_s)
+    return state
 
 
 def keypair_from_state(state: LayerState, owner: str, config: SecureConfig) -> KeyPair:
-    """Raises:
-    StateError: the key pair of another party, of another size, or corrupt.
-    KeyError_: below the minimum key size.
+    """A saved key pair; one saved without h_s (an older state) loads without it.
+
+    Raises:
+        StateError: the key pair of another party, of another size, or corrupt (h_s
+            included).
+        KeyError_: below the minimum key size.
     """
     with reading(f"the saved key pair of '{owner}'"):
         saved_owner = str(state["owner"])
         p, q = (mpz(int.from_bytes(bytes(state[f]), "big")) for f in ("p", "q"))
+        h_s = bytes(state["h_s"]) if "h_s" in state else None
     if saved_owner != owner:
         raise StateError(f"the saved key pair belongs to '{saved_owner}', not to '{owner}'")
     if p < 3 or q < 3 or p == q:
         raise StateError(f"the saved key pair of '{owner}' is corrupt")
-    public = public_key_from_state(int_bytes(p * q), owner, config)
+    public = public_key_from_state(int_bytes(p * q), owner, config, h_s)
     warn_if_test_key(public)
-    return KeyPair(public, PrivateKey(public, p, q))
+    try:
+        return KeyPair(public, PrivateKey(public, p, q))
+    except KeyError_ as exc:
+        raise StateError(f"the saved key pair of '{owner}' is corrupt: {exc}") from None
 
 
 def check_own_key(saved: bytes, key: PublicKey, what: str) -> None:

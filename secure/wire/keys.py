@@ -1,6 +1,7 @@
-"""Public keys on the wire: `vfl.v1.PublicKey` holds n big-endian and the owner's id.
+"""Public keys on the wire: `vfl.v1.PublicKey` holds n and h_s big-endian and the owner's id.
 
-A received key is checked for its owner, its shape (an odd modulus) and the minimum size.
+A received key is checked for its owner, its shape (an odd modulus; h_s, if any, a unit
+mod n^2 other than 1) and the minimum size. An empty h_s means the key has none.
 """
 
 from __future__ import annotations
@@ -15,10 +16,16 @@ from secure.paillier.keys import PublicKey, warn_if_test_key
 Payload = common_pb2.Payload
 
 
+def _big_endian(value: mpz | None) -> bytes:
+    if value is None:
+        return b""
+    number = int(value)
+    return number.to_bytes((number.bit_length() + 7) // 8, "big")
+
+
 def public_key_to_payload(key: PublicKey) -> Payload:
-    n = int(key.n)
-    data = n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return Payload(public_key=common_pb2.PublicKey(n=data, owner=key.owner))
+    message = common_pb2.PublicKey(n=_big_endian(key.n), owner=key.owner, h_s=_big_endian(key.h_s))
+    return Payload(public_key=message)
 
 
 def public_key_from_payload(payload: Payload, owner: str, config: SecureConfig) -> PublicKey:
@@ -26,20 +33,23 @@ def public_key_from_payload(payload: Payload, owner: str, config: SecureConfig) 
 
     Raises:
         PayloadError: not a public-key payload, or it names another owner.
-        KeyError_: the modulus is malformed (even, empty) or below the minimum size.
+        KeyError_: the modulus is malformed (even, empty) or below the minimum size, or
+            h_s is malformed (not a unit mod n^2 other than 1).
     """
     kind = payload.WhichOneof("kind")
     if kind != "public_key":
         raise PayloadError(f"expected a public_key payload from '{owner}', got '{kind}'")
-    if payload.public_key.owner != owner:
+    message = payload.public_key
+    if message.owner != owner:
         raise PayloadError(
-            f"public key names owner '{payload.public_key.owner}', expected '{owner}'; "
+            f"public key names owner '{message.owner}', expected '{owner}'; "
             "are both parties running the same job?"
         )
-    n = mpz(int.from_bytes(payload.public_key.n, "big"))
+    n = mpz(int.from_bytes(message.n, "big"))
     if n < 3 or n % 2 == 0:
         raise KeyError_(f"public key of '{owner}' is not an odd modulus; regenerate it")
     check_key_bits(int(n.bit_length()), config.allow_insecure_test_keys, owner)
-    key = PublicKey(n, owner)
+    h_s = mpz(int.from_bytes(message.h_s, "big")) if message.h_s else None
+    key = PublicKey(n, owner, h_s)
     warn_if_test_key(key)
     return key

@@ -89,6 +89,7 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path) -> None:
         ),
         (GOOD.replace("id: id}", "id: id, label: z}"), "'parties[1].data.label' must be left out"),
         (GOOD + "crypto: {key_bits: 1024}\n", "'crypto.key_bits' is 1024"),
+        (GOOD + "crypto: {obfuscators: djn}\n", "'crypto.obfuscators'"),
         (GOOD + "network: {rtt_ms: 5}\n", "'network.bandwidth_mbps' is required"),
     ],
 )
@@ -130,4 +131,10 @@ def test_empty_sections_and_yaml_booleans() -> None:
         + "crypto:\n"
     )
     assert spec.active.data.label == "true" and spec.passives[0].data.label is None
-    assert spec.crypto.key_bits == 2048
+    assert spec.crypto.key_bits == 2048 and spec.crypto.obfuscators == "short"
+
+
+def test_statistical_obfuscators_are_the_assumption_free_choice() -> None:
+    spec = parse_spec_text(GOOD + "crypto: {obfuscators: statistical}\n")
+    assert spec.crypto.obfuscators == "statistical"
+    assert JobSpec.from_json(spec.to_json()) == spec

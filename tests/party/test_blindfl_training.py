@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.spec import TableSource, parse_spec
+from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast, motor
 from tests.support.harness import run_inprocess
 
@@ -39,6 +40,20 @@ def test_blindfl_reaches_the_split_auc_on_breast() -> None:
     blind = run_inprocess(breast_spec("blindfl"), breast())["bank"]["metrics"]["auc"]
     assert blind >= 0.99 and split >= 0.99
     assert abs(blind - split) <= 0.005
+
+
+def test_statistical_obfuscators_train_the_same_model(monkeypatch) -> None:
+    """Obfuscators change only the ciphertexts' randomness: with the same key pairs (the
+    initial shares depend on them), `obfuscators: statistical` and the default `short`
+    end with the same model."""
+    pin_keys(monkeypatch, new_keys(["bank", "shop"], TEST_CRYPTO["key_bits"]))
+    train = {"epochs": 2, "batch_size": 64, "lr": 0.05, "seed": 3}
+    short = run_inprocess(breast_spec("blindfl", train=train), breast())["bank"]
+    crypto = {**TEST_CRYPTO, "obfuscators": "statistical"}
+    spec = breast_spec("blindfl", train=train, crypto=crypto)
+    assert spec.crypto.obfuscators == "statistical"
+    statistical = run_inprocess(spec, breast())["bank"]
+    assert statistical["metrics"] == short["metrics"] and short["metrics"]["auc"] >= 0.9
 
 
 def test_blindfl_with_celu_local_updates() -> None:

@@ -4,22 +4,18 @@ the protocols run over (in-process and real gRPC)."""
 from __future__ import annotations
 
 import pytest
-from phe import paillier
 
 from secure.channel import InProcessHub
-from secure.paillier.keys import KeyPair, keypair_from_phe
+from secure.paillier.keys import KeyPair, generate_keypair
 from tests.support.secure import TEST_KEY_BITS, TEST_PARTIES, config_for_tests
 
 
 @pytest.fixture(scope="session")
 def test_keys() -> dict[str, KeyPair]:
-    """One INSECURE 1024-bit test key pair per party name, generated once per session."""
-    config = config_for_tests()
-    keys = {}
-    for party in TEST_PARTIES:
-        pk, sk = paillier.generate_paillier_keypair(n_length=TEST_KEY_BITS)
-        keys[party] = keypair_from_phe(party, pk, sk, config)
-    return keys
+    """One INSECURE 1024-bit test key pair (with h_s) per party name, generated once per
+    session."""
+    config = config_for_tests(key_bits=TEST_KEY_BITS)
+    return {party: generate_keypair(party, config) for party in TEST_PARTIES}
 
 
 @pytest.fixture(params=["inprocess", "grpc"])

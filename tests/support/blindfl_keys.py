@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from phe import paillier
-
 from coordinator.spec import JobSpec
 from party.state import StateDir
 from secure.config import SecureConfig
-from secure.paillier.keys import KeyPair, keypair_from_phe
+from secure.paillier.keys import KeyPair, generate_keypair
 from secure.source_layers.state import keypair_from_state
 
 TRAINERS = ("party.training.blindfl.active", "party.training.blindfl.passive")
@@ -25,11 +23,7 @@ TRAINERS = ("party.training.blindfl.active", "party.training.blindfl.passive")
 
 def new_keys(parties: Iterable[str], key_bits: int) -> dict[str, KeyPair]:
     config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=True)
-    keys = {}
-    for party in parties:
-        pk, sk = paillier.generate_paillier_keypair(n_length=key_bits)
-        keys[party] = keypair_from_phe(party, pk, sk, config)
-    return keys
+    return {party: generate_keypair(party, config) for party in parties}
 
 
 def pin_keys(monkeypatch, keys: dict[str, KeyPair] | None) -> None:

@@ -32,6 +32,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
     return SecureConfig(
         key_bits=crypto.key_bits,
         allow_insecure_test_keys=crypto.allow_insecure_test_keys,
+        fresh_obfuscators=crypto.obfuscators,
         feature_bits=0 if integral else 16,
         timeout_s=ctx.timeout,
     )

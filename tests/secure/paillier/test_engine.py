@@ -14,7 +14,7 @@ from secure.config import SecureConfig
 from secure.errors import KeyError_, PayloadError
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.engine import Paillier
-from secure.paillier.keys import generate_keypair, keypair_from_phe
+from secure.paillier.keys import PublicKey, generate_keypair, keypair_from_phe
 from secure.paillier.obfuscators import ObfuscatorPool
 from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -105,6 +105,22 @@ def test_public_key_payload_round_trip_and_checks(test_keys):
         public_key_from_payload(payload, "B", config_for_tests())
     with pytest.raises(KeyError_, match="minimum is 2048"):
         public_key_from_payload(payload, "A1", SecureConfig())
+
+
+def test_h_s_crosses_the_wire_and_a_malformed_one_is_refused(test_keys):
+    key = test_keys["A1"].public
+    back = public_key_from_payload(public_key_to_payload(key), "A1", config_for_tests())
+    assert back.h_s == key.h_s and back.h_s is not None
+    without = public_key_to_payload(PublicKey(key.n, "A1"))  # a key from before h_s existed
+    assert public_key_from_payload(without, "A1", config_for_tests()).h_s is None
+    for bad in (1, int(key.n) * 3, int(key.nsquare)):
+        payload = public_key_to_payload(key)
+        payload.public_key.h_s = bad.to_bytes((bad.bit_length() + 7) // 8, "big")
+        with pytest.raises(KeyError_, match="public key of 'A1' has a malformed h_s"):
+            public_key_from_payload(payload, "A1", config_for_tests())
+    payload.public_key.h_s = b"\x00"
+    with pytest.raises(KeyError_, match="malformed h_s"):
+        public_key_from_payload(payload, "A1", config_for_tests())
 
 
 def test_keypair_from_phe_checks_the_minimum(test_keys):

@@ -137,10 +137,10 @@ def test_a_dead_helper_process_falls_back_to_the_pool_itself(test_keys, caplog):
 
 
 def test_unknown_methods_are_rejected(test_keys):
-    with pytest.raises(ValueError, match="unknown obfuscator method 'short'"):
-        ObfuscatorPool(test_keys["B"].public, method="short")
+    with pytest.raises(ValueError, match="unknown obfuscator method 'fast'"):
+        ObfuscatorPool(test_keys["B"].public, method="fast")
     with pytest.raises(ValueError, match="obfuscator must be in"):
-        SecureConfig(obfuscator="short")
+        SecureConfig(obfuscator="fast")
 
 
 def wait_until(condition, seconds: float = 20.0) -> bool:
@@ -195,8 +195,11 @@ def test_decryption_agrees_on_one_and_several_threads(test_keys):
 def test_2048_bit_tables_encrypt_decrypt_and_cover_the_legendre_classes():
     config = SecureConfig(workers=1, obfuscator_pool=0, background_refill=False)
     key = generate_keypair("B", config)
+    p, q = key.private.p, key.private.q
+    assert key.public.bits == 2048 and p % 4 == 3 == q % 4 and gmpy2.gcd(p - 1, q - 1) == 2
     pools = [ObfuscatorPool(key.public, private, 0, 2, False) for private in (key.private, None)]
-    for pool in pools:
+    short = ObfuscatorPool(key.public, key.private, 0, 2, False, short_exponent=True)
+    for pool in [*pools, short]:
         pool.prepare()
     owner, peer = (
         Paillier(key.public, key.private, pools[0]),
@@ -204,7 +207,10 @@ def test_2048_bit_tables_encrypt_decrypt_and_cover_the_legendre_classes():
     )
     values = [0, 1, -1, 2**1000, -(2**1500), 12345]
     assert owner.decrypt(peer.encrypt(values)) == values == owner.decrypt(owner.encrypt(values))
-    p, q = key.private.p, key.private.q
+    assert owner.decrypt(Paillier(key.public, key.private, short).encrypt(values)) == values
     for pool in pools:
         classes = {(gmpy2.legendre(s, p), gmpy2.legendre(s, q)) for s in pool.take(64)}
         assert len(classes) == 4
+    # short exponents: powers of h_s = (-x^2)^n, so only the two classes of Jacobi symbol 1
+    classes = {(gmpy2.legendre(s, p), gmpy2.legendre(s, q)) for s in short.take(64)}
+    assert classes == {(1, 1), (-1, -1)}

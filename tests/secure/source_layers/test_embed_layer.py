@@ -73,6 +73,18 @@ def test_training_matches_plaintext_training(test_keys, k_parties, emb_dim, voca
     check_training(make_job(test_keys, k_parties, emb_dim=emb_dim, vocab=vocab), emb_dim, steps)
 
 
+@pytest.mark.parametrize("fresh", ["short", "statistical"])
+def test_both_kinds_of_fresh_obfuscators_train_alike(test_keys, fresh):
+    """Own pools (q_b, w_b, m3, pb, st at B; w_a, wt_a, phi, phit at A_k) make
+    short-exponent obfuscators by default; peer pools (e, c, z, y, de) are statistical."""
+    job = make_job(test_keys, 2, config=config_for_tests(fresh_obfuscators=fresh))
+    for layer in (job.active, *job.passives):
+        crypto = layer._crypto  # noqa: SLF001 - which pools
+        assert crypto.own.pool.short_exponent is (fresh == "short")
+        assert not any(peer.pool.short_exponent for peer in crypto.peers.values())
+    check_training(job, 3, 2)
+
+
 @pytest.mark.parametrize("hub", ["grpc"], indirect=True)
 @pytest.mark.parametrize("k_parties", [1, 2])
 def test_training_over_real_grpc_matches_plaintext_training(test_keys, hub, k_parties):

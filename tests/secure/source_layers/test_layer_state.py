@@ -11,9 +11,10 @@ from gmpy2 import mpz
 from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 from secure.channel import InProcessHub
 from secure.errors import KeyError_, SecureError, StateError
+from secure.source_layers.common import PartyCrypto
 from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
-from secure.source_layers.state import keypair_from_state, keypair_state
+from secure.source_layers.state import int_bytes, keypair_from_state, keypair_state
 from tests.support import embed_layer, matmul_layer
 from tests.support.secure import config_for_tests, run_parties
 
@@ -196,3 +197,20 @@ def test_a_key_pair_round_trips_and_is_checked(test_keys) -> None:
         keypair_from_state(
             state, "A1", config_for_tests(key_bits=2048, allow_insecure_test_keys=False)
         )
+
+
+def test_a_key_pair_keeps_its_h_s_and_an_older_state_loads_without_it(test_keys) -> None:
+    config, key = config_for_tests(), test_keys["A1"]
+    state = through_a_checkpoint(keypair_state(key))
+    assert keypair_from_state(state, "A1", config).public.h_s == key.public.h_s is not None
+    older = {name: value for name, value in state.items() if name != "h_s"}
+    restored = keypair_from_state(older, "A1", config)
+    assert restored.public.h_s is None and restored.public == key.public
+    crypto = PartyCrypto("A1", config, restored, own_pool=False)  # statistical fallback
+    assert not crypto.own.pool.short_exponent
+    assert crypto.own.decrypt(crypto.own.encrypt([3])) == [3]
+    crypto.close()
+    with pytest.raises(StateError, match="corrupt: .*malformed h_s"):
+        keypair_from_state({**state, "h_s": b"\x01"}, "A1", config)
+    with pytest.raises(StateError, match="corrupt: .*not an n-th residue"):
+        keypair_from_state({**state, "h_s": int_bytes(key.public.n + 2)}, "A1", config)

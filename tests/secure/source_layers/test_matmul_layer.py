@@ -36,8 +36,24 @@ from tests.support.secure import config_for_tests, run_parties
     ("sparse", "k", "h"), [(False, 1, 5), (True, 1, 20), (False, 2, 20), (True, 2, 5)]
 )
 def test_training_matches_plaintext_training(test_keys, hub, sparse, k, h):
+    check_training(make_job(test_keys, k=k, h=h, hub=hub), sparse, h)
+
+
+@pytest.mark.parametrize("fresh", ["short", "statistical"])
+def test_both_kinds_of_fresh_obfuscators_train_alike(test_keys, fresh):
+    """B's and A_k's own pools make short-exponent obfuscators by default (the keys have
+    h_s); the peers' pools (m1, m2) are statistical either way."""
+    config = config_for_tests(fresh_obfuscators=fresh)
+    job = make_job(test_keys, k=2, h=5, config_a=config, config_b=config)
+    for layer in (job.active, *job.passives):
+        crypto = layer._crypto  # noqa: SLF001 - which pools
+        assert crypto.own.pool.short_exponent is (fresh == "short")
+        assert not any(peer.pool.short_exponent for peer in crypto.peers.values())
+    check_training(job, True, 5)
+
+
+def check_training(job, sparse: bool, h: int) -> None:
     # Prepare
-    job = make_job(test_keys, k=k, h=h, hub=hub)
     rng = np.random.default_rng(11)
     # Execute / Assert: forward outputs and weights after 1 and after 3 SGD steps
     for step in range(3):
