@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
+from credit_data import credit_tables
 
 from coordinator.spec import TableSource, parse_spec
 from party.job import PartyJob
@@ -63,38 +63,6 @@ class StopAfter:
 
     def __getattr__(self, name: str):  # stage, aligned, round, validation: ignored
         return lambda *args, **kwargs: None
-
-
-def credit_tables(folder: Path, rows: int = 30_000, seed: int = 0) -> dict[str, TableSource]:
-    rng = np.random.default_rng(seed)
-    xa, xb = rng.normal(size=(rows, 13)), rng.normal(size=(rows, 10))
-    wa, wb = rng.normal(size=13), rng.normal(size=10)
-    logit = np.sin(xa @ wa / 2) + (xa[:, :3].sum(1) * xb[:, :3].sum(1)) / 3 + xb @ wb / 4
-    y = (logit + rng.normal(scale=0.5, size=rows) > 0).astype(int)
-    ids = np.arange(rows)
-    bank, shop = folder / "bank.csv", folder / "shop.csv"
-    head_a = "id,y," + ",".join(f"a{i}" for i in range(13))
-    head_b = "id," + ",".join(f"b{i}" for i in range(10))
-    np.savetxt(
-        bank,
-        np.column_stack([ids, y, xa]),
-        delimiter=",",
-        header=head_a,
-        comments="",
-        fmt=["%d", "%d"] + ["%.6f"] * 13,
-    )
-    np.savetxt(
-        shop,
-        np.column_stack([ids, xb]),
-        delimiter=",",
-        header=head_b,
-        comments="",
-        fmt=["%d"] + ["%.6f"] * 10,
-    )
-    return {
-        "bank": TableSource(path=str(bank), id="id", label="y"),
-        "shop": TableSource(path=str(shop), id="id"),
-    }
 
 
 def a9a_tables() -> dict[str, TableSource]:

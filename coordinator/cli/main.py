@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-import grpc
+if TYPE_CHECKING:
+    import grpc
 
-from coordinator.cli import certs, daemons, data, jobs, models, predict, run, score, spec
-from coordinator.errors import CoordinatorError, CoordinatorLost
-from party.errors import PartyError
-from proto.rpc import COORDINATOR_ID, explain
-from secure.errors import SecureError
+# Everything else is imported inside the functions: the worker processes a daemon starts
+# ("spawn": PSI, ciphertext products, obfuscator helpers) import this module again as
+# their __main__ without calling main(), and should not pay for grpc and every command.
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from coordinator.cli import certs, daemons, data, jobs, models, predict, run, score, spec
+
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for group in (daemons, jobs, predict, score, models, certs, run, data, spec):
@@ -32,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
+    import grpc
+
+    from proto.rpc import COORDINATOR_ID, explain
+
     if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
         return exc.details() or exc.code().name
     address = str(getattr(args, "coordinator", None) or getattr(args, "address", ""))
@@ -40,6 +46,12 @@ def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import grpc
+
+    from coordinator.errors import CoordinatorError, CoordinatorLost
+    from party.errors import PartyError
+    from secure.errors import SecureError
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args))

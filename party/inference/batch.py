@@ -121,22 +121,23 @@ class PredictJob:
         inputs = _aligned(self.inputs, order)
         batch = self.request.batch_size
         scorer = self.model.scorer(channel, inputs, reporter, batch)
+        batches = [
+            (f"predict/b{b}", np.arange(start, min(start + batch, len(order))))
+            for b, start in enumerate(range(0, len(order), batch), start=1)
+        ]
         outputs: list[np.ndarray] = []
-        total = -(-len(order) // batch)
         try:
-            for b, start in enumerate(range(0, len(order), batch), start=1):
-                rows = np.arange(start, min(start + batch, len(order)))
-                out = scorer.score(f"predict/b{b}", inputs, rows)
+            for b, out in enumerate(scorer.score_batches(inputs, batches), start=1):
                 if out is not None:
                     outputs.append(out)
-                reporter.round(b, total, None)
+                reporter.round(b, len(batches), None)
         finally:
             scorer.close()
         flush = getattr(channel, "flush", None)
         if flush is not None:
             flush()
         result: dict[str, Any] = {
-            "rounds": total,
+            "rounds": len(batches),
             "seconds": round(time.monotonic() - begun, 3),
             "bytes_sent": channel.stats.bytes_sent,
         }

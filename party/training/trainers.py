@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -17,7 +18,9 @@ from party.training.task import Task, make_task
 class Trainer(Protocol):
     """One party's training role. A job calls `setup()` (keys and layers, exchanged with
     the peers) or, to resume, `restore(state)` with a `state_dict()` from its checkpoint
-    (nothing exchanged), then `run()`, and `close()` in the end."""
+    (nothing exchanged), then `run()`, and `close()` in the end. A prediction calls
+    `load_model(part)`, then `score_batches` (`score` of each (tag, rows) in order, the
+    outputs as they come; every party with the same batches)."""
 
     def setup(self) -> None: ...
     def restore(self, state: dict[str, Any]) -> None: ...
@@ -25,6 +28,9 @@ class Trainer(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
     def run(self) -> dict: ...
     def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> np.ndarray | None: ...
+    def score_batches(
+        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
+    ) -> Iterator[np.ndarray | None]: ...
     def close(self) -> None: ...
 
 

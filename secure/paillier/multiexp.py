@@ -80,6 +80,13 @@ def _accumulate(
         acc[r] = value
 
 
+def product_count(indptr: np.ndarray, rows: np.ndarray, exponents: np.ndarray) -> float:
+    """Modular products `multiexp_columns` spends on this block (CSC form): the cheaper of
+    the comb and the Straus kernel by their operation counts (for cost accounting)."""
+    straus, _ = estimated_cost(indptr, rows, exponents)
+    return min(straus, _comb_cost(indptr, exponents))
+
+
 def multiexp_columns(
     modulus: mpz,
     bases: list[mpz],

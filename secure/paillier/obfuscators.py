@@ -5,9 +5,12 @@ Two ways to compute them (`SecureConfig.obfuscator`):
 - "fixed-base" (default): products of one entry per row of secret random power tables
   (`secure.paillier.fixed_base`), about 1/6 of the cost of r^n for a peer's key and 1/4 of the
   CRT cost for our own key; statistically uniform, no extra assumption. The tables cost
-  about P full exponentiations to build, so a pool builds them when asked (`prepare`)
-  or once it has spent that much on full exponentiations (the ski-rental rule: never
-  more than twice the better of the two choices).
+  about P full exponentiations to build, so a pool builds them when asked (`prepare`),
+  at its first use if it is a pool for repeated use (capacity > 0), or once it has spent
+  that much on full exponentiations (the ski-rental rule: never more than twice the
+  better of the two choices). A pool may instead `restore` the secret bases of an
+  earlier table for the same key (from the party's own checkpoint or model): its power
+  tables are then rebuilt from them at the first use, without any exponentiation.
 - "full": r^n with a uniform r (2048-bit exponent mod n^2) for a peer's key; for our own
   key CRT(s_p^p mod p^2, s_q^q mod q^2), two 1024-bit exponents mod 2048-bit moduli. The
   n-th residues mod p^2 are exactly the subgroup of order p - 1, {s^p mod p^2}.
@@ -21,7 +24,8 @@ Table products hold the GIL (gmpy2 releases it only inside big powmods), so thre
 cannot share them out; `helpers` processes (`secure.paillier.obfuscator_worker`) with copies of
 the table take a share of every request instead (2 cores: ~2x).
 
-Background refill runs in one daemon thread per pool, and only while its `gate` event
+Background refill runs in one daemon thread per pool, once the pool is in use (prepared
+or taken from: a pool nobody draws from costs nothing), and only while its `gate` event
 is set: a refill thread that ran while the party computes would take half of the
 interpreter from it. `PartyCrypto` sets the gate only while the party waits for a peer
 message; the few obfuscators in flight when the gate closes cost ~3 ms. (The thread is
@@ -95,6 +99,8 @@ class ObfuscatorPool:
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self._table: ObfuscatorTable | ShortExponentTable | None = None
+        self._bases: list[list[mpz]] | None = None  # restored, until the table is built
+        self._in_use = False  # prepared or taken from: background work may start
         self._spent = 0  # full exponentiation batches' obfuscators (ski-rental rule)
         self._stop = threading.Event()
         self._filler: threading.Thread | None = None
@@ -116,14 +122,51 @@ class ObfuscatorPool:
         """Whether the fixed-base tables are built (new obfuscators come from them)."""
         return self._table is not None
 
+    @property
+    def bases(self) -> list[list[mpz]] | None:
+        """The secret bases of this pool's fixed-base table (one list per modulus: n^2,
+        or p^2 and q^2 for the key owner), None while it has none. Secret: they may only
+        be kept where the party keeps its private key."""
+        table = self._table
+        if isinstance(table, ShortExponentTable):
+            return None  # no secret bases: its table of h_s is rebuilt in 0.1 s
+        return table.bases if table is not None else self._bases
+
+    def restore(self, bases: list[list[mpz]]) -> None:
+        """Sample from the table with these secret bases (`bases` of an earlier pool for
+        the same key) instead of new ones; it is built at the first use, with no
+        exponentiation. q obfuscators from one table, over every pool that used it, are
+        within q * 2^-80 of independent ones (`secure.paillier.fixed_base`).
+
+        Raises:
+            ConfigError: not a fixed-base pool, its table exists already, or the bases do
+                not fit this key (count per modulus, range).
+        """
+        if self._method != "fixed-base" or self._table is not None:
+            raise ConfigError("only a fixed-base pool without a table can restore one")
+        sk = self._sk
+        moduli = [self._pk.nsquare] if sk is None else [sk.psquare, sk.qsquare]
+        fits = len(bases) == len(moduli) and all(
+            len(row) == count and all(1 < b < m for b in row)
+            for row, count, m in zip(bases, self._table_rows(), moduli, strict=False)
+        )
+        if not fits:
+            raise ConfigError(
+                f"the saved obfuscator table does not fit the key of '{self._pk.owner}'"
+            )
+        self._bases = [list(row) for row in bases]
+
     def take(self, count: int) -> list[mpz]:
         """`count` fresh obfuscators; those not ready are computed now."""
+        self._in_use = True
         with self._lock:
             got = self._ready[-count:] if count else []
             del self._ready[len(self._ready) - len(got) :]
         missing = count - len(got)
         if missing:
             got.extend(self.compute(missing))
+        if self._table is not None:
+            self._start_helpers()
         if self._background:
             self.refill_in_background()
         return got
@@ -155,6 +198,7 @@ class ObfuscatorPool:
             except (EOFError, OSError):  # a helper died: carry on without helpers
                 log.warning("an obfuscator helper process failed; continuing without helpers")
                 self._close_workers()
+                self._helpers = 0
                 return table.sample(count)
             return out
         finally:
@@ -175,38 +219,56 @@ class ObfuscatorPool:
         self._workers.clear()
 
     def prepare(self) -> None:
-        """Build the fixed-base tables and start the helper processes now (no-op for the
-        "full" method, or if done)."""
+        """Build the fixed-base tables (from restored bases, if any) and start the helper
+        processes now (no-op for the "full" method, or if done)."""
+        self._in_use = True
         if self._method != "fixed-base":
             return
-        table = self._build()
+        self._build()
+        self._start_helpers()
+
+    def _start_helpers(self) -> None:
+        """Start the missing helper processes (the table exists)."""
+        if len(self._workers) >= self._helpers or self._stop.is_set() or self._table is None:
+            return
         with self._workers_lock:
             try:
-                while len(self._workers) < self._helpers:
-                    self._workers.append(ObfuscatorWorker(self._pk, self._sk, table))
+                while len(self._workers) < self._helpers and not self._stop.is_set():
+                    self._workers.append(ObfuscatorWorker(self._pk, self._sk, self._table))
             except (AssertionError, OSError) as exc:  # e.g. inside a daemonic process
                 log.warning("no obfuscator helper processes (%s); the pool works alone", exc)
+                self._helpers = len(self._workers)
 
     def _table_for(self, count: int) -> ObfuscatorTable | ShortExponentTable | None:
         if self._method != "fixed-base":
             return None
-        if self._table is None and self._spent + count >= self._table_cost():
+        if self._table is None and (
+            self._bases is not None
+            or self._capacity > 0
+            or self._spent + count >= self._table_cost()
+        ):
             self._build()
         return self._table
+
+    def _table_rows(self) -> list[int]:
+        """Bases per table: one table mod n^2, or one mod p^2 and one mod q^2 (owner)."""
+        if self._sk is None:
+            return [positions(int(self._pk.n.bit_length()))]
+        return [positions(int(self._sk.p.bit_length())), positions(int(self._sk.q.bit_length()))]
 
     def _table_cost(self) -> int:
         """Full exponentiations a table costs to build (its number of bases, or the
         products of a short-exponent table in exponentiations)."""
         if self._short and self._sk is not None:
             return short_table_cost(self._sk)
-        if self._sk is None:
-            return positions(int(self._pk.n.bit_length()))
-        return positions(int(self._sk.p.bit_length())) + positions(int(self._sk.q.bit_length()))
+        return sum(self._table_rows())
 
     def _build(self) -> ObfuscatorTable | ShortExponentTable:
         with self._build_lock:
             if self._table is None and self._short and self._sk is not None:
                 self._table = ShortExponentTable(self._sk)
+            elif self._table is None and self._bases is not None:
+                self._table = ObfuscatorTable(self._pk, self._sk, self._bases)
             elif self._table is None:
                 self._table = ObfuscatorTable.generate(self._pk, self._sk, self._threads)
             return self._table
@@ -227,7 +289,7 @@ class ObfuscatorPool:
         with self._lock:
             if self._filler is not None and self._filler.is_alive():
                 return
-            if len(self._ready) >= self._capacity or self._stop.is_set():
+            if len(self._ready) >= self._capacity or self._stop.is_set() or not self._in_use:
                 return
             self._filler = threading.Thread(target=self._refill, name="obfuscators", daemon=True)
             self._filler.start()

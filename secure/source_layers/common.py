@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from secure.channel import Channel
 from secure.config import SecureConfig
-from secure.errors import ConfigError, InputError, PayloadError, SecureError
+from secure.errors import ConfigError, InputError, PayloadError, SecureError, StateError
 from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
 from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer, encode
@@ -24,6 +24,7 @@ from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
 from secure.paillier.obfuscators import ObfuscatorPool
 from secure.source_layers.sharing import sample_share
+from secure.source_layers.state import LayerState, SavedTable, tables_from_state, tables_state
 from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
@@ -71,13 +72,15 @@ class PartyCrypto:
         self.own = Paillier(public, private, pool, config.threads)
         self.matmul = CipherMatmul(config.workers, config.parallel_min_terms)
         self.peers: dict[str, Paillier] = {}
+        self._saved_tables: dict[str, SavedTable] = {}  # for peers not added yet
 
     def _pool(
         self, public: PublicKey, private: PrivateKey | None, short: bool = False
     ) -> ObfuscatorPool:
-        """A pool for repeated use: its fixed-base tables are built now (if configured)."""
+        """A pool for repeated use (with `obfuscator_pool` > 0 it builds its fixed-base
+        tables at its first use; `add_peer` builds a peer's at once)."""
         cfg = self.config
-        pool = ObfuscatorPool(
+        return ObfuscatorPool(
             public,
             private,
             cfg.obfuscator_pool,
@@ -88,9 +91,6 @@ class PartyCrypto:
             cfg.obfuscator_helpers,
             short_exponent=short,
         )
-        if cfg.obfuscator_pool:
-            pool.prepare()
-        return pool
 
     @contextmanager
     def waiting(self) -> Iterator[None]:
@@ -110,10 +110,45 @@ class PartyCrypto:
                     self._idle.clear()
 
     def add_peer(self, key: PublicKey) -> Paillier:
-        """A public-key context (with its own obfuscator pool) for a peer's key."""
-        context = Paillier(key, None, self._pool(key, None), self.config.threads)
+        """A public-key context (with its own obfuscator pool) for a peer's key; the
+        pool's fixed-base table is the one `restore_tables` saved for this key, else it
+        is built now (if pools are configured).
+
+        Raises:
+            StateError: the table saved for this key does not fit it.
+        """
+        pool = self._pool(key, None)
+        saved = self._saved_tables.pop(key.owner, None)
+        if saved is not None and saved.key.n == key.n:
+            _restore(pool, saved)
+        elif self.config.obfuscator_pool:
+            pool.prepare()
+        context = Paillier(key, None, pool, self.config.threads)
         self.peers[key.owner] = context
         return context
+
+    def tables_state(self) -> LayerState:
+        """The secret bases of this party's fixed-base obfuscator tables (own key and
+        peers'), as plain values for its own checkpoints and models only."""
+        contexts = [self.own, *self.peers.values()]
+        return tables_state(
+            {c.pk.owner: (c.pk, c.pool.bases) for c in contexts if c.pool.bases is not None}
+        )
+
+    def restore_tables(self, state: LayerState | None) -> None:
+        """Use the tables of a `tables_state()` instead of building new ones: our own
+        pool's now, a peer's when `add_peer` adds that key. None (a state written before
+        tables were saved): build them as usual.
+
+        Raises:
+            StateError: the saved tables are malformed or do not fit our key.
+        """
+        if state is None:
+            return
+        self._saved_tables = tables_from_state(state)
+        own = self._saved_tables.pop(self.keypair.public.owner, None)
+        if own is not None and own.key.n == self.keypair.public.n:
+            _restore(self.own.pool, own)
 
     def fill_pools(self) -> None:
         """Fill every obfuscator pool to capacity now (blocks)."""
@@ -125,6 +160,13 @@ class PartyCrypto:
         for context in [self.own, *self.peers.values()]:
             context.pool.close()
         self.matmul.close()
+
+
+def _restore(pool: ObfuscatorPool, saved: SavedTable) -> None:
+    try:
+        pool.restore(saved.bases)
+    except ConfigError as exc:
+        raise StateError(f"{exc}; the checkpoint or model is corrupt") from None
 
 
 def check_features(x: Features, in_dim: int, rows: int | None = None) -> Features:

@@ -12,9 +12,12 @@ A party's own key pair is not part of a layer's state (both layers of a party sh
 it): its owner saves it once (`keypair_state`: the primes and h_s, which a state
 written before h_s existed lacks; such a key makes statistical obfuscators only) and
 hands it back to the layers' constructors. A layer's state names the public key it was
-written with, and loading it into a layer with another key pair is refused. Not state:
-the values a forward step keeps for its backward step (checkpoints are taken between
-rounds) and obfuscator pools (they refill).
+written with, and loading it into a layer with another key pair is refused. The secret
+bases of the layer's fixed-base obfuscator tables are state (`tables_state`), so that a
+resumed job or a prediction skips their exponentiations (short-exponent tables hold no
+secret and are rebuilt, in 0.1 s); the obfuscators ready in its pools are not (they
+refill). Not state either: the values a forward step keeps for its backward step
+(checkpoints are taken between rounds).
 
 Loading raises `StateError` naming what does not fit (or `KeyError_` for a key below the
 minimum size).
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
@@ -162,6 +165,47 @@ def cipher_from_state(
     if rows is None or len(rows) != shape[0]:
         raise StateError(f"{what} does not hold ciphertexts of the key of '{key.owner}'")
     return rows
+
+
+@dataclass(frozen=True)
+class SavedTable:
+    """The secret bases of one fixed-base obfuscator table and the key they serve."""
+
+    key: PublicKey
+    bases: list[list[mpz]]  # one list per modulus (n^2, or p^2 and q^2 for the owner)
+
+
+def tables_state(tables: dict[str, tuple[PublicKey, list[list[mpz]]]]) -> LayerState:
+    """Fixed-base table bases by key owner: the key's modulus and one blob of
+    `key.width`-byte integers per modulus. Secret, like the private key: only ever
+    written into the party's own state directory."""
+    return {
+        owner: {"key": modulus_state(key), "bases": [join_blob([row], key) for row in bases]}
+        for owner, (key, bases) in tables.items()
+    }
+
+
+def tables_from_state(state: LayerState) -> dict[str, SavedTable]:
+    """Raises:
+    StateError: a field is missing or mistyped, or a blob does not hold whole values in
+        [1, n^2) of its key.
+    """
+    what = "the saved obfuscator tables"
+    out = {}
+    with reading(what):
+        for owner, saved in state.items():
+            key = PublicKey(mpz(int.from_bytes(bytes(saved["key"]), "big")), str(owner))
+            if key.n < 3:
+                raise StateError(f"{what} of '{owner}' name no key; they are corrupt")
+            rows = []
+            for blob in saved["bases"]:
+                data = bytes(blob)
+                values = split_blob(data, key, max(1, len(data) // key.width))
+                if values is None or len(values) != 1:
+                    raise StateError(f"{what} of '{owner}' are corrupt")
+                rows.append(values[0])
+            out[str(owner)] = SavedTable(key, rows)
+    return out
 
 
 def array_from_state(

@@ -4,6 +4,8 @@ loss and its derivative dL/dZ back into the layers; CELU on cached (Z, G)."""
 from __future__ import annotations
 
 import time
+from collections import deque
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,8 @@ from secure.source_layers.embed import ActiveEmbedLayer
 from secure.source_layers.matmul import ActiveSourceLayer
 from secure.source_layers.state import keypair_state
 from secure.wire.payload import layer_setup_from_payload
+
+SCORE_AHEAD = 1  # batches whose m1 is out while B decrypts the m2 of an earlier one
 
 
 class BlindActiveTrainer:
@@ -83,6 +87,7 @@ class BlindActiveTrainer:
             lay = layer_setup_from_payload(ch.recv(p.id, "layout", self.ctx.timeout), "layout")
             layouts[p.id] = {"dense": int(lay.dense), "vocab": [int(v) for v in lay.vocab_sizes]}
         self._build(layouts, generate_keypair(self.ctx.party_id, self.config))
+        self._make_optimizer()
         if self.src is not None:
             self.src.setup("src")
         if self.embed is not None:
@@ -99,6 +104,7 @@ class BlindActiveTrainer:
             StateError, KeyError_: a layer's saved state does not fit it.
         """
         self.load_model(state)
+        self._make_optimizer()
         if self.opt is not None:
             self.opt.load_state_dict(state["opt"])
         self.updater.load_state_dict(state["updater"])
@@ -137,7 +143,7 @@ class BlindActiveTrainer:
 
     def _build(self, layouts: dict[str, dict[str, Any]], keypair: KeyPair) -> None:
         """The layers the passive parties' layouts call for, under `keypair`; B's own
-        linear part when no passive party has dense columns; the optimiser."""
+        linear part when no passive party has dense columns."""
         ch, s, config = self.ctx.channel, self.ctx.spec, self.config
         self.keypair, self.layouts = keypair, layouts
         passives = [p.id for p in s.passives]
@@ -153,6 +159,11 @@ class BlindActiveTrainer:
             self.embed = ActiveEmbedLayer(
                 ch, list(fields), fields, emb, h, config, seed, keypair=keypair
             )
+
+    def _make_optimizer(self) -> None:
+        """The optimiser of the top model and B's own part, for training (scoring needs
+        none, and creating the first one in a process imports much of torch)."""
+        s = self.ctx.spec
         params = list(self.top.parameters()) + (
             list(self.own.parameters()) if self.own is not None else []
         )
@@ -160,9 +171,15 @@ class BlindActiveTrainer:
 
     def _z(self, tag: str, inputs: Inputs, rows: np.ndarray) -> torch.Tensor:
         """Z from the secure layers (B's own linear part is added in `_top_step`)."""
-        z = np.zeros((len(rows), self.ctx.spec.model.source.out_dim))
         if self.src is not None:
-            z = z + self.src.forward(tag, features(inputs, rows))
+            self.src.start_forward(tag, features(inputs, rows))
+        return self._finish_z(tag, len(rows))
+
+    def _finish_z(self, tag: str, n: int) -> torch.Tensor:
+        """Z of a step whose MatMul m1 went out (`start_forward`), if there is that layer."""
+        z = np.zeros((n, self.ctx.spec.model.source.out_dim))
+        if self.src is not None:
+            z = z + self.src.finish_forward(tag)
         if self.embed is not None:
             z = z + self.embed.forward(f"{tag}/emb")
         return torch.from_numpy(z).float()
@@ -220,5 +237,27 @@ class BlindActiveTrainer:
         """The model's outputs for `rows` of `inputs` (the secure forward, with the passive
         parties' `score`)."""
         z = self._z(tag, inputs, rows)
+        with torch.no_grad():
+            return self._out(z, inputs, rows).numpy()
+
+    def score_batches(
+        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
+    ) -> Iterator[np.ndarray]:
+        """`score` of each (tag, rows), pipelined: the MatMul layer's m1 of the next
+        `SCORE_AHEAD` batches goes out before this batch's m2 is decrypted, so that the
+        passive parties decrypt and re-randomise while B decrypts. Each batch exchanges
+        the messages of `score`, in the same order per layer."""
+        started: deque[tuple[str, np.ndarray]] = deque()
+        for tag, rows in batches:
+            if self.src is not None:
+                self.src.start_forward(tag, features(inputs, rows))
+            started.append((tag, rows))
+            if len(started) > SCORE_AHEAD:
+                yield self._finish_score(inputs, *started.popleft())
+        while started:
+            yield self._finish_score(inputs, *started.popleft())
+
+    def _finish_score(self, inputs: Inputs, tag: str, rows: np.ndarray) -> np.ndarray:
+        z = self._finish_z(tag, len(rows))
         with torch.no_grad():
             return self._out(z, inputs, rows).numpy()

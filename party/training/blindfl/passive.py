@@ -3,6 +3,7 @@ categorical fields in the Embed-MatMul layer; it only ever sees ciphertexts."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,14 @@ class BlindPassiveTrainer:
     def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> None:
         """This party's half of the secure forward for `rows` of `inputs`."""
         self._round(tag, inputs, rows)
+
+    def score_batches(
+        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
+    ) -> Iterator[None]:
+        """`score` of each (tag, rows) in turn (the active party may send the next
+        batch's m1 early; it waits in the mailbox)."""
+        for tag, rows in batches:
+            yield self.score(tag, inputs, rows)
 
     def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, train: bool = False):
         x = features(inputs, rows)

@@ -7,6 +7,7 @@ weight each instance by the cosine between the fresh and the cached derivative.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,13 @@ class ActiveTrainer:
         acts = self._recv_acts(f"{tag}/act", len(rows))
         with torch.no_grad():
             return self._forward(rows, acts, inputs).numpy()
+
+    def score_batches(
+        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
+    ) -> Iterator[np.ndarray]:
+        """`score` of each (tag, rows) in turn."""
+        for tag, rows in batches:
+            yield self.score(tag, inputs, rows)
 
 
 def history_entry(trainer, rnd: int, validation_began: float) -> dict:

@@ -7,6 +7,7 @@ the fresh and the cached activation (docs/protocols.md §6).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -100,3 +101,10 @@ class PassiveTrainer:
         with torch.no_grad():
             act = self.bottom(inputs.take(rows))
         self.ctx.channel.send(self.active, f"{tag}/act", tensor_to_payload(act.numpy()))
+
+    def score_batches(
+        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
+    ) -> Iterator[None]:
+        """`score` of each (tag, rows) in turn."""
+        for tag, rows in batches:
+            yield self.score(tag, inputs, rows)

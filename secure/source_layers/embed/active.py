@@ -211,6 +211,7 @@ class ActiveEmbedLayer(LayerRole):
         self._require_setup()
         return {
             "key": modulus_state(self._crypto.keypair.public),
+            "obfuscators": self._crypto.tables_state(),
             "params": params_state(self.params),
             "fields": {pid: list(sizes) for pid, sizes in self.fields.items()},
             "links": {pid: link.state_dict() for pid, link in self._links.items()},
@@ -227,6 +228,7 @@ class ActiveEmbedLayer(LayerRole):
         what = "the saved state of the active Embed-MatMul layer"
         key = self._crypto.keypair.public
         params = restored_params(EmbedParams, state, key, bool(self._links), what)
+        self._crypto.restore_tables(state.get("obfuscators"))
         with reading(what):
             fields = {pid: tuple(int(v) for v in sizes) for pid, sizes in state["fields"].items()}
             if params != self.params or fields != self.fields:

@@ -157,6 +157,7 @@ class PassiveEmbedLayer(LayerRole):
         key_b = st.he_b.pk
         return {
             "key": modulus_state(self._crypto.keypair.public),
+            "obfuscators": self._crypto.tables_state(),
             "params": params_state(st.params),
             "active_key": modulus_state(key_b),
             "q_a": [q.copy() for q in st.q_a],
@@ -176,6 +177,7 @@ class PassiveEmbedLayer(LayerRole):
         what = "the saved state of a passive Embed-MatMul layer"
         key = self._crypto.keypair.public
         params = restored_params(EmbedParams, state, key, self._state is not None, what)
+        self._crypto.restore_tables(state.get("obfuscators"))
         with reading(what):
             params.check()
             self._check_params(params, self.vocab_sizes)

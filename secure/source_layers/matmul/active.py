@@ -78,6 +78,16 @@ class _Link:
     u_b_copies: ShiftedCopies  # [[U_B^k]] shifted by 0..k-1 rows (`row_packing`)
 
 
+@dataclass
+class _InFlight:
+    """A forward step between `start_forward` and `finish_forward`."""
+
+    x: Features
+    groups: int
+    masks: list[list[list[int]]]  # R_k per passive party
+    local: list[int]  # X_B V_B + b, packed
+
+
 class ActiveSourceLayer(LayerRole):
     """Party B's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
 
@@ -112,6 +122,7 @@ class ActiveSourceLayer(LayerRole):
         self._v_b = np.zeros((in_dim, out_dim))
         self._bias = np.zeros(out_dim)
         self._pending: Pending[Features] = Pending("pass x explicitly")
+        self._in_flight: dict[str, _InFlight] = {}  # started forward steps, by tag
 
     @property
     def cols(self) -> int:
@@ -179,21 +190,47 @@ class ActiveSourceLayer(LayerRole):
         Raises:
             InputError, EncodingError: bad features. PayloadError, ChannelError: see `setup`.
         """
+        self.start_forward(tag, x)
+        return self.finish_forward(tag)
+
+    def start_forward(self, tag: str, x: Features) -> None:
+        """The first half of `forward`: send m1 to every passive party. Steps may overlap:
+        a caller that scores batch after batch sends the next batch's m1 before it
+        finishes this one, so that the passive parties work while B decrypts.
+
+        Raises:
+            InputError, EncodingError: bad features. ChannelError: see `setup`.
+            SecureError: setup() has not run, or a step `tag` is in flight already.
+        """
         self._require_setup()
+        if tag in self._in_flight:
+            raise SecureError(f"forward step '{tag}' is in flight already; use a new tag")
         x = check_features(x, self.in_dim)
         layout, f_z = self.params.layout(), self.params.output_bits
-        n, groups = x.shape[0], layout.groups(x.shape[0])
+        groups = layout.groups(x.shape[0])
         exps = exponents(x, self.config.feature_bits)
         masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
         local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
+        self._in_flight[tag] = _InFlight(x, groups, masks, local)
+
+    def finish_forward(self, tag: str) -> np.ndarray:
+        """The second half of `forward`: receive the m2 of step `tag`, decrypt their sum
+        and return Z (N x out_dim float64).
+
+        Raises:
+            PayloadError, ChannelError: see `setup`. SecureError: no step `tag` in flight.
+        """
+        step = self._in_flight.pop(tag, None)
+        if step is None:
+            raise SecureError(f"finish_forward('{tag}') has no step; call start_forward first")
+        x, layout, f_z = step.x, self.params.layout(), self.params.output_bits
         own = self._crypto.own
-        plain = own.decrypt(self._receive_m2_sum(tag, groups))
-        mask_sum = [sum(values) for values in zip(*(flat(m) for m in masks), strict=True)]
-        packed = [
-            to_signed(a + b + c, own.pk.n) for a, b, c in zip(plain, mask_sum, local, strict=True)
-        ]
+        plain = own.decrypt(self._receive_m2_sum(tag, step.groups))
+        mask_sum = [sum(values) for values in zip(*(flat(m) for m in step.masks), strict=True)]
+        terms = zip(plain, mask_sum, step.local, strict=True)
+        packed = [to_signed(a + b + c, own.pk.n) for a, b, c in terms]
         grouped = self.packer.unpack(shaped(packed, self.cols), layout.rows * self.out_dim)
-        z = decode(layout.ungroup(grouped, n), f_z)
+        z = decode(layout.ungroup(grouped, x.shape[0]), f_z)
         self._pending.remember(tag, x)
         return z
 
@@ -284,6 +321,7 @@ class ActiveSourceLayer(LayerRole):
         }
         return {
             "key": modulus_state(self._crypto.keypair.public),
+            "obfuscators": self._crypto.tables_state(),
             "params": params_state(self.params),
             "v_b": self._v_b.copy(),
             "bias": self._bias.copy(),
@@ -301,6 +339,7 @@ class ActiveSourceLayer(LayerRole):
         what = "the saved state of the active MatMul layer"
         key = self._crypto.keypair.public
         params = restored_params(LayerParams, state, key, bool(self._links), what)
+        self._crypto.restore_tables(state.get("obfuscators"))
         with reading(what):
             params.packer_checked()
             if replace(self.params, rows_per_cipher=params.rows_per_cipher) != params:

@@ -157,6 +157,7 @@ class PassiveSourceLayer(LayerRole):
         st = self._require_setup()
         return {
             "key": modulus_state(self._crypto.keypair.public),
+            "obfuscators": self._crypto.tables_state(),
             "params": params_state(st.params),
             "active_key": modulus_state(st.he_b.pk),
             "u_a": st.u_a.copy(),
@@ -176,6 +177,7 @@ class PassiveSourceLayer(LayerRole):
         what = "the saved state of a passive MatMul layer"
         key = self._crypto.keypair.public
         params = restored_params(LayerParams, state, key, self._state is not None, what)
+        self._crypto.restore_tables(state.get("obfuscators"))
         with reading(what):
             self._check_params(params)
             packer = params.packer_checked()

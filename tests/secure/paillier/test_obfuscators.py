@@ -168,17 +168,69 @@ def test_party_crypto_opens_the_gate_only_while_waiting(test_keys):
     config = config_for_tests(obfuscator_pool=16, background_refill=True)
     crypto = PartyCrypto("B", config, test_keys["B"], own_pool=True)
     peer = crypto.add_peer(test_keys["A1"].public)
-    assert crypto.own.pool.uses_table and peer.pool.uses_table  # built at creation
+    assert peer.pool.uses_table  # a peer's table: built at once
     time.sleep(0.2)
-    assert crypto.own.pool.ready == peer.pool.ready == 0
+    assert peer.pool.ready == 0  # no wait yet: no refill
     with crypto.waiting():
         with crypto.waiting():
             pass
-        assert wait_until(lambda: crypto.own.pool.ready == peer.pool.ready == 16)
+        assert wait_until(lambda: peer.pool.ready == 16)
+        assert not crypto.own.pool.uses_table and crypto.own.pool.ready == 0  # never used
+    crypto.own.encrypt([1])
+    assert crypto.own.pool.uses_table  # its table: built at its first use
+    with crypto.waiting():
+        assert wait_until(lambda: crypto.own.pool.ready == 16)
     peer.pool.take(16)
     time.sleep(0.2)
     assert peer.pool.ready == 0  # waits are over: no refill
     crypto.close()
+
+
+def test_a_restored_table_samples_what_the_saved_one_did(test_keys):
+    key = test_keys["B"]
+    owner = Paillier(key.public, key.private)
+    for private in (None, key.private):
+        saved = ObfuscatorPool(key.public, private, 0, 2, False, "fixed-base")
+        saved.prepare()
+        pool = ObfuscatorPool(key.public, private, 0, 2, False, "fixed-base")
+        pool.restore(saved.bases)
+        assert not pool.uses_table  # built at the first use, from the saved bases
+        values = pool.compute(8)
+        assert pool.uses_table and pool.bases == saved.bases
+        assert len(set(values)) == 8 and owner.decrypt(values) == [0] * 8
+
+
+def test_a_table_of_another_key_is_refused(test_keys):
+    saved = ObfuscatorPool(test_keys["A1"].public, None, 0, 2, False, "fixed-base")
+    saved.prepare()
+    pool = ObfuscatorPool(test_keys["B"].public, test_keys["B"].private, 0, 2, False)
+    with pytest.raises(ValueError, match="does not fit the key of 'B'"):
+        pool.restore(saved.bases)
+    with pytest.raises(ValueError, match="without a table"):
+        saved.restore(saved.bases)
+
+
+def test_party_crypto_restores_saved_tables_for_its_own_and_peer_keys(test_keys):
+    # Prepare: a party that built both tables, and its saved state
+    config = config_for_tests(obfuscator_pool=4, background_refill=False)
+    first = PartyCrypto("B", config, test_keys["B"], own_pool=True)
+    first.add_peer(test_keys["A1"].public)
+    first.own.encrypt([1])
+    saved = first.tables_state()
+    # Execute
+    second = PartyCrypto("B", config, test_keys["B"], own_pool=True)
+    second.restore_tables(saved)
+    peer = second.add_peer(test_keys["A1"].public)
+    other = second.add_peer(test_keys["A2"].public)  # no table saved: a new one
+    # Assert
+    assert second.own.pool.bases == first.own.pool.bases
+    assert peer.pool.bases == first.peers["A1"].pool.bases
+    assert other.pool.uses_table and other.pool.bases != peer.pool.bases
+    assert Paillier(test_keys["A1"].public, test_keys["A1"].private).decrypt(
+        peer.encrypt([5, -6])
+    ) == [5, -6]
+    for crypto in (first, second):
+        crypto.close()
 
 
 def test_decryption_agrees_on_one_and_several_threads(test_keys):

@@ -24,6 +24,7 @@ from tests.support.matmul_layer import (
     batch,
     close,
     make_job,
+    plain_forward,
     plain_step,
     secure_step,
 )
@@ -133,6 +134,35 @@ def test_cached_encrypted_step_can_be_reapplied(test_keys):
     revealed = reveal_weights_for_tests(job.active, job.passives)
     for name, expected in job.weights.items():
         assert_close(revealed[name], expected, RTOL)
+    close(job)
+
+
+def test_overlapping_forward_steps_give_each_batch_its_own_z(test_keys):
+    # Prepare: two passive parties (zero-sum masks), three batches of different sizes
+    job = make_job(test_keys, k=2, h=20)
+    rng = np.random.default_rng(8)
+    batches = [batch(rng, job, n, sparse=False) for n in (8, 5, 8)]
+    tags = [f"predict/b{i}" for i in range(3)]
+
+    def active() -> list[np.ndarray]:
+        out = []
+        for i, (tag, (_, x_b)) in enumerate(zip(tags, batches, strict=True)):
+            job.active.start_forward(tag, x_b)  # m1 of batch i goes out before z of i-1
+            if i:
+                out.append(job.active.finish_forward(tags[i - 1]))
+        return [*out, job.active.finish_forward(tags[-1])]
+
+    def passive(p) -> None:
+        for tag, (xs, _) in zip(tags, batches, strict=True):
+            p.forward(tag, xs[p.channel.party_id])
+
+    # Execute
+    zs = run_parties(active, *[lambda p=p: passive(p) for p in job.passives])[0]
+    # Assert
+    for z, (xs, x_b) in zip(zs, batches, strict=True):
+        assert_close(z, plain_forward(job.weights, xs, x_b), RTOL)
+    with pytest.raises(SecureError, match="no step"):
+        job.active.finish_forward(tags[0])
     close(job)
 
 

@@ -1,0 +1,60 @@
+"""Synthetic credit-shaped data for the benchmarks: a 23-feature credit table split
+vertically, written as CSV at run time (nothing is downloaded).
+
+    bank (active):  id, y, a0..a12   13 dense standardised features and a binary label
+    shop (passive): id, b0..b9       10 dense standardised features of the same people
+
+The label is nonlinear in both parties' features (a sine of a bank projection, a
+bank x shop interaction, a linear shop term, Gaussian noise), so neither party alone
+predicts it well. The same `rows` and `seed` give the same files, byte for byte. Used by
+bench/predict.py and bench/checkpoint.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from coordinator.spec import TableSource
+
+BANK_FEATURES, SHOP_FEATURES = 13, 10
+
+
+def credit_arrays(rows: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bank features, shop features, labels) for `rows` people, each column with mean 0
+    and standard deviation 1."""
+    rng = np.random.default_rng(seed)
+    xa, xb = rng.normal(size=(rows, BANK_FEATURES)), rng.normal(size=(rows, SHOP_FEATURES))
+    wa, wb = rng.normal(size=BANK_FEATURES), rng.normal(size=SHOP_FEATURES)
+    logit = np.sin(xa @ wa / 2) + (xa[:, :3].sum(1) * xb[:, :3].sum(1)) / 3 + xb @ wb / 4
+    y = (logit + rng.normal(scale=0.5, size=rows) > 0).astype(int)
+    return _standardised(xa), _standardised(xb), y
+
+
+def _standardised(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean(axis=0)) / x.std(axis=0)
+
+
+def credit_tables(folder: Path, rows: int = 30_000, seed: int = 0) -> dict[str, TableSource]:
+    """Write bank.csv and shop.csv into `folder`; return each party's table."""
+    xa, xb, y = credit_arrays(rows, seed)
+    ids = np.arange(rows)
+    bank, shop = folder / "bank.csv", folder / "shop.csv"
+    _write(bank, ["id", "y", *(f"a{i}" for i in range(BANK_FEATURES))], [ids, y], xa)
+    _write(shop, ["id", *(f"b{i}" for i in range(SHOP_FEATURES))], [ids], xb)
+    return {
+        "bank": TableSource(path=str(bank), id="id", label="y"),
+        "shop": TableSource(path=str(shop), id="id"),
+    }
+
+
+def _write(path: Path, header: list[str], ints: list[np.ndarray], x: np.ndarray) -> None:
+    np.savetxt(
+        path,
+        np.column_stack([*ints, x]),
+        delimiter=",",
+        header=",".join(header),
+        comments="",
+        fmt=["%d"] * len(ints) + ["%.6f"] * x.shape[1],
+    )

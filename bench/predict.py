@@ -1,0 +1,344 @@
+"""Batch prediction with a stored model through real daemons, next to the floor of its
+cryptography; online scoring (latency and throughput) is not measured yet.
+
+    python bench/predict.py                                N=6,000 rows, 2048-bit keys
+    python bench/predict.py --rows 1000 --key-bits 1024    a smoke run
+    python bench/predict.py --out bench/results/predict.json
+
+Data: the credit shape (bench/credit_data.py: 13 dense features and the label at "bank",
+10 at "shop", the same N ids at both), written to a temporary folder. A coordinator and
+both party daemons run as `vfl run` starts them (processes, gRPC with mutual TLS on
+loopback, all on this machine's cores). Each protocol trains one model on the N rows
+(source out_dim 16, top [32], batch 256, one epoch), then a prediction job scores the N
+rows with it, as `vfl predict MODEL --data bank=data --data shop=data` submits it (PSI,
+then the stored model's forward pass batch by batch). Reported per protocol: the job's
+own seconds (the coordinator's clock, launch to the last party's end), the wall seconds
+from submitting to SUCCEEDED as the client sees them, rows per second (of the job's
+seconds), the PSI's share, and the CPU seconds both party daemons and their worker
+processes spent (Linux /proc): unlike the wall time, that barely moves with other load
+on the machine, and it compares with the floor's CPU seconds.
+
+The floor (blindfl): what the forward pass's cryptography costs on these cores at best.
+Per batch of n rows the MatMul source layer packs k rows into each ciphertext of m1 and
+m2 (k = slots // out_dim, chosen by the layer's cost model; 2 at 2048 bits for out_dim 16),
+so it sends ceil(n / k) ciphertexts each way; the passive party decrypts m1 and
+re-randomises m2 with obfuscators for the active party's key, the active party
+re-randomises m1 (for the passive party's key) and decrypts m2. The modular products
+are those the multi-exponentiation kernel's own cost model counts for the two products
+(X_B [[U_B]] and X_A [[V_A]], on the grouped exponents of these very rows), plus three
+per ciphertext and party (plaintext addition, re-randomisation). Each primitive is timed
+here at the run's key size (the minimum of a few repeats, one core), and
+
+    floor = (decryptions x t_dec + obfuscators x t_obf + products x t_mul) / cores.
+
+The per-job constants (loading the model, the fixed-base tables, worker processes) and
+the PSI are outside the floor. The machine is shared with other work: the load average
+is printed, and the ratios come from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import yaml
+from credit_data import credit_arrays, credit_tables
+from gmpy2 import mpz
+
+from coordinator.cli.progress import follow
+from coordinator.client import CoordinatorClient
+from coordinator.local import LocalTopology, spec_to_yaml
+from coordinator.spec import JobSpec, parse_spec
+from coordinator.spec.predict import PredictSpec
+from proto.rpc import COORDINATOR_ID
+from secure.config import SecureConfig
+from secure.paillier.cipher_matmul import feature_exponents
+from secure.paillier.engine import Paillier
+from secure.paillier.keys import generate_keypair
+from secure.paillier.multiexp import product_count
+from secure.paillier.obfuscators import ObfuscatorPool
+from secure.pki.federation import ADMIN_ID, load_identity, local_federation
+from secure.source_layers.matmul.setup import LayerParams
+
+OUT_DIM, TOP, TRAIN_BATCH = 16, [32], 256
+PRODUCTS_PER_CIPHERTEXT = 3  # per party: the (1 + m n) factor, its product, re-randomising
+
+
+def job_spec(protocol: str, key_bits: int, tables: dict) -> JobSpec:
+    parties = [
+        {"id": pid, "role": role, "data": tables[pid].model_dump(exclude_none=True)}
+        for pid, role in (("bank", "active"), ("shop", "passive"))
+    ]
+    return parse_spec(
+        {
+            "job": f"credit-{protocol}",
+            "parties": parties,
+            "protocol": protocol,
+            "crypto": {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048},
+            "model": {"source": {"out_dim": OUT_DIM}, "top": {"hidden": TOP, "task": "binary"}},
+            "train": {"epochs": 1, "batch_size": TRAIN_BATCH},
+            "validation": {"every": 10_000},
+        }
+    )
+
+
+class Federation:
+    """A coordinator and the two party daemons as local processes, with mutual TLS."""
+
+    def __init__(self, workdir: Path, spec: JobSpec) -> None:
+        tls = local_federation(workdir / "tls", [COORDINATOR_ID, ADMIN_ID, "bank", "shop"])
+        self.topology = LocalTopology(workdir, (), tls)
+        self.local_spec = self.topology.start(spec)  # parties serve the files as "data"
+        self.client = CoordinatorClient(
+            self.topology.coordinator_address, load_identity(tls, ADMIN_ID)
+        )
+
+    def train(self, spec: JobSpec) -> str:
+        """Train `spec` (its parties' data rewritten to the daemons' "data"); the model id."""
+        local = spec.model_copy(update={"parties": self.local_spec.parties})
+        job_id = self.client.submit(spec_to_yaml(local))
+        view = follow(self.client, job_id, show=False)
+        if view.state != "SUCCEEDED":
+            raise SystemExit(f"training {spec.protocol} failed: {view.reason}")
+        return job_id
+
+    def predict(self, model: str, batch_size: int | None) -> dict:
+        request = {"model": model, "data": {"bank": "data", "shop": "data"}}
+        if batch_size:
+            request["batch_size"] = batch_size
+        cpu = self.party_cpu_seconds()
+        begun = time.perf_counter()
+        job_id = self.client.predict(yaml.safe_dump(request))
+        view = follow(self.client, job_id, show=False)
+        wall = time.perf_counter() - begun
+        cpu = self.party_cpu_seconds() - cpu
+        if view.state != "SUCCEEDED":
+            raise SystemExit(f"prediction with {model} failed: {view.reason}")
+        r = view.result
+        return {
+            "seconds": r.seconds,
+            "wall_seconds": wall,
+            "psi_seconds": r.psi_seconds,
+            "scored": r.prediction.scored,
+            "auc": r.metrics.get("auc"),
+            "party_seconds": {p: t.seconds for p, t in r.parties.items()},
+            "cpu_seconds": cpu,
+        }
+
+    def party_cpu_seconds(self) -> float:
+        """CPU seconds the party daemons and their processes (pools, helpers) used so far."""
+        pids = [proc.pid for name, proc in self.topology.procs if name.startswith("party-")]
+        return sum(_tree_cpu_seconds(pid) for pid in pids)
+
+    def close(self) -> None:
+        self.topology.stop()
+        self.client.close()
+
+
+def _tree_cpu_seconds(pid: int) -> float:
+    """User + system seconds of a process, its reaped children and its living descendants
+    (Linux /proc; 0 where a process is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return ticks + sum(_tree_cpu_seconds(int(child)) for child in children)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What the blindfl forward pass of N rows needs, from the layer's packing."""
+
+    slots: int
+    rows_per_cipher: int
+    ciphertexts: int  # of m1 (= of m2): sum over batches of ceil(n / k) x columns
+    decryptions: int
+    obfuscators: int
+    products: float
+
+
+def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch: int) -> Counts:
+    """Count the cryptographic work of scoring these rows in batches of `batch`."""
+    config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=key_bits < 2048)
+    params = LayerParams.for_active(config, x_bank.shape[1], OUT_DIM, ["shop"])
+    params = params.with_row_packing(config.rows_per_cipher, x_shop.shape[1])
+    packer, layout = params.packer(), params.layout()
+    cols = packer.columns(OUT_DIM)
+    ciphertexts, products = 0, 0.0
+    for start in range(0, len(x_bank), batch):
+        for x in (x_bank[start : start + batch], x_shop[start : start + batch]):
+            grouped = layout.group_exponents(feature_exponents(x, config.feature_bits))
+            csc = sp.csc_matrix(grouped)
+            products += cols * product_count(csc.indptr, csc.indices, csc.data)
+        ciphertexts += layout.groups(len(x_bank[start : start + batch])) * cols
+    products += 2 * PRODUCTS_PER_CIPHERTEXT * ciphertexts
+    return Counts(
+        packer.slots, layout.rows, ciphertexts, 2 * ciphertexts, 2 * ciphertexts, products
+    )
+
+
+def time_primitives(key_bits: int, repeats: int = 3, count: int = 48) -> dict[str, float]:
+    """Seconds per primitive at `key_bits`, one core, the minimum of `repeats` runs:
+    CRT decryption, a fixed-base obfuscator for a peer's key, a product mod n^2; and
+    the one-off cost of a peer key's fixed-base table."""
+    config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=key_bits < 2048)
+    keys = generate_keypair("bank", config)
+    own = Paillier(keys.public, keys.private, threads=1)
+    peer = ObfuscatorPool(keys.public, None, 0, 1, False, "fixed-base")
+    begun = time.perf_counter()
+    peer.prepare()
+    table = time.perf_counter() - begun
+    cts = Paillier(keys.public).encrypt(list(range(count)))
+    nsq = keys.public.nsquare
+
+    def products() -> None:
+        acc = mpz(1)
+        for c in cts * 20:
+            acc = acc * c % nsq
+
+    def best(fn, items: int) -> float:
+        runs = []
+        for _ in range(repeats):
+            begun = time.perf_counter()
+            fn()
+            runs.append((time.perf_counter() - begun) / items)
+        return min(runs)
+
+    return {
+        "decrypt": best(lambda: own.decrypt(cts), count),
+        "obfuscator": best(lambda: peer.compute(count), count),
+        "product": best(products, 20 * count),
+        "table": table,
+    }
+
+
+def floor_seconds(counts: Counts, cost: dict[str, float], cores: int) -> float:
+    busy = (
+        counts.decryptions * cost["decrypt"]
+        + counts.obfuscators * cost["obfuscator"]
+        + counts.products * cost["product"]
+    )
+    return busy / cores
+
+
+# --- Online scoring -------------------------------------------------------------------
+# ONLINE: to be filled in once the active daemon's `Predict` RPC exists: p50 and p99
+# latency of scoring one id, and the throughput of 8 concurrent clients, against the
+# blindfl model trained above (`federation`, `model`). Until then nothing is measured.
+def measure_online(federation: Federation, model: str) -> dict | None:
+    """{"p50_ms", "p99_ms", "per_second_8_clients"} of online scoring, or None."""
+    return None
+
+
+def print_online(online: dict | None) -> None:
+    if online is None:
+        print("online: not yet measured")
+        return
+    print(
+        f"online (one id): p50 {online['p50_ms']:.1f} ms, p99 {online['p99_ms']:.1f} ms; "
+        f"8 concurrent clients: {online['per_second_8_clients']:.1f} scores/s"
+    )
+
+
+# --- Report ---------------------------------------------------------------------------
+def print_table(args, results: dict, floor: float) -> None:
+    print(
+        f"\nBatch prediction of {args.rows:,} credit rows (13 + 10 dense features, out_dim "
+        f"{OUT_DIM}, top {TOP}), {args.key_bits}-bit keys, batches of {args.batch}, "
+        f"daemons over gRPC + TLS, {os.cpu_count()} cores"
+    )
+    print(
+        "| protocol | rows | job s | wall s | PSI s | rows/s | floor s | job / floor "
+        "| parties' CPU s | CPU / floor's CPU |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    cores = os.cpu_count() or 1
+    for name, r in results.items():
+        blind = name == "blindfl"
+        fl = f"{floor:.2f}" if blind else "-"
+        ratio = f"{r['seconds'] / floor:.2f}x" if blind else "-"
+        cpu = f"{r['cpu_seconds'] / (floor * cores):.2f}x" if blind else "-"
+        print(
+            f"| {name} | {r['scored']:,} | {r['seconds']:.2f} | {r['wall_seconds']:.2f} "
+            f"| {r['psi_seconds']:.2f} | {r['scored'] / r['seconds']:,.0f} | {fl} | {ratio} "
+            f"| {r['cpu_seconds']:.1f} | {cpu} |"
+        )
+
+
+def print_floor(counts: Counts, cost: dict[str, float], floor: float) -> None:
+    ms = {k: v * 1e3 for k, v in cost.items()}
+    print(
+        f"\nfloor: {counts.slots} slots per ciphertext, rows per m1/m2 ciphertext: "
+        f"{counts.rows_per_cipher} -> {counts.ciphertexts:,} ciphertexts each way;\n"
+        f"  {counts.decryptions:,} decryptions x {ms['decrypt']:.2f} ms + "
+        f"{counts.obfuscators:,} peer-key obfuscators x {ms['obfuscator']:.2f} ms + "
+        f"{counts.products:,.0f} products mod n^2 x {ms['product'] * 1e3:.1f} us\n"
+        f"  = {floor * (os.cpu_count() or 1):.2f} s of one core, {floor:.2f} s on "
+        f"{os.cpu_count()} cores\n  not in it: the PSI, worker processes starting, and the "
+        f"power tables of each peer key's\n  fixed-base table (a new table costs "
+        f"{cost['table']:.2f} s; a model keeps its bases)"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=6_000)
+    ap.add_argument("--key-bits", type=int, default=2048)
+    ap.add_argument("--batch", type=int, default=PredictSpec.model_fields["batch_size"].default)
+    ap.add_argument("--repeats", type=int, default=1, help="predictions per model (best)")
+    ap.add_argument("--out", type=Path, help="write the results as JSON")
+    args = ap.parse_args()
+    load = [os.getloadavg()[0]]
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-predict-") as tmp:
+        tables = credit_tables(Path(tmp), args.rows)
+        federation = Federation(Path(tmp) / "run", job_spec("blindfl", args.key_bits, tables))
+        try:
+            models = {
+                p: federation.train(job_spec(p, args.key_bits, tables))
+                for p in ("split", "blindfl")
+            }
+            for protocol, model in models.items():
+                runs = [federation.predict(model, args.batch) for _ in range(args.repeats)]
+                results[protocol] = min(runs, key=lambda r: r["seconds"])
+                load.append(os.getloadavg()[0])
+            online = measure_online(federation, models["blindfl"])
+        finally:
+            federation.close()
+    x_bank, x_shop, _ = credit_arrays(args.rows)
+    counts = forward_counts(x_bank, x_shop, args.key_bits, args.batch)
+    cost = time_primitives(args.key_bits)
+    floor = floor_seconds(counts, cost, os.cpu_count() or 1)
+    print_table(args, results, floor)
+    print_floor(counts, cost, floor)
+    print_online(online)
+    print(f"load average (1 min) before and after each protocol: {load}; the machine is shared")
+    if args.out:
+        out = {
+            "rows": args.rows,
+            "key_bits": args.key_bits,
+            "batch": args.batch,
+            "cores": os.cpu_count(),
+            "results": results,
+            "floor_seconds": floor,
+            "counts": asdict(counts),
+            "primitive_seconds": cost,
+            "online": online,
+            "load_average": load,
+        }
+        args.out.write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

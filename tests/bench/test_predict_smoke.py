@@ -1,0 +1,37 @@
+"""bench/predict.py runs end to end with tiny settings (daemons as processes, 512-bit
+INSECURE test keys, 200 rows): both protocols train and score, the floor is counted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.subprocess
+def test_predict_bench_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "predict.json"
+    args = ["--rows", "200", "--key-bits", "512", "--batch", "64", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "predict.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "| blindfl | 200 |" in run.stdout and "online: not yet measured" in run.stdout
+    result = json.loads(out.read_text())
+    assert {r["scored"] for r in result["results"].values()} == {200}
+    counts = result["counts"]  # 512 bits: 7 slots, out_dim 16 -> 3 columns, 1 row each
+    assert counts["rows_per_cipher"] == 1 and counts["ciphertexts"] == 3 * 200
+    assert counts["decryptions"] == counts["obfuscators"] == 2 * 3 * 200
+    assert 0 < result["floor_seconds"] < result["results"]["blindfl"]["seconds"]
