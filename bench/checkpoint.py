@@ -9,8 +9,9 @@ it (state dict, encoding, fsync'd atomic write), and the time to read and verify
 
 - a9a: logistic regression (source out_dim 1, no hidden top layer), batch 256, the
   a9a.guest (bank, 14 columns + label) / a9a.host (shop, 109 columns) split.
-- credit: the credit shape of the secure benchmarks: 30,000 synthetic rows, 13 + 10 dense
-  standardised features with a nonlinear label, source out_dim 16, top [32], batch 256.
+- credit: the credit shape of the secure benchmarks (`bench/credit_data.py`): 30,000
+  synthetic rows, 13 + 10 dense standardised features with a nonlinear label, source
+  out_dim 16, top [32], batch 256.
 """
 
 from __future__ import annotations

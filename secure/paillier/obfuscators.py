@@ -10,7 +10,8 @@ Two ways to compute them (`SecureConfig.obfuscator`):
   that much on full exponentiations (the ski-rental rule: never more than twice the
   better of the two choices). A pool may instead `restore` the secret bases of an
   earlier table for the same key (from the party's own checkpoint or model): its power
-  tables are then rebuilt from them at the first use, without any exponentiation.
+  tables are then rebuilt from them (at `prepare` or the first use), without any
+  exponentiation.
 - "full": r^n with a uniform r (2048-bit exponent mod n^2) for a peer's key; for our own
   key CRT(s_p^p mod p^2, s_q^q mod q^2), two 1024-bit exponents mod 2048-bit moduli. The
   n-th residues mod p^2 are exactly the subgroup of order p - 1, {s^p mod p^2}.
@@ -134,8 +135,8 @@ class ObfuscatorPool:
 
     def restore(self, bases: list[list[mpz]]) -> None:
         """Sample from the table with these secret bases (`bases` of an earlier pool for
-        the same key) instead of new ones; it is built at the first use, with no
-        exponentiation. q obfuscators from one table, over every pool that used it, are
+        the same key) instead of new ones; it is built at `prepare` or the first use,
+        with no exponentiation. q obfuscators from one table, over every pool that used it, are
         within q * 2^-80 of independent ones (`secure.paillier.fixed_base`).
 
         Raises:

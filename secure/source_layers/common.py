@@ -111,8 +111,8 @@ class PartyCrypto:
 
     def add_peer(self, key: PublicKey) -> Paillier:
         """A public-key context (with its own obfuscator pool) for a peer's key; the
-        pool's fixed-base table is the one `restore_tables` saved for this key, else it
-        is built now (if pools are configured).
+        pool's fixed-base table is the one `restore_tables` saved for this key, else a
+        new one; either is made ready now (if pools are configured).
 
         Raises:
             StateError: the table saved for this key does not fit it.
@@ -121,8 +121,8 @@ class PartyCrypto:
         saved = self._saved_tables.pop(key.owner, None)
         if saved is not None and saved.key.n == key.n:
             _restore(pool, saved)
-        elif self.config.obfuscator_pool:
-            pool.prepare()
+        if self.config.obfuscator_pool:
+            pool.prepare()  # ready (and its helpers started) before the first step
         context = Paillier(key, None, pool, self.config.threads)
         self.peers[key.owner] = context
         return context
