@@ -70,23 +70,11 @@ class Access:
 
     def check_predict(self, caller: str | None, model_id: str) -> None:
         """`caller` may score with model `model_id` (submit a prediction job)."""
-        if caller is None:
-            return
-        if self._registered(caller) or caller in self._parties_of(model_id):
-            raise AccessDenied(
-                f"'{caller}' is a party: it {_MAY} but may not submit predictions; "
-                f"that needs {_OPERATOR}"
-            )
+        self._operator_only(caller, model_id, _MAY, "submit predictions")
 
     def check_control(self, caller: str | None, job_id: str, action: str) -> None:
         """`caller` may `action` ("cancel", "resume") job `job_id`."""
-        if caller is None:
-            return
-        if caller in self._parties_of(job_id) or self._registered(caller):
-            raise AccessDenied(
-                f"'{caller}' is a party: it {_MAY} but may not {action} job {job_id}; "
-                f"that needs {_OPERATOR}"
-            )
+        self._operator_only(caller, job_id, _MAY, f"{action} job {job_id}")
 
     def check_model_read(self, caller: str | None, model_id: str) -> None:
         """`caller` may show model `model_id` (GetModel); list with `visible`."""
@@ -98,12 +86,16 @@ class Access:
 
     def check_delete_model(self, caller: str | None, model_id: str) -> None:
         """`caller` may delete model `model_id`."""
+        self._operator_only(caller, model_id, _MAY_MODELS, f"delete model {model_id}")
+
+    def _operator_only(self, caller: str | None, job_id: str, may: str, action: str) -> None:
+        """Raises AccessDenied if `caller` is a party (of `job_id`, or registered): it
+        `may` do only that, not `action`."""
         if caller is None:
             return
-        if caller in self._parties_of(model_id) or self._registered(caller):
+        if caller in self._parties_of(job_id) or self._registered(caller):
             raise AccessDenied(
-                f"'{caller}' is a party: it {_MAY_MODELS} but may not delete model {model_id}; "
-                f"that needs {_OPERATOR}"
+                f"'{caller}' is a party: it {may} but may not {action}; that needs {_OPERATOR}"
             )
 
     def _registered(self, caller: str) -> bool:
