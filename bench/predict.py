@@ -238,12 +238,14 @@ def floor_seconds(counts: Counts, cost: dict[str, float], cores: int) -> float:
 # ONLINE: to be filled in once the active daemon's `Predict` RPC exists: p50 and p99
 # latency of scoring one id, and the throughput of 8 concurrent clients, against the
 # blindfl model trained above (`federation`, `model`). Until then nothing is measured.
-def measure_online(federation: Federation, model: str, ids: list[str]) -> dict:
+def measure_online(
+    federation: Federation, model: str, ids: list[str], requests: int, seconds: float
+) -> dict:
     """Online scoring of model `model` at its active party, as `vfl score` asks it: over
     one kept mutual-TLS channel per client, one id per request. The first request (it
     loads the model and opens the scoring session with the passive party) is timed on
-    its own; then ONLINE_SEQUENTIAL requests one after another give p50 and p99; then 8
-    clients in threads, each sending one-id requests back to back for ONLINE_SECONDS,
+    its own; then `requests` requests one after another give p50 and p99; then 8
+    clients in threads, each sending one-id requests back to back for `seconds`,
     give the scores per second (their requests share micro-batches)."""
     party, address = federation.client.locate_model(model)
     tls = federation.client.tls
@@ -263,12 +265,12 @@ def measure_online(federation: Federation, model: str, ids: list[str]) -> dict:
         if first.results[0].error:
             raise SystemExit(f"online scoring failed: {first.results[0].message}")
         latencies = []
-        for _ in range(ONLINE_SEQUENTIAL):
+        for _ in range(requests):
             begun = time.perf_counter()
             stub.Predict(request(), timeout=60)
             latencies.append(time.perf_counter() - begun)
     scored: list[int] = []
-    stop = time.perf_counter() + ONLINE_SECONDS
+    stop = time.perf_counter() + seconds
 
     def client_loop() -> None:
         done = 0
@@ -291,7 +293,7 @@ def measure_online(federation: Federation, model: str, ids: list[str]) -> dict:
         "first_request_s": first_s,
         "p50_ms": float(np.percentile(ms, 50)),
         "p99_ms": float(np.percentile(ms, 99)),
-        "requests": ONLINE_SEQUENTIAL,
+        "requests": requests,
         "per_second_8_clients": sum(scored) / elapsed,
     }
 
@@ -356,6 +358,12 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=1, help="predictions per model (best)")
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     ap.add_argument("--no-online", action="store_true", help="skip online scoring")
+    ap.add_argument(
+        "--online-requests", type=int, default=ONLINE_SEQUENTIAL, help="one-id requests timed"
+    )
+    ap.add_argument(
+        "--online-seconds", type=float, default=ONLINE_SECONDS, help="8 clients' run length"
+    )
     args = ap.parse_args()
     load = [os.getloadavg()[0]]
     results: dict[str, dict] = {}
@@ -374,7 +382,9 @@ def main() -> int:
             online = None
             if not args.no_online:
                 ids = [str(i) for i in range(args.rows)]  # credit_tables: ids 0..N-1
-                online = measure_online(federation, models["blindfl"], ids)
+                online = measure_online(
+                    federation, models["blindfl"], ids, args.online_requests, args.online_seconds
+                )
         finally:
             federation.close()
     x_bank, x_shop, _ = credit_arrays(args.rows)

@@ -1,5 +1,6 @@
 """bench/predict.py runs end to end with tiny settings (daemons as processes, 512-bit
-INSECURE test keys, 200 rows): both protocols train and score, the floor is counted."""
+INSECURE test keys, 200 rows): both protocols train and score, the floor is counted, and
+online scoring answers."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_predict_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "predict.json"
     args = ["--rows", "200", "--key-bits", "512", "--batch", "64", "--out", str(out)]
+    args += ["--online-requests", "20", "--online-seconds", "1"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(
         [sys.executable, str(REPO / "bench" / "predict.py"), *args],
@@ -28,10 +30,13 @@ def test_predict_bench_smoke(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "| blindfl | 200 |" in run.stdout and "online: not yet measured" in run.stdout
+    assert "| blindfl | 200 |" in run.stdout and "online (one id" in run.stdout
     result = json.loads(out.read_text())
     assert {r["scored"] for r in result["results"].values()} == {200}
     counts = result["counts"]  # 512 bits: 7 slots, out_dim 16 -> 3 columns, 1 row each
     assert counts["rows_per_cipher"] == 1 and counts["ciphertexts"] == 3 * 200
     assert counts["decryptions"] == counts["obfuscators"] == 2 * 3 * 200
     assert 0 < result["floor_seconds"] < result["results"]["blindfl"]["seconds"]
+    online = result["online"]
+    assert online["requests"] == 20 and 0 < online["p50_ms"] <= online["p99_ms"]
+    assert online["per_second_8_clients"] > 0
