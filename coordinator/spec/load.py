@@ -9,11 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from coordinator.errors import SpecError
-from coordinator.spec.messages import explain
+from coordinator.spec.messages import parse_yaml, validated
 from coordinator.spec.model import JobSpec
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -35,11 +32,7 @@ def load_spec(path: str | Path) -> JobSpec:
 def parse_spec_text(text: str) -> JobSpec:
     """Raises:
     SpecError: the text is not YAML or fails validation."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"job spec is not valid YAML: {exc}") from exc
-    return parse_spec(raw)
+    return parse_spec(parse_yaml(text, "job spec"))
 
 
 def parse_spec(raw: Any) -> JobSpec:
@@ -48,12 +41,9 @@ def parse_spec(raw: Any) -> JobSpec:
     Raises:
         SpecError: naming each invalid field by its dotted path.
     """
-    if not isinstance(raw, dict):
-        raise SpecError("job spec must be a YAML mapping with at least 'job' and 'parties'")
-    try:
-        return JobSpec.model_validate(raw)
-    except ValidationError as exc:
-        raise SpecError(explain(exc, JobSpec)) from None
+    return validated(
+        raw, JobSpec, "job spec must be a YAML mapping with at least 'job' and 'parties'"
+    )
 
 
 def job_schema() -> dict[str, Any]:

@@ -6,11 +6,15 @@ allowed ones listed."""
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, TypeVar
 
+import yaml
 from pydantic import BaseModel, ValidationError
 
+from coordinator.errors import SpecError
 from coordinator.spec.fields import FieldProblem
+
+M = TypeVar("M", bound=BaseModel)
 
 MAX_PROBLEMS = 8
 _MAPPING_ERRORS = ("model_type", "model_attributes_type", "dict_type")
@@ -157,3 +161,27 @@ def _range(node: dict[str, Any]) -> str:
 @functools.cache
 def _schema_of(model: type[BaseModel]) -> _Schema:
     return _Schema(model)
+
+
+def parse_yaml(text: str, what: str) -> Any:
+    """Raises:
+    SpecError: the text is not YAML (names `what`, e.g. "job spec")."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{what} is not valid YAML: {exc}") from exc
+
+
+def validated(raw: Any, model: type[M], not_a_mapping: str) -> M:
+    """`raw` (a decoded mapping) as `model`.
+
+    Raises:
+        SpecError: `raw` is no mapping (`not_a_mapping` says what it must be), or naming
+            each invalid field by its dotted path.
+    """
+    if not isinstance(raw, dict):
+        raise SpecError(not_a_mapping)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError(explain(exc, model)) from None

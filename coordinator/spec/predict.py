@@ -14,14 +14,10 @@ datasets and this section as `predict:`), so it runs, pauses and is watched as a
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import Field
 
-import yaml
-from pydantic import Field, ValidationError
-
-from coordinator.errors import SpecError
 from coordinator.spec.fields import Name, SpecModel
-from coordinator.spec.messages import explain
+from coordinator.spec.messages import parse_yaml, validated
 
 
 class PredictSpec(SpecModel):
@@ -42,13 +38,5 @@ class PredictSpec(SpecModel):
 def parse_predict_text(text: str) -> PredictSpec:
     """Raises:
     SpecError: the text is not YAML or not a valid prediction (names the field)."""
-    try:
-        raw: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"prediction spec is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise SpecError("a prediction spec is a mapping with 'model' and 'data'")
-    try:
-        return PredictSpec.model_validate(raw)
-    except ValidationError as exc:
-        raise SpecError(explain(exc, PredictSpec)) from None
+    raw = parse_yaml(text, "prediction spec")
+    return validated(raw, PredictSpec, "a prediction spec is a mapping with 'model' and 'data'")
