@@ -37,7 +37,7 @@ def prediction_yaml(args: argparse.Namespace) -> str:
         raw.setdefault("data", {})[party] = dataset
     if args.out:
         raw["out"] = args.out
-    if args.batch_size:
+    if args.batch_size is not None:
         raw["batch_size"] = args.batch_size
     text = yaml.safe_dump(raw, sort_keys=False)
     parse_predict_text(text)  # fail here, with the field named, before dialling
