@@ -19,7 +19,7 @@ import numpy as np
 
 from coordinator.spec import JobSpec
 from coordinator.states import ALIGNING, PREDICTING
-from party.data import Table, load_table
+from party.data import Table
 from party.errors import JobError, ModelError
 from party.inference.model import LoadedModel
 from party.job import Dataset, resolve_dataset
@@ -77,8 +77,7 @@ class PredictJob:
             )
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
-        self.table = load_table(self.dataset.source, self.dataset.name)
-        self.inputs = self.model.inputs(self.table, self.dataset.name)
+        self.table, self.inputs = self.model.read(self.dataset)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
         return self.table
@@ -118,7 +117,7 @@ class PredictJob:
         if len(order) == 0:
             raise JobError("the parties hold no common ids: there is nothing to score")
         reporter.stage(PREDICTING)
-        inputs = _aligned(self.inputs, order)
+        inputs = self.inputs.subset(order)
         batch = self.request.batch_size
         scorer = self.model.scorer(channel, inputs, reporter, batch)
         batches = [
@@ -177,12 +176,6 @@ class PredictJob:
                 "output": self.output_name,
             },
         }
-
-
-def _aligned(inputs: Inputs, order: np.ndarray) -> Inputs:
-    dense = inputs.dense.numpy()[order]
-    cat = None if inputs.cat is None else inputs.cat.numpy()[order]
-    return Inputs(dense, cat, inputs.cardinalities)
 
 
 def _cell(value: Any) -> str:

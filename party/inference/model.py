@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from coordinator.spec import JobSpec
-from party.data import Table
+from party.data import Table, load_table
 from party.errors import ModelError, UnknownModel
+from party.job import Dataset
 from party.state import StateDir
 from party.state.models import Manifest, ModelStore
 from party.training import trainers
@@ -95,6 +96,15 @@ class LoadedModel:
                     "trained on (it has no unknown bucket)",
                 )
         return Inputs(features, table.categorical, tuple(c.cardinality for c in cats))
+
+    def read(self, dataset: Dataset) -> tuple[Table, Inputs]:
+        """Load `dataset` (a dataset of this party's config) and its inputs to the model.
+
+        Raises:
+            DataError: it does not load. ModelError: it does not fit the model.
+        """
+        table = load_table(dataset.source, dataset.name)
+        return table, self.inputs(table, dataset.name)
 
     def scorer(
         self,

@@ -22,7 +22,7 @@ import numpy as np
 
 from coordinator.spec import TableSource
 from coordinator.states import JobState
-from party.data import Table, load_table
+from party.data import Table
 from party.errors import DataError, ModelError
 from party.inference.model import LoadedModel
 from party.job import resolve_dataset
@@ -77,18 +77,26 @@ class Rows:
         dataset = resolve_dataset(model.spec, me, datasets)
         if dataset is None:
             raise ModelError(f"model {model.model_id} names no dataset for party '{me}'")
-        table = load_table(dataset.source, dataset.name)
-        return cls.of(model, table, dataset.name, zero_row)
+        table, inputs = model.read(dataset)
+        return cls.of(model, table, dataset.name, zero_row, inputs)
 
     @classmethod
-    def of(cls, model: LoadedModel, table: Table, dataset: str, zero_row: bool) -> Rows:
+    def of(
+        cls,
+        model: LoadedModel,
+        table: Table,
+        dataset: str,
+        zero_row: bool,
+        inputs: Inputs | None = None,
+    ) -> Rows:
         """The inputs of `table` checked against `model` (with a row of zeros after the
-        last one when `zero_row`: a passive party scores it for ids it lacks).
+        last one when `zero_row`: a passive party scores it for ids it lacks); `inputs`:
+        the table's inputs if already checked (`LoadedModel.read`).
 
         Raises:
             ModelError: the table does not fit the model. DataError: duplicate ids.
         """
-        inputs = model.inputs(table, dataset)
+        inputs = inputs or model.inputs(table, dataset)
         index = {str(i): r for r, i in enumerate(table.ids)}
         if len(index) != table.rows:
             raise DataError(

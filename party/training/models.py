@@ -69,6 +69,11 @@ class Inputs:
     def empty(self) -> bool:
         return self.dense.shape[1] == 0 and self.cat is None
 
+    def subset(self, rows: np.ndarray) -> Inputs:
+        """These inputs' `rows`, in that order."""
+        dense, cat = self.take(rows)
+        return Inputs(dense.numpy(), None if cat is None else cat.numpy(), self.cardinalities)
+
     def take(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None]:
         idx = torch.as_tensor(rows, dtype=torch.int64)
         return self.dense[idx], None if self.cat is None else self.cat[idx]
