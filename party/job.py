@@ -25,7 +25,7 @@ from party.training.models import Inputs
 from party.training.plan import Plan, make_plan, make_test_plan
 from party.training.task import make_task
 from secure.channel import Channel
-from secure.psi.protocol import PsiConfig, run_psi
+from secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 log = logging.getLogger(__name__)
 
@@ -132,19 +132,8 @@ class PartyJob:
             make_task(self.spec.model.top.task, table.labels)  # fail early on bad labels
         return table
 
-    def _align(self, channel: Channel, table: Table, tag: str) -> tuple[np.ndarray, object]:
-        passives = [p.id for p in self.spec.passives]
-        config = PsiConfig(timeout=self.spec.train.timeout_s)
-        psi = run_psi(
-            channel,
-            self.party_id,
-            self.spec.active.id,
-            passives,
-            list(table.ids),
-            tag,
-            seed=self.spec.train.seed,
-            config=config,
-        )
+    def _align(self, channel: Channel, table: Table, tag: str) -> tuple[np.ndarray, PsiResult]:
+        psi = align_rows(channel, self.spec, self.party_id, table, tag)
         return psi.positions, psi
 
     def run(self, channel: Channel, reporter: Reporter) -> dict:
@@ -247,6 +236,21 @@ class PartyJob:
             aligned,
             reporter.checkpoint,
         )
+
+
+def align_rows(channel: Channel, spec: JobSpec, party_id: str, table: Table, tag: str) -> PsiResult:
+    """PSI of `table`'s ids with the job's other parties (tag `tag`): the common rows'
+    positions in `table`, in the order every party shares."""
+    return run_psi(
+        channel,
+        party_id,
+        spec.active.id,
+        [p.id for p in spec.passives],
+        list(table.ids),
+        tag,
+        seed=spec.train.seed,
+        config=PsiConfig(timeout=spec.train.timeout_s),
+    )
 
 
 def model_columns(table: Table, dataset: Dataset | None) -> tuple[Column, ...]:

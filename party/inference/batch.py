@@ -22,13 +22,12 @@ from coordinator.states import ALIGNING, PREDICTING
 from party.data import Table
 from party.errors import JobError, ModelError
 from party.inference.model import LoadedModel
-from party.job import Dataset, resolve_dataset
+from party.job import Dataset, align_rows, resolve_dataset
 from party.state import StateDir
 from party.state.store import write_atomically
 from party.training.context import Reporter
 from party.training.models import Inputs
 from secure.channel import Channel
-from secure.psi.protocol import PsiConfig, run_psi
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +101,7 @@ class PredictJob:
         assert self.model is not None and self.table is not None and self.inputs is not None
         begun = time.monotonic()
         reporter.stage(ALIGNING)
-        psi = run_psi(
-            channel,
-            self.party_id,
-            self.spec.active.id,
-            [p.id for p in self.spec.passives],
-            list(self.table.ids),
-            "psi",
-            seed=self.spec.train.seed,
-            config=PsiConfig(timeout=self.spec.train.timeout_s),
-        )
+        psi = align_rows(channel, self.spec, self.party_id, self.table, "psi")
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3))
         order = psi.positions
         if len(order) == 0:
