@@ -48,6 +48,13 @@ class Access:
             return records
         return [r for r in records if caller in self._parties_of(r.job_id)]
 
+    def party_ids(self, caller: str | None, registered: list[str]) -> list[str]:
+        """The registered parties of `registered` whose health `caller` may see (the
+        dashboard): an operator every one, a registered party only itself."""
+        if caller is None or not self._registered(caller):
+            return registered
+        return [p for p in registered if p == caller]
+
     def check_read(self, caller: str | None, job_id: str) -> None:
         """`caller` may read job `job_id` (GetJob, WatchJob)."""
         if caller is None or caller in self._parties_of(job_id) or not self._registered(caller):

@@ -94,6 +94,12 @@ class CoordinatorClient:
         resp = self._stub.GetJob(pb.GetJobRequest(job_id=job_id), timeout=self._timeout)
         return JobView.from_proto(resp)
 
+    def job_report(self, job_id: str) -> pb.GetJobReportResponse:
+        """The job with its spec and per-round curves (what `vfl report` draws)."""
+        req = pb.GetJobReportRequest(job_id=job_id)
+        resp: pb.GetJobReportResponse = self._stub.GetJobReport(req, timeout=self._timeout)
+        return resp
+
     def watch(self, job_id: str) -> Iterator[JobView]:
         for resp in self._stub.WatchJob(pb.WatchJobRequest(job_id=job_id)):
             yield JobView.from_proto(resp)

@@ -277,6 +277,7 @@ class Lifecycle:
                 f"party address {address!r} is not host:port (e.g. bank.example.org:7701)"
             )
         self.store.register_party(party_id, address, datasets)
+        self.health.contacts.heard(party_id)
         log.info("party %s registered at %s", party_id, address)
         if self.models.pending_at(party_id):  # deleted models it did not drop while away
             self._background(self.models.retry, party_id)
@@ -310,6 +311,7 @@ class Lifecycle:
                 or a malformed report.
         """
         job_id = request.job_id
+        self.health.contacts.heard(party_id)  # checked by the servicer: it is that party
         with job_context(job_id):
             return self._report(job_id, party_id, request)
 

@@ -64,7 +64,7 @@ def apply_report(
     if event == "aligned" and active:
         new.intersection_size = request.aligned.intersection_size
         new.psi_seconds = request.aligned.psi_seconds
-    elif event == "round":
+    elif event == "round" and active:  # progress is the active party's
         new.round, new.total_rounds = request.round.round, request.round.total_rounds
         if request.round.HasField("loss"):
             new.loss = request.round.loss

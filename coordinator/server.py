@@ -3,7 +3,8 @@
 The gRPC server is a `grpc.aio` server on an event loop of its own thread (`LoopThread`),
 so a client following a job holds no thread (`coordinator.servicer`); callers stay
 synchronous: `create_coordinator_server(...)` returns a running `CoordinatorServer`, and
-`stop(grace)` ends it. The party health monitor is a thread of its own.
+`stop(grace)` ends it. The party health monitor is a thread of its own. With `ui`, the
+read-only dashboard (`coordinator.ui`) serves on the same event loop.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -24,6 +25,9 @@ from coordinator.store import JobStore
 from proto import coordinator_pb2_grpc
 from proto.rpc import PeerClients, bind, make_aio_server
 from secure.pki.certs import PartyFiles
+
+if TYPE_CHECKING:
+    from coordinator.ui.server import UiServer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,6 +73,7 @@ class CoordinatorServer:
     servicer: CoordinatorServicer
     stopping: threading.Event = field(default_factory=threading.Event)
     monitor: threading.Thread | None = None
+    ui: UiServer | None = None  # the dashboard, when asked for
 
     def stop(self, grace: float = 2.0) -> None:
         """Stop serving: health NOT_SERVING, wait for the monitor and the launch threads, end
@@ -76,6 +81,8 @@ class CoordinatorServer:
         if self.stopping.is_set():
             return
         self.stopping.set()
+        if self.ui is not None:
+            self.loop.run(self.ui.stop())
         self.loop.run(self.health.enter_graceful_shutdown())
         if self.monitor is not None:  # its health probes use the clients closed below
             self.monitor.join(timeout=grace + 10)
@@ -117,6 +124,13 @@ async def _serve(
     return server, checks, port
 
 
+async def _serve_ui(lifecycle: Lifecycle, listen: str, tls: PartyFiles | None) -> UiServer:
+    from coordinator.ui.dashboard import Dashboard
+    from coordinator.ui.server import start_ui
+
+    return await start_ui(Dashboard(lifecycle), listen, tls)
+
+
 def create_coordinator_server(
     db_path: str,
     listen: str,
@@ -126,11 +140,15 @@ def create_coordinator_server(
     party_grace_s: float = 10.0,
     control_timeout_s: float = CONTROL_TIMEOUT_S,
     auto_resume: bool = False,
+    ui: str | None = None,
 ) -> CoordinatorServer:
-    """Open the job store, start serving on `listen` (port 0: OS picks), resume jobs.
+    """Open the job store, start serving on `listen` (port 0: OS picks), and with `ui`
+    (host:port) the dashboard; resume jobs.
 
     Raises:
         RuntimeError: the address cannot be bound.
+        OSError: the dashboard's address cannot be bound.
+        CoordinatorError: `ui` is not host:port.
     """
     store = JobStore(db_path)
     clients = PeerClients(tls)
@@ -144,9 +162,15 @@ def create_coordinator_server(
         loop.close()
         store.close()
         raise
+    running = CoordinatorServer(server, lifecycle, port, checks, clients, loop, servicer)
+    if ui is not None:
+        try:
+            running.ui = loop.run(_serve_ui(lifecycle, ui, tls))
+        except BaseException:
+            running.stop(0)
+            raise
     lifecycle.resume_pending()
     log.info("coordinator serving on port %d (db %s)", port, db_path)
-    running = CoordinatorServer(server, lifecycle, port, checks, clients, loop, servicer)
     running.monitor = threading.Thread(
         target=_monitor,
         args=(running, health_interval_s, party_grace_s, auto_resume),

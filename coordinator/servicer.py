@@ -5,7 +5,7 @@ it: store reads, life-cycle calls and permission checks run in worker threads (`
 and `WatchJob` follows a job through `coordinator.watch`, holding no thread while it waits.
 Domain errors become statuses with their message (unexpected ones INTERNAL, never a
 crash). With TLS, RegisterParty and ReportProgress for party X are accepted only from X's
-certificate; the user RPCs (submit, list, get, watch, cancel, resume, and the models' list,
+certificate; the user RPCs (submit, list, get, report, watch, cancel, resume, and the models' list,
 get and delete) as `coordinator.access` says: a party reads the jobs and models it is in, an
 operator (e.g. `admin`) may do everything.
 """
@@ -32,6 +32,7 @@ from coordinator.errors import (
 from coordinator.lifecycle import Lifecycle
 from coordinator.spec.predict import parse_predict_text
 from coordinator.store import JobRecord
+from coordinator.views import report, summary, view
 from coordinator.watch import JobFeeds
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
@@ -57,7 +58,7 @@ class Pools:
     users' cancels (which call the parties, with 5 s deadlines) hold up neither the
     parties' reports nor anyone's reads. A call holds a thread only while it runs."""
 
-    reads: ThreadPoolExecutor  # ListJobs, GetJob, the job feeds of WatchJob
+    reads: ThreadPoolExecutor  # ListJobs, GetJob, GetJobReport, the job feeds of WatchJob
     parties: ThreadPoolExecutor  # RegisterParty, ReportProgress
     # SubmitJob, CancelJob, ResumeJob, and the model RPCs (they ask the parties, 3 s each)
     commands: ThreadPoolExecutor
@@ -74,24 +75,6 @@ class Pools:
         """Wait for the calls in progress (each bounded by its deadlines)."""
         for pool in (self.reads, self.parties, self.commands):
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _summary(r: JobRecord) -> pb.JobSummary:
-    return pb.JobSummary(
-        job_id=r.job_id,
-        name=r.name,
-        state=r.state,
-        created_at=r.created_at,
-        updated_at=r.updated_at,
-        reason=r.reason,
-    )
-
-
-def _view(r: JobRecord) -> pb.GetJobResponse:
-    result = pb.JobResult()
-    result.CopyFrom(r.result)
-    result.job = r.job_id
-    return pb.GetJobResponse(job=_summary(r), result=result)
 
 
 class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
@@ -155,11 +138,15 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
     async def ListJobs(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
         records = await self._call(context, self.pools.reads, self._list, caller)
-        return pb.ListJobsResponse(jobs=[_summary(r) for r in records])
+        return pb.ListJobsResponse(jobs=[summary(r) for r in records])
 
     async def GetJob(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
-        return _view(await self._call(context, self.pools.reads, self._get, caller, request.job_id))
+        return view(await self._call(context, self.pools.reads, self._get, caller, request.job_id))
+
+    async def GetJobReport(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        return await self._call(context, self.pools.reads, self._report, caller, request.job_id)
 
     async def WatchJob(self, request, context):  # noqa: N802
         caller = await identify_caller_async(context)
@@ -167,7 +154,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         follow = self.feeds.follow(request.job_id)
         try:
             while record := await call_with_status_async(context, anext(follow, None), _CODES):
-                yield _view(record)
+                yield view(record)
         finally:
             await follow.aclose()
 
@@ -252,6 +239,9 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         record = self._store.get(job_id)
         self._access.check_read(caller, job_id)
         return record
+
+    def _report(self, caller: str | None, job_id: str) -> pb.GetJobReportResponse:
+        return report(self._store, self._get(caller, job_id))
 
     def _cancel(self, caller: str | None, job_id: str) -> int:
         self._access.check_control(caller, job_id, "cancel")

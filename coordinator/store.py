@@ -71,6 +71,17 @@ class JobRecord:
 
 
 @dataclass(frozen=True)
+class PartyRecord:
+    """A registered party: where it listens, the datasets it exposes, and when it last
+    registered."""
+
+    party_id: str
+    address: str
+    datasets: tuple[str, ...]
+    registered_at: float
+
+
+@dataclass(frozen=True)
 class ModelDeletion:
     """A delete of model `model_id` (a training job's id), requested at `requested_at`;
     `pending` are the parties that have not yet confirmed they dropped their part."""
@@ -227,6 +238,14 @@ class JobStore:
     def parties(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT party_id, address FROM parties").fetchall())
+
+    def party_records(self) -> list[PartyRecord]:
+        """Every registered party, by id."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT party_id, address, datasets_json, last_seen FROM parties ORDER BY party_id"
+            ).fetchall()
+        return [PartyRecord(p, a, tuple(json.loads(d)), t) for p, a, d, t in rows]
 
     # --- model deletions ---------------------------------------------------------------
 

@@ -55,11 +55,21 @@ class CoordinatorReporter:
             )
         )
 
-    def round(self, rnd: int, total: int, loss: float | None) -> None:
+    def round(
+        self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
+    ) -> None:
         now = time.monotonic()
         if now - self._last >= REPORT_INTERVAL_S or rnd == total:
             self._last = now
-            self._send(round=pb.RoundDone(round=rnd, total_rounds=total, loss=loss))
+            self._send(
+                round=pb.RoundDone(
+                    round=rnd,
+                    total_rounds=total,
+                    loss=loss,
+                    bytes_sent=bytes_sent,
+                    local_updates=local_updates,
+                )
+            )
 
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:
         self._send(validation=pb.Validated(round=rnd, metrics=metrics))

@@ -221,6 +221,44 @@ class GetJobResponse(_message.Message):
     result: JobResult
     def __init__(self, job: _Optional[_Union[JobSummary, _Mapping]] = ..., result: _Optional[_Union[JobResult, _Mapping]] = ...) -> None: ...
 
+class GetJobReportRequest(_message.Message):
+    __slots__ = ("job_id",)
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RoundPoint(_message.Message):
+    __slots__ = ("party_id", "round", "seconds", "loss", "bytes_sent", "local_updates")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LOSS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    round: int
+    seconds: float
+    loss: float
+    bytes_sent: int
+    local_updates: int
+    def __init__(self, party_id: _Optional[str] = ..., round: _Optional[int] = ..., seconds: _Optional[float] = ..., loss: _Optional[float] = ..., bytes_sent: _Optional[int] = ..., local_updates: _Optional[int] = ...) -> None: ...
+
+class GetJobReportResponse(_message.Message):
+    __slots__ = ("job", "result", "spec_yaml", "spec_json", "rounds", "validations")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_YAML_FIELD_NUMBER: _ClassVar[int]
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATIONS_FIELD_NUMBER: _ClassVar[int]
+    job: JobSummary
+    result: JobResult
+    spec_yaml: str
+    spec_json: str
+    rounds: _containers.RepeatedCompositeFieldContainer[RoundPoint]
+    validations: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
+    def __init__(self, job: _Optional[_Union[JobSummary, _Mapping]] = ..., result: _Optional[_Union[JobResult, _Mapping]] = ..., spec_yaml: _Optional[str] = ..., spec_json: _Optional[str] = ..., rounds: _Optional[_Iterable[_Union[RoundPoint, _Mapping]]] = ..., validations: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ...) -> None: ...
+
 class WatchJobRequest(_message.Message):
     __slots__ = ("job_id",)
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
@@ -367,14 +405,18 @@ class Aligned(_message.Message):
     def __init__(self, intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., test_intersection_size: _Optional[int] = ...) -> None: ...
 
 class RoundDone(_message.Message):
-    __slots__ = ("round", "total_rounds", "loss")
+    __slots__ = ("round", "total_rounds", "loss", "bytes_sent", "local_updates")
     ROUND_FIELD_NUMBER: _ClassVar[int]
     TOTAL_ROUNDS_FIELD_NUMBER: _ClassVar[int]
     LOSS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
     round: int
     total_rounds: int
     loss: float
-    def __init__(self, round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ...) -> None: ...
+    bytes_sent: int
+    local_updates: int
+    def __init__(self, round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., bytes_sent: _Optional[int] = ..., local_updates: _Optional[int] = ...) -> None: ...
 
 class Validated(_message.Message):
     __slots__ = ("round", "metrics")

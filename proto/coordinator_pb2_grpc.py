@@ -54,6 +54,11 @@ class CoordinatorServiceStub:
                 request_serializer=proto_dot_coordinator__pb2.WatchJobRequest.SerializeToString,
                 response_deserializer=proto_dot_coordinator__pb2.GetJobResponse.FromString,
                 _registered_method=True)
+        self.GetJobReport = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/GetJobReport',
+                request_serializer=proto_dot_coordinator__pb2.GetJobReportRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.GetJobReportResponse.FromString,
+                _registered_method=True)
         self.CancelJob = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/CancelJob',
                 request_serializer=proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
@@ -124,6 +129,13 @@ class CoordinatorServiceServicer:
 
     def WatchJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetJobReport(self, request, context):
+        """Everything `vfl report` draws: the job, its spec and its per-round curves.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -210,6 +222,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.WatchJob,
                     request_deserializer=proto_dot_coordinator__pb2.WatchJobRequest.FromString,
                     response_serializer=proto_dot_coordinator__pb2.GetJobResponse.SerializeToString,
+            ),
+            'GetJobReport': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJobReport,
+                    request_deserializer=proto_dot_coordinator__pb2.GetJobReportRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.GetJobReportResponse.SerializeToString,
             ),
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
@@ -365,6 +382,33 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/WatchJob',
             proto_dot_coordinator__pb2.WatchJobRequest.SerializeToString,
             proto_dot_coordinator__pb2.GetJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetJobReport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/GetJobReport',
+            proto_dot_coordinator__pb2.GetJobReportRequest.SerializeToString,
+            proto_dot_coordinator__pb2.GetJobReportResponse.FromString,
             options,
             channel_credentials,
             insecure,

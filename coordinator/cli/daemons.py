@@ -47,10 +47,17 @@ def cmd_coordinator_serve(args: argparse.Namespace) -> int:
     stop = _daemon_setup(args)
     _warn_insecure(tls is None)
     server = create_coordinator_server(
-        args.db, args.listen, tls, party_grace_s=args.party_grace, auto_resume=args.auto_resume
+        args.db,
+        args.listen,
+        tls,
+        party_grace_s=args.party_grace,
+        auto_resume=args.auto_resume,
+        ui=args.ui,
     )
     _write_port(args.port_file, server.port)
     print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
+    if server.ui is not None:
+        print(f"dashboard (read-only): {server.ui.login_url}", file=sys.stderr, flush=True)
     stop.wait()
     server.stop()
     return 0
@@ -132,6 +139,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--auto-resume",
         action="store_true",
         help="resume paused jobs by themselves once all their parties answer again",
+    )
+    cs.add_argument(
+        "--ui",
+        nargs="?",
+        const="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="serve the read-only web dashboard (default 127.0.0.1:8080; off unless given); "
+        "its token is printed at start",
     )
     certs.add_tls_flags(cs, client=False)
     daemon_flags(cs)

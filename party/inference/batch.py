@@ -119,7 +119,7 @@ class PredictJob:
             for b, out in enumerate(scorer.score_batches(inputs, batches), start=1):
                 if out is not None:
                     outputs.append(out)
-                reporter.round(b, len(batches), None)
+                reporter.round(b, len(batches), None, channel.stats.bytes_sent)
         finally:
             scorer.close()
         flush = getattr(channel, "flush", None)

@@ -22,7 +22,9 @@ class Reporter(Protocol):
 
     def stage(self, state: JobState) -> None: ...
     def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None: ...
-    def round(self, rnd: int, total: int, loss: float | None) -> None: ...
+    def round(
+        self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
+    ) -> None: ...
     def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
     def checkpoint(self, rnd: int) -> None: ...
 
@@ -66,7 +68,8 @@ def train_rounds(
     snapshot: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, int]:
     """The communication rounds of one party from `ctx.start_round + 1` on: `step(rnd,
-    rows)` per batch (its loss, if it returns one, is reported), `validate(rnd)` when the
+    rows)` per batch (reported with its loss, if it returns one, and the party's bytes sent
+    and local updates so far), `validate(rnd)` when the
     plan says so, local updates around them, and after the rounds `ctx.checkpoints` says,
     a checkpoint of `snapshot()` (the trainer's state) taken with the model lock held
     (a trainer without `snapshot` is not checkpointed); returns the round counts."""
@@ -76,8 +79,8 @@ def train_rounds(
             if rnd <= ctx.start_round:
                 continue
             loss = step(rnd, rows)
-            if loss is not None:
-                ctx.reporter.round(rnd, plan.total_rounds, loss)
+            sent, updates = ctx.channel.stats.bytes_sent, updater.num_local_updates
+            ctx.reporter.round(rnd, plan.total_rounds, loss, sent, updates)
             if plan.validates_at(rnd):
                 validate(rnd)
             if snapshot is not None and ctx.checkpoints is not None and ctx.checkpoints.due(rnd):

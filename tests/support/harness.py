@@ -19,7 +19,9 @@ class RecordingReporter:
         self.stages: list[JobState] = []
         self.checkpoints: list[int] = []
 
-    def round(self, rnd: int, total: int, loss: float | None) -> None:
+    def round(
+        self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
+    ) -> None:
         self.rounds.append((rnd, loss))
 
     def validation(self, rnd: int, metrics: dict) -> None:

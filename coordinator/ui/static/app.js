@@ -1,0 +1,210 @@
+// The vfl dashboard: a read-only single page over /api/* (coordinator/ui/server.py).
+// Routes: #/ jobs, #/job/ID a job with its curves, #/parties, #/models. Data is put
+// into the page with textContent only (names and reasons come from users).
+"use strict";
+
+const POLL_MS = 1000;
+const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED"];
+let timer = null;
+let charts = {};
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  for (const c of children) node.append(c instanceof Node ? c : String(c ?? ""));
+  return node;
+}
+
+function when(t) {
+  return t ? new Date(t * 1000).toLocaleString() : "-";
+}
+
+function metrics(m) {
+  return Object.entries(m || {}).map(([k, v]) => `${k}=${v.toFixed(4)}`).join(", ");
+}
+
+function table(id, head, rows) {
+  const t = el("table", { id });
+  t.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
+  for (const r of rows) t.append(r);
+  return t;
+}
+
+async function api(path) {
+  const resp = await fetch(path, { credentials: "same-origin" });
+  if (!resp.ok) {
+    let why = resp.statusText;
+    try { why = (await resp.json()).error || why; } catch (e) { /* not JSON */ }
+    throw new Error(`${resp.status}: ${why}`);
+  }
+  return resp.json();
+}
+
+function show(...nodes) {
+  document.getElementById("main").replaceChildren(...nodes);
+}
+
+function status(text) {
+  document.getElementById("status").textContent = text;
+}
+
+// --- jobs --------------------------------------------------------------------------
+
+async function jobsPage() {
+  const jobs = await api("/api/jobs");
+  const rows = jobs.map((j) => el("tr", { "data-job": j.job, "data-state": j.state },
+    el("td", {}, el("a", { href: `#/job/${encodeURIComponent(j.job)}` }, j.job)),
+    el("td", { class: `state ${j.state}` }, j.state),
+    el("td", {}, j.total_rounds ? `${j.round}/${j.total_rounds}` : "-"),
+    el("td", {}, metrics(j.metrics)),
+    el("td", {}, when(j.created_at)),
+    el("td", {}, j.reason)));
+  show(el("h2", {}, `Jobs (${jobs.length})`),
+    table("jobs", ["job", "state", "round", "validation", "submitted", "reason"], rows));
+  return true;
+}
+
+// --- one job -----------------------------------------------------------------------
+
+const CHARTS = [
+  ["loss", "loss", "round", "training loss by round"],
+  ["loss-seconds", "loss", "seconds", "training loss by seconds"],
+  ["validation", "validation", "round", "validation by round"],
+  ["validation-seconds", "validation", "seconds", "validation by seconds"],
+  ["bytes", "bytes_per_round", "round", "bytes sent per round"],
+  ["updates", "local_updates_per_round", "round", "local updates per round"],
+];
+
+function chartData(series, x) {
+  // one table per series ([xs, ys]), joined on x by uPlot
+  const tables = series.map((s) => [s[x === "round" ? "rounds" : "seconds"], s.values]);
+  return tables.length === 1 ? tables[0] : uPlot.join(tables);
+}
+
+function drawChart(box, key, series, x, title) {
+  const points = series.reduce((n, s) => n + s.values.length, 0);
+  box.setAttribute("data-points", String(points));
+  const labels = series.map((s) => s.label).join("|");
+  const old = charts[key];
+  if (!points) {
+    if (old) { old.plot.destroy(); delete charts[key]; }
+    box.replaceChildren(el("h3", {}, title), el("div", { class: "empty" }, "no points yet"));
+    return;
+  }
+  const data = chartData(series, x);
+  if (old && old.labels === labels) {
+    old.plot.setData(data);
+    return;
+  }
+  if (old) old.plot.destroy();
+  box.replaceChildren(el("h3", {}, title));
+  const colors = ["#1d5fbf", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93"];
+  const opts = {
+    width: 440, height: 220,
+    scales: { x: { time: false } },
+    axes: [{ label: x === "round" ? "round" : "seconds since submitted" }, {}],
+    series: [{ label: x }, ...series.map((s, i) => ({
+      label: s.label, stroke: colors[i % colors.length], width: 2, spanGaps: true,
+      points: { show: true, size: 4 },
+    }))],
+  };
+  charts[key] = { labels, plot: new uPlot(opts, data, box) };
+}
+
+function facts(job) {
+  const rows = [
+    ["state", job.state + (job.reason ? `: ${job.reason}` : "")],
+    ["round", job.total_rounds ? `${job.round || 0}/${job.total_rounds}` : "-"],
+    ["validation", metrics(job.metrics) || "-"],
+    ["parties", job.parties.map((p) => `${p.id} (${p.role})`).join(", ")],
+    ["submitted", when(job.created_at)],
+    ["common rows (PSI)", job.intersection_size || "-"],
+    ["bytes sent", job.bytes_sent || "-"],
+    ["local updates", job.local_updates || "-"],
+    ["seconds", job.seconds || "-"],
+  ];
+  return table("facts", ["", ""], rows.map(([k, v]) => el("tr", {}, el("td", {}, k),
+    el("td", { class: k === "state" ? `state ${job.state}` : "" }, v))));
+}
+
+async function jobPage(jobId, first) {
+  const job = await api(`/api/jobs/${encodeURIComponent(jobId)}`);
+  if (first) {
+    charts = {};
+    const boxes = CHARTS.map(([key]) => el("div", { class: "chart", id: `chart-${key}` }));
+    show(el("h2", { id: "job-title", "data-state": job.state }, `Job ${job.job}`),
+      el("div", { id: "facts" }), el("div", { class: "charts" }, ...boxes),
+      el("h3", {}, "Spec"), el("pre", { id: "spec" }, job.spec_yaml));
+  }
+  document.getElementById("job-title").setAttribute("data-state", job.state);
+  document.getElementById("facts").replaceChildren(facts(job));
+  for (const [key, name, x, title] of CHARTS) {
+    drawChart(document.getElementById(`chart-${key}`), key, job.curves[name], x, title);
+  }
+  return !TERMINAL.includes(job.state); // keep polling while it runs
+}
+
+// --- parties and models ------------------------------------------------------------
+
+async function partiesPage() {
+  const parties = await api("/api/parties");
+  const rows = parties.map((p) => el("tr", { "data-party": p.party },
+    el("td", {}, p.party), el("td", {}, p.address),
+    el("td", { class: `state ${p.health.replace(" ", "-")}` }, p.health),
+    el("td", {}, `${when(p.last_contact)} (${p.seconds_since_contact} s ago)`),
+    el("td", {}, p.running_jobs.join(", ")), el("td", {}, p.datasets.join(", ")),
+    el("td", {}, p.problem)));
+  show(el("h2", {}, `Parties (${parties.length})`), table("parties",
+    ["party", "address", "health", "last contact", "running jobs", "datasets", "problem"], rows));
+  return true;
+}
+
+async function modelsPage() {
+  const models = await api("/api/models");
+  const rows = models.map((m) => el("tr", { "data-model": m.model_id },
+    el("td", {}, m.model_id), el("td", { class: `state ${m.state}` }, m.state),
+    el("td", {}, m.protocol), el("td", {}, metrics(m.metrics)),
+    el("td", {}, m.holders.join(", ")), el("td", {}, m.unreachable.join(", ")),
+    el("td", {}, when(m.created_at))));
+  show(el("h2", {}, `Models (${models.length})`), table("models",
+    ["model", "state", "protocol", "validation", "held by", "unreachable", "trained"], rows));
+  return true;
+}
+
+// --- routing -----------------------------------------------------------------------
+
+function route() {
+  clearTimeout(timer);
+  const hash = location.hash || "#/";
+  for (const a of document.querySelectorAll("nav a")) {
+    a.classList.toggle("here", a.getAttribute("href") === hash);
+  }
+  let page;
+  let every = POLL_MS * 2;
+  if (hash.startsWith("#/job/")) {
+    const id = decodeURIComponent(hash.slice("#/job/".length));
+    let first = true;
+    page = async () => { const going = await jobPage(id, first); first = false; return going; };
+    every = POLL_MS;
+  } else if (hash === "#/parties") {
+    page = partiesPage; every = POLL_MS * 5;
+  } else if (hash === "#/models") {
+    page = modelsPage; every = POLL_MS * 10;
+  } else {
+    page = jobsPage;
+  }
+  const tick = async () => {
+    let again = true;
+    try {
+      again = await page();
+      status(`updated ${new Date().toLocaleTimeString()}`);
+    } catch (e) {
+      status(`cannot read the coordinator: ${e.message}`);
+    }
+    if (again) timer = setTimeout(tick, every);
+  };
+  tick();
+}
+
+window.addEventListener("hashchange", route);
+route();
