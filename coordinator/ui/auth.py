@@ -66,7 +66,7 @@ def guard(token: str) -> Middleware:
             return await handler(request)
         given = request.query.get("token")
         if given is not None and _same(given, token):
-            return _login(request, token)
+            raise _login(request, token)
         if _same(_presented(request), token):
             request[CALLER] = ""
             return await handler(request)
@@ -84,8 +84,9 @@ async def security_headers(request: web.Request, response: web.StreamResponse) -
         response.headers.setdefault(name, value)
 
 
-def _login(request: web.Request, token: str) -> web.StreamResponse:
-    """Keep the token in a cookie and send the browser to the page without it."""
+def _login(request: web.Request, token: str) -> web.HTTPSeeOther:
+    """The answer that keeps the token in a cookie and sends the browser to the page
+    without it."""
     query = {k: v for k, v in request.query.items() if k != "token"}
     response = web.HTTPSeeOther(request.rel_url.with_query(query))
     response.set_cookie(
