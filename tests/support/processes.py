@@ -20,8 +20,15 @@ VFL = [sys.executable, "-m", "coordinator.cli.main"]
 class Daemons:
     """A coordinator and party daemons in `workdir`, each a `vfl ... serve` process."""
 
-    def __init__(self, workdir: Path, grace_s: float = 2.0, auto_resume: bool = False) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        grace_s: float = 2.0,
+        auto_resume: bool = False,
+        coordinator_args: tuple[str, ...] = (),
+    ) -> None:
         self.workdir, self.grace_s, self.auto_resume = workdir, grace_s, auto_resume
+        self.coordinator_args = coordinator_args  # more flags of `vfl coordinator serve`
         self.procs: dict[str, subprocess.Popen] = {}
         self.address = ""
 
@@ -29,6 +36,7 @@ class Daemons:
         args = ["coordinator", "serve", "--db", str(self.workdir / "jobs.sqlite")]
         args += ["--listen", f"127.0.0.1:{port}", "--party-grace", str(self.grace_s)]
         args += ["--auto-resume"] if self.auto_resume else []
+        args += self.coordinator_args
         self.address = f"127.0.0.1:{self._spawn('coordinator', args)}"
         return self.address
 

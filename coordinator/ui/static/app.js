@@ -25,7 +25,7 @@ function metrics(m) {
 
 function table(id, head, rows) {
   const t = el("table", { id });
-  t.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
+  if (head.some((h) => h)) t.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
   for (const r of rows) t.append(r);
   return t;
 }
@@ -100,7 +100,7 @@ function drawChart(box, key, series, x, title) {
   box.replaceChildren(el("h3", {}, title));
   const colors = ["#1d5fbf", "#d1495b", "#2a9d8f", "#e9a23b", "#6a4c93"];
   const opts = {
-    width: 440, height: 220,
+    width: 400, height: 220,
     scales: { x: { time: false } },
     axes: [{ label: x === "round" ? "round" : "seconds since submitted" }, {}],
     series: [{ label: x }, ...series.map((s, i) => ({
