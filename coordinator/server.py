@@ -147,8 +147,7 @@ def create_coordinator_server(
 
     Raises:
         RuntimeError: the address cannot be bound.
-        OSError: the dashboard's address cannot be bound.
-        CoordinatorError: `ui` is not host:port.
+        CoordinatorError: `ui` is not host:port or cannot be listened on.
     """
     store = JobStore(db_path)
     clients = PeerClients(tls)

@@ -144,8 +144,7 @@ async def start_ui(dashboard: Dashboard, listen: str, tls: PartyFiles | None) ->
     set, else HTTP. A new token each start.
 
     Raises:
-        CoordinatorError: `listen` is not host:port.
-        OSError: the address cannot be bound.
+        CoordinatorError: `listen` is not host:port, or cannot be listened on.
     """
     address = parse_listen(listen)
     token = new_token()
@@ -155,9 +154,14 @@ async def start_ui(dashboard: Dashboard, listen: str, tls: PartyFiles | None) ->
     try:
         site = web.TCPSite(runner, address.host, address.port, ssl_context=_tls_context(tls))
         await site.start()
-    except BaseException:
+    except BaseException as exc:
         await runner.cleanup()
         pool.shutdown(wait=False)
+        if isinstance(exc, OSError):
+            raise CoordinatorError(
+                f"--ui {listen}: cannot listen there ({exc.strerror or exc}); "
+                f"choose another address, e.g. --ui {address.host}:0 for any free port"
+            ) from None
         raise
     port = runner.addresses[0][1]
     host = f"[{address.host}]" if ":" in address.host else address.host
