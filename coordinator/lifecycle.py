@@ -325,9 +325,10 @@ class Lifecycle:
         if event in ("round", "validation"):
             self.store.add_metric(job_id, party_id, event, getattr(request, event))
         with self._results:  # read, fold in and write back at once: no report overwrites another
-            outcome = apply_report(self.store.get(job_id).result, spec, party_id, request)
+            current = self.store.get(job_id).result
+            outcome = apply_report(current, spec, party_id, request)
             moved = False
-            if outcome.state is None:
+            if outcome.state is None and outcome.result != current:  # e.g. a passive round
                 self.store.update_result(job_id, outcome.result)
             elif outcome.state != FAILED:
                 moved = self.store.set_state(job_id, outcome.state, result=outcome.result)

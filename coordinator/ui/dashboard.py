@@ -17,6 +17,7 @@ from coordinator.access import Access
 from coordinator.client import JobView, model_to_plain
 from coordinator.curves import curves
 from coordinator.lifecycle import Lifecycle
+from coordinator.states import state_name
 from coordinator.views import report, view
 
 PROBE_AGE_S = 5.0  # a party probed less than this long ago is not probed again
@@ -42,7 +43,7 @@ class Dashboard:
                 {
                     "job": record.job_id,
                     "name": record.name,
-                    "state": JobView.from_proto(view(record)).state,
+                    "state": state_name(record.state),
                     "reason": record.reason,
                     "created_at": record.created_at,
                     "updated_at": record.updated_at,
