@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from party.errors import CheckpointError
 from party.training.context import RoleContext
 from party.training.models import Inputs
-from secure.config import SecureConfig
+from secure.config import DENSE_FEATURE_BITS, SecureConfig
 from secure.paillier.keys import KeyPair
 from secure.source_layers.state import keypair_from_state
 
@@ -33,7 +33,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         key_bits=crypto.key_bits,
         allow_insecure_test_keys=crypto.allow_insecure_test_keys,
         fresh_obfuscators=crypto.obfuscators,
-        feature_bits=0 if integral else 16,
+        feature_bits=0 if integral else DENSE_FEATURE_BITS,
         timeout_s=ctx.timeout,
     )
 
