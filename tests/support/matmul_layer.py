@@ -94,9 +94,11 @@ def plain_forward(w, xs, x_b) -> np.ndarray:
     return z + sum(np.asarray(x @ w[f"W_A/{pid}"]) for pid, x in xs.items())
 
 
-def secure_step(job: Job, tag, xs, x_b, target) -> np.ndarray:
-    calls = [lambda p=p: p.forward(tag, xs[p.channel.party_id]) for p in job.passives]
-    z = run_parties(lambda: job.active.forward(tag, x_b), *calls)[0]
+def secure_step(job: Job, tag, xs, x_b, target, rows=None) -> np.ndarray:
+    """One forward and backward step (`rows`: of a precomputed row set, see
+    `secure.source_layers.matmul.row_shares`)."""
+    calls = [lambda p=p: p.forward(tag, xs[p.channel.party_id], rows) for p in job.passives]
+    z = run_parties(lambda: job.active.forward(tag, x_b, rows), *calls)[0]
     grad = (z - target) / len(z)
     calls = [lambda p=p: p.backward(tag, LR) for p in job.passives]
     run_parties(lambda: job.active.backward(tag, grad, LR), *calls)

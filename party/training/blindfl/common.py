@@ -4,6 +4,7 @@ its feature matrix, its key pair and layers across a checkpoint, closing its lay
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -12,6 +13,7 @@ import scipy.sparse as sp
 from party.errors import CheckpointError
 from party.training.context import RoleContext
 from party.training.models import Inputs
+from party.training.plan import Plan
 from secure.config import DENSE_FEATURE_BITS, SecureConfig
 from secure.paillier.keys import KeyPair
 from secure.source_layers.state import keypair_from_state
@@ -51,6 +53,34 @@ def features(inputs: Inputs, rows: np.ndarray):
     if x.size and np.count_nonzero(x) / x.size < SPARSE_DENSITY:
         return sp.csr_matrix(x)
     return x
+
+
+ROW_SETS = ("train", "val")  # sets of rows whose m1 may be made once per job
+
+
+class RowSets:
+    """Which row sets' m1 the MatMul layer made once (`secure.source_layers.matmul.row_shares`):
+    both parties decide alike from the plan and the layer's packing."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.names: set[str] = set()
+
+    def precompute(self, layer: Any, make: Callable[[str, np.ndarray], None]) -> None:
+        """Call `make(name, positions)` for each set whose rows are used often enough, in
+        the same order at every party."""
+        for name in ROW_SETS:
+            positions = self.plan.rows_of(name)
+            if len(positions) and layer.precompute_pays(self.plan.uses(name)):
+                make(name, positions)
+                self.names.add(name)
+
+    def ref(self, name: str | None, rows: np.ndarray) -> tuple[str, np.ndarray] | None:
+        """(set, indices into it) of `rows` (positions) if that set was precomputed."""
+        if name is None or name not in self.names:
+            return None
+        positions = self.plan.rows_of(name)
+        return name, np.searchsorted(positions, rows)
 
 
 def saved_keypair(ctx: RoleContext, config: SecureConfig, state: dict[str, Any]) -> KeyPair:
