@@ -20,7 +20,7 @@ on the machine, and it compares with the floor's CPU seconds.
 
 The floor (blindfl): what the forward pass's cryptography costs on these cores at best.
 Per batch of n rows the MatMul source layer packs k rows into each ciphertext of m1 and
-m2 (k = slots // out_dim, chosen by the layer's cost model; 2 at 2048 bits for out_dim 16),
+m2 (k = slots // out_dim, chosen by the layer's cost model; 3 at 2048 bits for out_dim 16),
 so it sends ceil(n / k) ciphertexts each way; the passive party decrypts m1 and
 re-randomises m2 with obfuscators for the active party's key, the active party
 re-randomises m1 (for the passive party's key) and decrypts m2. The modular products
@@ -45,14 +45,13 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 import yaml
 from credit_data import credit_arrays, credit_tables
-from gmpy2 import mpz
+from floor import Counts, MatmulCounter, cores, time_primitives
 
 from coordinator.cli.progress import follow
 from coordinator.client import CoordinatorClient
@@ -61,18 +60,10 @@ from coordinator.spec import JobSpec, parse_spec
 from coordinator.spec.predict import PredictSpec
 from proto import party_pb2, party_pb2_grpc
 from proto.rpc import COORDINATOR_ID, dial
-from secure.config import SecureConfig
-from secure.paillier.cipher_matmul import feature_exponents
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import generate_keypair
-from secure.paillier.multiexp import product_count
-from secure.paillier.obfuscators import ObfuscatorPool
 from secure.pki.federation import ADMIN_ID, load_identity, local_federation
-from secure.source_layers.matmul.setup import LayerParams
 
 OUT_DIM, TOP, TRAIN_BATCH = 16, [32], 256
 ONLINE_SEQUENTIAL, ONLINE_CLIENTS, ONLINE_SECONDS = 200, 8, 10.0
-PRODUCTS_PER_CIPHERTEXT = 3  # per party: the (1 + m n) factor, its product, re-randomising
 
 
 def job_spec(protocol: str, key_bits: int, tables: dict) -> JobSpec:
@@ -158,80 +149,15 @@ def _tree_cpu_seconds(pid: int) -> float:
     return ticks + sum(_tree_cpu_seconds(int(child)) for child in children)
 
 
-@dataclass(frozen=True)
-class Counts:
-    """What the blindfl forward pass of N rows needs, from the layer's packing."""
-
-    slots: int
-    rows_per_cipher: int
-    ciphertexts: int  # of m1 (= of m2): sum over batches of ceil(n / k) x columns
-    decryptions: int
-    obfuscators: int
-    products: float
-
-
-def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch: int) -> Counts:
-    """Count the cryptographic work of scoring these rows in batches of `batch`."""
-    config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=key_bits < 2048)
-    params = LayerParams.for_active(config, x_bank.shape[1], OUT_DIM, ["shop"])
-    params = params.with_row_packing(config.rows_per_cipher, x_shop.shape[1])
-    packer, layout = params.packer(), params.layout()
-    cols = packer.columns(OUT_DIM)
-    ciphertexts, products = 0, 0.0
+def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch: int):
+    """The cryptographic work of scoring these rows in batches of `batch` (m1 per batch)."""
+    counter = MatmulCounter(key_bits, OUT_DIM, x_bank.shape[1], x_shop.shape[1])
+    counts = Counts()
     for start in range(0, len(x_bank), batch):
-        for x in (x_bank[start : start + batch], x_shop[start : start + batch]):
-            grouped = layout.group_exponents(feature_exponents(x, config.feature_bits))
-            csc = sp.csc_matrix(grouped)
-            products += cols * product_count(csc.indptr, csc.indices, csc.data)
-        ciphertexts += layout.groups(len(x_bank[start : start + batch])) * cols
-    products += 2 * PRODUCTS_PER_CIPHERTEXT * ciphertexts
-    return Counts(
-        packer.slots, layout.rows, ciphertexts, 2 * ciphertexts, 2 * ciphertexts, products
-    )
-
-
-def time_primitives(key_bits: int, repeats: int = 3, count: int = 48) -> dict[str, float]:
-    """Seconds per primitive at `key_bits`, one core, the minimum of `repeats` runs:
-    CRT decryption, a fixed-base obfuscator for a peer's key, a product mod n^2; and
-    the one-off cost of a peer key's fixed-base table."""
-    config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=key_bits < 2048)
-    keys = generate_keypair("bank", config)
-    own = Paillier(keys.public, keys.private, threads=1)
-    peer = ObfuscatorPool(keys.public, None, 0, 1, False, "fixed-base")
-    begun = time.perf_counter()
-    peer.prepare()
-    table = time.perf_counter() - begun
-    cts = Paillier(keys.public).encrypt(list(range(count)))
-    nsq = keys.public.nsquare
-
-    def products() -> None:
-        acc = mpz(1)
-        for c in cts * 20:
-            acc = acc * c % nsq
-
-    def best(fn, items: int) -> float:
-        runs = []
-        for _ in range(repeats):
-            begun = time.perf_counter()
-            fn()
-            runs.append((time.perf_counter() - begun) / items)
-        return min(runs)
-
-    return {
-        "decrypt": best(lambda: own.decrypt(cts), count),
-        "obfuscator": best(lambda: peer.compute(count), count),
-        "product": best(products, 20 * count),
-        "table": table,
-    }
-
-
-def floor_seconds(counts: Counts, cost: dict[str, float], cores: int) -> float:
-    busy = (
-        counts.decryptions * cost["decrypt"]
-        + counts.obfuscators * cost["obfuscator"]
-        + counts.products * cost["product"]
-    )
-    return busy / cores
+        part = slice(start, start + batch)
+        counts.add(counter.batch(x_bank[part], x_shop[part], train=False, m1=True))
+    counts.notes = {"slots": counter.packer.slots, "rows_per_cipher": counter.layout.rows}
+    return counts
 
 
 # --- Online scoring -------------------------------------------------------------------
@@ -338,8 +264,8 @@ def print_table(args, results: dict, floor: float) -> None:
 def print_floor(counts: Counts, cost: dict[str, float], floor: float) -> None:
     ms = {k: v * 1e3 for k, v in cost.items()}
     print(
-        f"\nfloor: {counts.slots} slots per ciphertext, rows per m1/m2 ciphertext: "
-        f"{counts.rows_per_cipher} -> {counts.ciphertexts:,} ciphertexts each way;\n"
+        f"\nfloor: {counts.notes['slots']} slots per ciphertext, rows per m1/m2 ciphertext: "
+        f"{counts.notes['rows_per_cipher']} -> {counts.ciphertexts // 2:,} ciphertexts each way;\n"
         f"  {counts.decryptions:,} decryptions x {ms['decrypt']:.2f} ms + "
         f"{counts.obfuscators:,} peer-key obfuscators x {ms['obfuscator']:.2f} ms + "
         f"{counts.products:,.0f} products mod n^2 x {ms['product'] * 1e3:.1f} us\n"
@@ -390,7 +316,7 @@ def main() -> int:
     x_bank, x_shop, _ = credit_arrays(args.rows)
     counts = forward_counts(x_bank, x_shop, args.key_bits, args.batch)
     cost = time_primitives(args.key_bits)
-    floor = floor_seconds(counts, cost, os.cpu_count() or 1)
+    floor = counts.seconds(cost) / cores()
     print_table(args, results, floor)
     print_floor(counts, cost, floor)
     print_online(online)

@@ -1,6 +1,7 @@
 """`SecureConfig`: the settings of the Paillier engine and the source-layer protocols.
 
-Fixed-point scales (docs/protocols.md §4), all powers of two given by their exponent:
+Fixed-point scales of the MatMul source layer (docs/protocols.md §4), all powers of two
+given by their exponent:
 
     f_X  feature_bits        this party's features; 0 means integer (e.g. binary) features,
                              whose products with ciphertexts are ciphertext additions
@@ -10,6 +11,13 @@ Fixed-point scales (docs/protocols.md §4), all powers of two given by their exp
 
 so that X (f_X) times a weight share (f_V) lands on f_Z, and the update X^T [[eta G]]
 lands on f_V, which keeps the encrypted share's scale constant across updates.
+
+The defaults (f_X = 8 for real-valued features, f_Z = 33, 41-bit slots) are chosen for
+the packing: a value read back needs |Z| < 2^(slot_bits - 1 - f_Z) = 128, and 41-bit
+slots put 48 slots in a 2048-bit plaintext (with the 40-bit statistical mask), so three
+rows of a 16-wide layer share one ciphertext of m1 and m2 (docs/protocols.md §4, Fixed
+point and scales, has the accuracy argument). The Embed-MatMul layer keeps its own
+scales (`secure.source_layers.embed.setup.EMBED_SCALES`).
 
 Key size: 2048 bits unless `allow_insecure_test_keys` is set explicitly.
 """
@@ -24,6 +32,7 @@ MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512
 OBFUSCATOR_METHODS = ("fixed-base", "full")
 FRESH_OBFUSCATORS = ("short", "statistical")
+DENSE_FEATURE_BITS = 8  # f_X of real-valued features (integer features use 0)
 
 
 @dataclass(frozen=True)
@@ -63,9 +72,9 @@ class SecureConfig:
 
     key_bits: int = MIN_KEY_BITS
     allow_insecure_test_keys: bool = False
-    feature_bits: int = 16
-    output_bits: int = 52
-    slot_bits: int = 62
+    feature_bits: int = DENSE_FEATURE_BITS
+    output_bits: int = 33
+    slot_bits: int = 41
     stat_bits: int = 40
     workers: int | None = None
     parallel_min_terms: int = 2_000

@@ -44,6 +44,18 @@ class Plan:
     def validates_at(self, rnd: int) -> bool:
         return rnd % self.every == 0 or rnd == self.total_rounds
 
+    @property
+    def validations(self) -> int:
+        """How many times the validation rows are scored."""
+        return self.total_rounds // self.every + (1 if self.total_rounds % self.every else 0)
+
+    def uses(self, name: str) -> int:
+        """How many times each row of set `name` ("train" or "val") goes forward."""
+        return self.epochs if name == "train" else self.validations
+
+    def rows_of(self, name: str) -> np.ndarray:
+        return self.train_rows if name == "train" else self.val_rows
+
 
 def make_plan(
     rows: int, fraction: float, batch_size: int, epochs: int, seed: int, every: int

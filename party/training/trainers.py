@@ -34,7 +34,7 @@ class Trainer(Protocol):
     def close(self) -> None: ...
 
 
-TRAINING_ONLY = ("opt", "updater", "history")  # what a trained model's part leaves out
+TRAINING_ONLY = ("opt", "updater", "history", "rows")  # what a trained model's part leaves out
 
 
 def model_part(trainer: Trainer) -> dict[str, Any]:

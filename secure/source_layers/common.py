@@ -30,6 +30,7 @@ from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_pay
 Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
 # Initial shares handed in by tests, by name: an array, or one array per field (tables).
 InitialShares: TypeAlias = Mapping[str, Any]  # noqa: UP040
+RowRef: TypeAlias = tuple[str, np.ndarray]  # noqa: UP040 - (precomputed set, row indices)
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 

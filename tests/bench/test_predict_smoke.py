@@ -33,9 +33,9 @@ def test_predict_bench_smoke(tmp_path: Path) -> None:
     assert "| blindfl | 200 |" in run.stdout and "online (one id" in run.stdout
     result = json.loads(out.read_text())
     assert {r["scored"] for r in result["results"].values()} == {200}
-    counts = result["counts"]  # 512 bits: 7 slots, out_dim 16 -> 3 columns, 1 row each
-    assert counts["rows_per_cipher"] == 1 and counts["ciphertexts"] == 3 * 200
-    assert counts["decryptions"] == counts["obfuscators"] == 2 * 3 * 200
+    counts = result["counts"]  # 512 bits: 11 slots, out_dim 16 -> 2 columns, 1 row each
+    assert counts["notes"] == {"slots": 11, "rows_per_cipher": 1}
+    assert counts["ciphertexts"] == counts["decryptions"] == counts["obfuscators"] == 2 * 2 * 200
     assert 0 < result["floor_seconds"] < result["results"]["blindfl"]["seconds"]
     online = result["online"]
     assert online["requests"] == 20 and 0 < online["p50_ms"] <= online["p99_ms"]

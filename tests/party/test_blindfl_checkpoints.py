@@ -68,10 +68,10 @@ def interrupted_and_resumed(spec, datasets, tmp_path, monkeypatch, die_at: str):
 
 
 def test_a_resumed_blindfl_job_ends_where_an_uninterrupted_one_ends(tmp_path, monkeypatch):
-    # Prepare / Execute: dies in round 13 (m1 of the MatMul layer), resumes after round 8
+    # Prepare / Execute: dies in round 13 (m2 of the MatMul layer), resumes after round 8
     spec = parse_spec(BREAST)
     whole, resumed, sent = interrupted_and_resumed(
-        spec, breast(), tmp_path, monkeypatch, "train/r13/m1"
+        spec, breast(), tmp_path, monkeypatch, "train/r13/m2"
     )
     # Assert: no setup message, the rounds after 8 only; the uninterrupted metrics
     assert not [t for t in sent if t.startswith(SETUP_TAGS)], sent[:20]

@@ -69,17 +69,24 @@ def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, se
     return Job(active, passives, weights, envelopes)
 
 
+def on_grid(x: np.ndarray, bits: int) -> np.ndarray:
+    """x rounded to the fixed-point grid 2^-bits that the secure layer computes on, so
+    that the plaintext model sees the same inputs (the scale's own error is an accuracy
+    question, measured by the training tests, not a protocol one)."""
+    return np.round(x * 2.0**bits) / 2.0**bits
+
+
 def batch(rng, job: Job, n: int, sparse: bool, binary: bool = False):
     xs = {}
     for p in job.passives:
-        x = rng.normal(size=(n, p.in_dim))
+        x = on_grid(rng.normal(size=(n, p.in_dim)), p.config.feature_bits)
         if binary:
             x = (x > 0.5).astype(float)
         if sparse:
             x[rng.random(size=x.shape) < 0.7] = 0.0
             x = sp.csr_matrix(x)
         xs[p.channel.party_id] = x
-    return xs, rng.normal(size=(n, job.active.in_dim))
+    return xs, on_grid(rng.normal(size=(n, job.active.in_dim)), job.active.config.feature_bits)
 
 
 def plain_forward(w, xs, x_b) -> np.ndarray:
@@ -87,9 +94,11 @@ def plain_forward(w, xs, x_b) -> np.ndarray:
     return z + sum(np.asarray(x @ w[f"W_A/{pid}"]) for pid, x in xs.items())
 
 
-def secure_step(job: Job, tag, xs, x_b, target) -> np.ndarray:
-    calls = [lambda p=p: p.forward(tag, xs[p.channel.party_id]) for p in job.passives]
-    z = run_parties(lambda: job.active.forward(tag, x_b), *calls)[0]
+def secure_step(job: Job, tag, xs, x_b, target, rows=None) -> np.ndarray:
+    """One forward and backward step (`rows`: of a precomputed row set, see
+    `secure.source_layers.matmul.row_shares`)."""
+    calls = [lambda p=p: p.forward(tag, xs[p.channel.party_id], rows) for p in job.passives]
+    z = run_parties(lambda: job.active.forward(tag, x_b, rows), *calls)[0]
     grad = (z - target) / len(z)
     calls = [lambda p=p: p.backward(tag, LR) for p in job.passives]
     run_parties(lambda: job.active.backward(tag, grad, LR), *calls)

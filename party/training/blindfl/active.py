@@ -16,6 +16,7 @@ from celu.weighting import active_local_loss
 from celu.workset import CachedBatch
 from party.errors import JobError
 from party.training.blindfl.common import (
+    RowSets,
     close_layers,
     features,
     load_layer,
@@ -51,6 +52,7 @@ class BlindActiveTrainer:
         self.src: ActiveSourceLayer | None = None
         self.embed: ActiveEmbedLayer | None = None
         self.own: nn.Module | None = None  # B's own features when no passive has dense ones
+        self.row_sets = RowSets(ctx.plan)  # row sets whose m1 went out once, at setup
         self.opt: torch.optim.Optimizer | None = None
         identity = not s.model.top.hidden and h == task.out_dim
         self.top: nn.Module = (
@@ -90,6 +92,11 @@ class BlindActiveTrainer:
         self._make_optimizer()
         if self.src is not None:
             self.src.setup("src")
+            src, inputs = self.src, {"train": self.ctx.inputs, "val": self.ctx.val_inputs}
+            self.row_sets.precompute(
+                src,
+                lambda name, rows: src.precompute("src/rows", name, features(inputs[name], rows)),
+            )
         if self.embed is not None:
             self.embed.setup("emb")
 
@@ -104,6 +111,9 @@ class BlindActiveTrainer:
             StateError, KeyError_: a layer's saved state does not fit it.
         """
         self.load_model(state)
+        if self.src is not None and state.get("rows"):
+            self.src.load_rows_state(state["rows"])
+            self.row_sets.names = set(state["rows"])
         self._make_optimizer()
         if self.opt is not None:
             self.opt.load_state_dict(state["opt"])
@@ -132,6 +142,7 @@ class BlindActiveTrainer:
             "feature_bits": self.config.feature_bits,
             "layouts": self.layouts,
             "src": None if self.src is None else self.src.state_dict(),
+            "rows": None if self.src is None else self.src.rows_state(),
             "embed": None if self.embed is None else self.embed.state_dict(),
             "own": None if self.own is None else self.own.state_dict(),
             "top": self.top.state_dict(),
@@ -169,10 +180,14 @@ class BlindActiveTrainer:
         )
         self.opt = make_optimizer(s.train.optimizer, params, s.train.lr) if params else None
 
-    def _z(self, tag: str, inputs: Inputs, rows: np.ndarray) -> torch.Tensor:
-        """Z from the secure layers (B's own linear part is added in `_top_step`)."""
+    def _z(
+        self, tag: str, inputs: Inputs, rows: np.ndarray, row_set: str | None = None
+    ) -> torch.Tensor:
+        """Z from the secure layers (B's own linear part is added in `_top_step`);
+        `row_set`: the set ("train", "val") `rows` index, if its m1 went out at setup."""
         if self.src is not None:
-            self.src.start_forward(tag, features(inputs, rows))
+            ref = self.row_sets.ref(row_set, rows)
+            self.src.start_forward(tag, features(inputs, rows), ref)
         return self._finish_z(tag, len(rows))
 
     def _finish_z(self, tag: str, n: int) -> torch.Tensor:
@@ -206,7 +221,7 @@ class BlindActiveTrainer:
 
     def step(self, rnd: int, rows: np.ndarray) -> float:
         tag = f"train/r{rnd}"
-        z = self._z(tag, self.ctx.inputs, rows)
+        z = self._z(tag, self.ctx.inputs, rows, "train")
         with self.ctx.lock:
             loss, grad = self._top_step(z, rows)
         g = grad.double().numpy()
@@ -227,16 +242,18 @@ class BlindActiveTrainer:
         begun = time.monotonic()
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
-            out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
+            out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows, "val")
         self.metrics = self.task.evaluate(out, self.val_y[rows])
         self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
 
-    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> np.ndarray:
+    def score(
+        self, tag: str, inputs: Inputs, rows: np.ndarray, row_set: str | None = None
+    ) -> np.ndarray:
         """The model's outputs for `rows` of `inputs` (the secure forward, with the passive
         parties' `score`)."""
-        z = self._z(tag, inputs, rows)
+        z = self._z(tag, inputs, rows, row_set)
         with torch.no_grad():
             return self._out(z, inputs, rows).numpy()
 

@@ -4,6 +4,7 @@ its feature matrix, its key pair and layers across a checkpoint, closing its lay
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -12,7 +13,8 @@ import scipy.sparse as sp
 from party.errors import CheckpointError
 from party.training.context import RoleContext
 from party.training.models import Inputs
-from secure.config import SecureConfig
+from party.training.plan import Plan
+from secure.config import DENSE_FEATURE_BITS, SecureConfig
 from secure.paillier.keys import KeyPair
 from secure.source_layers.state import keypair_from_state
 
@@ -33,7 +35,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         key_bits=crypto.key_bits,
         allow_insecure_test_keys=crypto.allow_insecure_test_keys,
         fresh_obfuscators=crypto.obfuscators,
-        feature_bits=0 if integral else 16,
+        feature_bits=0 if integral else DENSE_FEATURE_BITS,
         timeout_s=ctx.timeout,
     )
 
@@ -51,6 +53,34 @@ def features(inputs: Inputs, rows: np.ndarray):
     if x.size and np.count_nonzero(x) / x.size < SPARSE_DENSITY:
         return sp.csr_matrix(x)
     return x
+
+
+ROW_SETS = ("train", "val")  # sets of rows whose m1 may be made once per job
+
+
+class RowSets:
+    """Which row sets' m1 the MatMul layer made once (`secure.source_layers.matmul.row_shares`):
+    both parties decide alike from the plan and the layer's packing."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.names: set[str] = set()
+
+    def precompute(self, layer: Any, make: Callable[[str, np.ndarray], None]) -> None:
+        """Call `make(name, positions)` for each set whose rows are used often enough, in
+        the same order at every party."""
+        for name in ROW_SETS:
+            positions = self.plan.rows_of(name)
+            if len(positions) and layer.precompute_pays(self.plan.uses(name)):
+                make(name, positions)
+                self.names.add(name)
+
+    def ref(self, name: str | None, rows: np.ndarray) -> tuple[str, np.ndarray] | None:
+        """(set, indices into it) of `rows` (positions) if that set was precomputed."""
+        if name is None or name not in self.names:
+            return None
+        positions = self.plan.rows_of(name)
+        return name, np.searchsorted(positions, rows)
 
 
 def saved_keypair(ctx: RoleContext, config: SecureConfig, state: dict[str, Any]) -> KeyPair:

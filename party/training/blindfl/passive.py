@@ -11,6 +11,7 @@ import numpy as np
 from celu.workset import CachedBatch
 from party.errors import JobError
 from party.training.blindfl.common import (
+    RowSets,
     close_layers,
     features,
     load_layer,
@@ -41,6 +42,7 @@ class BlindPassiveTrainer:
         self.keypair: KeyPair | None = None  # shared by both layers
         self.src: PassiveSourceLayer | None = None
         self.embed: PassiveEmbedLayer | None = None
+        self.row_sets = RowSets(ctx.plan)  # row sets whose m1 came once, at setup
         self.lr = src.lr or s.train.lr  # B builds the rate into [[lr G]]
         self.updater = ctx.local_updater(self.local_update)
 
@@ -57,6 +59,10 @@ class BlindPassiveTrainer:
         )
         if self.src is not None:
             self.src.setup("src")
+            src = self.src
+            self.row_sets.precompute(
+                src, lambda name, rows: src.precompute("src/rows", name, len(rows))
+            )
         if self.embed is not None:
             self.embed.setup("emb")
 
@@ -69,6 +75,9 @@ class BlindPassiveTrainer:
             StateError, KeyError_: a layer's saved state does not fit it.
         """
         self.load_model(state)
+        if self.src is not None and state.get("rows"):
+            self.src.load_rows_state(state["rows"])
+            self.row_sets.names = set(state["rows"])
         self.updater.load_state_dict(state["updater"])
 
     def load_model(self, state: dict[str, Any]) -> None:
@@ -87,6 +96,7 @@ class BlindPassiveTrainer:
             "keypair": keypair_state(self.keypair),
             "feature_bits": self.config.feature_bits,
             "src": None if self.src is None else self.src.state_dict(),
+            "rows": None if self.src is None else self.src.rows_state(),
             "embed": None if self.embed is None else self.embed.state_dict(),
             "updater": self.updater.state_dict(),
         }
@@ -118,11 +128,11 @@ class BlindPassiveTrainer:
         close_layers(self.src, self.embed)
 
     def step(self, rnd: int, rows: np.ndarray) -> None:
-        m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, train=True)
+        m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, "train")
         self.updater.record_round(rnd, rows, m3)
 
     def validate(self, rnd: int) -> None:
-        self.score(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
+        self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows, "val")
 
     def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> None:
         """This party's half of the secure forward for `rows` of `inputs`."""
@@ -136,13 +146,14 @@ class BlindPassiveTrainer:
         for tag, rows in batches:
             yield self.score(tag, inputs, rows)
 
-    def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, train: bool = False):
+    def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, row_set: str | None = None):
+        """One forward (and for `row_set` "train" the backward) of `rows` of `inputs`."""
         x = features(inputs, rows)
         if self.src is not None:
-            self.src.forward(tag, x)
+            self.src.forward(tag, x, self.row_sets.ref(row_set, rows))
         if self.embed is not None:
             self.embed.forward(f"{tag}/emb", inputs.take(rows)[1].numpy())
-        if not train:
+        if row_set != "train":
             return None
         m3 = None if self.src is None else self.src.backward(tag, self.lr, x)
         if self.embed is not None:

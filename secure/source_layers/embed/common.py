@@ -90,7 +90,7 @@ def encode_table(table: np.ndarray, scale_bits: int, value_bits: int) -> np.ndar
     if ints.size and np.abs(ints).max() >= 1 << (value_bits - 1):
         raise EncodingError(
             f"an embedding share reaches 2^{value_bits - 1 - scale_bits}; shares must stay "
-            "below it (lower SecureConfig.feature_bits or rescale the initial tables)"
+            "below it (rescale the initial tables; the scale is EMBED_SCALES in embed.setup)"
         )
     return ints
 

@@ -2,7 +2,8 @@
 
 The active party decides them (`EmbedParams.for_active`) and sends them to every
 passive party in its setup. Scales (powers of two, by exponent), with f_E the
-active party's `feature_bits` and f_Z its `output_bits`:
+module's `EMBED_SCALES` (the MatMul layer's scales in `SecureConfig` are tuned for its
+own packing and do not apply here):
 
     f_E                 embedding tables Q and the looked-up rows E
     f_W = f_Z - f_E     the dense weight W, so that E W lands on f_Z
@@ -32,6 +33,7 @@ from secure.source_layers.embed.packing import FieldLayout, SlotLayout
 from secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
 
 E_SLOT_BITS = 63
+EMBED_SCALES = {"feature_bits": 16, "output_bits": 52, "slot_bits": 62}  # f_E, f_Z, b
 DIM_BITS = 16  # F*k < 2^16
 
 _FIELDS = (
@@ -69,9 +71,9 @@ class EmbedParams:
         params = cls(
             out_dim,
             emb_dim,
-            config.feature_bits,
-            config.output_bits,
-            config.slot_bits,
+            EMBED_SCALES["feature_bits"],
+            EMBED_SCALES["output_bits"],
+            EMBED_SCALES["slot_bits"],
             config.stat_bits,
             config.key_bits,
             tuple(passive_ids),

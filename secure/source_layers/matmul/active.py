@@ -31,6 +31,7 @@ from secure.source_layers.common import (
     InitialShares,
     LayerRole,
     Pending,
+    RowRef,
     check_features,
     check_init,
     check_passive_ids,
@@ -44,7 +45,9 @@ from secure.source_layers.common import (
     send_cipher,
     shaped,
 )
+from secure.source_layers.matmul import row_shares
 from secure.source_layers.matmul.row_packing import ShiftedCopies
+from secure.source_layers.matmul.row_shares import RowChunks
 from secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
 from secure.source_layers.seeds import relay_pair_seeds
 from secure.source_layers.sharing import private_rng, statistical_masks
@@ -123,6 +126,7 @@ class ActiveSourceLayer(LayerRole):
         self._bias = np.zeros(out_dim)
         self._pending: Pending[Features] = Pending("pass x explicitly")
         self._in_flight: dict[str, _InFlight] = {}  # started forward steps, by tag
+        self._row_masks: dict[str, dict[str, list[list[int]]]] = {}  # set -> party -> R_i
 
     @property
     def cols(self) -> int:
@@ -184,23 +188,28 @@ class ActiveSourceLayer(LayerRole):
         bias = check_init(self._init, "bias", (self.out_dim,))
         self._bias = np.zeros(self.out_dim) if bias is None else bias
 
-    def forward(self, tag: str, x: Features) -> np.ndarray:
+    def forward(self, tag: str, x: Features, rows: RowRef | None = None) -> np.ndarray:
         """Run the forward exchange and return Z (N x out_dim float64).
+
+        `rows` = (set name, row indices): x holds those rows of a set given to
+        `precompute`; then no m1 is sent (the passive parties must pass the same rows).
 
         Raises:
             InputError, EncodingError: bad features. PayloadError, ChannelError: see `setup`.
         """
-        self.start_forward(tag, x)
+        self.start_forward(tag, x, rows)
         return self.finish_forward(tag)
 
-    def start_forward(self, tag: str, x: Features) -> None:
-        """The first half of `forward`: send m1 to every passive party. Steps may overlap:
-        a caller that scores batch after batch sends the next batch's m1 before it
-        finishes this one, so that the passive parties work while B decrypts.
+    def start_forward(self, tag: str, x: Features, rows: RowRef | None = None) -> None:
+        """The first half of `forward`: send m1 to every passive party (none for
+        precomputed `rows`). Steps may overlap: a caller that scores batch after batch
+        sends the next batch's m1 before it finishes this one, so that the passive
+        parties work while B decrypts.
 
         Raises:
             InputError, EncodingError: bad features. ChannelError: see `setup`.
-            SecureError: setup() has not run, or a step `tag` is in flight already.
+            SecureError: setup() has not run, a step `tag` is in flight already, or
+                `rows` names a set that was not precomputed.
         """
         self._require_setup()
         if tag in self._in_flight:
@@ -208,8 +217,11 @@ class ActiveSourceLayer(LayerRole):
         x = check_features(x, self.in_dim)
         layout, f_z = self.params.layout(), self.params.output_bits
         groups = layout.groups(x.shape[0])
-        exps = exponents(x, self.config.feature_bits)
-        masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
+        if rows is None:
+            exps = exponents(x, self.config.feature_bits)
+            masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
+        else:
+            masks = [self._row_masks_of(rows, pid, x.shape[0]) for pid in self._links]
         local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
         self._in_flight[tag] = _InFlight(x, groups, masks, local)
 
@@ -263,6 +275,76 @@ class ActiveSourceLayer(LayerRole):
         )
         send_cipher(self.channel, link.party_id, f"{tag}/m1", matrix)
         return masks
+
+    def _chunks(self) -> RowChunks:
+        p = self.params
+        return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
+
+    def precompute_pays(self, uses: int) -> bool:
+        """Whether rows that go forward `uses` times are cheaper with `precompute`."""
+        self._require_setup()
+        return row_shares.worth_it(uses, self._chunks(), self.params.layout())
+
+    def precompute(self, tag: str, name: str, x: Features) -> None:
+        """Send every passive party the m1 of all rows of set `name` (features `x`) once,
+        so that later steps over them send none (`secure.source_layers.matmul.row_shares`).
+
+        Raises:
+            InputError, EncodingError: bad features. ChannelError: see `setup`.
+            SecureError: setup() has not run.
+        """
+        self._require_setup()
+        x = check_features(x, self.in_dim)
+        chunks, n = self._chunks(), x.shape[0]
+        layout, exps, cols = chunks.layout(), exponents(x, self.config.feature_bits), self.cols
+        tables = {}
+        for pid, link in self._links.items():
+            he = link.he
+            copies = ShiftedCopies(link.enc_u_b.rows, layout, he.pk.nsquare, he.threads)
+            masks = chunks.masks(n, cols)
+            plain = flat(chunks.setup_masks(masks))
+            e = flat(copies.product(self._crypto.matmul, exps, cols))
+            m1 = he.rerandomize(he.add_plain(e, [-r for r in plain]))
+            step = row_shares.CHUNK_CIPHERTEXTS * cols
+            for part, start in enumerate(range(0, len(m1), step)):
+                values = m1[start : start + step]
+                matrix = CipherMatrix(
+                    shaped(values, cols), cols, he.pk, self.packer.slots, self.params.output_bits
+                )
+                send_cipher(self.channel, pid, f"{tag}/{name}/s{part}", matrix)
+            tables[pid] = masks
+        self._row_masks[name] = tables
+
+    def _row_masks_of(self, rows: RowRef, pid: str, n: int) -> list[list[int]]:
+        """R of the rows of a precomputed set, grouped as m2 groups them."""
+        name, indices = rows
+        table = self._row_masks.get(name, {}).get(pid)
+        if table is None or len(indices) != n:
+            raise SecureError(f"rows of set '{name}' were not precomputed (call precompute)")
+        picked = [table[int(i)] for i in indices]
+        row_bits = self._chunks().row_bits
+        return row_shares.group_shifted(picked, self.params.rows_per_cipher, row_bits)
+
+    def rows_state(self) -> LayerState:
+        """The per-row masks R_i of every precomputed set (training state, not the model)."""
+        bits = self._chunks().spacing
+        return {
+            name: {pid: row_shares.to_state(masks, bits) for pid, masks in tables.items()}
+            for name, tables in self._row_masks.items()
+        }
+
+    def load_rows_state(self, state: LayerState) -> None:
+        """Raises:
+        StateError: per-row masks saved for another layer or parties.
+        """
+        bits, what = self._chunks().spacing, "the saved per-row masks of the MatMul layer"
+        with reading(what):
+            self._row_masks = {
+                str(name): {
+                    pid: row_shares.from_state(tables[pid], bits, what) for pid in self._links
+                }
+                for name, tables in state.items()
+            }
 
     def backward(self, tag: str, grad_z: np.ndarray, lr: float, x: Features | None = None) -> None:
         """Send m3 = [[lr * grad_z]]_B to every passive party and update V_B and the bias.

@@ -28,6 +28,7 @@ from secure.source_layers.common import (
     InitialShares,
     LayerRole,
     Pending,
+    RowRef,
     check_active_key_bits,
     check_features,
     check_lr,
@@ -40,7 +41,9 @@ from secure.source_layers.common import (
     send_cipher,
     shaped,
 )
+from secure.source_layers.matmul import row_shares
 from secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
+from secure.source_layers.matmul.row_shares import RowChunks
 from secure.source_layers.matmul.setup import LayerParams, passive_info_payload
 from secure.source_layers.seeds import agree_pair_seeds
 from secure.source_layers.sharing import ZeroSumMasks, private_rng
@@ -79,6 +82,10 @@ class _State:
     def cols(self) -> int:
         return self.packer.columns(self.params.out_dim)
 
+    def chunks(self) -> RowChunks:
+        p = self.params
+        return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
+
 
 class PassiveSourceLayer(LayerRole):
     """Party A_k's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
@@ -107,6 +114,7 @@ class PassiveSourceLayer(LayerRole):
         self.active_id, self.in_dim, self.out_dim = active_id, in_dim, out_dim
         self._state: _State | None = None
         self._pending: Pending[Features] = Pending("pass x explicitly")
+        self._row_shares: dict[str, list[list[int]]] = {}  # set -> S_i per row
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
@@ -203,8 +211,11 @@ class PassiveSourceLayer(LayerRole):
         check_active_key_bits(params.key_bits, self.config)
         params.grad_bits(self.config.feature_bits)
 
-    def forward(self, tag: str, x: Features) -> None:
+    def forward(self, tag: str, x: Features, rows: RowRef | None = None) -> None:
         """Answer the active party's m1 with m2 for this batch.
+
+        `rows` = (set name, row indices): x holds those rows of a set received by
+        `precompute`; then the active party sends no m1 and their S_i are used.
 
         Raises:
             InputError, EncodingError: bad features. PayloadError, ChannelError: bad or missing m1.
@@ -217,20 +228,9 @@ class PassiveSourceLayer(LayerRole):
         xv = st.v_a_packed.product(
             self._crypto.matmul, exponents(x, self.config.feature_bits), cols
         )
-        own = self._crypto.own
-        m1 = recv_cipher(
-            self.channel,
-            self.active_id,
-            f"{tag}/m1",
-            own.pk,
-            (groups, cols),
-            st.packer.slots,
-            f_z,
-            self.config.timeout_s,
-            crypto=self._crypto,
-        )
         xu = flat(pack_real(st.packer, layout.group_values(x @ st.u_a), f_z))
-        plain = [a + b for a, b in zip(xu, own.decrypt(flat(m1.rows)), strict=True)]
+        s_masked = self._m1(st, tag, groups) if rows is None else self._shares_of(st, rows, x)
+        plain = [a + b for a, b in zip(xu, s_masked, strict=True)]
         if st.masks.active:
             zero_sum = flat(st.masks.next_masks(tag, groups, cols, int(he_b.pk.n)))
             plain = [a + m for a, m in zip(plain, zero_sum, strict=True)]
@@ -238,6 +238,82 @@ class PassiveSourceLayer(LayerRole):
         matrix = CipherMatrix(shaped(m2, cols), cols, he_b.pk, st.packer.slots, f_z)
         send_cipher(self.channel, self.active_id, f"{tag}/m2", matrix)
         self._pending.remember(tag, x)
+
+    def _m1(self, st: _State, tag: str, groups: int) -> list[int]:
+        """S = Dec(m1) of this step (flat)."""
+        own = self._crypto.own
+        m1 = recv_cipher(
+            self.channel,
+            self.active_id,
+            f"{tag}/m1",
+            own.pk,
+            (groups, st.cols),
+            st.packer.slots,
+            st.params.output_bits,
+            self.config.timeout_s,
+            crypto=self._crypto,
+        )
+        return own.decrypt(flat(m1.rows))
+
+    def _shares_of(self, st: _State, rows: RowRef, x: Features) -> list[int]:
+        """The S_i of a precomputed set's rows, grouped as m2 groups them (flat)."""
+        name, indices = rows
+        table = self._row_shares.get(name)
+        if table is None or len(indices) != x.shape[0]:
+            raise SecureError(f"rows of set '{name}' were not precomputed (call precompute)")
+        picked = [table[int(i)] for i in indices]
+        row_bits = st.chunks().row_bits
+        return flat(row_shares.group_shifted(picked, st.params.rows_per_cipher, row_bits))
+
+    def precompute_pays(self, uses: int) -> bool:
+        """Whether rows that go forward `uses` times are cheaper with `precompute`."""
+        st = self._require_setup()
+        return row_shares.worth_it(uses, st.chunks(), st.params.layout())
+
+    def precompute(self, tag: str, name: str, n: int) -> None:
+        """Receive the m1 of all `n` rows of set `name` from the active party (its
+        `precompute`), decrypt it and keep each row's S_i.
+
+        Raises:
+            PayloadError, ChannelError: bad or missing setup m1.
+            SecureError: setup() has not run.
+        """
+        st = self._require_setup()
+        chunks, own, cols = st.chunks(), self._crypto.own, st.cols
+        groups = -(-n // chunks.rows_per_cipher)
+        plain: list[list[int]] = []
+        for part, start in enumerate(range(0, groups, row_shares.CHUNK_CIPHERTEXTS)):
+            count = min(row_shares.CHUNK_CIPHERTEXTS, groups - start)
+            m1 = recv_cipher(
+                self.channel,
+                self.active_id,
+                f"{tag}/{name}/s{part}",
+                own.pk,
+                (count, cols),
+                st.packer.slots,
+                st.params.output_bits,
+                self.config.timeout_s,
+                crypto=self._crypto,
+            )
+            plain.extend(shaped(own.decrypt(flat(m1.rows)), cols))
+        self._row_shares[name] = chunks.split(plain, n)
+
+    def rows_state(self) -> LayerState:
+        """The S_i of every precomputed set (training state, not the model)."""
+        st = self._require_setup()
+        bits = st.chunks().spacing
+        return {name: row_shares.to_state(s, bits) for name, s in self._row_shares.items()}
+
+    def load_rows_state(self, state: LayerState) -> None:
+        """Raises:
+        StateError: per-row shares saved for another layer.
+        """
+        st = self._require_setup()
+        bits, what = st.chunks().spacing, "the saved per-row shares of a MatMul layer"
+        with reading(what):
+            self._row_shares = {
+                str(name): row_shares.from_state(saved, bits, what) for name, saved in state.items()
+            }
 
     def backward(self, tag: str, lr: float, x: Features | None = None) -> CipherMatrix:
         """Receive m3 = [[eta G]]_B, apply it, and return it (e.g. for a CELU cache).

@@ -251,17 +251,6 @@ def test_setup_rejects_other_vocabularies_and_bad_configurations(test_keys):
         passive.setup("s")
     hub.close("passive party refused the setup")
     thread.join()
-    with pytest.raises(ValueError, match="output_bits"):
-        ActiveEmbedLayer(
-            hub.channel("B"),
-            ["A1"],
-            {"A1": [5]},
-            3,
-            4,
-            config_for_tests(output_bits=30),
-            0,
-            keypair=test_keys["B"],
-        )
     with pytest.raises(ValueError, match="fields_per_passive"):
         ActiveEmbedLayer(hub.channel("B"), ["A1"], {}, 3, 4, config_for_tests(), 0)
 

@@ -32,6 +32,7 @@ def test_cost_model_packs_narrow_layers_and_keeps_wide_sparse_inputs_apart():
     assert choose_rows(1, 32, 73) == 32  # a9a, h=1: Horner's rule keeps shifts at ~N
     assert choose_rows(1, 32, 100_000) == 32  # Horner's cost does not grow with d_A
     assert choose_rows(16, 32, 13) == 2
+    assert choose_rows(16, 48, 13) == 3  # the credit layer with 41-bit slots at 2048 bits
     assert choose_rows(8, 32, 13, limit=2) == 2 and choose_rows(8, 32, 13, limit=1) == 1
 
 
@@ -107,13 +108,13 @@ def test_an_updated_matrix_over_many_features_uses_horners_rule(test_keys):
 def test_layer_params_carry_and_check_rows_per_cipher():
     config = config_for_tests()
     params = LayerParams.for_active(config, 4, 5, ["A1"]).with_row_packing(None, 6)
-    assert params.rows_per_cipher == 3  # 15 slots of 62 bits in a 1024-bit key
+    assert params.rows_per_cipher == 4  # 23 slots of 41 bits in a 1024-bit key
     decoded = LayerParams.from_payload(params.to_payload())
-    assert decoded == params and decoded.layout() == RowLayout(3, 5, 62)
+    assert decoded == params and decoded.layout() == RowLayout(4, 5, 41)
     bad = LayerParams.for_active(config, 4, 5, ["A1"]).with_row_packing(None, 6)
     payload = bad.to_payload()
-    payload.layer_setup.matmul.rows_per_cipher = 4  # 4 x 5 > 15 slots
-    with pytest.raises(PayloadError, match="do not fit the 15 slots"):
+    payload.layer_setup.matmul.rows_per_cipher = 5  # 5 x 5 > 23 slots
+    with pytest.raises(PayloadError, match="do not fit the 23 slots"):
         LayerParams.from_payload(payload)
 
 
@@ -121,7 +122,7 @@ def test_layer_params_carry_and_check_rows_per_cipher():
 def test_training_with_and_without_row_packing_matches_plaintext(test_keys, rows):
     config = config_for_tests(rows_per_cipher=rows, obfuscator_pool=8, obfuscator_helpers=0)
     job = make_job(test_keys, h=4, config_a=config, config_b=config)
-    assert job.active.params.rows_per_cipher == (rows or 3)
+    assert job.active.params.rows_per_cipher == (rows or 5)  # 23 slots / 4 outputs
     rng = np.random.default_rng(8)
     for step, n in enumerate((7, 9)):  # batches that do not fill the last group
         xs, x_b = batch(rng, job, n, sparse=bool(step))
