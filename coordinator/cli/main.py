@@ -24,11 +24,22 @@ if TYPE_CHECKING:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from coordinator.cli import certs, daemons, data, jobs, models, predict, run, score, spec
+    from coordinator.cli import (
+        certs,
+        daemons,
+        data,
+        demo,
+        jobs,
+        models,
+        predict,
+        run,
+        score,
+        spec,
+    )
 
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (daemons, jobs, predict, score, models, certs, run, data, spec):
+    for group in (daemons, jobs, predict, score, models, certs, run, demo, data, spec):
         group.add_parser(sub)
     return p
 

@@ -15,6 +15,7 @@ from coordinator.states import JobState
 from party.training.models import Inputs
 from party.training.plan import Plan
 from secure.channel import Channel
+from secure.paillier.counters import OpCounts
 
 
 class Reporter(Protocol):
@@ -39,6 +40,7 @@ class RoleContext:
     lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
     checkpoints: Checkpoints | None = None
     start_round: int = 0  # > 0: resumed after this round from a checkpoint
+    op_counts: OpCounts | None = None  # the daemon's homomorphic operation counts
 
     @property
     def timeout(self) -> float:
