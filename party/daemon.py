@@ -162,7 +162,7 @@ class PartyDaemon:
                     self.config.datasets,
                     self.state,
                     resume_round,
-                    self.metrics.ops,
+                    self.metrics.instruments(),
                 )
             table = job.prepare()
         finally:

@@ -3,7 +3,8 @@
 The daemon owns one `PartyMetrics` (its own `CollectorRegistry`, no globals). Jobs feed it
 through two seams they already have: every data-plane envelope passes the channel's
 envelope hook (`envelope`), every progress report passes the job's reporter
-(`MeteredReporter`). The secure layers count their homomorphic operations in a plain
+(`MeteredReporter`), and every training round calls its job's `Instruments.on_round`.
+The secure layers count their homomorphic operations in a plain
 `secure.paillier.counters.OpCounts` the daemon hands them; this module exports those at
 each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
 
@@ -20,7 +21,6 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 
@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 
 from coordinator.states import JobState
 from party.reporting import CoordinatorReporter
+from party.training.context import Instruments
 from secure.paillier.counters import OpCounts
 
 ROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -88,14 +89,25 @@ class PartyMetrics:
         self.bytes.labels(direction, peer).inc(len(data))
         self.envelopes.labels(direction, peer).inc()
 
+    def instruments(self) -> Instruments:
+        """What one job counts: its operations, and its rounds with the time between them."""
+        last: list[float] = []
+
+        def on_round(rnd: int) -> None:
+            now = time.monotonic()
+            self.rounds.inc()
+            if last:
+                self.round_seconds.observe(now - last[0])
+            last[:] = [now]
+
+        return Instruments(self.ops, on_round)
+
 
 class MeteredReporter:
-    """A job's `Reporter` that counts rounds and PSI before passing each report on."""
+    """A job's `Reporter` that counts PSI's rows and time before passing each report on."""
 
     def __init__(self, inner: CoordinatorReporter, metrics: PartyMetrics) -> None:
         self._inner, self._metrics = inner, metrics
-        self._lock = threading.Lock()
-        self._last: tuple[int, float] | None = None  # (round, when) of the last round
 
     def stage(self, state: JobState) -> None:
         self._inner.stage(state)
@@ -106,13 +118,6 @@ class MeteredReporter:
         self._inner.aligned(intersection_size, psi_seconds, test_size)
 
     def round(self, rnd: int, total: int, loss: float | None) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last, self._last = self._last, (rnd, now)
-        if last is None or rnd > last[0]:
-            self._metrics.rounds.inc(rnd - last[0] if last else 1)
-        if last is not None and rnd == last[0] + 1:
-            self._metrics.round_seconds.observe(now - last[1])
         self._inner.round(rnd, total, loss)
 
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:

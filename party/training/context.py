@@ -28,6 +28,14 @@ class Reporter(Protocol):
     def checkpoint(self, rnd: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class Instruments:
+    """What a party's job counts for its daemon's metrics (`party.metrics`)."""
+
+    op_counts: OpCounts | None = None  # where the secure layers add their operations
+    on_round: Callable[[int], None] | None = None  # called after each round at this party
+
+
 @dataclass
 class RoleContext:
     spec: JobSpec
@@ -40,7 +48,7 @@ class RoleContext:
     lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
     checkpoints: Checkpoints | None = None
     start_round: int = 0  # > 0: resumed after this round from a checkpoint
-    op_counts: OpCounts | None = None  # the daemon's homomorphic operation counts
+    instruments: Instruments = field(default_factory=Instruments)
 
     @property
     def timeout(self) -> float:
@@ -78,6 +86,8 @@ def train_rounds(
             if rnd <= ctx.start_round:
                 continue
             loss = step(rnd, rows)
+            if ctx.instruments.on_round is not None:
+                ctx.instruments.on_round(rnd)
             if loss is not None:
                 ctx.reporter.round(rnd, plan.total_rounds, loss)
             if plan.validates_at(rnd):

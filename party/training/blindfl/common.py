@@ -35,7 +35,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         fresh_obfuscators=crypto.obfuscators,
         feature_bits=0 if integral else 16,
         timeout_s=ctx.timeout,
-        counts=ctx.op_counts,
+        counts=ctx.instruments.op_counts,
     )
 
 
