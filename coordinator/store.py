@@ -230,6 +230,12 @@ class JobStore:
                 (party_id, address, json.dumps(datasets), time.time()),
             )
 
+    def registrations(self) -> dict[str, tuple[str, float]]:
+        """Every registered party: its address and when it last registered (unix time)."""
+        with self._lock:
+            rows = self._db.execute("SELECT party_id, address, last_seen FROM parties").fetchall()
+        return {p: (address, seen) for p, address, seen in rows}
+
     def parties(self) -> dict[str, str]:
         with self._lock:
             return dict(self._db.execute("SELECT party_id, address FROM parties").fetchall())

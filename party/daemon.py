@@ -26,11 +26,12 @@ from party.state import StateDir
 from party.state.models import Manifest, ModelStore
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
+from party.transport.ping import PING_JOB, PingResult, ping_peers
 from party.transport.scoring import ScoringPeers
 from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
-from secure.channel import EnvelopeHook, Mailbox
-from secure.errors import ChannelClosed, SecureError
+from secure.channel import EnvelopeHook, Mailbox, decode_payload
+from secure.errors import ChannelClosed, PayloadError, SecureError
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +284,8 @@ class PartyDaemon:
                 f"envelope for party '{receiver}' reached party "
                 f"'{self.config.party_id}'; check the peer addresses"
             )
+        if job_id == PING_JOB:
+            return self._answer_ping(sender, tag, data)
         with self._lock:
             if job_id in self._ended:
                 raise JobError(
@@ -298,6 +301,24 @@ class PartyDaemon:
         if sender not in {p.id for p in running.job.spec.parties} or sender == receiver:
             raise JobError(f"party '{sender}' is not a peer in job {job_id}")
         return running.mailbox.put(sender, tag, data)
+
+    def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
+        """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
+        config's `peers:` names, else the one given (as a job's addresses are chosen)."""
+        addresses = {p: self.config.peers.get(p, a) for p, a in peers.items()}
+        me = self.config.party_id
+        return ping_peers(me, addresses, self._clients, self._hook(PING_JOB))
+
+    def _answer_ping(self, sender: str, tag: str, data: bytes) -> bool:
+        """Take a peer's ping (a `Ping` payload and nothing else).
+
+        Raises:
+            PayloadError: the envelope is not a ping.
+        """
+        if decode_payload(data).WhichOneof("kind") != "ping":
+            raise PayloadError(f"envelope '{tag}' for job {PING_JOB} must be a ping")
+        self._hook(PING_JOB)("received", sender, self.config.party_id, tag, data)
+        return True
 
     # --- internals ---
 

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         daemons,
         data,
         demo,
+        doctor,
         jobs,
         models,
         predict,
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (daemons, jobs, predict, score, models, certs, run, demo, data, spec):
+    for group in (daemons, jobs, doctor, predict, score, models, certs, run, demo, data, spec):
         group.add_parser(sub)
     return p
 
