@@ -8,13 +8,17 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from coordinator.cli.main import main
 from coordinator.server import CoordinatorServer, create_coordinator_server
 from party.config import PartyConfig
 from party.server import PartyServer, create_party_server
-from proto.rpc import COORDINATOR_ID
+from party.transport.grpc_channel import chunks
+from party.transport.ping import PING_JOB
+from proto import common_pb2, party_pb2, party_pb2_grpc
+from proto.rpc import COORDINATOR_ID, dial
 from secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 pytestmark = pytest.mark.grpc
@@ -128,3 +132,28 @@ def test_a_party_may_not_run_the_doctor(federation: Federation, capsys) -> None:
     )
     out = capsys.readouterr().out
     assert code == 1 and "'bank' is a party and may not check the federation" in out
+
+
+def test_only_the_coordinator_may_make_a_party_ping_and_pings_carry_nothing_else(
+    federation: Federation,
+) -> None:
+    bank = federation.start("bank")
+    federation.start("shop")
+    request = party_pb2.CheckPeersRequest(
+        peers=[party_pb2.PeerAddress(party_id="shop", address="127.0.0.1:9")]
+    )
+    admin = load_identity(federation.tls, ADMIN_ID)
+    with dial(bank.address, admin, expect="bank") as channel:
+        with pytest.raises(grpc.RpcError) as denied:
+            party_pb2_grpc.PartyServiceStub(channel).CheckPeers(request, timeout=10)
+    assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    tensor = common_pb2.Payload(tensor=common_pb2.Tensor(dtype="float64", shape=[1]))
+    data = tensor.SerializeToString()
+    shop_tls = load_identity(federation.tls, "shop")
+    with dial(bank.address, shop_tls, expect="bank") as channel:
+        with pytest.raises(grpc.RpcError) as refused:
+            party_pb2_grpc.PartyServiceStub(channel).Push(
+                chunks(PING_JOB, "ping/x", "shop", "bank", data), timeout=10
+            )
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "must be a ping" in (refused.value.details() or "")
