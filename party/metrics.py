@@ -13,8 +13,9 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
     vfl_party_round_seconds                   time between consecutive rounds (histogram)
     vfl_party_bytes_total{direction,peer}     data-plane payload bytes sent / received
     vfl_party_envelopes_total{direction,peer} data-plane envelopes sent / received
-    vfl_party_paillier_operations_total{op}   encryptions, decryptions, ciphertext
-                                              products (rate(): operations per second)
+    vfl_party_paillier_operations_total{op}   encryptions, rerandomizations,
+                                              decryptions, ciphertext products
+                                              (rate(): operations per second)
     vfl_party_psi_rows_total                  rows in the intersections PSI found
     vfl_party_psi_seconds_total               time spent in PSI
 """

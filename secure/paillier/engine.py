@@ -39,7 +39,8 @@ class Paillier:
         threads: int | None = None,
         counts: OpCounts | None = None,
     ) -> None:
-        """`counts`: where to add the encryptions and decryptions done (None: nowhere)."""
+        """`counts`: where to add the encryptions, re-randomisations and decryptions done
+        (None: nowhere)."""
         self.pk = public_key
         self.counts = counts
         self.sk = private_key
@@ -58,6 +59,8 @@ class Paillier:
         """Multiply each ciphertext by a fresh r^n: same plaintext, fresh randomness."""
         nsq = self.pk.nsquare
         obfuscators = self.pool.take(len(ciphertexts))
+        if self.counts is not None:
+            self.counts.add(rerandomizations=len(ciphertexts))
         return [c * r % nsq for c, r in zip(ciphertexts, obfuscators, strict=True)]
 
     def add(self, a: Sequence[mpz], b: Sequence[mpz]) -> list[mpz]:

@@ -83,6 +83,6 @@ def test_every_daemon_counts_rounds_while_a_job_trains(tmp_path: Path) -> None:
     for party in (bank, shop):
         ops = {
             op: party[("vfl_party_paillier_operations_total", (("op", op),))]
-            for op in ("encryptions", "decryptions", "products")
+            for op in ("encryptions", "rerandomizations", "decryptions", "products")
         }
         assert all(count > 0 for count in ops.values()), ops
