@@ -186,14 +186,14 @@ def started(
     party_args: tuple[str, ...] = (),
     *,
     tls: bool = True,
-    keep_logs: Callable[[], bool] = lambda: False,
+    went_well: Callable[[], bool] = lambda: False,
     coordinator_args: tuple[str, ...] = (),
 ) -> Iterator[LocalRun]:
     """A fresh local topology for `spec`'s parties, stopped when the block ends.
 
     With `tls`, a fresh CA and certificates for every process go to `<workdir>/tls`.
     Without `workdir` the run gets a temporary folder, removed when the block ends however
-    it ends (its CA's private key with it); unless `keep_logs()` says the run went well
+    it ends (its CA's private key with it); unless `went_well()` says so
     (or the user interrupted it), the warnings and errors of its logs are printed on
     stderr first. `party_args` and `coordinator_args` go to the daemons' command lines.
     """
@@ -212,7 +212,7 @@ def started(
             admin = load_identity(tls_dir, ADMIN_ID) if tls_dir else None
             client = CoordinatorClient(topology.coordinator_address, admin)
             yield LocalRun(base, topology, client, local_spec, tls_dir)
-            show_logs = show_logs and not keep_logs()
+            show_logs = show_logs and not went_well()
         finally:
             topology.stop()  # first: whatever closing the client does, no process is left
             if client is not None:
@@ -238,8 +238,8 @@ def run_local(
     """Run one job on a fresh local topology (`started`); `watch(client, job_id)` follows
     it. On Ctrl-C the job is cancelled and every process stopped."""
     views: list[JobView] = []
-    keep = lambda: bool(views) and views[0].state == "SUCCEEDED"  # noqa: E731
-    with started(spec, workdir, party_args, tls=tls, keep_logs=keep) as run:
+    succeeded = lambda: bool(views) and views[0].state == "SUCCEEDED"  # noqa: E731
+    with started(spec, workdir, party_args, tls=tls, went_well=succeeded) as run:
         job_id = run.submit()
         views.append(follow_or_cancel(run.client, job_id, watch))
     return views[0]

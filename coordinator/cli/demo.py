@@ -74,7 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ok = lambda: bool(views) and all(v.state == "SUCCEEDED" for v in views)  # noqa: E731
     party_args = ("--audit", audit) if secure else ()
     try:
-        with started(spec, args.workdir, party_args, tls=not args.insecure, keep_logs=ok) as run:
+        with started(spec, args.workdir, party_args, tls=not args.insecure, went_well=ok) as run:
             out = _demo(run, spec, secure, run.base / audit, views, args.json)
     except KeyboardInterrupt:
         print("interrupted: job cancelled, processes stopped", file=sys.stderr)
@@ -84,7 +84,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         print(f"wall time: {out['wall_seconds']} s")
-    return 0 if ok() and not any(out.get("wire", {}).get("leaks", {}).values()) else 1
+    wire = out.get("wire", {})
+    clean = not wire.get("disallowed_kinds") and not any(wire.get("leaks", {}).values())
+    return 0 if ok() and clean else 1
 
 
 def _demo(
