@@ -95,6 +95,13 @@ class Access:
         """`caller` may delete model `model_id`."""
         self._operator_only(caller, model_id, _MAY_MODELS, f"delete model {model_id}")
 
+    def check_operator(self, caller: str | None, action: str) -> None:
+        """`caller` is an operator (no registered party) and may `action`."""
+        if caller is not None and self._registered(caller):
+            raise AccessDenied(
+                f"'{caller}' is a party and may not {action}; that needs {_OPERATOR}"
+            )
+
     def _operator_only(self, caller: str | None, job_id: str, may: str, action: str) -> None:
         """Raises AccessDenied if `caller` is a party (of `job_id`, or registered): it
         `may` do only that, not `action`."""

@@ -81,6 +81,13 @@ class CoordinatorClient:
         req = pb.SubmitPredictionRequest(spec_yaml=spec_yaml)
         return self._stub.SubmitPrediction(req, timeout=self._timeout).job_id
 
+    def check_federation(self) -> pb.CheckFederationResponse:
+        """The registered parties, their answers and data-plane pings (`vfl doctor`)."""
+        resp: pb.CheckFederationResponse = self._stub.CheckFederation(
+            pb.CheckFederationRequest(), timeout=max(self._timeout, 60.0)
+        )
+        return resp
+
     def locate_model(self, model_id: str) -> tuple[str, str]:
         """The active party of model `model_id` and its registered address."""
         req = pb.LocateModelRequest(model_id=model_id)

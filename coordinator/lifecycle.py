@@ -21,6 +21,7 @@ import grpc
 from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError, UnknownModel
 from coordinator.health import PartyHealth
 from coordinator.logs import job_context
+from coordinator.metrics import CoordinatorMetrics
 from coordinator.models import Models, deleted_on
 from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
 from coordinator.reports import apply_report, check_report
@@ -60,6 +61,7 @@ class Lifecycle:
         self, store: JobStore, parties: PeerClients, control_timeout_s: float = CONTROL_TIMEOUT_S
     ) -> None:
         self.store = store
+        self.metrics = CoordinatorMetrics(store.count_by_state, lambda: len(store.parties()))
         self.control = PartyControl(store, parties, control_timeout_s)
         self.health = PartyHealth(store, self.control, self.spec, self._holds_job, self.pause)
         self.models = Models(store, self.control, self.spec)
@@ -322,6 +324,7 @@ class Lifecycle:
             return True  # a paused job's parties stop; an end reached meanwhile still counts
         spec = self.spec(job_id)
         spec.party(party_id)  # SpecError if the party is not in the job
+        self.metrics.report(job_id, party_id, request)
         if event in ("round", "validation"):
             self.store.add_metric(job_id, party_id, event, getattr(request, event))
         with self._results:  # read, fold in and write back at once: no report overwrites another

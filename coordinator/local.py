@@ -17,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -34,10 +37,14 @@ class LocalTopology:
     """Starts and stops the processes of one local run."""
 
     def __init__(
-        self, workdir: Path, party_args: tuple[str, ...] = (), tls_dir: Path | None = None
+        self,
+        workdir: Path,
+        party_args: tuple[str, ...] = (),
+        tls_dir: Path | None = None,
+        coordinator_args: tuple[str, ...] = (),
     ) -> None:
         self.workdir = workdir
-        self.party_args = party_args
+        self.party_args, self.coordinator_args = party_args, coordinator_args
         self.tls_args = ("--tls", str(tls_dir)) if tls_dir else ()
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.coordinator_address = ""
@@ -93,6 +100,7 @@ class LocalTopology:
                 "--listen",
                 "127.0.0.1:0",
                 *self.tls_args,
+                *self.coordinator_args,
             ],
         )
         self.coordinator_address = f"127.0.0.1:{self._wait_port('coordinator', pf)}"
@@ -147,6 +155,78 @@ def spec_to_yaml(spec: JobSpec) -> str:
     return yaml.safe_dump(raw, sort_keys=False)
 
 
+@dataclass
+class LocalRun:
+    """A started local topology: its folder, processes, the run's admin client and the
+    spec rewritten to the parties' datasets (what to submit)."""
+
+    base: Path
+    topology: LocalTopology
+    client: CoordinatorClient
+    spec: JobSpec
+    tls_dir: Path | None
+
+    def submit(self, spec: JobSpec | None = None) -> str:
+        """Submit `spec` (default: the run's own), rewritten to the parties' datasets."""
+        local = self.spec if spec is None else _as_local(spec, self.spec)
+        return self.client.submit(spec_to_yaml(local))
+
+
+def _as_local(spec: JobSpec, local: JobSpec) -> JobSpec:
+    """`spec` with the data of the parties as `local` (the started run's spec) names it."""
+    for p in local.parties:
+        spec = spec.with_data(p.id, p.data)
+    return spec
+
+
+@contextmanager
+def started(
+    spec: JobSpec,
+    workdir: str | Path | None = None,
+    party_args: tuple[str, ...] = (),
+    *,
+    tls: bool = True,
+    went_well: Callable[[], bool] = lambda: False,
+    coordinator_args: tuple[str, ...] = (),
+) -> Iterator[LocalRun]:
+    """A fresh local topology for `spec`'s parties, stopped when the block ends.
+
+    With `tls`, a fresh CA and certificates for every process go to `<workdir>/tls`.
+    Without `workdir` the run gets a temporary folder, removed when the block ends however
+    it ends (its CA's private key with it); unless `went_well()` says so
+    (or the user interrupted it), the warnings and errors of its logs are printed on
+    stderr first. `party_args` and `coordinator_args` go to the daemons' command lines.
+    """
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
+    show_logs = not workdir
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tls_dir = None
+        if tls:
+            ids = [COORDINATOR_ID, ADMIN_ID, *(p.id for p in spec.parties)]
+            tls_dir = local_federation(base / "tls", ids)
+        topology = LocalTopology(base, party_args, tls_dir, coordinator_args)
+        client = None
+        try:
+            local_spec = topology.start(spec)
+            admin = load_identity(tls_dir, ADMIN_ID) if tls_dir else None
+            client = CoordinatorClient(topology.coordinator_address, admin)
+            yield LocalRun(base, topology, client, local_spec, tls_dir)
+            show_logs = show_logs and not went_well()
+        finally:
+            topology.stop()  # first: whatever closing the client does, no process is left
+            if client is not None:
+                client.close()
+    except KeyboardInterrupt:
+        show_logs = False  # the user stopped the run
+        raise
+    finally:
+        if not workdir:
+            if show_logs:
+                _print_problems(base)
+            shutil.rmtree(base, ignore_errors=True)
+
+
 def run_local(
     spec: JobSpec,
     watch,
@@ -155,28 +235,26 @@ def run_local(
     *,
     tls: bool = True,
 ) -> JobView:
-    """Run one job on a fresh local topology; `watch(client, job_id)` follows it.
+    """Run one job on a fresh local topology (`started`); `watch(client, job_id)` follows
+    it. On Ctrl-C the job is cancelled and every process stopped."""
+    views: list[JobView] = []
+    succeeded = lambda: bool(views) and views[0].state == "SUCCEEDED"  # noqa: E731
+    with started(spec, workdir, party_args, tls=tls, went_well=succeeded) as run:
+        job_id = run.submit()
+        views.append(follow_or_cancel(run.client, job_id, watch))
+    return views[0]
 
-    With `tls`, a fresh CA and certificates for every process go to `<workdir>/tls`.
-    Without `workdir` the run gets a temporary folder, removed when the run ends however
-    it ends (its CA's private key with it); if the job did not succeed, the warnings and
-    errors of its logs are printed on stderr first.
-    """
-    if workdir:
-        return _run(spec, watch, Path(workdir), party_args, tls)
-    base = Path(tempfile.mkdtemp(prefix="vfl-run-"))
-    show_logs = True
+
+def follow_or_cancel(client: CoordinatorClient, job_id: str, watch) -> JobView:
+    """`watch(client, job_id)`; on Ctrl-C cancel the job first (best effort)."""
     try:
-        view = _run(spec, watch, base, party_args, tls)
-        show_logs = view.state != "SUCCEEDED"
-        return view
+        return watch(client, job_id)
     except KeyboardInterrupt:
-        show_logs = False  # the user stopped the run
+        try:
+            client.cancel(job_id)
+        except Exception:  # noqa: BLE001 - best effort while shutting down
+            pass
         raise
-    finally:
-        if show_logs:
-            _print_problems(base)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _print_problems(base: Path) -> None:
@@ -189,31 +267,3 @@ def _print_problems(base: Path) -> None:
     ]
     if lines:
         print("warnings and errors in the run's logs:", *lines, sep="\n", file=sys.stderr)
-
-
-def _run(spec: JobSpec, watch, base: Path, party_args: tuple[str, ...], tls: bool) -> JobView:
-    base.mkdir(parents=True, exist_ok=True)
-    tls_dir = None
-    if tls:
-        ids = [COORDINATOR_ID, ADMIN_ID, *(p.id for p in spec.parties)]
-        tls_dir = local_federation(base / "tls", ids)
-    topo = LocalTopology(base, party_args, tls_dir)
-    job_id = None
-    client = None
-    try:
-        local_spec = topo.start(spec)
-        admin = load_identity(tls_dir, ADMIN_ID) if tls_dir else None
-        client = CoordinatorClient(topo.coordinator_address, admin)
-        job_id = client.submit(spec_to_yaml(local_spec))
-        return watch(client, job_id)
-    except KeyboardInterrupt:
-        if client is not None and job_id is not None:
-            try:
-                client.cancel(job_id)
-            except Exception:  # noqa: BLE001 - best effort while shutting down
-                pass
-        raise
-    finally:
-        topo.stop()  # first: whatever closing the client does, no process is left behind
-        if client is not None:
-            client.close()

@@ -46,6 +46,11 @@ class PartyControl:
         self._clients = clients
         self._timeout_s = control_timeout_s
 
+    @property
+    def clients(self) -> PeerClients:
+        """The channels to the parties (with the coordinator's TLS identity)."""
+        return self._clients
+
     def addresses(self, spec: JobSpec) -> dict[str, str]:
         """Where each party of `spec` listens.
 

@@ -29,6 +29,7 @@ from coordinator.errors import (
     UnknownJob,
     UnknownModel,
 )
+from coordinator.federation import check_federation
 from coordinator.lifecycle import Lifecycle
 from coordinator.spec.predict import parse_predict_text
 from coordinator.store import JobRecord
@@ -193,6 +194,10 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
 
     # --- party RPCs --------------------------------------------------------------------
 
+    async def CheckFederation(self, request, context):  # noqa: N802
+        caller = await identify_caller_async(context)
+        return await self._call(context, self.pools.commands, self._check_federation, caller)
+
     async def RegisterParty(self, request, context):  # noqa: N802
         await check_caller_async(
             context, request.party_id, f"register as party '{request.party_id}'"
@@ -215,6 +220,10 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         return pb.ReportProgressResponse(cancel=stop)
 
     # --- in worker threads -------------------------------------------------------------
+
+    def _check_federation(self, caller: str | None) -> pb.CheckFederationResponse:
+        self._access.check_operator(caller, "check the federation (vfl doctor)")
+        return check_federation(self._store, self._life.control.clients)
 
     def _submit(self, caller: str | None, spec_yaml: str) -> str:
         self._access.check_submit(caller, spec_yaml)

@@ -149,6 +149,12 @@ class JobStore:
             ids = [r[0] for r in self._db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
         return [self.get(i) for i in ids]
 
+    def count_by_state(self) -> dict[str, int]:
+        """How many jobs are in each state, by the state's name ("TRAINING")."""
+        with self._lock:
+            rows = self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()
+        return {state: count for state, count in rows}
+
     def in_states(self, *states: JobState) -> list[str]:
         marks = ",".join("?" * len(states))
         names = [state_name(s) for s in states]
@@ -234,6 +240,12 @@ class JobStore:
                 "last_seen = excluded.last_seen",
                 (party_id, address, json.dumps(datasets), time.time()),
             )
+
+    def registrations(self) -> dict[str, tuple[str, float]]:
+        """Every registered party: its address and when it last registered (unix time)."""
+        with self._lock:
+            rows = self._db.execute("SELECT party_id, address, last_seen FROM parties").fetchall()
+        return {p: (address, seen) for p, address, seen in rows}
 
     def parties(self) -> dict[str, str]:
         with self._lock:

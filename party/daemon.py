@@ -19,17 +19,19 @@ from party.errors import JobError, PartyError, shareable
 from party.inference.batch import PredictJob
 from party.inference.online import OnlineScoring
 from party.job import PartyJob
+from party.metrics import MeteredReporter, PartyMetrics
 from party.report_sender import ReportSender
 from party.reporting import CoordinatorReporter
 from party.state import StateDir
 from party.state.models import Manifest, ModelStore
 from party.transport.audit import AuditLog
 from party.transport.grpc_channel import GrpcChannel
+from party.transport.ping import PING_JOB, PingResult, ping_peers
 from party.transport.scoring import ScoringPeers
 from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
-from secure.channel import Mailbox
-from secure.errors import ChannelClosed, SecureError
+from secure.channel import EnvelopeHook, Mailbox, decode_payload
+from secure.errors import ChannelClosed, PayloadError, SecureError
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,7 @@ class PartyDaemon:
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
         self.address = ""  # where peers reach this daemon (set once it serves)
+        self.metrics = PartyMetrics(self.jobs_by_state)  # served by `--metrics`
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
             config,
@@ -153,7 +156,15 @@ class PartyDaemon:
                     job_id, spec, me, self.config.datasets, self.state, self.config.scores_dir
                 )
             else:
-                job = PartyJob(job_id, spec, me, self.config.datasets, self.state, resume_round)
+                job = PartyJob(
+                    job_id,
+                    spec,
+                    me,
+                    self.config.datasets,
+                    self.state,
+                    resume_round,
+                    self.metrics.instruments(),
+                )
             table = job.prepare()
         finally:
             with self._lock:
@@ -223,6 +234,16 @@ class PartyDaemon:
         with self._lock:
             return sorted(set(self._jobs) | self._preparing | self._finishing())
 
+    def jobs_by_state(self) -> dict[str, int]:
+        """How many jobs this party holds: loading data, prepared, running."""
+        with self._lock:
+            running = sum(1 for r in self._jobs.values() if r.thread is not None)
+            return {
+                "loading": len(self._preparing),
+                "prepared": len(self._jobs) - running,
+                "running": running,
+            }
+
     def started_jobs(self) -> list[str]:
         """Jobs whose training StartJob started (also those ended but not yet reported:
         a restarted coordinator waits for their final report instead of pausing them)."""
@@ -263,6 +284,8 @@ class PartyDaemon:
                 f"envelope for party '{receiver}' reached party "
                 f"'{self.config.party_id}'; check the peer addresses"
             )
+        if job_id == PING_JOB:
+            return self._answer_ping(sender, tag, data)
         with self._lock:
             if job_id in self._ended:
                 raise JobError(
@@ -279,18 +302,35 @@ class PartyDaemon:
             raise JobError(f"party '{sender}' is not a peer in job {job_id}")
         return running.mailbox.put(sender, tag, data)
 
+    def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
+        """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
+        config's `peers:` names, else the one given (as a job's addresses are chosen)."""
+        addresses = {p: self.config.peers.get(p, a) for p, a in peers.items()}
+        me = self.config.party_id
+        return ping_peers(me, addresses, self._clients, self._hook(PING_JOB))
+
+    def _answer_ping(self, sender: str, tag: str, data: bytes) -> bool:
+        """Take a peer's ping (a `Ping` payload and nothing else).
+
+        Raises:
+            PayloadError: the envelope is not a ping.
+        """
+        if decode_payload(data).WhichOneof("kind") != "ping":
+            raise PayloadError(f"envelope '{tag}' for job {PING_JOB} must be a ping")
+        self._hook(PING_JOB)("received", sender, self.config.party_id, tag, data)
+        return True
+
     # --- internals ---
 
     def _channel(self, job_id: str, spec: JobSpec, mailbox: Mailbox, addresses: dict[str, str]):
         me = self.config.party_id
-        hook = AuditLog(self.options.audit_dir, me, job_id) if self.options.audit_dir else None
         channel = GrpcChannel(
             me,
             job_id,
             mailbox,
             addresses,
             self._clients,
-            hook=hook,
+            hook=self._hook(job_id),
             send_timeout=spec.train.timeout_s,
         )
         profile = spec.network if spec.network is not None else self.options.network
@@ -300,16 +340,28 @@ class PartyDaemon:
         self, session_id: str, mailbox: Mailbox, addresses: dict[str, str]
     ) -> GrpcChannel:
         """The data-plane channel of an online scoring session (audited like a job's)."""
-        me, audit = self.config.party_id, self.options.audit_dir
         return GrpcChannel(
-            me,
+            self.config.party_id,
             session_id,
             mailbox,
             addresses,
             self._clients,
-            hook=AuditLog(audit, me, session_id) if audit else None,
+            hook=self._hook(session_id),
             send_timeout=self.options.scoring_timeout_s,
         )
+
+    def _hook(self, job_id: str) -> EnvelopeHook:
+        """What sees each envelope of a job or session: the metrics, and the audit log."""
+        count = self.metrics.envelope
+        if not self.options.audit_dir:
+            return count
+        audit = AuditLog(self.options.audit_dir, self.config.party_id, job_id)
+
+        def both(direction: str, sender: str, receiver: str, tag: str, data: bytes) -> None:
+            count(direction, sender, receiver, tag, data)
+            audit(direction, sender, receiver, tag, data)
+
+        return both
 
     def _ended_as(self, job_id: str, how: str) -> None:
         """Remember how a job ended (call with the lock held); forget the oldest."""
@@ -328,11 +380,14 @@ class PartyDaemon:
 
     def _run_job(self, job_id: str, running: RunningJob) -> None:
         party = self.config.party_id
-        reporter = CoordinatorReporter(
-            self._coordinator,
-            job_id,
-            party,
-            lambda: self.abort(job_id, "cancelled by the coordinator"),
+        reporter = MeteredReporter(
+            CoordinatorReporter(
+                self._coordinator,
+                job_id,
+                party,
+                lambda: self.abort(job_id, "cancelled by the coordinator"),
+            ),
+            self.metrics,
         )
         try:
             reporter.done(running.job.run(running.channel, reporter))

@@ -20,7 +20,7 @@ from party.state import Checkpoint, StateDir
 from party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
 from party.state.models import Column, Manifest, ModelStore, key_fingerprint
 from party.training import trainers
-from party.training.context import Reporter, RoleContext
+from party.training.context import Instruments, Reporter, RoleContext
 from party.training.models import Inputs
 from party.training.plan import Plan, make_plan, make_test_plan
 from party.training.task import make_task
@@ -88,8 +88,11 @@ class PartyJob:
         datasets: dict[str, TableSource],
         state: StateDir | None = None,
         resume_round: int = 0,
+        instruments: Instruments | None = None,
     ) -> None:
+        """`instruments`: what the job counts for the daemon's metrics."""
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
+        self.instruments = instruments or Instruments()
         self.role = spec.party(party_id).role
         self.dataset = resolve_dataset(spec, party_id, datasets)
         self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
@@ -162,6 +165,7 @@ class PartyJob:
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
         ctx.start_round = self.resume_round
+        ctx.instruments = self.instruments
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         result = self._train(ctx, _labels(table, order), val_labels, reporter)
         # the ids of the rows validated on, in the order of `validation_outputs`

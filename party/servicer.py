@@ -4,7 +4,7 @@ Domain errors become gRPC statuses with the error's shareable form (`party.error
 that holds details back, the full message goes to this party's log. Nothing else lives here.
 With TLS, a Push is accepted only from the party its certificate names as the sender,
 and the control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModelParts,
-DeleteModelPart) only from the coordinator. Online scoring checks its callers in
+DeleteModelPart, CheckPeers) only from the coordinator. Online scoring checks its callers in
 `party.inference.online`: `Predict` from any identity but the model's passive parties (or
 the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
 party.
@@ -13,6 +13,7 @@ party.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -39,6 +40,7 @@ from proto import party_pb2_grpc as pb_grpc
 from proto.rpc import (
     COORDINATOR_ID,
     MAX_ENVELOPE_BYTES,
+    VERSION,
     call_with_status,
     caller_party,
     check_caller,
@@ -223,6 +225,19 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             datasets=sorted(cfg.datasets),
             running_jobs=self._d.running_jobs(),
             started_jobs=self._d.started_jobs(),
+            version=VERSION,
+            time=time.time(),
+        )
+
+    def CheckPeers(self, request, context):  # noqa: N802
+        _from_coordinator(context, "ask a party to check its peers")
+        peers = {p.party_id: p.address for p in request.peers}
+        results = call(context, lambda: self._d.check_peers(peers), self._d)
+        return pb.CheckPeersResponse(
+            peers=[
+                pb.PeerCheck(party_id=r.peer, address=r.address, error=r.error, seconds=r.seconds)
+                for r in results
+            ]
         )
 
     def Predict(self, request, context):  # noqa: N802

@@ -161,8 +161,14 @@ class Control(_message.Message):
     fields: _containers.ScalarMap[str, str]
     def __init__(self, fields: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class Ping(_message.Message):
+    __slots__ = ("nonce",)
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    nonce: bytes
+    def __init__(self, nonce: _Optional[bytes] = ...) -> None: ...
+
 class Payload(_message.Message):
-    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "control", "ec_points", "layer_setup", "ids")
+    __slots__ = ("tensor", "ciphertexts", "public_key", "indices", "control", "ec_points", "layer_setup", "ids", "ping")
     TENSOR_FIELD_NUMBER: _ClassVar[int]
     CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +177,7 @@ class Payload(_message.Message):
     EC_POINTS_FIELD_NUMBER: _ClassVar[int]
     LAYER_SETUP_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
+    PING_FIELD_NUMBER: _ClassVar[int]
     tensor: Tensor
     ciphertexts: Ciphertexts
     public_key: PublicKey
@@ -179,4 +186,5 @@ class Payload(_message.Message):
     ec_points: EcPoints
     layer_setup: LayerSetup
     ids: Ids
-    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ..., layer_setup: _Optional[_Union[LayerSetup, _Mapping]] = ..., ids: _Optional[_Union[Ids, _Mapping]] = ...) -> None: ...
+    ping: Ping
+    def __init__(self, tensor: _Optional[_Union[Tensor, _Mapping]] = ..., ciphertexts: _Optional[_Union[Ciphertexts, _Mapping]] = ..., public_key: _Optional[_Union[PublicKey, _Mapping]] = ..., indices: _Optional[_Union[Indices, _Mapping]] = ..., control: _Optional[_Union[Control, _Mapping]] = ..., ec_points: _Optional[_Union[EcPoints, _Mapping]] = ..., layer_setup: _Optional[_Union[LayerSetup, _Mapping]] = ..., ids: _Optional[_Union[Ids, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ...) -> None: ...

@@ -1,3 +1,4 @@
+from proto import party_pb2 as _party_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -373,6 +374,40 @@ class DeleteModelResponse(_message.Message):
     MODEL_FIELD_NUMBER: _ClassVar[int]
     model: ModelSummary
     def __init__(self, model: _Optional[_Union[ModelSummary, _Mapping]] = ...) -> None: ...
+
+class CheckFederationRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class FederationParty(_message.Message):
+    __slots__ = ("party_id", "address", "last_seen", "error", "version", "time", "asked_at", "peers")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    ASKED_AT_FIELD_NUMBER: _ClassVar[int]
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    address: str
+    last_seen: float
+    error: str
+    version: str
+    time: float
+    asked_at: float
+    peers: _containers.RepeatedCompositeFieldContainer[_party_pb2.PeerCheck]
+    def __init__(self, party_id: _Optional[str] = ..., address: _Optional[str] = ..., last_seen: _Optional[float] = ..., error: _Optional[str] = ..., version: _Optional[str] = ..., time: _Optional[float] = ..., asked_at: _Optional[float] = ..., peers: _Optional[_Iterable[_Union[_party_pb2.PeerCheck, _Mapping]]] = ...) -> None: ...
+
+class CheckFederationResponse(_message.Message):
+    __slots__ = ("version", "time", "parties")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    PARTIES_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    time: float
+    parties: _containers.RepeatedCompositeFieldContainer[FederationParty]
+    def __init__(self, version: _Optional[str] = ..., time: _Optional[float] = ..., parties: _Optional[_Iterable[_Union[FederationParty, _Mapping]]] = ...) -> None: ...
 
 class RegisterPartyRequest(_message.Message):
     __slots__ = ("party_id", "address", "datasets")

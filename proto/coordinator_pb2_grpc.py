@@ -94,6 +94,11 @@ class CoordinatorServiceStub:
                 request_serializer=proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
                 response_deserializer=proto_dot_coordinator__pb2.LocateModelResponse.FromString,
                 _registered_method=True)
+        self.CheckFederation = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/CheckFederation',
+                request_serializer=proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
+                response_deserializer=proto_dot_coordinator__pb2.CheckFederationResponse.FromString,
+                _registered_method=True)
         self.RegisterParty = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/RegisterParty',
                 request_serializer=proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
@@ -187,6 +192,14 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckFederation(self, request, context):
+        """`vfl doctor`: the registered parties, what each says of itself, and whether each
+        reaches every other on the data plane (operators only).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RegisterParty(self, request, context):
         """Called by party daemons.
         """
@@ -262,6 +275,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.LocateModel,
                     request_deserializer=proto_dot_coordinator__pb2.LocateModelRequest.FromString,
                     response_serializer=proto_dot_coordinator__pb2.LocateModelResponse.SerializeToString,
+            ),
+            'CheckFederation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckFederation,
+                    request_deserializer=proto_dot_coordinator__pb2.CheckFederationRequest.FromString,
+                    response_serializer=proto_dot_coordinator__pb2.CheckFederationResponse.SerializeToString,
             ),
             'RegisterParty': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterParty,
@@ -598,6 +616,33 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/LocateModel',
             proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
             proto_dot_coordinator__pb2.LocateModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckFederation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/CheckFederation',
+            proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
+            proto_dot_coordinator__pb2.CheckFederationResponse.FromString,
             options,
             channel_credentials,
             insecure,

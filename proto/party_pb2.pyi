@@ -89,16 +89,20 @@ class GetPartyInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPartyInfoResponse(_message.Message):
-    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs")
+    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs", "version", "time")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
     STARTED_JOBS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     datasets: _containers.RepeatedScalarFieldContainer[str]
     running_jobs: _containers.RepeatedScalarFieldContainer[str]
     started_jobs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ...) -> None: ...
+    version: str
+    time: float
+    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., time: _Optional[float] = ...) -> None: ...
 
 class ListCheckpointsRequest(_message.Message):
     __slots__ = ("job_id", "spec_json")
@@ -219,3 +223,27 @@ class CloseScoringRequest(_message.Message):
 class CloseScoringResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class CheckPeersRequest(_message.Message):
+    __slots__ = ("peers",)
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    peers: _containers.RepeatedCompositeFieldContainer[PeerAddress]
+    def __init__(self, peers: _Optional[_Iterable[_Union[PeerAddress, _Mapping]]] = ...) -> None: ...
+
+class PeerCheck(_message.Message):
+    __slots__ = ("party_id", "address", "error", "seconds")
+    PARTY_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    party_id: str
+    address: str
+    error: str
+    seconds: float
+    def __init__(self, party_id: _Optional[str] = ..., address: _Optional[str] = ..., error: _Optional[str] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class CheckPeersResponse(_message.Message):
+    __slots__ = ("peers",)
+    PEERS_FIELD_NUMBER: _ClassVar[int]
+    peers: _containers.RepeatedCompositeFieldContainer[PeerCheck]
+    def __init__(self, peers: _Optional[_Iterable[_Union[PeerCheck, _Mapping]]] = ...) -> None: ...

@@ -89,6 +89,11 @@ class PartyServiceStub:
                 request_serializer=proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
                 response_deserializer=proto_dot_party__pb2.CloseScoringResponse.FromString,
                 _registered_method=True)
+        self.CheckPeers = channel.unary_unary(
+                '/vfl.v1.PartyService/CheckPeers',
+                request_serializer=proto_dot_party__pb2.CheckPeersRequest.SerializeToString,
+                response_deserializer=proto_dot_party__pb2.CheckPeersResponse.FromString,
+                _registered_method=True)
 
 
 class PartyServiceServicer:
@@ -167,6 +172,13 @@ class PartyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckPeers(self, request, context):
+        """`vfl doctor` (called by the coordinator): push a ping to each peer on the data plane.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -224,6 +236,11 @@ def add_PartyServiceServicer_to_server(servicer, server):
                     servicer.CloseScoring,
                     request_deserializer=proto_dot_party__pb2.CloseScoringRequest.FromString,
                     response_serializer=proto_dot_party__pb2.CloseScoringResponse.SerializeToString,
+            ),
+            'CheckPeers': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckPeers,
+                    request_deserializer=proto_dot_party__pb2.CheckPeersRequest.FromString,
+                    response_serializer=proto_dot_party__pb2.CheckPeersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -523,6 +540,33 @@ class PartyService:
             '/vfl.v1.PartyService/CloseScoring',
             proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
             proto_dot_party__pb2.CloseScoringResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckPeers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.PartyService/CheckPeers',
+            proto_dot_party__pb2.CheckPeersRequest.SerializeToString,
+            proto_dot_party__pb2.CheckPeersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -22,6 +22,7 @@ that answers with a status has both forms, sharing one decision: `check_caller` 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import inspect
 import json
 import logging
@@ -37,6 +38,15 @@ from secure.pki.certs import CertError, PartyFiles, party_id_from_cert
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("vfl-platform")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
 Codes = Sequence[tuple[type[Exception], grpc.StatusCode]]  # error type -> status, first match
 Problem = tuple[grpc.StatusCode, str]  # the status a call is answered with
 
@@ -44,6 +54,7 @@ CHUNK_BYTES = 1 << 20
 MAX_MESSAGE_BYTES = 8 << 20
 MAX_ENVELOPE_BYTES = 1 << 30
 COORDINATOR_ID = "coordinator"  # the identity in the coordinator's certificate
+VERSION = _package_version()  # this software's version, as daemons report it (vfl doctor)
 MAX_RECONNECT_BACKOFF_MS = 5000  # longest wait between a channel's connection attempts
 
 _RETRY_POLICY = json.dumps(

@@ -24,9 +24,10 @@ Key size: 2048 bits unless `allow_insecure_test_keys` is set explicitly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from secure.errors import ConfigError, KeyError_
+from secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512
@@ -68,6 +69,8 @@ class SecureConfig:
         rows_per_cipher: at most this many batch rows share one ciphertext of m1 and m2
             (None: chosen by the cost model of
             `secure.source_layers.matmul.row_packing`; 1: one row each).
+        counts: where the engine adds the homomorphic operations it does (the party
+            daemon's, exported as metrics; None: not counted).
     """
 
     key_bits: int = MIN_KEY_BITS
@@ -86,6 +89,7 @@ class SecureConfig:
     obfuscator_helpers: int = 1
     rows_per_cipher: int | None = None
     fresh_obfuscators: str = "short"
+    counts: OpCounts | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         """Raises:

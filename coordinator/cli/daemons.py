@@ -54,12 +54,19 @@ def cmd_coordinator_serve(args: argparse.Namespace) -> int:
         auto_resume=args.auto_resume,
         ui=args.ui,
     )
+    try:
+        metrics = _serve_metrics(server.lifecycle.metrics.registry, args.metrics)
+    except CoordinatorError:
+        server.stop(0)
+        raise
     _write_port(args.port_file, server.port)
     print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
     if server.ui is not None:
         print(f"dashboard (read-only): {server.ui.login_url}", file=sys.stderr, flush=True)
     stop.wait()
     server.stop()
+    if metrics is not None:
+        metrics.stop()
     return 0
 
 
@@ -81,11 +88,29 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     _warn_insecure(tls is None)
     torch.set_num_threads(1)  # several parties share a machine's cores
     server = create_party_server(config, tls, options=_daemon_options(args))
+    try:
+        metrics = _serve_metrics(server.daemon.metrics.registry, args.metrics)
+    except CoordinatorError:
+        server.stop(0)
+        raise
     _write_port(args.port_file, server.port)
     print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
     stop.wait()
     server.stop()
+    if metrics is not None:
+        metrics.stop()
     return 0
+
+
+def _serve_metrics(registry, address: str | None):
+    """The daemon's `--metrics` endpoint, if asked for (its bound address is printed)."""
+    from coordinator.metrics import serve_metrics
+
+    if not address:
+        return None
+    served = serve_metrics(registry, address)
+    print(f"metrics on http://{served.address}/metrics", file=sys.stderr, flush=True)
+    return served
 
 
 def _daemon_options(args: argparse.Namespace):
@@ -120,6 +145,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """`vfl coordinator serve` and `vfl party serve`."""
 
     def daemon_flags(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--metrics",
+            metavar="HOST:PORT",
+            help="serve Prometheus metrics at http://HOST:PORT/metrics (off by default; "
+            "bind to loopback or a monitoring network: the endpoint has no TLS)",
+        )
         sp.add_argument("--port-file", help="write the bound port here once serving")
         sp.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
 

@@ -28,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         certs,
         daemons,
         data,
+        demo,
+        doctor,
         jobs,
         models,
         predict,
@@ -39,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for group in (daemons, jobs, report, predict, score, models, certs, run, data, spec):
+    groups = (daemons, jobs, doctor, report, predict, score, models, certs, run, demo, data, spec)
+    for group in groups:
         group.add_parser(sub)
     return p
 

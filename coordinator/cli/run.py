@@ -1,5 +1,5 @@
-"""`vfl run | demo`: a whole job on this machine, the coordinator and every party as local
-processes (`coordinator.local`)."""
+"""`vfl run`: a whole job on this machine, the coordinator and every party as local
+processes (`coordinator.local`). `vfl demo` is `coordinator.cli.demo`."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from pathlib import Path
 from coordinator.cli import progress
 from coordinator.cli.jobs import finish
 
-DEMO_SPEC = Path(__file__).parent / "data" / "demo.yaml"
 
-
-def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from coordinator.local import run_local
     from coordinator.spec import load_spec
 
-    spec = load_spec(spec_path or args.spec)
+    spec = load_spec(args.spec)
     party_args = ("--audit", str(Path(args.audit).resolve())) if args.audit else ()
     if args.insecure:
         print("warning: --insecure: the processes of this run talk without TLS", file=sys.stderr)
@@ -35,18 +33,10 @@ def cmd_run(args: argparse.Namespace, spec_path: Path | None = None) -> int:
     return finish(view, args.json)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    return cmd_run(args, DEMO_SPEC)
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    for name, fn, helptext in (
-        ("run", cmd_run, "run a job on local processes"),
-        ("demo", cmd_demo, "run the bundled two-party demo"),
-    ):
+    for name, fn, helptext in (("run", cmd_run, "run a job on local processes"),):
         sp = sub.add_parser(name, help=helptext)
-        if name == "run":
-            sp.add_argument("spec", help="job.yaml (data may be given by path)")
+        sp.add_argument("spec", help="job.yaml (data may be given by path)")
         sp.add_argument("--json", action="store_true", help="print the result as one JSON")
         sp.add_argument(
             "--workdir",

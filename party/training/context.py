@@ -15,6 +15,7 @@ from coordinator.states import JobState
 from party.training.models import Inputs
 from party.training.plan import Plan
 from secure.channel import Channel
+from secure.paillier.counters import OpCounts
 
 
 class Reporter(Protocol):
@@ -29,6 +30,14 @@ class Reporter(Protocol):
     def checkpoint(self, rnd: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class Instruments:
+    """What a party's job counts for its daemon's metrics (`party.metrics`)."""
+
+    op_counts: OpCounts | None = None  # where the secure layers add their operations
+    on_round: Callable[[int], None] | None = None  # called after each round at this party
+
+
 @dataclass
 class RoleContext:
     spec: JobSpec
@@ -41,6 +50,7 @@ class RoleContext:
     lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
     checkpoints: Checkpoints | None = None
     start_round: int = 0  # > 0: resumed after this round from a checkpoint
+    instruments: Instruments = field(default_factory=Instruments)
 
     @property
     def timeout(self) -> float:
@@ -79,6 +89,8 @@ def train_rounds(
             if rnd <= ctx.start_round:
                 continue
             loss = step(rnd, rows)
+            if ctx.instruments.on_round is not None:
+                ctx.instruments.on_round(rnd)
             sent, updates = ctx.channel.stats.bytes_sent, updater.num_local_updates
             ctx.reporter.round(rnd, plan.total_rounds, loss, sent, updates)
             if plan.validates_at(rnd):

@@ -35,6 +35,7 @@ from gmpy2 import mpz
 
 from secure.config import SecureConfig
 from secure.errors import InputError
+from secure.paillier.counters import OpCounts
 from secure.paillier.encoding import encode
 from secure.paillier.multiexp import multiexp_columns, unit_products
 from secure.paillier.multiexp_rows import Partial
@@ -71,7 +72,10 @@ class CipherMatmul:
         self,
         workers: int | None = None,
         parallel_min_terms: int = SecureConfig.parallel_min_terms,
+        counts: OpCounts | None = None,
     ) -> None:
+        """`counts`: where to add the ciphertext products done (None: nowhere)."""
+        self.counts = counts
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.parallel_min_terms = parallel_min_terms
         self._executor: Executor | None = None
@@ -94,6 +98,8 @@ class CipherMatmul:
         n_out, m = csc.shape
         if m != len(cipher_rows):
             raise InputError(f"cannot multiply a {n_out}x{m} matrix by {len(cipher_rows)} rows")
+        if self.counts is not None:
+            self.counts.add(products=int(csc.nnz) * cols)
         if csc.nnz and np.all(np.abs(csc.data) == 1):
             csr = csc.tocsr()
             csr.sort_indices()

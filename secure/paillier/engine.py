@@ -23,6 +23,7 @@ import gmpy2
 from gmpy2 import mpz
 
 from secure.errors import KeyError_
+from secure.paillier.counters import OpCounts
 from secure.paillier.keys import PrivateKey, PublicKey
 from secure.paillier.obfuscators import ObfuscatorPool
 
@@ -36,8 +37,12 @@ class Paillier:
         private_key: PrivateKey | None = None,
         pool: ObfuscatorPool | None = None,
         threads: int | None = None,
+        counts: OpCounts | None = None,
     ) -> None:
+        """`counts`: where to add the encryptions, re-randomisations and decryptions done
+        (None: nowhere)."""
         self.pk = public_key
+        self.counts = counts
         self.sk = private_key
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.pool = pool or ObfuscatorPool(public_key, private_key, 0, self.threads, False)
@@ -46,12 +51,16 @@ class Paillier:
         """Encrypt signed integers (taken mod n) with fresh obfuscators."""
         n, nsq = self.pk.n, self.pk.nsquare
         obfuscators = self.pool.take(len(plaintexts))
+        if self.counts is not None:
+            self.counts.add(encryptions=len(plaintexts))
         return [(1 + (m % n) * n) * r % nsq for m, r in zip(plaintexts, obfuscators, strict=True)]
 
     def rerandomize(self, ciphertexts: Sequence[mpz]) -> list[mpz]:
         """Multiply each ciphertext by a fresh r^n: same plaintext, fresh randomness."""
         nsq = self.pk.nsquare
         obfuscators = self.pool.take(len(ciphertexts))
+        if self.counts is not None:
+            self.counts.add(rerandomizations=len(ciphertexts))
         return [c * r % nsq for c, r in zip(ciphertexts, obfuscators, strict=True)]
 
     def add(self, a: Sequence[mpz], b: Sequence[mpz]) -> list[mpz]:
@@ -86,6 +95,8 @@ class Paillier:
         sk, n = self.sk, self.pk.n
         half = n // 2
         mp, mq = self._crt_powmods(sk, list(ciphertexts))
+        if self.counts is not None:
+            self.counts.add(decryptions=len(mp))
         out = []
         for xp, xq in zip(mp, mq, strict=True):
             m_p = gmpy2.divexact(xp - 1, sk.p) * sk.hp % sk.p

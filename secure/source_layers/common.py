@@ -70,8 +70,8 @@ class PartyCrypto:
             pool = ObfuscatorPool(
                 public, private, 0, config.threads, False, config.obfuscator, short_exponent=short
             )
-        self.own = Paillier(public, private, pool, config.threads)
-        self.matmul = CipherMatmul(config.workers, config.parallel_min_terms)
+        self.own = Paillier(public, private, pool, config.threads, config.counts)
+        self.matmul = CipherMatmul(config.workers, config.parallel_min_terms, config.counts)
         self.peers: dict[str, Paillier] = {}
         self._saved_tables: dict[str, SavedTable] = {}  # for peers not added yet
 
@@ -124,7 +124,7 @@ class PartyCrypto:
             _restore(pool, saved)
         if self.config.obfuscator_pool:
             pool.prepare()  # ready (and its helpers started) before the first step
-        context = Paillier(key, None, pool, self.config.threads)
+        context = Paillier(key, None, pool, self.config.threads, self.config.counts)
         self.peers[key.owner] = context
         return context
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -39,13 +40,67 @@ validation: {{every: 10}}
     return path
 
 
-def test_demo_json() -> None:
+def check_secure_demo(result: dict) -> None:
+    """The secure demo's JSON: the blindfl job, the split baseline, the wire audit's
+    summary (no plaintext found, only allowed kinds) and online scores."""
+    assert result["state"] == "SUCCEEDED" and result["metrics"]["auc"] >= 0.97
+    for key in ("job", "rounds", "history", "bytes_sent", "seconds", "wall_seconds"):
+        assert key in result
+    assert result["baseline"]["state"] == "SUCCEEDED"
+    assert result["baseline"]["metrics"]["auc"] >= 0.97
+    wire = result["wire"]
+    assert set(wire["directions"]) == {"bank->shop", "shop->bank"}
+    kinds = set().union(*(d["kinds"] for d in wire["directions"].values()))
+    assert {"public_key", "ciphertexts", "ec_points"} <= kinds and "tensor" not in kinds
+    assert wire["disallowed_kinds"] == [] and wire["leaks"] == {"feature": 0, "label": 0}
+    assert wire["patterns"]["feature"] > 10_000 and wire["patterns"]["label"] > 100
+    sent = sum(d["bytes"] for d in wire["directions"].values())
+    assert sent == result["bytes_sent"]  # the audit saw every byte the parties counted
+    scores = result["scores"]
+    assert len(scores) == 3 and {s["label"] for s in scores} == {"0", "1"}
+    assert all(0.0 <= s["score"] <= 1.0 and s["class"] in ("0", "1") for s in scores)
+
+
+def test_demo_json_trains_securely_with_test_keys() -> None:
+    out = vfl("demo", "--json", "--test-keys")
+    assert out.returncode == 0, out.stderr
+    assert "warning: --test-keys: 512-bit Paillier keys, not secure" in out.stderr
+    check_secure_demo(json.loads(out.stdout))
+
+
+@pytest.mark.slow
+def test_demo_default_2048_bits_under_90_seconds() -> None:
+    """The README's first command: 2048-bit keys, 2 cores (measured wall time)."""
     out = vfl("demo", "--json")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert result["state"] == "SUCCEEDED" and result["metrics"]["auc"] >= 0.98
-    for key in ("job", "rounds", "history", "bytes_sent", "seconds"):
-        assert key in result
+    check_secure_demo(result)
+    assert result["wall_seconds"] < 90
+
+
+def test_demo_shows_the_stages_the_baseline_the_wire_and_scores() -> None:
+    out = vfl("demo", "--test-keys")
+    assert out.returncode == 0, out.stderr
+    for stage in ("ALIGNING - aligning rows (private set intersection)", "KEYING - generating"):
+        assert stage in out.stderr  # live progress, before training
+    lines = out.stdout.splitlines()
+    assert re.search(
+        r"^validation auc: blindfl 0\.9\d+ \(secure, .* split 0\.9\d+", out.stdout, re.M
+    )
+    assert re.search(r"^  bank->shop: \d+ envelopes, [\d.]+ MB \(ciphertexts", out.stdout, re.M)
+    assert any(line.startswith("  no feature value, label or plaintext tensor") for line in lines)
+    assert (
+        sum(bool(re.match(r"  id \d+: score=[\d.]+ class=[01] \(label [01]\)", x)) for x in lines)
+        == 3
+    )
+    assert re.search(r"^wall time: [\d.]+ s$", out.stdout, re.M)
+
+
+def test_demo_split_is_the_fast_path() -> None:
+    out = vfl("demo", "--protocol", "split")
+    assert out.returncode == 0, out.stderr
+    assert "ALIGNING - aligning rows" in out.stderr and "KEYING" not in out.stderr
+    assert "auc=" in out.stdout and "wire" not in out.stdout and "wall time:" in out.stdout
 
 
 def _temp(tmp_path: Path) -> dict[str, str]:

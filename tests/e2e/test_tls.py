@@ -368,7 +368,9 @@ def test_cli_certs_health_and_a_clear_handshake_error(tls_topology, pki, tmp_pat
 
 
 def test_demo_runs_with_tls_by_default_and_warns_when_insecure(tmp_path) -> None:
-    out = vfl("demo", "--json", "--insecure", "--workdir", str(tmp_path / "run"))
+    out = vfl(
+        "demo", "--protocol", "split", "--json", "--insecure", "--workdir", str(tmp_path / "run")
+    )
     assert out.returncode == 0 and json.loads(out.stdout)["state"] == "SUCCEEDED"
     assert "warning: --insecure" in out.stderr and not (tmp_path / "run" / "tls").exists()
     assert "warning: no TLS" in (tmp_path / "run" / "coordinator.log").read_text()

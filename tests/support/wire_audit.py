@@ -11,15 +11,15 @@ passive party) a score.
 from __future__ import annotations
 
 import csv
-import struct
 from pathlib import Path
 
 import numpy as np
 
+from party.transport.audit_check import ALLOWED_KINDS, ONLINE_KINDS, leaks, plaintext_patterns
 from tests.support.data import FATE
 
-ALLOWED = {"public_key", "ciphertexts", "layer_setup", "control", "indices", "ec_points"}
-ONLINE_ALLOWED = {"ids", "indices", "ciphertexts"}  # a blindfl online scoring session
+ALLOWED = ALLOWED_KINDS
+ONLINE_ALLOWED = ONLINE_KINDS
 BREAST_FILES = ("breast_hetero_host.csv", "breast_hetero_guest.csv")
 
 
@@ -30,24 +30,22 @@ def columns(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def forbidden_patterns() -> dict[str, list[bytes]]:
-    """Byte encodings of the breast data whose presence in any payload would be a leak:
-    float64 feature values (|v| > 1e-3), float32 pairs of adjacent feature values, and
-    runs of eight labels as float32 or float64."""
+    """Byte encodings of the breast data whose presence in any payload would be a leak
+    (`party.transport.audit_check.plaintext_patterns` of both tables)."""
     patterns: dict[str, list[bytes]] = {"feature": [], "label": []}
     for name in BREAST_FILES:
         header, rows = columns(FATE / name)
         first = 2 if "y" in header else 1
-        for row in rows:
-            values = [float(v) for v in row[first:]]
-            patterns["feature"] += [struct.pack("<d", v) for v in values if abs(v) > 1e-3]
-            pairs = zip(values, values[1:], strict=False)
-            patterns["feature"] += [struct.pack("<ff", a, b) for a, b in pairs]
-    header, rows = columns(FATE / "breast_hetero_guest.csv")
-    labels = np.array([float(r[1]) for r in rows])
-    for start in range(0, len(labels) - 8, 8):
-        run = labels[start : start + 8]
-        patterns["label"] += [run.astype("<f4").tobytes(), run.astype("<f8").tobytes()]
+        features = np.array([[float(v) for v in row[first:]] for row in rows])
+        labels = np.array([float(r[1]) for r in rows]) if first == 2 else None
+        for what, group in plaintext_patterns(features, labels).items():
+            patterns[what] += group
     return patterns
+
+
+def _assert_no_plaintext(records: list[dict]) -> None:
+    for what, count in leaks(records, forbidden_patterns()).items():
+        assert not count, f"{count} {what} encodings found inside payloads"
 
 
 def assert_only_allowed_payloads(
@@ -63,10 +61,7 @@ def assert_only_allowed_payloads(
     assert required <= kinds, kinds
     assert kinds <= ALLOWED, f"disallowed payload kinds crossed the wire: {kinds - ALLOWED}"
     assert {r["sender"] for r in records} == parties
-    blobs = {r["sha256"]: r["data"] for r in records}
-    for what, patterns in forbidden_patterns().items():
-        leaks = [p for p in patterns if any(p in blob for blob in blobs.values())]
-        assert not leaks, f"{len(leaks)} {what} encodings found inside payloads"
+    _assert_no_plaintext(records)
 
 
 def assert_online_payloads(records: list[dict], active: str, passives: set[str], scores) -> None:
@@ -79,10 +74,7 @@ def assert_online_payloads(records: list[dict], active: str, passives: set[str],
     assert {r["sender"] for r in records if r["kind"] == "ids"} == {active}
     at_passives = [r for r in records if r["receiver"] in passives]
     assert at_passives and all(r["direction"] in ("sent", "received") for r in at_passives)
-    blobs = {r["sha256"]: r["data"] for r in records}
-    for what, patterns in forbidden_patterns().items():
-        leaks = [p for p in patterns if any(p in blob for blob in blobs.values())]
-        assert not leaks, f"{len(leaks)} {what} encodings found inside payloads"
+    _assert_no_plaintext(records)
     seen = [r["data"] for r in at_passives]
     leaked = [s for s in scores if any(s in blob for blob in seen)]
     assert not leaked, f"{len(leaked)} scores reached a passive party"

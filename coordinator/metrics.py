@@ -1,0 +1,123 @@
+"""Prometheus metrics of the coordinator, and the HTTP endpoint both daemons serve them on.
+
+Every daemon owns its `CollectorRegistry` (no process-wide default registry: two daemons in
+one test process keep their numbers apart). `vfl coordinator serve --metrics HOST:PORT`
+serves this one; `party.metrics` is the party daemon's. Names and labels:
+
+    vfl_coordinator_jobs{state}                 jobs in the store by state (read per scrape)
+    vfl_coordinator_parties                     registered parties
+    vfl_coordinator_rounds_total                training rounds the active parties reported
+    vfl_coordinator_reports_total{party,event}  progress reports received
+    vfl_coordinator_bytes_sent_total{party}     data-plane bytes each party sent in jobs
+                                                that ended (from its final report)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from coordinator.errors import CoordinatorError
+from proto import coordinator_pb2 as pb
+
+
+@dataclass
+class MetricsServer:
+    """The HTTP endpoint of one registry (`/metrics`)."""
+
+    server: WSGIServer
+    thread: threading.Thread
+    address: str  # host:port it bound (port 0 in the flag: the OS picked one)
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def serve_metrics(registry: CollectorRegistry, address: str) -> MetricsServer:
+    """Serve `registry` at http://`address`/metrics (e.g. 127.0.0.1:9100; port 0: any).
+
+    Raises:
+        CoordinatorError: the address is malformed or cannot be bound (names the flag).
+    """
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise CoordinatorError(f"--metrics '{address}': give HOST:PORT, e.g. 127.0.0.1:9100")
+    try:
+        server, thread = start_http_server(int(port), host, registry)
+    except OSError as exc:
+        raise CoordinatorError(f"--metrics {address}: cannot listen there ({exc})") from None
+    return MetricsServer(server, thread, f"{host}:{server.server_port}")
+
+
+class _Callback(Collector):
+    """A gauge family computed at each scrape by `read` (label value -> number)."""
+
+    def __init__(self, name: str, doc: str, label: str, read: Callable[[], dict[str, float]]):
+        self._name, self._doc, self._label, self._read = name, doc, label, read
+
+    def collect(self) -> Iterator[Metric]:
+        family = GaugeMetricFamily(self._name, self._doc, labels=[self._label])
+        for value, count in sorted(self._read().items()):
+            family.add_metric([value], count)
+        yield family
+
+
+class CoordinatorMetrics:
+    """The coordinator's metrics. Args: `jobs_by_state` and `parties` read the store."""
+
+    def __init__(
+        self, jobs_by_state: Callable[[], dict[str, float]], parties: Callable[[], int]
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self.registry.register(
+            _Callback("vfl_coordinator_jobs", "Jobs by state.", "state", jobs_by_state)
+        )
+        self.registry.register(
+            _Callback(
+                "vfl_coordinator_parties",
+                "Registered parties.",
+                "kind",
+                lambda: {"registered": float(parties())},
+            )
+        )
+        self.rounds = Counter(
+            "vfl_coordinator_rounds", "Training rounds reported.", registry=self.registry
+        )
+        self.reports = Counter(
+            "vfl_coordinator_reports",
+            "Progress reports received.",
+            ["party", "event"],
+            registry=self.registry,
+        )
+        self.bytes_sent = Counter(
+            "vfl_coordinator_bytes_sent",
+            "Data-plane bytes each party sent in jobs that ended.",
+            ["party"],
+            registry=self.registry,
+        )
+        self._lock = threading.Lock()
+        self._rounds: dict[str, int] = {}  # job id -> the last round counted
+
+    def report(self, job_id: str, party_id: str, request: pb.ReportProgressRequest) -> None:
+        """Count one accepted report (rounds: the active party's, by how far they moved)."""
+        event = request.WhichOneof("event") or "none"
+        self.reports.labels(party_id, event).inc()
+        if event == "round":
+            with self._lock:
+                last = self._rounds.get(job_id, 0)
+                now = request.round.round
+                self._rounds[job_id] = max(last, now)
+            if now > last:
+                self.rounds.inc(now - last)
+        elif event == "done":
+            self.bytes_sent.labels(party_id).inc(request.done.bytes_sent)
+            with self._lock:
+                self._rounds.pop(job_id, None)

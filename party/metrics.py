@@ -1,0 +1,134 @@
+"""Prometheus metrics of a party daemon (`vfl party serve --metrics HOST:PORT`).
+
+The daemon owns one `PartyMetrics` (its own `CollectorRegistry`, no globals). Jobs feed it
+through two seams they already have: every data-plane envelope passes the channel's
+envelope hook (`envelope`), every progress report passes the job's reporter
+(`MeteredReporter`), and every training round calls its job's `Instruments.on_round`.
+The secure layers count their homomorphic operations in a plain
+`secure.paillier.counters.OpCounts` the daemon hands them; this module exports those at
+each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
+
+    vfl_party_jobs{state}                     this party's jobs now: prepared, running
+    vfl_party_rounds_total                    training rounds done
+    vfl_party_round_seconds                   time between consecutive rounds (histogram)
+    vfl_party_bytes_total{direction,peer}     data-plane payload bytes sent / received
+    vfl_party_envelopes_total{direction,peer} data-plane envelopes sent / received
+    vfl_party_paillier_operations_total{op}   encryptions, rerandomizations,
+                                              decryptions, ciphertext products
+                                              (rate(): operations per second)
+    vfl_party_psi_rows_total                  rows in the intersections PSI found
+    vfl_party_psi_seconds_total               time spent in PSI
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from coordinator.states import JobState
+from party.reporting import CoordinatorReporter
+from party.training.context import Instruments
+from secure.paillier.counters import OpCounts
+
+ROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class _Live(Collector):
+    """What is read at each scrape: the jobs by state and the operation counts."""
+
+    def __init__(self, jobs_by_state: Callable[[], dict[str, int]], ops: OpCounts) -> None:
+        self._jobs_by_state, self._ops = jobs_by_state, ops
+
+    def collect(self) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily("vfl_party_jobs", "This party's jobs by state.", labels=["state"])
+        for state, count in sorted(self._jobs_by_state().items()):
+            jobs.add_metric([state], count)
+        yield jobs
+        ops = CounterMetricFamily(
+            "vfl_party_paillier_operations",
+            "Homomorphic operations done by this party's secure layers.",
+            labels=["op"],
+        )
+        for op, count in self._ops.snapshot().items():
+            ops.add_metric([op], count)
+        yield ops
+
+
+class PartyMetrics:
+    """The metrics of one party daemon. `jobs_by_state` reads the daemon's jobs."""
+
+    def __init__(self, jobs_by_state: Callable[[], dict[str, int]]) -> None:
+        self.registry = CollectorRegistry()
+        self.ops = OpCounts()
+        self.registry.register(_Live(jobs_by_state, self.ops))
+        r = self.registry
+        self.rounds = Counter("vfl_party_rounds", "Training rounds done.", registry=r)
+        self.round_seconds = Histogram(
+            "vfl_party_round_seconds",
+            "Seconds between consecutive training rounds of a job.",
+            buckets=ROUND_BUCKETS,
+            registry=r,
+        )
+        self.bytes = Counter(
+            "vfl_party_bytes", "Data-plane payload bytes.", ["direction", "peer"], registry=r
+        )
+        self.envelopes = Counter(
+            "vfl_party_envelopes", "Data-plane envelopes.", ["direction", "peer"], registry=r
+        )
+        self.psi_rows = Counter(
+            "vfl_party_psi_rows", "Rows in the intersections PSI found.", registry=r
+        )
+        self.psi_seconds = Counter("vfl_party_psi_seconds", "Seconds spent in PSI.", registry=r)
+
+    def envelope(self, direction: str, sender: str, receiver: str, tag: str, data: bytes) -> None:
+        """An `EnvelopeHook`: count one envelope sent or received."""
+        peer = receiver if direction == "sent" else sender
+        self.bytes.labels(direction, peer).inc(len(data))
+        self.envelopes.labels(direction, peer).inc()
+
+    def instruments(self) -> Instruments:
+        """What one job counts: its operations, and its rounds with the time between them."""
+        last: list[float] = []
+
+        def on_round(rnd: int) -> None:
+            now = time.monotonic()
+            self.rounds.inc()
+            if last:
+                self.round_seconds.observe(now - last[0])
+            last[:] = [now]
+
+        return Instruments(self.ops, on_round)
+
+
+class MeteredReporter:
+    """A job's `Reporter` that counts PSI's rows and time before passing each report on."""
+
+    def __init__(self, inner: CoordinatorReporter, metrics: PartyMetrics) -> None:
+        self._inner, self._metrics = inner, metrics
+
+    def stage(self, state: JobState) -> None:
+        self._inner.stage(state)
+
+    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None:
+        self._metrics.psi_rows.inc(intersection_size + test_size)
+        self._metrics.psi_seconds.inc(psi_seconds)
+        self._inner.aligned(intersection_size, psi_seconds, test_size)
+
+    def round(self, rnd: int, total: int, loss: float | None) -> None:
+        self._inner.round(rnd, total, loss)
+
+    def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:
+        self._inner.validation(rnd, dict(metrics))
+
+    def checkpoint(self, rnd: int) -> None:
+        self._inner.checkpoint(rnd)
+
+    def done(self, result: Mapping[str, object]) -> None:
+        self._inner.done(result)
+
+    def failed(self, reason: str) -> None:
+        self._inner.failed(reason)

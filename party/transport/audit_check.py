@@ -1,0 +1,101 @@
+"""Reading a wire audit (`party.transport.audit`): what crossed between which parties, and
+whether any plaintext of the parties' tables did.
+
+`summarize` counts envelopes, bytes and payload kinds per direction. `plaintext_patterns`
+turns a table's values into the byte encodings whose presence inside a payload would be a
+leak (float64 values, float32 pairs of adjacent values of a row, runs of eight labels as
+float32 or float64), and `find_plaintext` looks for them in every recorded payload, with
+numpy over all eight byte alignments (seconds for a 2048-bit job's megabytes, where a
+`bytes.find` per pattern would take minutes). `vfl demo` and the wire-audit tests share
+these; docs/security.md, "The wire audit", says what each kind may carry.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# What a blindfl job may send (docs/security.md): public keys, ciphertexts, the source
+# layers' setup (sizes, scales, slot layouts), row positions, PSI's control messages and
+# blinded curve points; `vfl doctor`'s data-plane probe sends `ping`.
+ALLOWED_KINDS = frozenset(
+    {"public_key", "ciphertexts", "layer_setup", "control", "indices", "ec_points", "ping"}
+)
+ONLINE_KINDS = frozenset({"ids", "indices", "ciphertexts"})  # a blindfl scoring session
+MIN_FEATURE = 1e-3  # smaller values (zeros, mostly) would match too much to mean a leak
+
+
+@dataclass
+class Direction:
+    """The envelopes one party sent another."""
+
+    envelopes: int = 0
+    bytes: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+
+
+def summarize(records: Iterable[dict]) -> dict[tuple[str, str], Direction]:
+    """Per (sender, receiver): envelopes, bytes and payload kinds, counted once (each
+    envelope is recorded by its sender and its receiver; the sender's record counts)."""
+    out: dict[tuple[str, str], Direction] = defaultdict(Direction)
+    for r in records:
+        if r["direction"] != "sent":
+            continue
+        d = out[(r["sender"], r["receiver"])]
+        d.envelopes += 1
+        d.bytes += r["size"]
+        d.kinds[r["kind"]] += 1
+    return dict(sorted(out.items()))
+
+
+def plaintext_patterns(
+    features: np.ndarray, labels: np.ndarray | None = None
+) -> dict[str, list[bytes]]:
+    """The byte encodings of a table whose presence in a payload would be a leak:
+    'feature': each value with |v| > MIN_FEATURE as float64, each pair of adjacent values
+    of a row (not both that small) as float32; 'label': each run of eight labels (aligned
+    at multiples of 8) as float32 and float64."""
+    x = np.asarray(features, dtype=np.float64)
+    values = x[np.abs(x) > MIN_FEATURE]
+    feature = [v.tobytes() for v in values.astype("<f8")]
+    pairs = np.stack([x[:, :-1], x[:, 1:]], axis=-1).reshape(-1, 2)
+    pairs = pairs[(np.abs(pairs) > MIN_FEATURE).any(axis=1)].astype("<f4")
+    feature += [p.tobytes() for p in pairs]
+    label: list[bytes] = []
+    if labels is not None:
+        y = np.asarray(labels, dtype=np.float64)
+        for start in range(0, len(y) - 8, 8):
+            run = y[start : start + 8]
+            label += [run.astype("<f4").tobytes(), run.astype("<f8").tobytes()]
+    return {"feature": feature, "label": label}
+
+
+def find_plaintext(blobs: Iterable[bytes], patterns: list[bytes]) -> set[bytes]:
+    """The patterns (each at least 8 bytes long) found inside any of `blobs`."""
+    heads: dict[bytes, list[bytes]] = defaultdict(list)
+    for p in set(patterns):
+        if len(p) < 8:
+            raise ValueError(f"a pattern needs at least 8 bytes, got {len(p)}")
+        heads[p[:8]].append(p)
+    keys = np.array(sorted(int.from_bytes(h, "little") for h in heads), dtype=np.uint64)
+    found: set[bytes] = set()
+    if not heads:
+        return found
+    for blob in blobs:
+        for offset in range(min(8, len(blob))):
+            words = np.frombuffer(blob, dtype="<u8", count=(len(blob) - offset) // 8, offset=offset)
+            at_key = np.minimum(np.searchsorted(keys, words), len(keys) - 1)
+            for i in np.flatnonzero(keys[at_key] == words):
+                at = offset + 8 * int(i)
+                found.update(p for p in heads[blob[at : at + 8]] if blob[at : at + len(p)] == p)
+    return found
+
+
+def leaks(records: Iterable[dict], patterns: dict[str, list[bytes]]) -> dict[str, int]:
+    """How many patterns of each group (`plaintext_patterns`) occur in the recorded
+    payloads (each distinct payload scanned once)."""
+    blobs = list({r["sha256"]: r["data"] for r in records}.values())
+    return {what: len(find_plaintext(blobs, group)) for what, group in patterns.items()}

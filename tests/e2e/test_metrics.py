@@ -1,0 +1,88 @@
+"""Prometheus metrics (`--metrics HOST:PORT`): every daemon of a real blindfl job is
+scraped while the job trains, and its round counter rises."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from coordinator.local import started
+from coordinator.spec import parse_spec_text
+from tests.support.data import FATE
+
+pytestmark = pytest.mark.subprocess
+
+SPEC = f"""
+job: metered
+parties:
+  - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
+  - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
+protocol: blindfl
+crypto: {{key_bits: 512, allow_insecure_test_keys: true}}
+model: {{source: {{out_dim: 4}}, top: {{hidden: [8]}}}}
+train: {{epochs: 3, batch_size: 64}}
+network: {{bandwidth_mbps: 1000, rtt_ms: 40}}
+"""
+METRICS = ("--metrics", "127.0.0.1:0")
+ROUNDS = {
+    "coordinator": "vfl_coordinator_rounds_total",
+    "party-bank": "vfl_party_rounds_total",
+    "party-shop": "vfl_party_rounds_total",
+}
+
+
+def endpoint(workdir: Path, daemon: str) -> str:
+    """The metrics URL a daemon printed when it started (it bound port 0)."""
+    found = re.search(r"metrics on (http://\S+)", (workdir / f"{daemon}.log").read_text())
+    assert found, f"{daemon} printed no metrics address"
+    return found.group(1)
+
+
+def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_every_daemon_counts_rounds_while_a_job_trains(tmp_path: Path) -> None:
+    # Prepare
+    spec = parse_spec_text(SPEC)
+    with started(spec, tmp_path, METRICS, tls=False, coordinator_args=METRICS) as run:
+        urls = {d: endpoint(tmp_path, d) for d in ROUNDS}
+        seen: dict[str, list[float]] = {d: [] for d in ROUNDS}
+        # Execute: scrape every daemon each time the job's progress moves while it trains
+        job_id = run.submit()
+        for view in run.client.watch(job_id):
+            if view.state == "TRAINING" and view.result.round:
+                for daemon, url in urls.items():
+                    seen[daemon].append(scrape(url).get((ROUNDS[daemon], ()), 0.0))
+            if view.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                break
+        final = {d: scrape(u) for d, u in urls.items()}
+    # Assert
+    assert view.state == "SUCCEEDED", view.reason
+    for daemon, values in seen.items():
+        assert len(set(values)) >= 2 and values == sorted(values), (daemon, values)
+    total = view.result.rounds
+    bank, shop = final["party-bank"], final["party-shop"]
+    assert bank[("vfl_party_rounds_total", ())] == total
+    assert final["coordinator"][("vfl_coordinator_rounds_total", ())] == total
+    assert final["coordinator"][("vfl_coordinator_jobs", (("state", "SUCCEEDED"),))] == 1
+    sent = bank[("vfl_party_bytes_total", (("direction", "sent"), ("peer", "shop")))]
+    assert sent == shop[("vfl_party_bytes_total", (("direction", "received"), ("peer", "bank")))]
+    assert bank[("vfl_party_round_seconds_count", ())] == total - 1
+    assert bank[("vfl_party_psi_rows_total", ())] == 569
+    for party in (bank, shop):
+        ops = {
+            op: party[("vfl_party_paillier_operations_total", (("op", op),))]
+            for op in ("encryptions", "rerandomizations", "decryptions", "products")
+        }
+        assert all(count > 0 for count in ops.values()), ops

@@ -1,0 +1,62 @@
+"""Reading a wire audit: per-direction summaries, and the plaintext scan at every byte
+alignment (`party.transport.audit_check`)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from party.transport.audit_check import find_plaintext, leaks, plaintext_patterns, summarize
+
+
+def record(sender: str, receiver: str, direction: str, kind: str, data: bytes) -> dict:
+    sha = hashlib.sha256(data).hexdigest()
+    return {
+        "sender": sender,
+        "receiver": receiver,
+        "direction": direction,
+        "kind": kind,
+        "size": len(data),
+        "sha256": sha,
+        "data": data,
+    }
+
+
+def test_plaintext_is_found_at_every_offset_and_only_when_present() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20, 5))
+    y = rng.integers(0, 2, size=20).astype(float)
+    patterns = plaintext_patterns(x, y)
+    value, pair, labels = patterns["feature"][7], patterns["feature"][-1], patterns["label"][1]
+    for offset in range(9):
+        blob = rng.bytes(offset) + value + rng.bytes(13) + labels + rng.bytes(offset)
+        found = find_plaintext([blob], patterns["feature"] + patterns["label"])
+        assert {value, labels} <= found and pair not in found
+    noise = rng.bytes(1 << 16)
+    assert find_plaintext([noise], patterns["feature"] + patterns["label"]) == set()
+
+
+def test_small_values_are_not_patterns() -> None:
+    patterns = plaintext_patterns(np.array([[0.0, 0.0, 2.5]]))
+    assert np.float64(0.0).tobytes() not in patterns["feature"]
+    assert np.array([0.0, 0.0], "<f4").tobytes() not in patterns["feature"]
+    assert np.array([0.0, 2.5], "<f4").tobytes() in patterns["feature"]
+
+
+def test_summary_counts_each_envelope_once_by_its_sender() -> None:
+    records = [
+        record("bank", "shop", "sent", "ciphertexts", b"a" * 10),
+        record("bank", "shop", "received", "ciphertexts", b"a" * 10),  # the shop's copy
+        record("bank", "shop", "sent", "public_key", b"b" * 3),
+        record("shop", "bank", "sent", "ciphertexts", b"c" * 5),
+    ]
+    summary = summarize(records)
+    assert summary[("bank", "shop")].envelopes == 2 and summary[("bank", "shop")].bytes == 13
+    assert dict(summary[("bank", "shop")].kinds) == {"ciphertexts": 1, "public_key": 1}
+    assert summary[("shop", "bank")].bytes == 5
+    leaked = record("bank", "shop", "sent", "tensor", b"xx" + np.float64(3.25).tobytes())
+    assert leaks([*records, leaked], plaintext_patterns(np.array([[3.25, 1.0]]))) == {
+        "feature": 1,
+        "label": 0,
+    }
