@@ -331,8 +331,9 @@ class Lifecycle:
             current = self.store.get(job_id).result
             outcome = apply_report(current, spec, party_id, request)
             moved = False
-            if outcome.state is None and outcome.result != current:  # e.g. a passive round
-                self.store.update_result(job_id, outcome.result)
+            if outcome.state is None:
+                if outcome.result != current:  # a passive party's round changes nothing
+                    self.store.update_result(job_id, outcome.result)
             elif outcome.state != FAILED:
                 moved = self.store.set_state(job_id, outcome.state, result=outcome.result)
         if outcome.state == FAILED:
