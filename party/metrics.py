@@ -118,8 +118,10 @@ class MeteredReporter:
         self._metrics.psi_seconds.inc(psi_seconds)
         self._inner.aligned(intersection_size, psi_seconds, test_size)
 
-    def round(self, rnd: int, total: int, loss: float | None) -> None:
-        self._inner.round(rnd, total, loss)
+    def round(
+        self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
+    ) -> None:
+        self._inner.round(rnd, total, loss, bytes_sent, local_updates)
 
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:
         self._inner.validation(rnd, dict(metrics))
