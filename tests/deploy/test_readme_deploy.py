@@ -78,6 +78,7 @@ def dangling_images() -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.timeout(5400)  # about 8 minutes on 2 shared cores with a warm image cache
 def test_the_readme_deploy_section_runs_in_a_fresh_clone(tmp_path: Path) -> None:
     missing = docker_missing()
     if missing:
