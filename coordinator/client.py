@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
+
 from coordinator.states import JobState, model_state_name, state_name
 from proto import coordinator_pb2 as pb
 from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import COORDINATOR_ID, dial
+from proto.rpc import COORDINATOR_ID, ChannelCache, Tls
 from proto.serde import to_plain
-from secure.pki.certs import PartyFiles
 
 
 @dataclass(frozen=True)
@@ -56,15 +57,22 @@ def model_to_plain(model: pb.ModelSummary) -> dict[str, Any]:
 class CoordinatorClient:
     """Thin wrapper; RPC errors surface as `grpc.RpcError` with the server's message."""
 
-    def __init__(self, address: str, tls: PartyFiles | None = None, timeout: float = 30.0):
+    def __init__(self, address: str, tls: Tls | None = None, timeout: float = 30.0):
         self.address = address
-        self.tls = tls
-        self._channel = dial(address, tls, expect=COORDINATOR_ID)
-        self._stub = pb_grpc.CoordinatorServiceStub(self._channel)
+        self._channels = ChannelCache(tls)  # dialled again when the identity rotates
+        self.tls = self._channels.tls
+        self._stubs: tuple[grpc.Channel, pb_grpc.CoordinatorServiceStub] | None = None
         self._timeout = timeout
 
+    @property
+    def _stub(self) -> pb_grpc.CoordinatorServiceStub:
+        channel = self._channels.channel(self.address, COORDINATOR_ID)
+        if self._stubs is None or self._stubs[0] is not channel:
+            self._stubs = (channel, pb_grpc.CoordinatorServiceStub(channel))
+        return self._stubs[1]
+
     def close(self) -> None:
-        self._channel.close()
+        self._channels.close()
 
     def __enter__(self) -> CoordinatorClient:
         return self

@@ -223,7 +223,7 @@ class PartyControl:
             return None
 
     def explain(self, exc: grpc.RpcError, address: str, party_id: str) -> str:
-        return explain(exc, address, self._clients.tls is not None, party_id)
+        return explain(exc, address, self._clients.tls, party_id)
 
     def _call(
         self,

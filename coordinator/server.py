@@ -23,8 +23,8 @@ from coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
 from proto import coordinator_pb2_grpc
-from proto.rpc import PeerClients, bind, make_aio_server
-from secure.pki.certs import PartyFiles
+from proto.rpc import PeerClients, Tls, bind, make_aio_server
+from secure.pki.rotation import IdentityWatch
 
 if TYPE_CHECKING:
     from coordinator.ui.server import UiServer
@@ -111,7 +111,7 @@ def _monitor(
 
 
 async def _serve(
-    servicer: CoordinatorServicer, listen: str, tls: PartyFiles | None
+    servicer: CoordinatorServicer, listen: str, tls: IdentityWatch | None
 ) -> tuple[grpc.aio.Server, health.aio.HealthServicer, int]:
     """Create, bind and start the aio server (on the running loop)."""
     server = make_aio_server()
@@ -134,7 +134,7 @@ async def _serve_ui(lifecycle: Lifecycle, listen: str, tls: PartyFiles | None) -
 def create_coordinator_server(
     db_path: str,
     listen: str,
-    tls: PartyFiles | None = None,
+    tls: Tls | None = None,
     *,
     health_interval_s: float = 2.0,
     party_grace_s: float = 10.0,
@@ -150,12 +150,12 @@ def create_coordinator_server(
         CoordinatorError: `ui` is not host:port or cannot be listened on.
     """
     store = JobStore(db_path)
-    clients = PeerClients(tls)
+    clients = PeerClients(tls)  # its identity, re-read when the files change, serves too
     lifecycle = Lifecycle(store, clients, control_timeout_s)
     loop = LoopThread("coordinator-grpc")
     servicer = CoordinatorServicer(lifecycle)
     try:
-        server, checks, port = loop.run(_serve(servicer, listen, tls))
+        server, checks, port = loop.run(_serve(servicer, listen, clients.tls))
     except BaseException:
         servicer.pools.shutdown()
         loop.close()

@@ -1,52 +1,44 @@
 #!/usr/bin/env bash
-# The deploy demo end to end through docker; not part of the test suite.
+# The deploy demo end to end through docker, checked; leaves nothing behind.
 #
 # Usage (as root on Debian/Ubuntu): deploy/e2e_docker.sh
-# Installs Debian's docker.io, docker-compose (v1) and debootstrap if missing, starts
-# dockerd if no engine answers (and stops it again at the end), builds the image without
-# pulling anything (deploy/build_image.sh), brings up the compose stack, runs the demo job
-# through the one-shot `submit` service, checks the result, and tears the stack down.
+# Sets up the host (deploy/host_setup.sh: docker.io, docker-compose, debootstrap, dockerd;
+# a dockerd it had to start is stopped again at the end), makes the organisations' folders
+# and certificates in a temporary folder outside the clone (deploy/prepare.sh), builds the
+# image without pulling anything (deploy/build_image.sh), brings up the compose stack as
+# its own project, runs the demo job through the one-shot `submit` service, checks the
+# result, and tears the stack and the folder down. deploy/.env is neither read nor written.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 t0=$(date +%s)
 log() { echo "[e2e $(($(date +%s) - t0))s] $*" >&2; }
 
-need() {  # need COMMAND PACKAGE
-  command -v "$1" > /dev/null && return
-  log "installing $2"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q "$2" > /dev/null || { apt-get update -q > /dev/null && apt-get install -y -q "$2" > /dev/null; }
-}
-need dockerd docker.io
-need docker-compose docker-compose
-need debootstrap debootstrap
+engine_was_up=""
+docker info > /dev/null 2>&1 && engine_was_up=1
+"$here/host_setup.sh"
 
-dockerd_pid=""
-if ! docker info > /dev/null 2>&1; then
-  log "starting dockerd (log: /var/log/vfl-e2e-dockerd.log)"
-  dockerd > /var/log/vfl-e2e-dockerd.log 2>&1 &
-  dockerd_pid=$!
-  for _ in $(seq 60); do docker info > /dev/null 2>&1 && break; sleep 1; done
-  docker info > /dev/null
-fi
-
+VFL_DEPLOY=$(mktemp -d "${TMPDIR:-/tmp}/vfl-e2e.XXXXXX")
+export VFL_DEPLOY VFL_UID=10001 VFL_GID=10001
 compose=(docker-compose --project-directory "$here" -f "$here/compose.yml" -p vfl-e2e)
 cleanup() {
+  status=$?
   log "tearing down"
-  "${compose[@]}" logs --no-color > "$here/run/e2e-compose.log" 2>&1 || true
+  if [ "$status" != 0 ]; then "${compose[@]}" logs --no-color --tail 20 >&2 2>&1 || true; fi
   "${compose[@]}" --profile submit down --volumes --remove-orphans > /dev/null 2>&1 || true
-  if [ -n "$dockerd_pid" ]; then kill "$dockerd_pid" && wait "$dockerd_pid" || true; fi
+  rm -rf "$VFL_DEPLOY"
+  [ -n "$engine_was_up" ] || "$here/host_setup.sh" stop
   log "finished"
 }
 trap cleanup EXIT
 
-log "certificates"
-"$here/prepare.sh"
+log "certificates (request in each organisation's folder, signed at the CA)"
+if [ "$(id -u)" != 0 ]; then export VFL_UID=$(id -u) VFL_GID=$(id -g); fi
+"$here/prepare.sh" "$VFL_DEPLOY"
 log "image"
 "$here/build_image.sh"
 log "stack up"
 "${compose[@]}" up -d coordinator plant cooling drive
 log "demo job"
-"${compose[@]}" run --rm -T submit > "$here/run/e2e-result.json"
-python3 "$here/check_result.py" "$here/run/e2e-result.json"
+"${compose[@]}" run --rm -T submit > "$VFL_DEPLOY/result.json"
+python3 "$here/check_result.py" "$VFL_DEPLOY/result.json"
 log "ok"

@@ -277,7 +277,7 @@ class ReportSender:
         if self._unreachable:
             return
         self._unreachable = True
-        why = explain(exc, self.address, self._client.tls is not None, COORDINATOR_ID)
+        why = explain(exc, self.address, self._client.tls, COORDINATOR_ID)
         log.warning(
             "reports to the coordinator wait until it answers again (training goes on): %s",
             why,

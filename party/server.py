@@ -18,13 +18,14 @@ from proto import party_pb2_grpc
 from proto.rpc import (
     COORDINATOR_ID,
     PeerClients,
+    Tls,
     bind,
     explain,
     handshake_failed,
     host_of,
     make_server,
 )
-from secure.pki.certs import PartyFiles
+from secure.pki.rotation import IdentityWatch
 
 log = logging.getLogger(__name__)
 
@@ -57,26 +58,28 @@ class PartyServer:
 
 
 def create_party_server(
-    config: PartyConfig, tls: PartyFiles | None = None, options: DaemonOptions | None = None
+    config: PartyConfig, tls: Tls | None = None, options: DaemonOptions | None = None
 ) -> PartyServer:
     """Start a party daemon on `config.listen` and register it with the coordinator.
 
     Returns the running server with its bound port (port 0 in the config picks a free one).
     With `tls`, the server requires client certificates from the same CA, and its own
-    outgoing calls present `tls.cert` (which must name `config.party_id`).
+    outgoing calls present its certificate (which must name `config.party_id`); new
+    certificate files put in place are used without a restart (`secure.pki.rotation`).
 
     Raises:
         RuntimeError: the address cannot be bound, or registration failed (names the fix).
     """
-    clients = PeerClients(tls)
-    coordinator = CoordinatorClient(config.coordinator, tls) if config.coordinator else None
+    clients = PeerClients(tls)  # one watch of the identity's files: clients and server
+    identity = clients.tls
+    coordinator = CoordinatorClient(config.coordinator, identity) if config.coordinator else None
     reports = ReportSender(coordinator) if coordinator is not None else None
     daemon = PartyDaemon(config, clients, reports, options)
     server = make_server()
     party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = bind(server, config.listen, tls)
+    port = bind(server, config.listen, identity)
     server.start()
     address = config.advertise or f"{host_of(config.listen)}:{port}"
     daemon.address = address
@@ -87,7 +90,7 @@ def create_party_server(
     )
     if coordinator is not None:
         try:
-            _register(coordinator, config, address, tls is not None)
+            _register(coordinator, config, address, identity)
         except RuntimeError:
             running.stop(0)
             raise
@@ -95,7 +98,9 @@ def create_party_server(
     return running
 
 
-def _register(coordinator: CoordinatorClient, config: PartyConfig, address: str, tls: bool) -> None:
+def _register(
+    coordinator: CoordinatorClient, config: PartyConfig, address: str, tls: IdentityWatch | None
+) -> None:
     """Register with the coordinator, waiting up to REGISTER_TIMEOUT_S for it to come up.
 
     Raises:
@@ -107,7 +112,9 @@ def _register(coordinator: CoordinatorClient, config: PartyConfig, address: str,
             coordinator.register(config.party_id, address, sorted(config.datasets))
             return
         except grpc.RpcError as exc:
-            transient = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(exc, tls)
+            transient = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(
+                exc, tls is not None
+            )
             if not transient or time.monotonic() + delay > deadline:
                 why = explain(exc, coordinator.address, tls, COORDINATOR_ID)
                 raise RuntimeError(

@@ -34,10 +34,12 @@ from typing import Any, TypeVar
 import grpc
 
 from proto import party_pb2_grpc
-from secure.pki.certs import CertError, PartyFiles, party_id_from_cert
+from secure.pki.certs import RENEW_HINT, CertError, PartyFiles, party_id_from_cert
+from secure.pki.rotation import IdentityPem, IdentityWatch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Tls = PartyFiles | IdentityWatch  # a process's TLS identity: its files, or them watched
 
 
 def _package_version() -> str:
@@ -96,23 +98,26 @@ def channel_options() -> list[tuple[str, object]]:
     ]
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+def watch(tls: Tls | None) -> IdentityWatch | None:
+    """`tls` as an `IdentityWatch` (files are read now), None for an insecure process."""
+    if tls is None or isinstance(tls, IdentityWatch):
+        return tls
+    return IdentityWatch(tls)
 
 
-def dial(address: str, tls: PartyFiles | None = None, expect: str | None = None) -> grpc.Channel:
-    """Open a client channel to `address` (host:port), with mutual TLS if `tls` is given.
+def dial(address: str, tls: Tls | None = None, expect: str | None = None) -> grpc.Channel:
+    """Open a client channel to `address` (host:port), with mutual TLS if `tls` is given
+    (the identity's current files: a later rotation needs a new channel, `ChannelCache`).
 
     With TLS and `expect`, the server's certificate must name party `expect`; without
     `expect`, it must name the host of `address` (a DNS or IP name in the certificate).
     """
-    if tls is None:
+    identity = watch(tls)
+    if identity is None:
         return grpc.insecure_channel(address, options=channel_options())
+    pem = identity.current()
     creds = grpc.ssl_channel_credentials(
-        root_certificates=_read(tls.ca_cert),
-        private_key=_read(tls.key),
-        certificate_chain=_read(tls.cert),
+        root_certificates=pem.ca_cert, private_key=pem.key, certificate_chain=pem.cert
     )
     options = channel_options()
     if expect:
@@ -240,24 +245,45 @@ def make_aio_server() -> grpc.aio.Server:
     return grpc.aio.server(interceptors=(AioParseCheck(),), options=_SERVER_OPTIONS)
 
 
-def bind(server: grpc.Server | grpc.aio.Server, address: str, tls: PartyFiles | None = None) -> int:
+def bind(server: grpc.Server | grpc.aio.Server, address: str, tls: Tls | None = None) -> int:
     """Bind `address` (port 0 lets the OS pick) and return the bound port.
+
+    With `tls`, every new connection's handshake uses the identity's current files, so a
+    rotated certificate is served without a restart (`secure.pki.rotation`).
 
     Raises:
         RuntimeError: the address cannot be bound.
     """
-    if tls is None:
+    identity = watch(tls)
+    if identity is None:
         port = server.add_insecure_port(address)
     else:
-        creds = grpc.ssl_server_credentials(
-            [(_read(tls.key), _read(tls.cert))],
-            root_certificates=_read(tls.ca_cert),
-            require_client_auth=True,
-        )
-        port = server.add_secure_port(address, creds)
+        port = server.add_secure_port(address, server_credentials(identity))
     if port == 0:
         raise RuntimeError(f"cannot listen on '{address}': is the port in use or the host wrong?")
     return port
+
+
+def server_credentials(identity: IdentityWatch) -> grpc.ServerCredentials:
+    """Mutual-TLS server credentials that gRPC asks for changes before every handshake."""
+
+    def config(pem: IdentityPem) -> grpc.ServerCertificateConfiguration:
+        return grpc.ssl_server_certificate_configuration(
+            [(pem.key, pem.cert)], root_certificates=pem.ca_cert
+        )
+
+    served = {"generation": identity.check()}
+
+    def fetch() -> grpc.ServerCertificateConfiguration | None:
+        pem = identity.current()
+        if identity.generation == served["generation"]:
+            return None
+        served["generation"] = identity.generation
+        return config(pem)
+
+    return grpc.dynamic_ssl_server_credentials(
+        config(identity.current()), fetch, require_client_authentication=True
+    )
 
 
 def host_of(address: str) -> str:
@@ -331,9 +357,16 @@ async def check_caller_async(context: grpc.aio.ServicerContext, party: str, acti
         await context.abort(*problem)
 
 
-def explain(exc: grpc.RpcError, address: str, tls: bool, expect: str | None = None) -> str:
-    """A one-line reason for a failed call to `address`: the likely cause and the fix."""
+def explain(
+    exc: grpc.RpcError, address: str, tls: bool | IdentityWatch | None, expect: str | None = None
+) -> str:
+    """A one-line reason for a failed call to `address`: the likely cause and the fix.
+
+    `tls`: whether this process uses TLS; its `IdentityWatch` also lets a rejection be
+    blamed on this process's own expired certificate.
+    """
     code, details = exc.code(), exc.details() or ""
+    who = f"party '{expect}'" if expect else f"host '{host_of(address)}'"
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details:
         return (
             f"{details}: gRPC messages are limited to {MAX_MESSAGE_BYTES} bytes; "
@@ -342,7 +375,6 @@ def explain(exc: grpc.RpcError, address: str, tls: bool, expect: str | None = No
     if code != grpc.StatusCode.UNAVAILABLE:
         return f"{code.name}: {details}"
     if "Hostname Verification" in details:
-        who = f"party '{expect}'" if expect else f"host '{host_of(address)}'"
         return (
             f"TLS handshake with {address} failed: its certificate does not name {who}; "
             "is the address right, and was the server's certificate issued for that "
@@ -352,6 +384,17 @@ def explain(exc: grpc.RpcError, address: str, tls: bool, expect: str | None = No
         return (
             f"TLS handshake with {address} failed: the server does not speak TLS "
             "(started with --insecure?); start both sides with --tls DIR or both insecure"
+        )
+    if "certificate has expired" in details:
+        return (
+            f"TLS handshake with {address} failed: the certificate of {who} has expired; "
+            f"its organisation must {RENEW_HINT}"
+        )
+    expired = tls.expired_on() if isinstance(tls, IdentityWatch) else None
+    if expired is not None and ("Socket closed" in details or "handshake" in details.lower()):
+        return (
+            f"TLS handshake with {address} failed: this process's certificate expired on "
+            f"{expired}; {RENEW_HINT}"
         )
     if "handshake" in details.lower() or "CERTIFICATE_VERIFY_FAILED" in details:
         reason = details.split("CERTIFICATE_VERIFY_FAILED:")[-1].removesuffix(": OK").strip()
@@ -429,38 +472,61 @@ async def call_with_status_async(
     raise AssertionError("unreachable")  # context.abort raises
 
 
-class PeerClients:
-    """One gRPC channel per (peer address, party id), shared by all jobs of a daemon."""
+class ChannelCache:
+    """One gRPC channel per (address, expected identity), dialled again with the new files
+    when this process's TLS identity rotates (calls in flight finish on the old channel,
+    which is closed with the cache)."""
 
-    def __init__(self, tls: PartyFiles | None = None) -> None:
-        self.tls = tls
+    def __init__(self, tls: Tls | None = None) -> None:
+        self.tls = watch(tls)
         self._lock = threading.Lock()
-        self._channels: dict[tuple[str, str], grpc.Channel] = {}
+        self._channels: dict[tuple[str, str | None], grpc.Channel] = {}
+        self._retired: list[grpc.Channel] = []
+        self._generation = self.tls.generation if self.tls else 0
+        self._closed = False
+
+    def channel(self, address: str, expect: str | None) -> grpc.Channel:
+        """The channel to `address`, whose certificate must name `expect`.
+
+        Raises:
+            ValueError: the cache is closed (as a closed gRPC channel does).
+        """
+        generation = self.tls.check() if self.tls else 0
+        key = (address, expect)
+        with self._lock:
+            if self._closed:
+                raise ValueError("the channels are closed")
+            if generation != self._generation:
+                self._retired.extend(self._channels.values())
+                self._channels.clear()
+                self._generation = generation
+            if key not in self._channels:
+                self._channels[key] = dial(address, self.tls, expect=expect)
+            return self._channels[key]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for ch in [*self._channels.values(), *self._retired]:
+                ch.close()
+            self._channels.clear()
+            self._retired.clear()
+
+
+class PeerClients(ChannelCache):
+    """The channels of a daemon to its peers, shared by all its jobs."""
 
     def stub(self, address: str, party_id: str) -> party_pb2_grpc.PartyServiceStub:
         """A stub for party `party_id` at `address` (with TLS, its certificate must say so)."""
-        return party_pb2_grpc.PartyServiceStub(self._channel(address, party_id))
+        return party_pb2_grpc.PartyServiceStub(self.channel(address, party_id))
 
     def ready(self, address: str, party_id: str, timeout: float) -> bool:
         """Wait up to `timeout` seconds for the channel to party `party_id` to connect
         (a channel that failed before waits out its reconnect back-off); True if it did."""
-        future = grpc.channel_ready_future(self._channel(address, party_id))
+        future = grpc.channel_ready_future(self.channel(address, party_id))
         try:
             future.result(timeout)
         except (grpc.FutureTimeoutError, grpc.FutureCancelledError):
             future.cancel()
             return False
         return True
-
-    def _channel(self, address: str, party_id: str) -> grpc.Channel:
-        key = (address, party_id)
-        with self._lock:
-            if key not in self._channels:
-                self._channels[key] = dial(address, self.tls, expect=party_id)
-            return self._channels[key]
-
-    def close(self) -> None:
-        with self._lock:
-            for ch in self._channels.values():
-                ch.close()
-            self._channels.clear()

@@ -14,7 +14,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 state=/tmp/vfl-netns
 parties=(a b)
-py="${PYTHON:-python3}"
+repo="$(dirname "$(dirname "$here")")"
+py="${PYTHON:-$repo/.venv/bin/python}"  # the project's (scripts/install.sh)
 
 ns_ip() { echo "10.77.0.$((10 + $1))"; }
 

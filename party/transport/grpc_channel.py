@@ -80,8 +80,10 @@ class GrpcChannel:
                 )
                 return
             except grpc.RpcError as exc:
-                tls = self._clients.tls is not None
-                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(exc, tls)
+                tls = self._clients.tls
+                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(
+                    exc, tls is not None
+                )
                 if not retry or time.monotonic() + delay > deadline:
                     why = explain(exc, address, tls, peer)
                     raise ChannelError(

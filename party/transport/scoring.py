@@ -49,7 +49,7 @@ class ScoringPeers:
         try:
             self._clients.stub(address, peer).OpenScoring(request, timeout=OPEN_TIMEOUT_S)
         except grpc.RpcError as exc:
-            why = explain(exc, address, self._clients.tls is not None, peer)
+            why = explain(exc, address, self._clients.tls, peer)
             if exc.code() in _TRANSIENT:
                 raise PeerUnavailable(
                     f"party '{peer}' did not answer to score with model {model_id} ({why}); "

@@ -32,10 +32,15 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from secure.errors import SecureError
 
 URI_PREFIX = "vfl://party/"
+DEFAULT_HOSTS = ("localhost", "127.0.0.1")  # every certificate's names besides its own
 CA_DAYS = 3650
 _PARTY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _RESERVED = {"ca"}
 _SKEW = dt.timedelta(minutes=5)
+RENEW_HINT = (
+    "renew it: `vfl certs request` in the organisation's folder, `vfl certs sign` at the "
+    "CA, then put the new certificate in place (a running daemon switches to it)"
+)
 
 
 class CertError(SecureError):
@@ -108,8 +113,8 @@ def init_ca(
         .sign(key, hashes.SHA256())
     )
     files.cert.parent.mkdir(parents=True, exist_ok=True)
-    _write(files.key, _key_pem(key), 0o600)
-    _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    write_file(files.key, key_pem(key), 0o600)
+    write_file(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return files
 
 
@@ -133,7 +138,7 @@ def issue(
             `force` is False; an empty or inverted validity window.
     """
     check_party_id(party_id)
-    ca_cert, ca_key = _load_ca(directory)
+    ca_cert, ca_key = load_ca(directory)
     root = Path(directory)
     files = PartyFiles(root / "ca.crt", root / f"{party_id}.crt", root / f"{party_id}.key")
     if not force and (files.cert.exists() or files.key.exists()):
@@ -143,24 +148,38 @@ def issue(
     if end <= start:
         raise CertError(f"certificate validity window is empty: {start} .. {end}")
     key = ec.generate_private_key(ec.SECP256R1())
+    cert = sign_party_cert(ca_cert, ca_key, party_id, key.public_key(), hosts, start, end)
+    write_file(files.key, key_pem(key), 0o600)
+    write_file(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return files
+
+
+def sign_party_cert(
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    party_id: str,
+    public_key: ec.EllipticCurvePublicKey,
+    hosts: Sequence[str],
+    start: dt.datetime,
+    end: dt.datetime,
+) -> x509.Certificate:
+    """A certificate for `party_id`'s `public_key`, signed by the CA: CN and SAN URI name
+    the party, `hosts` become DNS/IP SANs, usable as TLS server and client."""
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, party_id)])
     ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
     usages = [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-    cert = (
-        _builder(subject, ca_cert.subject, key.public_key(), start, end)
+    return (
+        _builder(subject, ca_cert.subject, public_key, start, end)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(x509.SubjectAlternativeName(_names(party_id, hosts)), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), False
         )
         .sign(ca_key, hashes.SHA256())
     )
-    _write(files.key, _key_pem(key), 0o600)
-    _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    return files
 
 
 def party_id_from_cert(data: bytes | str) -> str:
@@ -170,7 +189,7 @@ def party_id_from_cert(data: bytes | str) -> str:
         CertError: not a certificate; no single `vfl://party/` SAN URI; its id differs
             from the subject CN or is not a valid party id.
     """
-    cert = _load_cert(data)
+    cert = load_cert(data)
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
@@ -196,7 +215,7 @@ def verify_party_cert(data: bytes | str, ca_pem: bytes | str, at: dt.datetime | 
     Raises:
         CertError: not issued by this CA, not yet valid, expired, or no valid party id.
     """
-    cert, ca = _load_cert(data), _load_cert(ca_pem)
+    cert, ca = load_cert(data), load_cert(ca_pem)
     try:
         cert.verify_directly_issued_by(ca)
     except Exception as exc:  # ValueError, TypeError or InvalidSignature
@@ -205,11 +224,27 @@ def verify_party_cert(data: bytes | str, ca_pem: bytes | str, at: dt.datetime | 
     if now < cert.not_valid_before_utc:
         raise CertError(f"certificate is not valid before {cert.not_valid_before_utc}")
     if now > cert.not_valid_after_utc:
-        raise CertError(f"certificate expired on {cert.not_valid_after_utc}; re-issue it")
+        raise CertError(f"certificate expired on {cert.not_valid_after_utc}; {RENEW_HINT}")
     return party_id_from_cert(data)
 
 
-def _load_ca(directory: str | Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def check_key_pair(cert_pem: bytes, key_pem_bytes: bytes) -> None:
+    """Check that a PEM private key belongs to a PEM certificate.
+
+    Raises:
+        CertError: the key is unreadable or encrypted, or belongs to another certificate.
+    """
+    try:
+        private = serialization.load_pem_private_key(key_pem_bytes, password=None)
+    except (ValueError, TypeError) as exc:
+        raise CertError(f"not an unencrypted PEM private key: {exc}") from None
+    fmt = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    public = load_cert(cert_pem).public_key()
+    if private.public_key().public_bytes(*fmt) != public.public_bytes(*fmt):
+        raise CertError("the key does not belong to the certificate")
+
+
+def load_ca(directory: str | Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     files = ca_files(directory)
     if not files.cert.is_file() or not files.key.is_file():
         raise CertError(f"no CA in {files.cert.parent}; run init_ca() (`vfl certs init`) first")
@@ -219,10 +254,10 @@ def _load_ca(directory: str | Path) -> tuple[x509.Certificate, ec.EllipticCurveP
         raise CertError(f"{files.key} is not a readable unencrypted PEM key: {exc}") from exc
     if not isinstance(key, ec.EllipticCurvePrivateKey):
         raise CertError(f"{files.key} is not an EC private key")
-    return _load_cert(files.cert.read_bytes()), key
+    return load_cert(files.cert.read_bytes()), key
 
 
-def _load_cert(data: bytes | str) -> x509.Certificate:
+def load_cert(data: bytes | str) -> x509.Certificate:
     raw = data.encode() if isinstance(data, str) else bytes(data)
     try:
         if raw.lstrip().startswith(b"-----BEGIN"):
@@ -274,7 +309,7 @@ def _names(party_id: str, hosts: Sequence[str]) -> list[x509.GeneralName]:
     return names
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -282,7 +317,7 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
+def write_file(path: Path, data: bytes, mode: int) -> None:
     """Write atomically with `mode` (set before any byte is written)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)

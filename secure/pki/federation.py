@@ -18,12 +18,11 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-
 from secure.pki.certs import (
+    DEFAULT_HOSTS,
     CertError,
     PartyFiles,
+    check_key_pair,
     check_party_id,
     init_ca,
     issue,
@@ -31,7 +30,6 @@ from secure.pki.certs import (
 )
 
 ADMIN_ID = "admin"
-DEFAULT_HOSTS = ("localhost", "127.0.0.1")
 
 
 def issue_identity(
@@ -82,8 +80,10 @@ def load_identity(directory: str | Path, identity: str) -> PartyFiles:
     for path in (ca, cert, key):
         if not path.is_file():
             raise CertError(
-                f"{path} is missing: create it with `vfl certs issue CA_DIR --party {identity} "
-                f"--bundle {root}` (the CA from `vfl certs init CA_DIR`)"
+                f"{path} is missing: in {root}, run `vfl certs request --party {identity}` and "
+                "have the CA sign the request (`vfl certs sign CA_DIR "
+                f"{identity}.csr`); on one machine, `vfl certs issue CA_DIR --party {identity} "
+                f"--bundle {root}` does both"
             )
     try:
         named = verify_party_cert(cert.read_bytes(), ca.read_bytes())
@@ -97,10 +97,8 @@ def load_identity(directory: str | Path, identity: str) -> PartyFiles:
 
 def _check_key(cert: Path, key: Path) -> None:
     try:
-        private = serialization.load_pem_private_key(key.read_bytes(), password=None)
-    except (ValueError, TypeError) as exc:
-        raise CertError(f"{key} is not an unencrypted PEM private key: {exc}") from None
-    public = x509.load_pem_x509_certificate(cert.read_bytes()).public_key()
-    fmt = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    if private.public_key().public_bytes(*fmt) != public.public_bytes(*fmt):
-        raise CertError(f"{key} does not belong to {cert}; re-issue or copy the matching pair")
+        check_key_pair(cert.read_bytes(), key.read_bytes())
+    except CertError as exc:
+        if "does not belong" in str(exc):
+            raise CertError(f"{key} does not belong to {cert}; copy the matching pair") from None
+        raise CertError(f"{key}: {exc}") from None

@@ -125,7 +125,7 @@ def run_psi(
     if size == 0:
         raise PsiError(_empty_message(sizes))
     seconds = time.perf_counter() - start
-    logger.info("psi %s: party %s aligned %d rows in %.2f s", tag_prefix, my_id, size, seconds)
+    logger.info("%s: party %s aligned %d rows in %.2f s", tag_prefix, my_id, size, seconds)
     return PsiResult(positions, size, sizes, seconds)
 
 
@@ -158,7 +158,7 @@ def _send_own(
     tick = time.perf_counter()
     blinded = blinder.stream(chunks(own.points, cfg.chunk_size))
     wire.send_points(peers, f"own/{me}", own.size, cfg.chunk_size, blinded)
-    logger.info("psi %s: party %s blinded its set in %.2f s", wire.prefix, me, _since(tick))
+    logger.info("%s: party %s blinded its set in %.2f s", wire.prefix, me, _since(tick))
     return own
 
 

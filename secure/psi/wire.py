@@ -89,7 +89,7 @@ class PsiWire:
             try:
                 self.channel.send(peer, self.tag(step), control_to_payload({ABORT_FIELD: reason}))
             except SecureError:
-                logger.warning("psi %s: could not notify party %s of the abort", self.prefix, peer)
+                logger.warning("%s: could not notify party %s of the abort", self.prefix, peer)
 
     def send_points(
         self, peers: Sequence[str], step: str, count: int, chunk: int, blobs: Iterable[bytes]

@@ -1,7 +1,8 @@
 """deploy/: compose.yml and the Dockerfile agree with the real CLI parser and the party
-configs, and the same topology runs end to end as local processes (deploy/run_local.sh).
+configs, the same topology runs end to end as local processes (deploy/run_local.sh), and
+no script leaves anything in the working tree.
 
-The docker end-to-end run is deploy/e2e_docker.sh, outside this suite.
+The README's deploy section through docker is tests/deploy/test_readme_deploy.py.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from party.config import PartyConfig, load_party_config
 
 pytestmark = pytest.mark.subprocess
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+ORGS = Path("/$VFL_DEPLOY")  # stands for the organisations' folders, outside the clone
+VFL_DEPLOY = re.compile(r"^\$\{VFL_DEPLOY:\?[^}]+\}")
 DAEMONS = {"coordinator": daemons.cmd_coordinator_serve}
 
 
@@ -43,9 +47,14 @@ def mounts(service: dict) -> dict[PurePosixPath, tuple[Path, bool]]:
     """Container path -> (host path, read-only) of a service's bind mounts."""
     out = {}
     for volume in service.get("volumes", []):
+        volume = VFL_DEPLOY.sub(str(ORGS), volume)
         source, target, *mode = volume.split(":")
-        assert source.startswith("./"), f"{volume}: use a bind mount relative to deploy/"
-        out[PurePosixPath(target)] = ((DEPLOY / source).resolve(), mode == ["ro"])
+        if source.startswith(str(ORGS)):
+            host = Path(source)
+        else:
+            assert source.startswith("./"), f"{volume}: relative to deploy/ or in $VFL_DEPLOY"
+            host = (DEPLOY / source).resolve()
+        out[PurePosixPath(target)] = (host, mode == ["ro"])
     return out
 
 
@@ -95,16 +104,20 @@ def test_party_services_serve_their_configs_with_their_own_data(services) -> Non
         assert data == [DEPLOY / "parties" / "data" / name], "one data volume per party"
 
 
-def test_certificates_are_each_process_own_bundle(services) -> None:
+def test_each_process_reads_its_own_organisation_folder_outside_the_clone(services) -> None:
     identities = re.search(r'^IDENTITIES="([^"]+)"', (DEPLOY / "prepare.sh").read_text(), re.M)
-    assert identities is not None
+    listed = re.search(r'^PARTIES="([^"]+)"', (DEPLOY / "prepare.sh").read_text(), re.M)
+    assert identities is not None and listed is not None
     expected = {"coordinator", "admin", *parties(services)}
-    assert set(identities.group(1).split()) == expected
+    assert set(identities.group(1).replace("$PARTIES", listed.group(1)).split()) == expected
     for name, service in services.items():
         args = parse(service["command"])
         identity = getattr(args, "identity", None) or name
-        assert host_path(service, args.tls) == DEPLOY / "run" / "certs" / identity, name
+        assert host_path(service, args.tls) == ORGS / identity / "tls", name
         assert mounts(service)[PurePosixPath(args.tls)][1], f"{name}: mount certs read-only"
+        for host, read_only in mounts(service).values():
+            assert host.is_relative_to(ORGS) or read_only, f"{name} writes {host} in the clone"
+            assert not host.is_relative_to(ORGS) or host.parts[2] == identity, name
 
 
 def test_health_checks_call_the_grpc_health_service_of_their_own_daemon(services) -> None:
@@ -127,7 +140,7 @@ def test_coordinator_keeps_its_store_on_a_writable_volume_and_publishes_its_port
     args = parse(service["command"])
     assert args.fn is daemons.cmd_coordinator_serve
     db_volume = mounts(service)[PurePosixPath(args.db).parent]
-    assert db_volume == (DEPLOY / "run" / "db", False)
+    assert db_volume == (ORGS / "coordinator" / "db", False)
     assert service["ports"] == [f"127.0.0.1:{port(args.listen)}:{port(args.listen)}"]
 
 
@@ -172,16 +185,26 @@ def test_run_local_serves_the_same_configs_and_job(services) -> None:
     assert '"$here/job.yaml"' in script and "prepare.sh" in script
 
 
-def test_run_local_runs_the_deploy_topology_end_to_end(tmp_path) -> None:
-    env = {**os.environ, "VFL": f"{sys.executable} -m coordinator.cli.main"}
+def test_run_local_runs_the_deploy_topology_and_leaves_nothing_behind(tmp_path) -> None:
+    # Prepare: from the repository root, without a folder argument, as a user would
+    env = {
+        **os.environ,
+        "VFL": f"{sys.executable} -m coordinator.cli.main",
+        "PYTHONPATH": str(REPO),
+        "TMPDIR": str(tmp_path),
+    }
+    before = git_status()
     started = time.monotonic()
+    # Execute
     out = subprocess.run(
-        ["bash", str(DEPLOY / "run_local.sh"), str(tmp_path / "work")],
+        ["bash", "deploy/run_local.sh"],
         capture_output=True,
         text=True,
         timeout=180,
         env=env,
+        cwd=REPO,
     )
+    # Assert
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.splitlines()[-1])
     assert result["state"] == "SUCCEEDED" and result["metrics"]["r2"] >= 0.8
@@ -191,3 +214,30 @@ def test_run_local_runs_the_deploy_topology_end_to_end(tmp_path) -> None:
         "drive",
     }
     assert time.monotonic() - started < 90
+    assert not list(tmp_path.glob("vfl-*")), "its temporary folder is removed"
+    assert git_status() == before, "nothing written into the working tree"
+
+
+def test_prepare_refuses_a_folder_inside_the_clone() -> None:
+    env = {**os.environ, "VFL": f"{sys.executable} -m coordinator.cli.main"}
+    out = subprocess.run(
+        ["bash", "deploy/prepare.sh", "deploy/run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=REPO,
+    )
+    assert out.returncode == 2 and "inside the clone; keep keys outside it" in out.stderr
+    assert not (DEPLOY / "run").exists()
+
+
+def git_status() -> str:
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    return "\n".join(ln for ln in out.stdout.splitlines() if "__pycache__" not in ln)

@@ -326,7 +326,7 @@ def test_a_party_with_a_foreign_certificate_cannot_register(tls_topology, pki) -
 
 def test_load_identity_names_the_problem(pki, tmp_path) -> None:
     fed = pki["fed"]
-    with pytest.raises(CertError, match="missing: create it with `vfl certs issue CA_DIR"):
+    with pytest.raises(CertError, match="missing: in .*, run `vfl certs request --party nobody`"):
         load_identity(fed, "nobody")
     with pytest.raises(CertError, match="expired on"):
         load_identity(fed, "old")

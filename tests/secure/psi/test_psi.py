@@ -221,7 +221,10 @@ def test_same_seed_gives_same_order_and_no_id_in_logs(caplog: pytest.LogCaptureF
     with caplog.at_level(logging.DEBUG):
         first, second = aligned(ids, run_parties(ids, "B")), aligned(ids, run_parties(ids, "B"))
     assert first == second
-    assert not any("secret" in record.getMessage() for record in caplog.records)
+    messages = [record.getMessage() for record in caplog.records]
+    assert not any("secret" in message for message in messages)
+    assert "job1/psi: party B aligned 100 rows" in " ".join(messages)  # the tag once
+    assert not any(message.startswith("psi job1/psi") for message in messages)
 
 
 def test_process_pool_path() -> None:
