@@ -24,6 +24,7 @@ from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
 from proto import coordinator_pb2_grpc
 from proto.rpc import PeerClients, Tls, bind, make_aio_server
+from secure.pki.certs import PartyFiles
 from secure.pki.rotation import IdentityWatch
 
 if TYPE_CHECKING:
@@ -125,6 +126,8 @@ async def _serve(
 
 
 async def _serve_ui(lifecycle: Lifecycle, listen: str, tls: PartyFiles | None) -> UiServer:
+    """The dashboard over HTTPS with the coordinator's files as they are at start (it does
+    not follow a certificate rotation; restart the coordinator for that)."""
     from coordinator.ui.dashboard import Dashboard
     from coordinator.ui.server import start_ui
 
@@ -164,7 +167,8 @@ def create_coordinator_server(
     running = CoordinatorServer(server, lifecycle, port, checks, clients, loop, servicer)
     if ui is not None:
         try:
-            running.ui = loop.run(_serve_ui(lifecycle, ui, tls))
+            files = clients.tls.files if clients.tls is not None else None
+            running.ui = loop.run(_serve_ui(lifecycle, ui, files))
         except BaseException:
             running.stop(0)
             raise

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from coordinator.cli import progress
+from coordinator.cli.run import add_local_run_flags
 from coordinator.cli.score import as_plain
 from coordinator.client import JobView
 from coordinator.local import LocalRun, follow_or_cancel, started
@@ -221,12 +222,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help=f"{TEST_KEY_BITS}-bit Paillier keys: fast and NOT secure (tests)",
     )
-    sp.add_argument("--json", action="store_true", help="print the result as one JSON")
-    sp.add_argument(
-        "--workdir",
-        help="keep configs, logs, the job store, the wire audit and the run's CA here "
-        "(without it, a temporary folder is removed when the run ends)",
-    )
-    sp.add_argument("--audit", metavar="DIR", help="write the wire audit to DIR")
-    sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
+    add_local_run_flags(sp, "the job store, the wire audit and the run's CA")
     sp.set_defaults(fn=cmd_demo)

@@ -37,12 +37,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for name, fn, helptext in (("run", cmd_run, "run a job on local processes"),):
         sp = sub.add_parser(name, help=helptext)
         sp.add_argument("spec", help="job.yaml (data may be given by path)")
-        sp.add_argument("--json", action="store_true", help="print the result as one JSON")
-        sp.add_argument(
-            "--workdir",
-            help="keep configs, logs, the job store and the run's CA here (without it, a "
-            "temporary folder is removed when the run ends)",
-        )
-        sp.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
-        sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
+        add_local_run_flags(sp, "the job store and the run's CA")
         sp.set_defaults(fn=fn)
+
+
+def add_local_run_flags(sp: argparse.ArgumentParser, kept: str) -> None:
+    """--json, --workdir, --audit and --insecure of a run on local processes (`vfl run`,
+    `vfl demo`); `kept`: what --workdir keeps besides configs and logs."""
+    sp.add_argument("--json", action="store_true", help="print the result as one JSON")
+    sp.add_argument(
+        "--workdir",
+        help=f"keep configs, logs, {kept} here (without it, a temporary folder is removed "
+        "when the run ends)",
+    )
+    sp.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
+    sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
