@@ -8,9 +8,10 @@ active party, the raw label column. CSV features are a dense array; LIBSVM featu
 a CSR matrix (`scipy.sparse`) from the file on, holding only the columns that occur in
 the file (named by their index, `f<index>`), so a table of 1e6 hashed columns takes
 memory in proportion to its nonzeros, never rows x columns. `with_columns` gives a table
-the columns of another (a test table or rows to score, those of the training table). Every malformed input raises `DataError` naming the
-file, line and column, and what to do; its public form (`party.errors`) says what kind of
-problem it is and names only the dataset.
+the columns of another (a test table or rows to score, those of the training table).
+Every malformed input raises `DataError` naming the file, line and column, and what to
+do; its public form (`party.errors`) says what kind of problem it is and names only the
+dataset.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import scipy.sparse as sp
 
 from coordinator.spec import TableSource
 from party.errors import DataError
-
 
 Features = np.ndarray | sp.csr_matrix
 

@@ -30,8 +30,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
     matrix's nonzeros) need no fractional bits."""
     values = inputs.nonzeros()
     integral = (
-        bool(np.all(values == np.round(values)))
-        and float(np.abs(values).max(initial=0.0)) < 2**20
+        bool(np.all(values == np.round(values))) and float(np.abs(values).max(initial=0.0)) < 2**20
     )
     crypto = ctx.spec.crypto
     return SecureConfig(

@@ -51,9 +51,7 @@ class BlindPassiveTrainer:
         KEYING stage)."""
         self._build(generate_keypair(self.ctx.party_id, self.config))
         inputs = self.ctx.inputs
-        layout = common_pb2.InputLayout(
-            dense=inputs.width, vocab_sizes=list(inputs.cardinalities)
-        )
+        layout = common_pb2.InputLayout(dense=inputs.width, vocab_sizes=list(inputs.cardinalities))
         self.ctx.channel.send(
             self.ctx.spec.active.id, "layout", layer_setup_to_payload(layout=layout)
         )
