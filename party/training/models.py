@@ -112,7 +112,7 @@ class Inputs:
 
     def take(self, rows: np.ndarray) -> tuple[Rows, torch.Tensor | None]:
         """The numeric features of `rows` (a float32 tensor, or a CSR matrix when sparse)
-        and their categorical codes; `Bottom` and `linear` take either."""
+        and their categorical codes; `Bottom` and `mlp_forward` take either."""
         x = self.x[rows]
         cat = None if self.cat is None else self.cat[torch.as_tensor(rows, dtype=torch.int64)]
         return (x if self.sparse else torch.from_numpy(x)), cat
@@ -127,16 +127,9 @@ class Inputs:
         return np.asarray(self.x.data) if self.sparse else self.x.ravel()
 
 
-def linear(layer: nn.Linear, x: Rows) -> torch.Tensor:
-    """`layer(x)` for a dense tensor or a CSR matrix. A CSR batch is one embedding-bag
-    sum over its nonzeros (O(nnz x out)); gradients reach the layer's weight and bias."""
-    if not sp.issparse(x):
-        return layer(x)
-    return _sparse_product(x, layer.weight) + layer.bias
-
-
 def _sparse_product(x: sp.csr_matrix, weight: torch.Tensor) -> torch.Tensor:
-    """x @ weight.T for CSR x (rows x d) and weight (out x d)."""
+    """x @ weight.T for CSR x (rows x d) and weight (out x d): one embedding-bag sum over
+    x's nonzeros, O(nnz x out) forward and backward; the gradient reaches `weight`."""
     rows = x.shape[0]
     if x.nnz == 0:
         return weight.new_zeros((rows, weight.shape[0]))
@@ -153,10 +146,15 @@ def mlp_forward(net: nn.Sequential, x: Rows) -> torch.Tensor:
     """`net(x)` for an MLP of `mlp()` whose input may be a CSR matrix."""
     if not sp.issparse(x):
         return net(x)
+    first = _first_linear(net)
+    return net[1:](_sparse_product(x, first.weight) + first.bias)
+
+
+def _first_linear(net: nn.Sequential) -> nn.Linear:
     first = net[0]
     if not isinstance(first, nn.Linear):
         raise TypeError(f"an MLP starts with a linear layer, not {type(first).__name__}")
-    return net[1:](linear(first, x))
+    return first
 
 
 class Bottom(nn.Module):
@@ -182,9 +180,7 @@ class Bottom(nn.Module):
         embedded = [] if cat is None else [emb(cat[:, i]) for i, emb in enumerate(self.embeddings)]
         if not sp.issparse(dense):
             return self.mlp(torch.cat([dense, *embedded], dim=1))
-        first, d = self.mlp[0], self.dense_dim
-        if not isinstance(first, nn.Linear):
-            raise TypeError(f"a bottom MLP starts with a linear layer, not {type(first).__name__}")
+        first, d = _first_linear(self.mlp), self.dense_dim
         h = _sparse_product(dense, first.weight[:, :d]) + first.bias
         if embedded:
             h = h + torch.cat(embedded, dim=1) @ first.weight[:, d:].t()

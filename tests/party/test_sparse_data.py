@@ -15,12 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import torch
 
 from coordinator.spec import JobSpec, TableSource, parse_spec
 from coordinator.spec.predict import PredictSpec
 from party.data import load_table
 from party.state import StateDir
 from party.state.models import ModelStore
+from party.training.models import Inputs, mlp_forward, seeded_bottom, seeded_mlp
 from tests.support.harness import run_inprocess
 
 CRYPTO = {"key_bits": 1024, "allow_insecure_test_keys": True}  # INSECURE test keys
@@ -73,6 +75,29 @@ def job(protocol: str, **train) -> JobSpec:
             "train": {"epochs": 3, "batch_size": 128, "lr": 0.05, "seed": 2, **train},
             "validation": {"every": 1000},
         }
+    )
+
+
+def test_the_sparse_bottom_model_matches_the_dense_one_with_its_gradients() -> None:
+    # Prepare: the same rows as CSR and dense, one categorical field, a hidden layer
+    x = sp.random(16, 50, density=0.1, format="csr", dtype=np.float32, random_state=1)
+    cat = np.random.default_rng(1).integers(0, 4, size=(16, 1))
+    sparse_in, dense_in = Inputs(x, cat, (4,)), Inputs(x.toarray(), cat, (4,))
+    nets = [seeded_bottom(3, "p", i, 2, (5,), 3) for i in (sparse_in, dense_in)]
+    rows = np.array([3, 0, 7, 7, 15])
+    # Execute
+    outs = [net(i.take(rows)) for net, i in zip(nets, (sparse_in, dense_in), strict=True)]
+    for out in outs:
+        (out**2).sum().backward()
+    # Assert: the same outputs and the same gradients on every weight
+    assert sp.issparse(sparse_in.take(rows)[0])
+    torch.testing.assert_close(outs[0], outs[1])
+    for a, b in zip(nets[0].parameters(), nets[1].parameters(), strict=True):
+        assert a.grad is not None and a.grad.abs().sum() > 0
+        torch.testing.assert_close(a.grad, b.grad)
+    own = seeded_mlp(3, "b", 50, (), 2)
+    torch.testing.assert_close(
+        mlp_forward(own, sparse_in.take(rows)[0]), own(dense_in.take(rows)[0])
     )
 
 
