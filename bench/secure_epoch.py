@@ -136,7 +136,7 @@ CASES = {"credit": credit_spec, "a9a": a9a_spec, "ctr": ctr_spec}
 # --- Floors ---------------------------------------------------------------------------
 def _a9a_arrays() -> tuple:
     from coordinator.spec import TableSource
-    from party.data import load_table
+    from party.data import load_table, with_columns
 
     def load(side: str, test: bool):
         name = f"a9a.t.{side}" if test else f"a9a.{side}"
@@ -144,7 +144,10 @@ def _a9a_arrays() -> tuple:
         source = TableSource(path=str(SHARED / "a9a" / name), format="libsvm", label=label)
         return load_table(source, side)
 
-    return load("guest", False), load("host", False), load("guest", True), load("host", True)
+    guest, host = load("guest", False), load("host", False)
+    guest_t = with_columns(load("guest", True), guest.feature_names, "a9a.t.guest")
+    host_t = with_columns(load("host", True), host.feature_names, "a9a.t.host")
+    return guest, host, guest_t, host_t
 
 
 def matmul_floor(case: str, args) -> dict | None:

@@ -3,28 +3,37 @@
 `load_table` reads a `TableSource` (a party config's dataset: path, format, id, label,
 categorical columns; for `libsvm`, `id` is "auto" (a leading `@7`/`7` token is the id,
 otherwise the line number), "line" or "first", and any `label` means the file carries a
-label token). A `Table` holds ids (as text), a dense float32 feature matrix and, at the
-active party, the raw label column. Every malformed input raises `DataError` naming the
-file, line and column, and what to do; its public form (`party.errors`) says what kind of
-problem it is and names only the dataset.
+label token). A `Table` holds ids (as text), a float32 feature matrix and, at the
+active party, the raw label column. CSV features are a dense array; LIBSVM features stay
+a CSR matrix (`scipy.sparse`) from the file on, holding only the columns that occur in
+the file (named by their index, `f<index>`), so a table of 1e6 hashed columns takes
+memory in proportion to its nonzeros, never rows x columns. `with_columns` gives a table
+the columns of another (a test table or rows to score, those of the training table).
+Every malformed input raises `DataError` naming the file, line and column, and what to
+do; its public form (`party.errors`) says what kind of problem it is and names only the
+dataset.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from coordinator.spec import TableSource
 from party.errors import DataError
+
+Features = np.ndarray | sp.csr_matrix
 
 
 @dataclass(frozen=True)
 class Table:
     ids: np.ndarray  # dtype object (str)
-    features: np.ndarray  # float32, (rows, d)
+    features: Features  # float32, (rows, d): dense (CSV) or CSR (LIBSVM)
     labels: np.ndarray | None  # float64, (rows,)
     feature_names: tuple[str, ...]
     categorical: np.ndarray | None = None  # int64, (rows, fields)
@@ -59,8 +68,9 @@ def load_table(cfg: TableSource, name: str) -> Table:
             f"dataset '{name}': '{cfg.path}' has no data rows",
             public=f"dataset '{name}' has no data rows",
         )
-    if not np.all(np.isfinite(table.features)):
-        r, c = np.argwhere(~np.isfinite(table.features))[0]
+    bad = _non_finite(table.features)
+    if bad is not None:
+        r, c = bad
         raise DataError(
             f"dataset '{name}' ('{cfg.path}'): feature '{table.feature_names[c]}' is NaN or "
             f"infinite at data row {r + 1}; clean or impute the column before training",
@@ -74,6 +84,56 @@ def load_table(cfg: TableSource, name: str) -> Table:
             public=f"dataset '{name}': a label is NaN",
         )
     return table
+
+
+def _non_finite(x: Features) -> tuple[int, int] | None:
+    """(row, column) of the first NaN or infinite feature, if any (nonzeros only when sparse)."""
+    if sp.issparse(x):
+        bad = np.flatnonzero(~np.isfinite(x.data))
+        if not len(bad):
+            return None
+        return int(np.searchsorted(x.indptr, bad[0], side="right") - 1), int(x.indices[bad[0]])
+    if np.all(np.isfinite(x)):
+        return None
+    r, c = np.argwhere(~np.isfinite(x))[0]
+    return int(r), int(c)
+
+
+def with_columns(table: Table, names: tuple[str, ...], what: str) -> Table:
+    """`table` with the feature columns `names`, in that order (`what` names the table in
+    errors). A LIBSVM (sparse) table gets zeros for columns it lacks and drops columns not
+    in `names` (a model has no weight for a column that never occurred in training); a
+    CSV table must have exactly these columns.
+
+    Raises:
+        DataError: a dense table with other columns, or a sparse one that shares none.
+    """
+    if table.feature_names == names:
+        return table
+    x = table.features
+    where = {n: j for j, n in enumerate(names)}
+    to = np.array([where.get(n, -1) for n in table.feature_names], dtype=np.int64)
+    if not sp.issparse(x) or (len(to) and not np.any(to >= 0)):
+        raise DataError(
+            f"{what}: its feature columns {_names(table.feature_names)} differ from the "
+            f"training columns {_names(names)} (names, order and count must match; LIBSVM "
+            "files must share column indices); give it the training columns",
+            public=f"{what}: its feature columns differ from the training columns (names, "
+            "order or count); the party must give it the training columns",
+        )
+    coo = x.tocoo()
+    keep = to[coo.col] >= 0
+    cols = sp.csr_matrix(
+        (coo.data[keep], (coo.row[keep], to[coo.col[keep]])),
+        shape=(table.rows, len(names)),
+        dtype=np.float32,
+    )
+    return replace(table, features=cols, feature_names=names)
+
+
+def _names(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:8])
+    return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"
 
 
 def _load_csv(path: Path, cfg: TableSource, name: str) -> Table:
@@ -167,9 +227,10 @@ def _is_float(text: str) -> bool:
 
 
 def _load_libsvm(path: Path, cfg: TableSource, name: str) -> Table:
+    """A CSR table of the columns that occur in the file (memory O(nonzeros))."""
     ids: list[str] = []
-    labels: list[float] = []
-    entries: list[tuple[int, int, float]] = []
+    labels = array("d")
+    indptr, cols, vals = array("q", [0]), array("q"), array("f")
     has_label = bool(cfg.label)
     with path.open() as fh:
         for line_no, line in enumerate(fh):
@@ -180,22 +241,30 @@ def _load_libsvm(path: Path, cfg: TableSource, name: str) -> Table:
             while lead < len(tokens) and ":" not in tokens[lead]:
                 lead += 1
             rid, label = _libsvm_lead(tokens[:lead], line_no, has_label, cfg, name, path)
-            row = len(ids)
             ids.append(rid)
             if has_label:
                 labels.append(label)
             for tok in tokens[lead:]:
-                entries.append((row, *_libsvm_entry(tok, line_no, name, path)))
-    base = 0 if any(c == 0 for _, c, _ in entries) else 1  # some split files are 0-based
-    width = max((c for _, c, _ in entries), default=0) + 1 - base
-    feats = np.zeros((len(ids), width), dtype=np.float32)
-    for r, c, v in entries:
-        feats[r, c - base] = v
-    names = tuple(f"f{i + base}" for i in range(width))
+                c, v = _libsvm_entry(tok, line_no, name, path)
+                cols.append(c)
+                vals.append(v)
+            indptr.append(len(cols))
+    index = np.frombuffer(cols, dtype=np.int64) if cols else np.zeros(0, dtype=np.int64)
+    used, inverse = np.unique(index, return_inverse=True)  # the columns that occur
+    feats = sp.csr_matrix(
+        (
+            np.frombuffer(vals, dtype=np.float32) if vals else np.zeros(0, np.float32),
+            inverse.astype(np.int32),
+            np.frombuffer(indptr, dtype=np.int64),
+        ),
+        shape=(len(ids), len(used)),
+    )
+    feats.sum_duplicates()  # a repeated index in a line adds up, as in a sum of one-hots
+    names = tuple(f"f{int(i)}" for i in used)  # as the file numbers them (0- or 1-based)
     return Table(
         np.array(ids, dtype=object),
         feats,
-        np.array(labels, dtype=np.float64) if has_label else None,
+        np.frombuffer(labels, dtype=np.float64).copy() if has_label else None,
         names,
     )
 

@@ -5,7 +5,6 @@ Transport-free: the daemon hands in a `Channel` and a `Reporter`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import NamedTuple
@@ -14,7 +13,7 @@ import numpy as np
 
 from coordinator.spec import JobSpec, TableSource
 from coordinator.states import ALIGNING, KEYING, TRAINING
-from party.data import Table, load_table
+from party.data import Table, load_table, with_columns
 from party.errors import CheckpointError, DataError, JobError
 from party.state import Checkpoint, StateDir
 from party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
@@ -62,21 +61,6 @@ def resolve_dataset(
     return Dataset(name, datasets[name].model_copy(update=data.given()))
 
 
-def _matching_width(test: Table, train: Table, name: str) -> Table:
-    """Give the test table the training table's feature width (LIBSVM files may differ)."""
-    d, dt = train.features.shape[1], test.features.shape[1]
-    if dt == d:
-        return test
-    if dt > d or train.feature_names[:dt] != test.feature_names:
-        raise DataError(
-            f"test dataset '{name}' has features {dt} wide, the training data {d}; "
-            "use the same columns in both"
-        )
-    pad = np.zeros((test.rows, d - dt), dtype=np.float32)
-    feats = np.hstack([test.features, pad])
-    return dataclasses.replace(test, features=feats, feature_names=train.feature_names)
-
-
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
@@ -122,7 +106,8 @@ class PartyJob:
         self.table = self._load(self.dataset)
         if self.test_dataset is not None:
             test = self._load(self.test_dataset)
-            self.test_table = _matching_width(test, self.table, self.test_dataset.name)
+            where = f"test dataset '{self.test_dataset.name}'"
+            self.test_table = with_columns(test, self.table.feature_names, where)
         return self.table
 
     def _load(self, dataset: Dataset | None) -> Table:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from coordinator.spec import JobSpec
-from party.data import Table, load_table
-from party.errors import ModelError, UnknownModel
+from party.data import Table, load_table, with_columns
+from party.errors import DataError, ModelError, UnknownModel
 from party.job import Dataset
 from party.state import StateDir
 from party.state.models import Manifest, ModelStore
@@ -60,20 +60,10 @@ class LoadedModel:
         """
         m, party = self.manifest, self.manifest.party_id
         where = f"party '{party}': dataset '{dataset}' does not fit model {m.model_id}"
-        want, got = m.dense_columns, table.feature_names
-        features = table.features
-        narrower = len(got) < len(want) and want[: len(got)] == got and _libsvm_names(want)
-        if narrower:  # LIBSVM files are as wide as their largest index: pad the rest
-            pad = np.zeros((table.rows, len(want) - len(got)), dtype=np.float32)
-            features = np.hstack([features, pad])
-        elif got != want:
-            raise ModelError(
-                f"{where}: its feature columns {_short(got)} differ from the model's "
-                f"{_short(want)} (names, order and count must match); give the dataset the "
-                "training columns in the training order",
-                public=f"{where}: its feature columns differ from the model's (names, order "
-                "or count); the party must give the dataset the training columns",
-            )
+        try:  # LIBSVM rows: by column index (unseen columns dropped, missing ones zero)
+            features = with_columns(table, m.dense_columns, where).features
+        except DataError as exc:
+            raise ModelError(str(exc), public=exc.public) from None
         cats = m.categorical_columns
         have = 0 if table.categorical is None else table.categorical.shape[1]
         if have != len(cats):
@@ -117,7 +107,7 @@ class LoadedModel:
         """This party's trainer in scoring mode, loaded with the model: call its
         `score(tag, inputs, rows)` in the same order as every other party. Its receives
         wait up to `timeout_s` (default: the training spec's `train.timeout_s`)."""
-        rows = np.arange(len(inputs.dense))
+        rows = np.arange(inputs.rows)
         spec = self.spec
         if timeout_s is not None:
             spec = spec.model_copy(
@@ -137,10 +127,6 @@ class LoadedModel:
         trainer = trainers.for_scoring(ctx, self.manifest.role, self.manifest.task)
         trainer.load_model(self.part)
         return trainer
-
-
-def _libsvm_names(names: tuple[str, ...]) -> bool:
-    return all(n.startswith("f") and n[1:].isdigit() for n in names)
 
 
 def _short(names: tuple[str, ...]) -> str:

@@ -106,11 +106,7 @@ class Rows:
                 "deduplicate its id column to score rows by id"
             )
         if zero_row:
-            dense = np.vstack([inputs.dense.numpy(), np.zeros((1, inputs.dense.shape[1]))])
-            cat = None
-            if inputs.cat is not None:
-                cat = np.vstack([inputs.cat.numpy(), np.zeros((1, inputs.cat.shape[1]))])
-            inputs = Inputs(dense, cat, inputs.cardinalities)
+            inputs = inputs.with_zero_row()
         return cls(inputs, index)
 
 
@@ -197,7 +193,7 @@ class PassiveSession:
         """One micro-batch: the ids, which of them this party lacks, the forward."""
         payload = self.channel.recv(self.active, f"{tag}/ids", self.idle_s)
         ids = ids_from_payload(payload, MAX_BATCH_IDS)
-        zero = len(self.rows.inputs.dense) - 1
+        zero = self.rows.inputs.rows - 1
         found = [self.rows.index.get(i) for i in ids]
         lacks = np.array([p for p, r in enumerate(found) if r is None], dtype=np.int64)
         rows = np.array([zero if r is None else r for r in found], dtype=np.int64)

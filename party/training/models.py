@@ -7,6 +7,7 @@ import zlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import nn
 
@@ -55,33 +56,111 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float):
     return torch.optim.SGD(params, lr=lr)
 
 
+Rows = torch.Tensor | sp.csr_matrix  # a batch of numeric features: dense, or CSR
+
+
 class Inputs:
-    """A party's aligned inputs: dense float features and optional categorical codes."""
+    """A party's aligned inputs: numeric features (a dense array, or a CSR matrix for
+    sparse data such as LIBSVM, kept sparse all the way to the layer) and optional
+    categorical codes. `take(rows)` gives a batch; `features(rows)` the same numeric rows
+    as numpy or CSR float64 (the secure layers' input)."""
 
     def __init__(
-        self, dense: np.ndarray, categorical: np.ndarray | None, cardinalities: Sequence[int] = ()
+        self,
+        dense: np.ndarray | sp.spmatrix,
+        categorical: np.ndarray | None,
+        cardinalities: Sequence[int] = (),
     ) -> None:
-        self.dense = torch.as_tensor(dense, dtype=torch.float32)
+        self.x: np.ndarray | sp.csr_matrix = (
+            sp.csr_matrix(dense, dtype=np.float32)
+            if sp.issparse(dense)
+            else np.asarray(dense, dtype=np.float32)
+        )
         self.cat = None if categorical is None else torch.as_tensor(categorical, dtype=torch.int64)
         self.cardinalities = tuple(cardinalities)
 
     @property
+    def sparse(self) -> bool:
+        return sp.issparse(self.x)
+
+    @property
+    def rows(self) -> int:
+        return int(self.x.shape[0])
+
+    @property
+    def width(self) -> int:
+        """How many numeric columns."""
+        return int(self.x.shape[1])
+
+    @property
     def empty(self) -> bool:
-        return self.dense.shape[1] == 0 and self.cat is None
+        return self.width == 0 and self.cat is None
 
     def subset(self, rows: np.ndarray) -> Inputs:
         """These inputs' `rows`, in that order."""
-        dense, cat = self.take(rows)
-        return Inputs(dense.numpy(), None if cat is None else cat.numpy(), self.cardinalities)
+        cat = None if self.cat is None else self.cat[torch.as_tensor(rows)].numpy()
+        return Inputs(self.x[rows], cat, self.cardinalities)
 
-    def take(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None]:
-        idx = torch.as_tensor(rows, dtype=torch.int64)
-        return self.dense[idx], None if self.cat is None else self.cat[idx]
+    def with_zero_row(self) -> Inputs:
+        """These inputs and one more row of zeros after the last."""
+        zero = np.zeros((1, self.width), dtype=np.float32)
+        x = sp.vstack([self.x, sp.csr_matrix(zero)], format="csr") if self.sparse else None
+        cat = None
+        if self.cat is not None:
+            cat = np.vstack([self.cat.numpy(), np.zeros((1, self.cat.shape[1]), np.int64)])
+        return Inputs(np.vstack([self.x, zero]) if x is None else x, cat, self.cardinalities)
+
+    def take(self, rows: np.ndarray) -> tuple[Rows, torch.Tensor | None]:
+        """The numeric features of `rows` (a float32 tensor, or a CSR matrix when sparse)
+        and their categorical codes; `Bottom` and `mlp_forward` take either."""
+        x = self.x[rows]
+        cat = None if self.cat is None else self.cat[torch.as_tensor(rows, dtype=torch.int64)]
+        return (x if self.sparse else torch.from_numpy(x)), cat
+
+    def features(self, rows: np.ndarray) -> np.ndarray | sp.csr_matrix:
+        """The numeric features of `rows` as float64: CSR when sparse, else an array."""
+        x = self.x[rows]
+        return sp.csr_matrix(x, dtype=np.float64) if self.sparse else x.astype(np.float64)
+
+    def nonzeros(self) -> np.ndarray:
+        """Every stored value (a sparse matrix's nonzeros; all of a dense array)."""
+        return np.asarray(self.x.data) if self.sparse else self.x.ravel()
+
+
+def _sparse_product(x: sp.csr_matrix, weight: torch.Tensor) -> torch.Tensor:
+    """x @ weight.T for CSR x (rows x d) and weight (out x d): one embedding-bag sum over
+    x's nonzeros, O(nnz x out) forward and backward; the gradient reaches `weight`."""
+    rows = x.shape[0]
+    if x.nnz == 0:
+        return weight.new_zeros((rows, weight.shape[0]))
+    return nn.functional.embedding_bag(
+        torch.from_numpy(x.indices.astype(np.int64)),
+        weight.t(),
+        torch.from_numpy(x.indptr[:-1].astype(np.int64)),
+        mode="sum",
+        per_sample_weights=torch.from_numpy(np.asarray(x.data, dtype=np.float32)),
+    )
+
+
+def mlp_forward(net: nn.Sequential, x: Rows) -> torch.Tensor:
+    """`net(x)` for an MLP of `mlp()` whose input may be a CSR matrix."""
+    if not sp.issparse(x):
+        return net(x)
+    first = _first_linear(net)
+    return net[1:](_sparse_product(x, first.weight) + first.bias)
+
+
+def _first_linear(net: nn.Sequential) -> nn.Linear:
+    first = net[0]
+    if not isinstance(first, nn.Linear):
+        raise TypeError(f"an MLP starts with a linear layer, not {type(first).__name__}")
+    return first
 
 
 class Bottom(nn.Module):
     """Embeddings of categorical fields (if any) concatenated with dense features, then an
-    MLP. With no categorical fields and no hidden layers it is a linear layer."""
+    MLP. With no categorical fields and no hidden layers it is a linear layer. Sparse (CSR)
+    features enter the first layer as a sparse product, never as a dense matrix."""
 
     def __init__(
         self,
@@ -92,19 +171,24 @@ class Bottom(nn.Module):
         out_dim: int,
     ) -> None:
         super().__init__()
+        self.dense_dim = dense_dim
         self.embeddings = nn.ModuleList(nn.Embedding(c, emb_dim) for c in cardinalities)
         self.mlp = mlp(dense_dim + emb_dim * len(cardinalities), hidden, out_dim)
 
-    def forward(self, inputs: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:
+    def forward(self, inputs: tuple[Rows, torch.Tensor | None]) -> torch.Tensor:
         dense, cat = inputs
-        parts = [dense]
-        if cat is not None:
-            parts += [emb(cat[:, i]) for i, emb in enumerate(self.embeddings)]
-        return self.mlp(torch.cat(parts, dim=1))
+        embedded = [] if cat is None else [emb(cat[:, i]) for i, emb in enumerate(self.embeddings)]
+        if not sp.issparse(dense):
+            return self.mlp(torch.cat([dense, *embedded], dim=1))
+        first, d = _first_linear(self.mlp), self.dense_dim
+        h = _sparse_product(dense, first.weight[:, :d]) + first.bias
+        if embedded:
+            h = h + torch.cat(embedded, dim=1) @ first.weight[:, d:].t()
+        return self.mlp[1:](h)
 
 
 def seeded_bottom(
     seed: int, salt: str, inputs: Inputs, emb_dim: int, hidden: Sequence[int], out_dim: int
 ) -> Bottom:
-    bottom = Bottom(inputs.dense.shape[1], inputs.cardinalities, emb_dim, hidden, out_dim)
+    bottom = Bottom(inputs.width, inputs.cardinalities, emb_dim, hidden, out_dim)
     return _reinit(bottom, _generator(seed, salt))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+import scipy.sparse as sp
 
 from coordinator.spec import TableSource
-from party.data import load_table
+from party.data import load_table, with_columns
 from party.errors import DataError
 from tests.support.data import shared_data
 
@@ -31,7 +32,24 @@ def test_libsvm_line_number_ids(tmp_path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:0.5 3:1\n-1 2:2\n")
     t = load_table(TableSource(path=str(f), format="libsvm", id="auto", label="y"), "d")
-    assert list(t.ids) == ["0", "1"] and t.features.tolist() == [[0.5, 0, 1], [0, 2, 0]]
+    assert list(t.ids) == ["0", "1"] and t.feature_names == ("f1", "f2", "f3")
+    assert t.features.toarray().tolist() == [[0.5, 0, 1], [0, 2, 0]]
+
+
+def test_libsvm_keeps_only_the_columns_that_occur_and_maps_others_by_name(tmp_path) -> None:
+    f = tmp_path / "d.svm"
+    f.write_text("a 7:0.5 900000:1\nb 3:2 7:1\n")
+    t = load_table(TableSource(path=str(f), format="libsvm", id="first"), "d")
+    assert sp.isspmatrix_csr(t.features) and t.feature_names == ("f3", "f7", "f900000")
+    assert t.features.toarray().tolist() == [[0, 0.5, 1], [2, 1, 0]]
+    # Execute: rows to score with the columns of a model trained on f7, f8 and f3
+    scored = with_columns(t, ("f7", "f8", "f3"), "dataset 'd'")
+    # Assert: f900000 never trained (dropped), f8 absent here (zeros)
+    assert scored.features.toarray().tolist() == [[0.5, 0, 0], [1, 0, 2]]
+    (tmp_path / "c.csv").write_text("id,x1,x2\n1,0.5,1\n")
+    dense = load_table(TableSource(path=str(tmp_path / "c.csv")), "c")
+    with pytest.raises(DataError, match="feature columns"):
+        with_columns(dense, ("x2", "x1"), "dataset 'c'")  # CSV columns must match exactly
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,7 @@ def test_rows_refuse_duplicate_ids_and_add_a_row_of_zeros_for_passive_parties(
     model = LoadedModel.open(states["s1"], "job", "s1")
     table = load_table(datasets["s1"]["d"], "d")
     rows = Rows.of(model, table, "d", zero_row=True)
-    assert len(rows.inputs.dense) == table.rows + 1 and not rows.inputs.dense[-1].any()
+    assert rows.inputs.rows == table.rows + 1 and not rows.inputs.x[-1].any()
     assert rows.index["133"] == 0
     lines = Path(datasets["s1"]["d"].path).read_text().splitlines()
     dup = tmp_path / "dup.csv"

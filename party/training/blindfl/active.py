@@ -25,7 +25,7 @@ from party.training.blindfl.common import (
     trained_config,
 )
 from party.training.context import RoleContext, train_rounds
-from party.training.models import Inputs, make_optimizer, seeded_mlp
+from party.training.models import Inputs, make_optimizer, mlp_forward, seeded_mlp
 from party.training.split.active import history_entry
 from party.training.task import Task
 from secure.paillier.keys import KeyPair, generate_keypair
@@ -51,7 +51,7 @@ class BlindActiveTrainer:
         self.layouts: dict[str, dict[str, Any]] = {}  # each passive party's inputs
         self.src: ActiveSourceLayer | None = None
         self.embed: ActiveEmbedLayer | None = None
-        self.own: nn.Module | None = None  # B's own features when no passive has dense ones
+        self.own: nn.Sequential | None = None  # B's own features when no passive has dense ones
         self.row_sets = RowSets(ctx.plan)  # row sets whose m1 went out once, at setup
         self.opt: torch.optim.Optimizer | None = None
         identity = not s.model.top.hidden and h == task.out_dim
@@ -159,7 +159,7 @@ class BlindActiveTrainer:
         self.keypair, self.layouts = keypair, layouts
         passives = [p.id for p in s.passives]
         dense_ids = [pid for pid in passives if layouts[pid]["dense"] > 0]
-        h, d_b, seed = s.model.source.out_dim, self.ctx.inputs.dense.shape[1], s.train.seed
+        h, d_b, seed = s.model.source.out_dim, self.ctx.inputs.width, s.train.seed
         if dense_ids:
             self.src = ActiveSourceLayer(ch, dense_ids, d_b, h, config, seed, keypair=keypair)
         else:
@@ -201,7 +201,7 @@ class BlindActiveTrainer:
 
     def _out(self, z: torch.Tensor, inputs: Inputs, rows: np.ndarray) -> torch.Tensor:
         if self.own is not None:
-            z = z + self.own(inputs.take(rows)[0])
+            z = z + mlp_forward(self.own, inputs.take(rows)[0])
         return self.top(z)
 
     def _top_step(self, z: torch.Tensor, rows: np.ndarray, cached_g=None):

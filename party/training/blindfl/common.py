@@ -26,9 +26,11 @@ class SavedLayer(Protocol):
 
 
 def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
-    dense = inputs.dense.numpy()
+    """The secure settings; integral features (checked on the stored values: a sparse
+    matrix's nonzeros) need no fractional bits."""
+    values = inputs.nonzeros()
     integral = (
-        bool(np.all(dense == np.round(dense))) and float(np.abs(dense).max(initial=0.0)) < 2**20
+        bool(np.all(values == np.round(values))) and float(np.abs(values).max(initial=0.0)) < 2**20
     )
     crypto = ctx.spec.crypto
     return SecureConfig(
@@ -49,9 +51,10 @@ def trained_config(config: SecureConfig, state: dict[str, Any]) -> SecureConfig:
 
 
 def features(inputs: Inputs, rows: np.ndarray):
-    """The dense rows as float64, CSR when sparse (the secure product then costs O(nnz))."""
-    x = inputs.take(rows)[0].numpy().astype(np.float64)
-    if x.size and np.count_nonzero(x) / x.size < SPARSE_DENSITY:
+    """The numeric rows as float64, CSR when sparse (the secure product then costs
+    O(nnz)): sparse inputs stay CSR, dense ones become CSR when mostly zeros."""
+    x = inputs.features(rows)
+    if not sp.issparse(x) and x.size and np.count_nonzero(x) / x.size < SPARSE_DENSITY:
         return sp.csr_matrix(x)
     return x
 

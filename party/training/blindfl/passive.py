@@ -37,7 +37,7 @@ class BlindPassiveTrainer:
         s, src = ctx.spec, ctx.spec.model.source
         self.ctx = ctx
         self.config = secure_config(ctx, ctx.inputs)
-        if ctx.inputs.dense.shape[1] == 0 and ctx.inputs.cat is None:
+        if ctx.inputs.empty:
             raise JobError(f"party '{ctx.party_id}' has no features to train on")
         self.keypair: KeyPair | None = None  # shared by both layers
         self.src: PassiveSourceLayer | None = None
@@ -51,9 +51,7 @@ class BlindPassiveTrainer:
         KEYING stage)."""
         self._build(generate_keypair(self.ctx.party_id, self.config))
         inputs = self.ctx.inputs
-        layout = common_pb2.InputLayout(
-            dense=inputs.dense.shape[1], vocab_sizes=list(inputs.cardinalities)
-        )
+        layout = common_pb2.InputLayout(dense=inputs.width, vocab_sizes=list(inputs.cardinalities))
         self.ctx.channel.send(
             self.ctx.spec.active.id, "layout", layer_setup_to_payload(layout=layout)
         )
@@ -104,7 +102,7 @@ class BlindPassiveTrainer:
     def _build(self, keypair: KeyPair) -> None:
         """The layers this party's inputs call for, under `keypair`."""
         ctx, s, src = self.ctx, self.ctx.spec, self.ctx.spec.model.source
-        self.keypair, d = keypair, ctx.inputs.dense.shape[1]
+        self.keypair, d = keypair, ctx.inputs.width
         if d > 0:
             self.src = PassiveSourceLayer(
                 ctx.channel, s.active.id, d, src.out_dim, self.config, s.train.seed, keypair=keypair
