@@ -66,7 +66,7 @@ class SourceOptimizer:
             beta2 = ADAM_BETAS[1]
             self._columns = beta2 * self._columns + (1 - beta2) * squares
             scale = np.sqrt(self._columns / (1 - beta2**self._steps))
-        return lr * grad_z / (scale + EPS)
+        return np.asarray(lr * grad_z / (scale + EPS), dtype=np.float64)
 
     def own_step(self, name: str, param: np.ndarray, grad: np.ndarray, lr: float) -> np.ndarray:
         """`param` after one step on `grad` (a new array; `param` is left as it was)."""
@@ -75,13 +75,16 @@ class SourceOptimizer:
         state = self._own.setdefault(name, {"t": 0, "sum": np.zeros_like(param)})
         state["t"] += 1
         if self.rule == "adagrad":
-            state["sum"] = state["sum"] + grad * grad
-            return param - lr * grad / (np.sqrt(state["sum"]) + EPS)
+            total: np.ndarray = state["sum"] + grad * grad
+            state["sum"] = total
+            return np.asarray(param - lr * grad / (np.sqrt(total) + EPS), dtype=np.float64)
         (beta1, beta2), t = ADAM_BETAS, state["t"]
-        state["mean"] = beta1 * state.get("mean", np.zeros_like(param)) + (1 - beta1) * grad
-        state["sum"] = beta2 * state["sum"] + (1 - beta2) * grad * grad
-        denom = np.sqrt(state["sum"] / (1 - beta2**t)) + ADAM_EPS
-        return param - lr / (1 - beta1**t) * state["mean"] / denom
+        mean: np.ndarray = beta1 * state.get("mean", np.zeros_like(param)) + (1 - beta1) * grad
+        total = beta2 * state["sum"] + (1 - beta2) * grad * grad
+        state["mean"], state["sum"] = mean, total
+        denom = np.sqrt(total / (1 - beta2**t)) + ADAM_EPS
+        step: np.ndarray = lr / (1 - beta1**t) * mean / denom
+        return np.asarray(param - step, dtype=np.float64)
 
     def state_dict(self) -> dict[str, Any]:
         """The accumulators, as plain values (for B's checkpoints only)."""
@@ -125,7 +128,9 @@ def feature_step_factors(x: np.ndarray | sp.spmatrix) -> np.ndarray:
     return factors
 
 
-def scaled_columns(x: np.ndarray | sp.csr_matrix, factors: np.ndarray | None, feature_bits: int):
+def scaled_columns(
+    x: np.ndarray | sp.csr_matrix, factors: np.ndarray | None, feature_bits: int
+) -> np.ndarray | sp.csr_matrix:
     """`x` with column j multiplied by factors[j], as the backward product encodes it: at
     feature_bits 0 (integer features, whose products are ciphertext additions) each
     factor is rounded to an integer of at least 1."""
