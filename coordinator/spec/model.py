@@ -36,7 +36,9 @@ class SourceSpec(SpecModel):
         8, ge=1, le=1024, strict=True, description="embedding width per categorical column"
     )
     lr: Annotated[float, Field(gt=0, le=100, strict=True), NUMBER] | None = Field(
-        None, description="blindfl source-layer SGD rate; null: train.lr"
+        None,
+        description="blindfl source-layer rate eta (its steps follow train.optimizer, "
+        "preconditioned: docs/protocols.md §4); null: train.lr",
     )
 
 

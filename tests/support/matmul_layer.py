@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from secure.channel import InProcessHub
 from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from secure.source_layers.steps import SourceOptimizer
 from tests.support.secure import config_for_tests, run_parties
 
 RTOL = 1e-4
@@ -24,10 +25,49 @@ class Job:
     passives: list[PassiveSourceLayer]
     weights: dict[str, np.ndarray]
     envelopes: list[tuple[str, str, bytes]] = field(default_factory=list)
+    reference: PlainAdagrad | None = None  # the plaintext rule with `rule="adagrad"`
 
 
-def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, seed=0, hub=None):
+class PlainAdagrad:
+    """The preconditioned rule of `secure.source_layers.steps`, written out in plaintext
+    for the reference model: column step sizes from G, per-feature factors c (rounded at
+    feature_bits 0), Adagrad on W_B and the bias."""
+
+    def __init__(self, factors: dict[str, np.ndarray], feature_bits: int) -> None:
+        self.factors = {
+            pid: np.maximum(np.round(c), 1) if feature_bits == 0 else c
+            for pid, c in factors.items()
+        }
+        self.columns = 0.0
+        self.sums: dict[str, np.ndarray] = {}
+
+    def step(self, w: dict[str, np.ndarray], xs, x_b, grad: np.ndarray) -> None:
+        self.columns = self.columns + (grad**2).sum(axis=0)
+        passive = LR * grad / (np.sqrt(self.columns) + 1e-10)
+        for name, g in (("W_B", x_b.T @ grad), ("bias", grad.sum(axis=0))):
+            self.sums[name] = self.sums.get(name, 0.0) + g**2
+            w[name] -= LR * g / (np.sqrt(self.sums[name]) + 1e-10)
+        for pid, x in xs.items():
+            scaled = np.asarray(x.todense() if sp.issparse(x) else x) * self.factors[pid]
+            w[f"W_A/{pid}"] -= scaled.T @ passive
+
+
+def make_job(
+    test_keys,
+    k=1,
+    d_a=6,
+    d_b=4,
+    h=5,
+    config_a=None,
+    config_b=None,
+    seed=0,
+    hub=None,
+    rule="sgd",
+):
+    """With `rule="adagrad"`: B's SourceOptimizer and per-feature step factors at every
+    passive party, tracked by `Job.reference`."""
     rng = np.random.default_rng(seed)
+    factors = {f"A{i + 1}": rng.uniform(0.5, 3.0, size=d_a) for i in range(k)}
     ids = [f"A{i + 1}" for i in range(k)]
     hub, envelopes = hub or InProcessHub(), []
 
@@ -53,6 +93,7 @@ def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, se
                 7,
                 init_a,
                 keypair=test_keys[pid],
+                step_factors=None if rule == "sgd" else factors[pid],
             )
         )
     active = ActiveSourceLayer(
@@ -64,9 +105,12 @@ def make_job(test_keys, k=1, d_a=6, d_b=4, h=5, config_a=None, config_b=None, se
         3,
         init_b,
         keypair=test_keys["B"],
+        optimizer=SourceOptimizer(rule),
     )
     run_parties(lambda: active.setup("setup"), *[lambda p=p: p.setup("setup") for p in passives])
-    return Job(active, passives, weights, envelopes)
+    bits = (config_a or config_for_tests()).feature_bits
+    reference = None if rule == "sgd" else PlainAdagrad(factors, bits)
+    return Job(active, passives, weights, envelopes, reference)
 
 
 def on_grid(x: np.ndarray, bits: int) -> np.ndarray:
@@ -105,9 +149,12 @@ def secure_step(job: Job, tag, xs, x_b, target, rows=None) -> np.ndarray:
     return z
 
 
-def plain_step(w, xs, x_b, target) -> np.ndarray:
+def plain_step(w, xs, x_b, target, reference: PlainAdagrad | None = None) -> np.ndarray:
     z = plain_forward(w, xs, x_b)
     grad = (z - target) / len(z)
+    if reference is not None:
+        reference.step(w, xs, x_b, grad)
+        return z
     w["W_B"] -= LR * x_b.T @ grad
     w["bias"] -= LR * grad.sum(axis=0)
     for pid, x in xs.items():

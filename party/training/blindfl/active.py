@@ -1,5 +1,9 @@
 """The active party of `protocol: blindfl`: Z from the source layers, the top model, the
-loss and its derivative dL/dZ back into the layers; CELU on cached (Z, G)."""
+loss and its derivative dL/dZ back into the layers; CELU on cached (Z, G).
+
+The top model sees Z and, beside it, B's own plaintext bottom over its own features (as
+split learning's active bottom; nothing of it leaves B), unless the top is the identity.
+The MatMul layer's steps follow the spec's optimiser (`secure.source_layers.steps`)."""
 
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from secure.paillier.keys import KeyPair, generate_keypair
 from secure.source_layers.embed import ActiveEmbedLayer
 from secure.source_layers.matmul import ActiveSourceLayer
 from secure.source_layers.state import keypair_state
+from secure.source_layers.steps import SourceOptimizer
 from secure.wire.payload import layer_setup_from_payload
 
 SCORE_AHEAD = 1  # batches whose m1 is out while B decrypts the m2 of an earlier one
@@ -52,14 +57,11 @@ class BlindActiveTrainer:
         self.src: ActiveSourceLayer | None = None
         self.embed: ActiveEmbedLayer | None = None
         self.own: nn.Sequential | None = None  # B's own features when no passive has dense ones
+        self.side: nn.Sequential | None = None  # B's own bottom, beside Z at the top's input
         self.row_sets = RowSets(ctx.plan)  # row sets whose m1 went out once, at setup
         self.opt: torch.optim.Optimizer | None = None
-        identity = not s.model.top.hidden and h == task.out_dim
-        self.top: nn.Module = (
-            nn.Identity()
-            if identity
-            else seeded_mlp(s.train.seed, "top", h, s.model.top.hidden, task.out_dim)
-        )
+        self.identity = not s.model.top.hidden and h == task.out_dim
+        self.top: nn.Module = nn.Identity()  # `_build` makes it
         self.src_lr = s.model.source.lr or s.train.lr
         self.updater = ctx.local_updater(self.local_update)
         self.xi = self.updater.config.effective_xi
@@ -130,6 +132,8 @@ class BlindActiveTrainer:
         load_layer(self.ctx, "embed", self.embed, state)
         if self.own is not None:
             self.own.load_state_dict(state["own"])
+        if self.side is not None:
+            self.side.load_state_dict(state["side"])
         self.top.load_state_dict(state["top"])
 
     def state_dict(self) -> dict[str, Any]:
@@ -145,6 +149,7 @@ class BlindActiveTrainer:
             "rows": None if self.src is None else self.src.rows_state(),
             "embed": None if self.embed is None else self.embed.state_dict(),
             "own": None if self.own is None else self.own.state_dict(),
+            "side": None if self.side is None else self.side.state_dict(),
             "top": self.top.state_dict(),
             "opt": None if self.opt is None else self.opt.state_dict(),
             "updater": self.updater.state_dict(),
@@ -154,16 +159,26 @@ class BlindActiveTrainer:
 
     def _build(self, layouts: dict[str, dict[str, Any]], keypair: KeyPair) -> None:
         """The layers the passive parties' layouts call for, under `keypair`; B's own
-        linear part when no passive party has dense columns."""
+        linear part when no passive party has dense columns, else its own bottom beside
+        Z (unless the top is the identity); the top model."""
         ch, s, config = self.ctx.channel, self.ctx.spec, self.config
         self.keypair, self.layouts = keypair, layouts
         passives = [p.id for p in s.passives]
         dense_ids = [pid for pid in passives if layouts[pid]["dense"] > 0]
         h, d_b, seed = s.model.source.out_dim, self.ctx.inputs.width, s.train.seed
         if dense_ids:
-            self.src = ActiveSourceLayer(ch, dense_ids, d_b, h, config, seed, keypair=keypair)
+            opt = SourceOptimizer(s.train.optimizer)
+            self.src = ActiveSourceLayer(
+                ch, dense_ids, d_b, h, config, seed, keypair=keypair, optimizer=opt
+            )
         else:
             self.own = seeded_mlp(seed, self.ctx.party_id, d_b, (), h)
+        side = bool(dense_ids) and d_b > 0 and not self.identity
+        if side:
+            self.side = seeded_mlp(seed, f"{self.ctx.party_id}/side", d_b, s.model.source.hidden, h)
+        if not self.identity:
+            top_in = h * (2 if side else 1)
+            self.top = seeded_mlp(seed, "top", top_in, s.model.top.hidden, self.task.out_dim)
         fields = {pid: list(layouts[pid]["vocab"]) for pid in passives if layouts[pid]["vocab"]}
         if fields:
             emb = s.model.source.embedding_dim
@@ -175,9 +190,9 @@ class BlindActiveTrainer:
         """The optimiser of the top model and B's own part, for training (scoring needs
         none, and creating the first one in a process imports much of torch)."""
         s = self.ctx.spec
-        params = list(self.top.parameters()) + (
-            list(self.own.parameters()) if self.own is not None else []
-        )
+        params = [
+            p for m in (self.top, self.own, self.side) if m is not None for p in m.parameters()
+        ]
         self.opt = make_optimizer(s.train.optimizer, params, s.train.lr) if params else None
 
     def _z(
@@ -202,6 +217,8 @@ class BlindActiveTrainer:
     def _out(self, z: torch.Tensor, inputs: Inputs, rows: np.ndarray) -> torch.Tensor:
         if self.own is not None:
             z = z + mlp_forward(self.own, inputs.take(rows)[0])
+        if self.side is not None:
+            z = torch.cat([z, mlp_forward(self.side, inputs.take(rows)[0])], dim=1)
         return self.top(z)
 
     def _top_step(self, z: torch.Tensor, rows: np.ndarray, cached_g=None):

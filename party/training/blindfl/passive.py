@@ -26,6 +26,7 @@ from secure.paillier.keys import KeyPair, generate_keypair
 from secure.source_layers.embed import PassiveEmbedLayer
 from secure.source_layers.matmul import PassiveSourceLayer
 from secure.source_layers.state import keypair_state
+from secure.source_layers.steps import feature_step_factors
 from secure.wire.payload import layer_setup_to_payload
 
 
@@ -105,7 +106,14 @@ class BlindPassiveTrainer:
         self.keypair, d = keypair, ctx.inputs.width
         if d > 0:
             self.src = PassiveSourceLayer(
-                ctx.channel, s.active.id, d, src.out_dim, self.config, s.train.seed, keypair=keypair
+                ctx.channel,
+                s.active.id,
+                d,
+                src.out_dim,
+                self.config,
+                s.train.seed,
+                keypair=keypair,
+                step_factors=self._step_factors(),
             )
         if ctx.inputs.cat is not None:
             self.embed = PassiveEmbedLayer(
@@ -118,6 +126,13 @@ class BlindPassiveTrainer:
                 s.train.seed,
                 keypair=keypair,
             )
+
+    def _step_factors(self) -> np.ndarray | None:
+        """This party's per-feature step factors from its own training rows (plain SGD:
+        none); see `secure.source_layers.steps`. They never leave this party."""
+        if self.ctx.spec.train.optimizer == "sgd" or not len(self.ctx.plan.train_rows):
+            return None
+        return feature_step_factors(features(self.ctx.inputs, self.ctx.plan.train_rows))
 
     def run(self) -> dict:
         return train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)

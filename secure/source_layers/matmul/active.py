@@ -4,8 +4,9 @@ Forward (per passive party A_k, then once):
     m1_k = [[X_B U_B^k - R_k]]_Ak  ->  A_k           (R_k: statistical mask)
     m2_k = [[X_Ak W_Ak + X_B U_B^k - R_k + M_k]]_B  <-  A_k
     Z = Dec(prod_k m2_k) + sum_k R_k + X_B V_B + b   (zero-sum masks M_k cancel)
-B decrypts only the aggregate of the m2_k. Backward: m3 = [[eta G]]_B to every A_k,
-and V_B -= eta X_B^T G, b -= eta sum_i G_i in plaintext.
+B decrypts only the aggregate of the m2_k. Backward: m3 = [[eta G D]]_B to every A_k
+(D: B's per-column step sizes, `source_layers.steps`), and V_B and b take a step of
+B's optimiser on X_B^T G and sum_i G_i in plaintext.
 m1 and m2 carry `rows_per_cipher` batch rows per ciphertext (`matmul.row_packing`): B
 keeps [[U_B^k]] shifted by 0..k-1 rows; m3 keeps one row per ciphertext.
 """
@@ -34,6 +35,7 @@ from secure.source_layers.common import (
     RowRef,
     check_features,
     check_init,
+    check_lr,
     check_passive_ids,
     check_step,
     encrypt_matrix,
@@ -62,6 +64,7 @@ from secure.source_layers.state import (
     reading,
     restored_params,
 )
+from secure.source_layers.steps import SourceOptimizer
 from secure.wire.ciphertexts import ciphertexts_to_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from secure.wire.payload import Payload
@@ -105,9 +108,11 @@ class ActiveSourceLayer(LayerRole):
         init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
+        optimizer: SourceOptimizer | None = None,
     ) -> None:
         """`init` (tests only): "V_B" (in_dim x out_dim), "bias" (out_dim,) and
-        "V_A/<passive id>" (d_A x out_dim) initial shares.
+        "V_A/<passive id>" (d_A x out_dim) initial shares. `optimizer`: the step rule of
+        `backward` (default: plain SGD).
 
         Raises:
             ConfigError: empty or duplicate passive ids, bad dimensions.
@@ -125,6 +130,7 @@ class ActiveSourceLayer(LayerRole):
         self._v_b = np.zeros((in_dim, out_dim))
         self._bias = np.zeros(out_dim)
         self._pending: Pending[Features] = Pending("pass x explicitly")
+        self.optimizer = optimizer or SourceOptimizer()
         self._in_flight: dict[str, _InFlight] = {}  # started forward steps, by tag
         self._row_masks: dict[str, dict[str, list[list[int]]]] = {}  # set -> party -> R_i
 
@@ -347,7 +353,8 @@ class ActiveSourceLayer(LayerRole):
             }
 
     def backward(self, tag: str, grad_z: np.ndarray, lr: float, x: Features | None = None) -> None:
-        """Send m3 = [[lr * grad_z]]_B to every passive party and update V_B and the bias.
+        """Send m3 = [[lr * grad_z * D]]_B to every passive party (D: the optimiser's
+        per-column step sizes) and update V_B and the bias with the optimiser.
 
         `x` defaults to the features of the forward step `tag` (else the latest one).
 
@@ -358,7 +365,9 @@ class ActiveSourceLayer(LayerRole):
         """
         self._require_setup()
         x = self._pending.take(tag) if x is None else check_features(x, self.in_dim)
-        step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
+        check_lr(lr)
+        g = check_step(grad_z, 1.0, (x.shape[0], self.out_dim))
+        step = self.optimizer.passive_step(g, lr)
         sent: dict[int, Payload] = {}
         for pid, link in self._links.items():
             bits = self.params.grad_bits(link.feature_bits)
@@ -366,8 +375,7 @@ class ActiveSourceLayer(LayerRole):
                 matrix = encrypt_matrix(self._crypto.own, self.packer, step, bits)
                 sent[bits] = ciphertexts_to_payload(matrix)
             self.channel.send(pid, f"{tag}/m3", sent[bits])
-        self._v_b -= np.asarray(x.T @ step)
-        self._bias -= step.sum(axis=0)
+        self._own_step(x, g, lr)
 
     def local_step(self, x: Features, grad_z: np.ndarray, lr: float) -> None:
         """Update only B's own plaintext share V_B and the bias from a (cached) derivative.
@@ -380,9 +388,15 @@ class ActiveSourceLayer(LayerRole):
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
-        step = check_step(grad_z, lr, (x.shape[0], self.out_dim))
-        self._v_b = self._v_b - np.asarray(x.T @ step)
-        self._bias = self._bias - step.sum(axis=0)
+        check_lr(lr)
+        self._own_step(x, check_step(grad_z, 1.0, (x.shape[0], self.out_dim)), lr)
+
+    def _own_step(self, x: Features, g: np.ndarray, lr: float) -> None:
+        """V_B and b after one step of the optimiser on their full gradients (W_B = V_B +
+        sum_k U_B^k with fixed U_B^k); new arrays replace the old ones."""
+        opt = self.optimizer
+        self._v_b = opt.own_step("v_b", self._v_b, np.asarray(x.T @ g), lr)
+        self._bias = opt.own_step("bias", self._bias, g.sum(axis=0), lr)
 
     def state_dict(self) -> LayerState:
         """B's shares V_B and b, the parameters, and per passive party its public key and
@@ -407,6 +421,7 @@ class ActiveSourceLayer(LayerRole):
             "params": params_state(self.params),
             "v_b": self._v_b.copy(),
             "bias": self._bias.copy(),
+            "optimizer": self.optimizer.state_dict(),
             "links": links,
         }
 
@@ -429,6 +444,8 @@ class ActiveSourceLayer(LayerRole):
             self.params = params
             self._v_b = array_from_state(state["v_b"], (self.in_dim, self.out_dim), what)
             self._bias = array_from_state(state["bias"], (self.out_dim,), what)
+            if state.get("optimizer") is not None:  # None: saved before optimisers
+                self.optimizer.load_state_dict(state["optimizer"])
             links = {pid: self._load_link(pid, state["links"][pid], what) for pid in self._ids}
         self._links = links
 

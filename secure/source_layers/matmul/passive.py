@@ -3,7 +3,8 @@
 Forward: compute [[X_A V_A]]_B (cost O(nnz(X_A)), before m1 arrives), decrypt m1 to
 S = X_B U_B^k - R_k, add the plaintexts X_A U_A + S (+ the zero-sum mask M_k when
 K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G]]_B and update only the
-rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= X_A^T [[eta G]].
+rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= (X_A C)^T [[eta G D]]
+(C: this party's own per-feature step factors, `source_layers.steps`; D: B's).
 With row packing (`matmul.row_packing`) m1 and m2 carry k rows per ciphertext; A either
 keeps [[V_A]] shifted by 0..k-1 rows (few features) or folds each group's rows of
 [[X_A V_A]] by Horner's rule (many features).
@@ -58,6 +59,7 @@ from secure.source_layers.state import (
     reading,
     restored_params,
 )
+from secure.source_layers.steps import scaled_columns
 from secure.wire.ciphertexts import ciphertexts_from_payload
 from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from secure.wire.payload import Payload
@@ -101,17 +103,27 @@ class PassiveSourceLayer(LayerRole):
         init: InitialShares | None = None,
         *,
         keypair: KeyPair | None = None,
+        step_factors: np.ndarray | None = None,
     ) -> None:
         """`init` (tests only): "U_A" (in_dim x out_dim) and "U_B" (d_B x out_dim).
+        `step_factors`: c_j per feature, multiplied into column j of X_A before the
+        update's fixed-point encoding (`steps.feature_step_factors`; None: all 1).
 
         Raises:
-            ConfigError: bad dimensions.
+            ConfigError: bad dimensions or step factors.
             KeyError_: no key pair given and the configured key size is too small.
         """
         if in_dim < 1 or out_dim < 1:
             raise ConfigError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
+        if step_factors is not None:
+            step_factors = np.asarray(step_factors, dtype=np.float64)
+            if step_factors.shape != (in_dim,) or not np.all(
+                np.isfinite(step_factors) & (step_factors > 0)
+            ):
+                raise ConfigError(f"step_factors must be {in_dim} positive finite numbers")
         super().__init__(channel, config, seed, init, keypair, own_pool=False)
         self.active_id, self.in_dim, self.out_dim = active_id, in_dim, out_dim
+        self.step_factors = step_factors
         self._state: _State | None = None
         self._pending: Pending[Features] = Pending("pass x explicitly")
         self._row_shares: dict[str, list[list[int]]] = {}  # set -> S_i per row
@@ -369,8 +381,9 @@ class PassiveSourceLayer(LayerRole):
         return st.params.grad_bits(self.config.feature_bits)
 
     def _apply(self, st: _State, m3: CipherMatrix, x: Features) -> None:
-        """[[V_A]] -= X_A^T [[eta G]], touching only rows of features present in x."""
-        xt = exponents(x, self.config.feature_bits).T.tocsr()
+        """[[V_A]] -= (X_A C)^T [[eta G D]], touching only rows of features present in x."""
+        bits = self.config.feature_bits
+        xt = exponents(scaled_columns(x, self.step_factors, bits), bits).T.tocsr()
         present = np.flatnonzero(np.diff(xt.indptr))
         if not present.size:
             return

@@ -53,15 +53,27 @@ def test_both_kinds_of_fresh_obfuscators_train_alike(test_keys, fresh):
     check_training(job, True, 5)
 
 
-def check_training(job, sparse: bool, h: int) -> None:
+@pytest.mark.parametrize(
+    ("sparse", "binary", "k"), [(False, False, 1), (True, False, 2), (True, True, 1)]
+)
+def test_adagrad_steps_match_plaintext_preconditioned_training(test_keys, sparse, binary, k):
+    """B's column step sizes folded into m3, A's per-feature factors in the backward
+    product, Adagrad on B's share and bias: the secure layer tracks the same rule in
+    plaintext (binary features at feature_bits 0: factors rounded to integers)."""
+    config = config_for_tests(feature_bits=0) if binary else None
+    job = make_job(test_keys, k=k, h=5, config_a=config, rule="adagrad")
+    check_training(job, sparse, 5, binary)
+
+
+def check_training(job, sparse: bool, h: int, binary: bool = False) -> None:
     # Prepare
     rng = np.random.default_rng(11)
     # Execute / Assert: forward outputs and weights after 1 and after 3 SGD steps
     for step in range(3):
-        xs, x_b = batch(rng, job, 16, sparse)
+        xs, x_b = batch(rng, job, 16, sparse, binary)
         target = rng.normal(size=(16, h))
         z = secure_step(job, f"train/b{step}", xs, x_b, target)
-        assert_close(z, plain_step(job.weights, xs, x_b, target), RTOL)
+        assert_close(z, plain_step(job.weights, xs, x_b, target, job.reference), RTOL)
         if step in (0, 2):
             revealed = reveal_weights_for_tests(job.active, job.passives)
             for name, expected in job.weights.items():

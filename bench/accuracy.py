@@ -1,0 +1,138 @@
+"""Validation AUC of `protocol: blindfl` against `split` with default settings, through
+real `vfl run` jobs (coordinator and both party daemons as processes on loopback).
+
+    python bench/accuracy.py                         every data set, 1024-bit test keys
+    python bench/accuracy.py --only sparse breast    some of them
+    python bench/accuracy.py --json out.json         also write the table as JSON
+
+Data sets (each split between an active "bank" and a passive "shop"):
+
+    credit  bench/credit_data.py: 13 + 10 dense standardised features, nonlinear label
+            (--credit-rows, default 30,000), 20% held out
+    breast  FATE's breast data (coordinator/cli/data), 20% held out
+    sparse  bench/sparse_data.py: 150 + 150 binary features, ~3% positives (--sparse-rows,
+            default 20,000), 20% held out
+    a9a     the a9a.guest / a9a.host split, validated on the a9a.t test rows
+            (VFL_SHARED_DATA, default /work/shared/data)
+
+Every job uses the default spec (source out_dim 16, top [32], batch 256, lr 0.05,
+adagrad, seed --seed) except a9a's `out_dim: 1, top: []` (logistic regression); it
+validates after every epoch. The keys are small test keys (--key-bits): the model and
+its accuracy do not depend on the key size, only the time does. Printed: the AUC after
+epoch 1 and after the last epoch (--epochs, default 3) for split and blindfl, and the
+differences blindfl - split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from credit_data import credit_tables
+from sparse_data import sparse_tables
+
+from coordinator.cli.progress import follow
+from coordinator.local import run_local
+from coordinator.spec import TableSource, parse_spec
+
+REPO = Path(__file__).resolve().parent.parent
+FATE = REPO / "coordinator" / "cli" / "data"
+A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
+BATCH = 256
+DATASETS = ("credit", "breast", "sparse", "a9a")
+
+
+def _data(table: TableSource, test: str | None = None) -> dict:
+    data = {"path": table.path, "format": table.format, "id": table.id}
+    if table.label:
+        data["label"] = table.label
+    if test is not None:
+        data["test_path"] = test
+    return data
+
+
+def _tables(name: str, folder: Path, args: argparse.Namespace) -> tuple[dict, int]:
+    """Each party's `data:` and the number of training rows."""
+    if name == "credit":
+        tables = credit_tables(folder, args.credit_rows, args.seed)
+        return {p: _data(t) for p, t in tables.items()}, args.credit_rows
+    if name == "sparse":
+        tables = sparse_tables(folder, args.sparse_rows, args.seed)
+        return {p: _data(t) for p, t in tables.items()}, args.sparse_rows
+    if name == "breast":
+        bank = TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")
+        shop = TableSource(path=str(FATE / "breast_hetero_host.csv"))
+        return {"bank": _data(bank), "shop": _data(shop)}, 569
+    svm = {"format": "libsvm"}
+    bank = TableSource(path=str(A9A / "a9a.guest"), label="y", **svm)
+    shop = TableSource(path=str(A9A / "a9a.host"), **svm)
+    return {
+        "bank": _data(bank, str(A9A / "a9a.t.guest")),
+        "shop": _data(shop, str(A9A / "a9a.t.host")),
+    }, 32_561
+
+
+def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Namespace) -> dict:
+    held_out = 0 if name == "a9a" else round(rows * 0.2)
+    per_epoch = -(-(rows - held_out) // BATCH)
+    spec = {
+        "job": f"{name}-{protocol}",
+        "parties": [
+            {"id": "bank", "role": "active", "data": data["bank"]},
+            {"id": "shop", "role": "passive", "data": data["shop"]},
+        ],
+        "protocol": protocol,
+        "crypto": {"key_bits": args.key_bits, "allow_insecure_test_keys": args.key_bits < 2048},
+        "train": {"epochs": args.epochs, "seed": args.seed},
+        "validation": {"every": per_epoch},
+    }
+    if name == "a9a":
+        spec["model"] = {"source": {"out_dim": 1}, "top": {"hidden": []}}
+    return spec
+
+
+def run(name: str, protocol: str, args: argparse.Namespace) -> list[float]:
+    """The validation AUC after each epoch."""
+    with tempfile.TemporaryDirectory(prefix="vfl-accuracy-") as folder:
+        data, rows = _tables(name, Path(folder), args)
+        spec = parse_spec(job_spec(name, protocol, data, rows, args))
+        view = run_local(spec, lambda c, j: follow(c, j, show=False))
+    if view.state != "SUCCEEDED":
+        raise SystemExit(f"{name} {protocol} job failed: {view.reason}")
+    history = view.to_plain()["history"]
+    return [round(float(entry["auc"]), 4) for entry in history][: args.epochs]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--key-bits", type=int, default=1024)
+    parser.add_argument("--credit-rows", type=int, default=30_000)
+    parser.add_argument("--sparse-rows", type=int, default=20_000)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    last = args.epochs
+    print(f"validation AUC, default spec, seed {args.seed}, {args.key_bits}-bit test keys")
+    print(f"{'data':8} {'split@1':>8} {'blind@1':>8} {'diff@1':>7}  ", end="")
+    print(f"{'split@' + str(last):>8} {'blind@' + str(last):>8} {'diff@' + str(last):>7}")
+    results = {}
+    for name in args.only:
+        split, blind = run(name, "split", args), run(name, "blindfl", args)
+        results[name] = {"split": split, "blindfl": blind}
+        print(
+            f"{name:8} {split[0]:8.4f} {blind[0]:8.4f} {blind[0] - split[0]:+7.4f}  "
+            f"{split[-1]:8.4f} {blind[-1]:8.4f} {blind[-1] - split[-1]:+7.4f}",
+            flush=True,
+        )
+    if args.json:
+        args.json.write_text(json.dumps({"seed": args.seed, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
