@@ -10,6 +10,7 @@ into its checkpoints (which only a test ever reads outside its party).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
 
 from coordinator.spec import JobSpec
@@ -24,6 +25,27 @@ TRAINERS = ("party.training.blindfl.active", "party.training.blindfl.passive")
 def new_keys(parties: Iterable[str], key_bits: int) -> dict[str, KeyPair]:
     config = SecureConfig(key_bits=key_bits, allow_insecure_test_keys=True)
     return {party: generate_keypair(party, config) for party in parties}
+
+
+class _SeededSecrets:
+    """The two `secrets` calls key generation makes, from a seeded generator (TESTS ONLY:
+    reproducible keys make accuracy tests deterministic, since shares depend on them)."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+
+    def randbits(self, bits: int) -> int:
+        return self._rng.getrandbits(bits)
+
+    def randbelow(self, n: int) -> int:
+        return self._rng.randrange(n)
+
+
+def seeded_keys(monkeypatch, parties: Iterable[str], key_bits: int, seed: int) -> dict:
+    """The same INSECURE test key pairs for the same parties, size and seed, every run."""
+    with monkeypatch.context() as patch:
+        patch.setattr("secure.paillier.keys.secrets", _SeededSecrets(seed))
+        return new_keys(sorted(parties), key_bits)
 
 
 def pin_keys(monkeypatch, keys: dict[str, KeyPair] | None) -> None:

@@ -40,6 +40,7 @@ class PlainAdagrad:
         }
         self.columns = 0.0
         self.sums: dict[str, np.ndarray] = {}
+        self.feature_bits = feature_bits
 
     def step(self, w: dict[str, np.ndarray], xs, x_b, grad: np.ndarray) -> None:
         self.columns = self.columns + (grad**2).sum(axis=0)
@@ -49,7 +50,7 @@ class PlainAdagrad:
             w[name] -= LR * g / (np.sqrt(self.sums[name]) + 1e-10)
         for pid, x in xs.items():
             scaled = np.asarray(x.todense() if sp.issparse(x) else x) * self.factors[pid]
-            w[f"W_A/{pid}"] -= scaled.T @ passive
+            w[f"W_A/{pid}"] -= on_grid(scaled, self.feature_bits).T @ passive  # as encoded
 
 
 def make_job(
