@@ -30,6 +30,7 @@ from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
 from secure.channel import Mailbox
 from secure.errors import ChannelClosed, SecureError
+from secure.executor import ComputeConfig, make_executor
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,9 @@ class PartyDaemon:
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
+        # the party's executor, shared by its jobs (a Ray one joins its cluster at the first
+        # job); without a `compute:` section each job's secure layer keeps its own pool
+        self.executor = None if config.compute == ComputeConfig() else make_executor(config.compute)
         self.address = ""  # where peers reach this daemon (set once it serves)
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
@@ -153,7 +157,9 @@ class PartyDaemon:
                     job_id, spec, me, self.config.datasets, self.state, self.config.scores_dir
                 )
             else:
-                job = PartyJob(job_id, spec, me, self.config.datasets, self.state, resume_round)
+                job = PartyJob(
+                    job_id, spec, me, self.config.datasets, self.state, resume_round, self.executor
+                )
             table = job.prepare()
         finally:
             with self._lock:

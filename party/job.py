@@ -25,6 +25,8 @@ from party.training.models import Inputs
 from party.training.plan import Plan, make_plan, make_test_plan
 from party.training.task import make_task
 from secure.channel import Channel
+from secure.errors import ExecutorError
+from secure.executor import BlockExecutor
 from secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,18 @@ def _matching_width(test: Table, train: Table, name: str) -> Table:
     return dataclasses.replace(test, features=feats, feature_names=train.feature_names)
 
 
+def connect(executor: BlockExecutor, party_id: str) -> None:
+    """Make sure the party's executor can run tasks (joins its Ray cluster).
+
+    Raises:
+        JobError: it cannot (names the party and the fix, not the cluster's address).
+    """
+    try:
+        executor.connect()
+    except ExecutorError as exc:
+        raise JobError(f"party '{party_id}': {exc}") from None
+
+
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
@@ -88,8 +102,12 @@ class PartyJob:
         datasets: dict[str, TableSource],
         state: StateDir | None = None,
         resume_round: int = 0,
+        executor: BlockExecutor | None = None,
     ) -> None:
+        """`executor`: the party's (from its config's `compute:`; None: the secure
+        layer's own local process pool)."""
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
+        self.executor = executor
         self.role = spec.party(party_id).role
         self.dataset = resolve_dataset(spec, party_id, datasets)
         self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
@@ -106,7 +124,10 @@ class PartyJob:
         Raises:
             DataError: missing or malformed data, a label that does not fit the task.
             CheckpointError: the checkpoint to resume from is missing, corrupt or another's.
+            JobError: the party's executor cannot run (its Ray cluster is unreachable).
         """
+        if self.executor is not None and self.spec.protocol == "blindfl":
+            connect(self.executor, self.party_id)
         if self.resume_round > 0:
             if self.state is None:
                 raise CheckpointError(
@@ -160,6 +181,7 @@ class PartyJob:
             plan = self._plan(len(order), None)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
+        ctx.executor = self.executor
         ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
         ctx.start_round = self.resume_round
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)

@@ -15,6 +15,7 @@ from coordinator.states import JobState
 from party.training.models import Inputs
 from party.training.plan import Plan
 from secure.channel import Channel
+from secure.executor import BlockExecutor
 
 
 class Reporter(Protocol):
@@ -41,6 +42,7 @@ class RoleContext:
     lock: threading.RLock = field(default_factory=threading.RLock)  # guards the models
     checkpoints: Checkpoints | None = None
     start_round: int = 0  # > 0: resumed after this round from a checkpoint
+    executor: BlockExecutor | None = None  # the party's (config `compute:`); None: local
 
     @property
     def timeout(self) -> float:

@@ -37,6 +37,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         fresh_obfuscators=crypto.obfuscators,
         feature_bits=0 if integral else DENSE_FEATURE_BITS,
         timeout_s=ctx.timeout,
+        executor=ctx.executor,
     )
 
 
