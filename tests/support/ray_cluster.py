@@ -83,9 +83,15 @@ class LocalRayCluster:
         ]
 
     def worker_pids(self) -> list[int]:
-        """The worker processes (`ray::...`) of this cluster's raylets."""
+        """The worker processes (`ray::IDLE`, `ray::<task>`) of this cluster's raylets, not
+        their agents (`ray::DashboardAgent`...: a raylet dies with them, and so would the
+        drivers of its cluster)."""
         nodes = set(self.node_pids())
-        return [pid for pid, cmd in _processes() if cmd.startswith("ray::") and _ppid(pid) in nodes]
+        return [
+            pid
+            for pid, cmd in _processes()
+            if cmd.startswith("ray::") and not cmd.endswith("Agent") and _ppid(pid) in nodes
+        ]
 
     def kill_workers(self) -> int:
         """SIGKILL every worker process of the cluster now; returns how many."""
