@@ -192,6 +192,13 @@ class PartyJob:
         flush = getattr(channel, "flush", None)
         if flush is not None:  # an emulated WAN may still hold the last envelopes
             flush()
+        if self.executor is not None:
+            log.info(
+                "party %s: %s executor, %d tasks so far",
+                self.party_id,
+                self.executor.name,
+                self.executor.tasks,
+            )
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result

@@ -34,6 +34,7 @@ import os
 import socket
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class Shared(Generic[S]):
         self.value = value
 
 
-class BlockExecutor:
+class BlockExecutor(ABC):
     """The seam: `share` a value once, `map` a task function over blocks."""
 
     name = "base"
@@ -106,23 +107,24 @@ class BlockExecutor:
         self.tasks = 0  # tasks mapped so far (in-process ones included)
 
     @property
+    @abstractmethod
     def slots(self) -> int:
         """How many tasks run at once."""
-        raise NotImplementedError
 
-    def connect(self) -> None:
+    def connect(self) -> None:  # noqa: B027 - a no-op unless an engine needs it
         """Make sure the engine can run tasks (a no-op for local).
 
         Raises:
             ExecutorError: the engine is not installed or its cluster is unreachable.
         """
 
+    @abstractmethod
     def share(self, value: S) -> Shared[S]:
-        raise NotImplementedError
+        """Send `value` to the workers once; pass the handle to `map`."""
 
+    @abstractmethod
     def map(self, fn: Callable[[S, B], R], shared: Shared[S], blocks: Sequence[B]) -> list[R]:
         """[fn(value, block) for block in blocks], spread over the workers."""
-        raise NotImplementedError
 
     def split(self, items: int, min_block: int | None = None) -> list[tuple[int, int]]:
         """[lo, hi) ranges cutting `items` into at most `slots` blocks of at least
@@ -131,7 +133,7 @@ class BlockExecutor:
         edges = [items * i // count for i in range(count + 1)]
         return list(zip(edges[:-1], edges[1:], strict=True))
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op unless an engine needs it
         """Release the workers (local) or leave the cluster (ray)."""
 
 

@@ -62,7 +62,9 @@ def decrypt_block(key: PrivateKey, ciphertexts: bytes) -> bytes:
 def plaintexts(data: bytes, n: mpz) -> list[int]:
     """The signed plaintexts of `decrypt_block`'s result."""
     width = width_of(n) + 1
-    return [int.from_bytes(data[i : i + width], "big", signed=True) for i in range(0, len(data), width)]
+    return [
+        int.from_bytes(data[i : i + width], "big", signed=True) for i in range(0, len(data), width)
+    ]
 
 
 def rerandomize_block(key: PublicKey, ciphertexts: bytes) -> bytes:

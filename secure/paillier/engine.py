@@ -106,9 +106,7 @@ class Paillier:
             out.append(int(m - n) if m > half else int(m))
         return out
 
-    def _decrypt_blocks(
-        self, executor: BlockExecutor, sk: PrivateKey, cts: list[mpz]
-    ) -> list[int]:
+    def _decrypt_blocks(self, executor: BlockExecutor, sk: PrivateKey, cts: list[mpz]) -> list[int]:
         if self._shared_key is None:
             self._shared_key = executor.share(sk)
         width = width_of(self.pk.nsquare)

@@ -4,6 +4,7 @@ the same integers. (The Ray engine: tests/e2e/test_ray_executor.py.)"""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import numpy as np
@@ -93,9 +94,7 @@ def test_party_config_reads_compute(tmp_path) -> None:
         parse_party_config({"party": "bank", "compute": {"executor": "ray"}}, tmp_path)
 
 
-def test_a_config_asking_for_ray_without_ray_says_how_to_install_it(
-    tmp_path, monkeypatch
-) -> None:
+def test_a_config_asking_for_ray_without_ray_says_how_to_install_it(tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets without Ray
     raw = {"party": "bank", "compute": {"executor": "ray", "address": "10.0.0.5:6379"}}
     with pytest.raises(PartyConfigError, match=r'pip install -e "\.\[ray\]"'):
@@ -106,3 +105,14 @@ def test_an_unreachable_cluster_is_a_named_error_at_once() -> None:
     pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[ray]")')
     with pytest.raises(ExecutorError, match="Ray cluster .* cannot be reached"):
         RayExecutor("127.0.0.1:1").connect()  # port 1: nothing listens
+
+
+def test_nothing_imports_ray_unless_a_config_asks_for_it() -> None:
+    code = (
+        "import sys; sys.modules['ray'] = None\n"  # `import ray` would fail
+        "import secure.executor, secure.source_layers.common, party.daemon, party.config\n"
+        "from secure.executor import ComputeConfig, make_executor\n"
+        "make_executor(ComputeConfig(workers=1)).close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
