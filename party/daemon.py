@@ -154,7 +154,13 @@ class PartyDaemon:
             job: PartyJob | PredictJob
             if spec.predict is not None:
                 job = PredictJob(
-                    job_id, spec, me, self.config.datasets, self.state, self.config.scores_dir
+                    job_id,
+                    spec,
+                    me,
+                    self.config.datasets,
+                    self.state,
+                    self.config.scores_dir,
+                    self.executor,
                 )
             else:
                 job = PartyJob(

@@ -91,6 +91,11 @@ def connect(executor: BlockExecutor, party_id: str) -> None:
         raise JobError(f"party '{party_id}': {exc}") from None
 
 
+def log_tasks(executor: BlockExecutor | None, party_id: str) -> None:
+    if executor is not None:
+        log.info("party %s: %s executor, %d tasks so far", party_id, executor.name, executor.tasks)
+
+
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
@@ -192,13 +197,7 @@ class PartyJob:
         flush = getattr(channel, "flush", None)
         if flush is not None:  # an emulated WAN may still hold the last envelopes
             flush()
-        if self.executor is not None:
-            log.info(
-                "party %s: %s executor, %d tasks so far",
-                self.party_id,
-                self.executor.name,
-                self.executor.tasks,
-            )
+        log_tasks(self.executor, self.party_id)
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result

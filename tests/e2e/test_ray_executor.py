@@ -128,9 +128,10 @@ def test_an_unreachable_cluster_fails_the_job_before_training(keys, monkeypatch)
         run_with(executor, keys, monkeypatch)
 
 
-def daemon_job(tmp_path, compute: dict) -> tuple[JobView, str]:
+def daemon_job(tmp_path, compute: dict, predict: bool = False) -> tuple[JobView, str]:
     """A one-epoch blindfl breast job between `vfl party serve` daemons, bank's config
-    with `compute`; the job's end and bank's log."""
+    with `compute` (with `predict`, then `vfl predict` with its model); the job's end and
+    bank's log."""
     daemons = Daemons(tmp_path)
     daemons.start_coordinator()
     datasets = breast_datasets_config()
@@ -145,6 +146,11 @@ def daemon_job(tmp_path, compute: dict) -> tuple[JobView, str]:
         with daemons.client() as client:
             job_id = client.submit(yaml.safe_dump(job))
         view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+        if predict and view.state == "SUCCEEDED":
+            scored = daemons.vfl(
+                "predict", job_id, "--data", "bank=breast", "--data", "shop=breast"
+            )
+            assert scored.returncode == 0, scored.stderr
     finally:
         daemons.stop()
     return view, (tmp_path / "bank.log").read_text()
@@ -153,11 +159,11 @@ def daemon_job(tmp_path, compute: dict) -> tuple[JobView, str]:
 @pytest.mark.subprocess
 def test_a_daemon_whose_config_names_its_cluster_runs_its_work_there(cluster, tmp_path) -> None:
     compute = {"executor": "ray", "address": cluster.address, "min_block": MIN_BLOCK}
-    view, log = daemon_job(tmp_path, compute)
+    view, log = daemon_job(tmp_path, compute, predict=True)
     assert view.state == "SUCCEEDED", view.reason
     assert "joined the Ray cluster" in log
     tasks = [int(t) for t in re.findall(r"ray executor, (\d+) tasks", log)]
-    assert tasks and tasks[-1] >= 10
+    assert len(tasks) == 2 and 10 <= tasks[0] < tasks[1]  # training, then prediction
 
 
 @pytest.mark.subprocess
