@@ -21,7 +21,9 @@ a projection of a credit-shaped secure epoch and a 1e6-row prediction on C cores
 with N_op the operations the MatMul layer needs (bench/floor.py's counts), t_op the
 one-core seconds per operation measured here and b_op = max(b_10, min_block). It is the
 work's floor: the protocol's round trips, the parties' serial steps and the PSI are not
-in it. Run it only on an otherwise idle machine; it notes the load average.
+in it. The re-randomisations are counted as cluster tasks; the daemon still makes its
+obfuscators in its own pools (README, Benchmarks). Run it only on an otherwise idle
+machine; it notes the load average.
 """
 
 from __future__ import annotations
