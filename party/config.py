@@ -11,7 +11,14 @@ state_dir: bank-state             # optional; default: <party>-state beside this
 output_dir: bank-scores           # optional; default: <state_dir>/predictions
 scorers: [admin, risk-app]        # optional; who may score online here (default: any
                                   # identity of the federation but the models' passive parties)
+compute:                          # optional; where the party's Paillier work runs
+  executor: ray                   # local (default: this machine's cores) or ray
+  address: 10.0.0.5:6379          # ray: the head of the party's own Ray cluster
+  min_block: 2000                 # fewest ciphertexts / product terms per task
 ```
+`compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
+a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
+".[ray]"`); the daemon joins the cluster at its first job.
 A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
 path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
 state directory holds the party's checkpoints, keys and model parts, never a path a job
@@ -29,6 +36,9 @@ from pydantic import ValidationError
 
 from coordinator.spec import TableSource, explain
 from party.errors import ConfigError
+from secure.errors import ConfigError as SecureConfigError
+from secure.errors import ExecutorError
+from secure.executor import ComputeConfig, make_executor
 
 _TOP = {
     "party",
@@ -40,6 +50,7 @@ _TOP = {
     "state_dir",
     "output_dir",
     "scorers",
+    "compute",
 }
 
 
@@ -54,6 +65,7 @@ class PartyConfig:
     state_dir: Path | None = None  # checkpoints, keys, models; None: nothing is kept
     output_dir: Path | None = None  # scores of prediction jobs; None: <state_dir>/predictions
     scorers: tuple[str, ...] = ()  # identities that may score online here; (): see above
+    compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
 
     @property
     def scores_dir(self) -> Path | None:
@@ -106,7 +118,31 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         state_dir=base / str(raw.get("state_dir") or f"{raw['party']}-state"),
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
         scorers=tuple(scorers),
+        compute=_compute(raw.get("compute")),
     )
+
+
+def _compute(raw: Any) -> ComputeConfig:
+    """Raises:
+    ConfigError: an unknown or invalid `compute.FIELD`, or `executor: ray` without Ray."""
+    if raw is None:
+        return ComputeConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError("'compute' must be a mapping {executor, address, min_block, ...}")
+    fields = set(ComputeConfig.__dataclass_fields__)
+    unknown = sorted(set(raw) - fields)
+    if unknown:
+        raise ConfigError(f"unknown field(s) {unknown} under 'compute'; allowed: {sorted(fields)}")
+    try:
+        config = ComputeConfig(**{str(k): v for k, v in raw.items()})
+    except (SecureConfigError, TypeError) as exc:
+        raise ConfigError(f"party config: {exc}") from None
+    if config.executor == "ray":
+        try:
+            make_executor(config)  # imports ray, connects nothing
+        except ExecutorError as exc:
+            raise ConfigError(f"{exc}; or remove 'compute' to use this machine's cores") from None
+    return config
 
 
 def _dataset(name: str, raw: Any, base: Path) -> TableSource:

@@ -32,6 +32,7 @@ from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
 from secure.channel import EnvelopeHook, Mailbox, decode_payload
 from secure.errors import ChannelClosed, PayloadError, SecureError
+from secure.executor import ComputeConfig, make_executor
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,9 @@ class PartyDaemon:
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
+        # the party's executor, shared by its jobs (a Ray one joins its cluster at the first
+        # job); without a `compute:` section each job's secure layer keeps its own pool
+        self.executor = None if config.compute == ComputeConfig() else make_executor(config.compute)
         self.address = ""  # where peers reach this daemon (set once it serves)
         self.metrics = PartyMetrics(self.jobs_by_state)  # served by `--metrics`
         timeout = self.options.scoring_timeout_s
@@ -153,7 +157,13 @@ class PartyDaemon:
             job: PartyJob | PredictJob
             if spec.predict is not None:
                 job = PredictJob(
-                    job_id, spec, me, self.config.datasets, self.state, self.config.scores_dir
+                    job_id,
+                    spec,
+                    me,
+                    self.config.datasets,
+                    self.state,
+                    self.config.scores_dir,
+                    self.executor,
                 )
             else:
                 job = PartyJob(
@@ -164,6 +174,7 @@ class PartyDaemon:
                     self.state,
                     resume_round,
                     self.metrics.instruments(),
+                    self.executor,
                 )
             table = job.prepare()
         finally:

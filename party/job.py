@@ -24,6 +24,8 @@ from party.training.models import Inputs
 from party.training.plan import Plan, make_plan, make_test_plan
 from party.training.task import make_task
 from secure.channel import Channel
+from secure.errors import ExecutorError
+from secure.executor import BlockExecutor
 from secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,23 @@ def resolve_dataset(
     return Dataset(name, datasets[name].model_copy(update=data.given()))
 
 
+def connect(executor: BlockExecutor, party_id: str) -> None:
+    """Make sure the party's executor can run tasks (joins its Ray cluster).
+
+    Raises:
+        JobError: it cannot (names the party and the fix, not the cluster's address).
+    """
+    try:
+        executor.connect()
+    except ExecutorError as exc:
+        raise JobError(f"party '{party_id}': {exc}") from None
+
+
+def log_tasks(executor: BlockExecutor | None, party_id: str) -> None:
+    if executor is not None:
+        log.info("party %s: %s executor, %d tasks so far", party_id, executor.name, executor.tasks)
+
+
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
 
@@ -73,10 +92,13 @@ class PartyJob:
         state: StateDir | None = None,
         resume_round: int = 0,
         instruments: Instruments | None = None,
+        executor: BlockExecutor | None = None,
     ) -> None:
-        """`instruments`: what the job counts for the daemon's metrics."""
+        """`instruments`: what the job counts for the daemon's metrics; `executor`: the
+        party's (from its config's `compute:`; None: the secure layer's own local pool)."""
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
         self.instruments = instruments or Instruments()
+        self.executor = executor
         self.role = spec.party(party_id).role
         self.dataset = resolve_dataset(spec, party_id, datasets)
         self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
@@ -93,7 +115,10 @@ class PartyJob:
         Raises:
             DataError: missing or malformed data, a label that does not fit the task.
             CheckpointError: the checkpoint to resume from is missing, corrupt or another's.
+            JobError: the party's executor cannot run (its Ray cluster is unreachable).
         """
+        if self.executor is not None and self.spec.protocol == "blindfl":
+            connect(self.executor, self.party_id)
         if self.resume_round > 0:
             if self.state is None:
                 raise CheckpointError(
@@ -148,6 +173,7 @@ class PartyJob:
             plan = self._plan(len(order), None)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
+        ctx.executor = self.executor
         ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
         ctx.start_round = self.resume_round
         ctx.instruments = self.instruments
@@ -159,6 +185,7 @@ class PartyJob:
         flush = getattr(channel, "flush", None)
         if flush is not None:  # an emulated WAN may still hold the last envelopes
             flush()
+        log_tasks(self.executor, self.party_id)
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from secure.errors import ConfigError, KeyError_
+from secure.executor import BlockExecutor
 from secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048
@@ -47,7 +48,11 @@ class SecureConfig:
         output_bits: scale f_Z of the layer output and of every term summed into it.
         slot_bits: width of one packed slot, sign included; a slot holds |v| < 2^(w-1).
         stat_bits: statistical hiding bits of masks (sigma in docs/protocols.md §4, Masks).
-        workers: processes for ciphertext matrix products (None: all cores; 1: in-process).
+        workers: processes for ciphertext matrix products (None: all cores; 1: in-process)
+            when no `executor` is given.
+        executor: where decryptions and ciphertext matrix products run: the party's
+            executor (`secure.executor`, from its party config's `compute:`), owned by
+            the party, not by the layer; None: a local process pool of `workers`.
         parallel_min_terms: products with fewer nonzero terms stay in-process.
         threads: threads for GIL-free batch exponentiations (obfuscators, decryption).
         obfuscator_pool: r^n values kept ready per public key (each is used once).
@@ -90,6 +95,7 @@ class SecureConfig:
     rows_per_cipher: int | None = None
     fresh_obfuscators: str = "short"
     counts: OpCounts | None = field(default=None, compare=False, repr=False)
+    executor: BlockExecutor | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         """Raises:

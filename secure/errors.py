@@ -17,8 +17,11 @@ SecureError                 base of everything raised here
 │   │                       initial shares (also a ValueError)
 │   └── VocabularyError     categorical codes outside their field's vocabulary
 │                           (`secure.source_layers.embed`)
-└── EncodingError           a value does not fit its fixed-point scale or slot (also a
-                            ValueError)
+├── EncodingError           a value does not fit its fixed-point scale or slot (also a
+│                           ValueError)
+└── ExecutorError           the party's executor cannot run: its optional engine (Ray) is
+                            not installed, or its cluster cannot be reached
+                            (`secure.executor`)
 
 The ValueError bases keep `except ValueError` callers working. Every message says what is
 wrong and what to do about it.
@@ -74,3 +77,8 @@ class InputError(SecureError, ValueError):
 class EncodingError(SecureError, ValueError):
     """A value is too large (or not finite) for its fixed-point scale, or overflows the
     slots it is packed into."""
+
+
+class ExecutorError(SecureError):
+    """The party's executor cannot run its blocks: the engine its config names is not
+    installed, or the cluster it names cannot be reached (`secure.executor`)."""

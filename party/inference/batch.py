@@ -22,12 +22,13 @@ from coordinator.states import ALIGNING, PREDICTING
 from party.data import Table
 from party.errors import JobError, ModelError
 from party.inference.model import LoadedModel
-from party.job import Dataset, align_rows, resolve_dataset
+from party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset
 from party.state import StateDir
 from party.state.store import write_atomically
 from party.training.context import Reporter
 from party.training.models import Inputs
 from secure.channel import Channel
+from secure.executor import BlockExecutor
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,9 @@ class PredictJob:
         datasets: dict[str, Any],
         state: StateDir | None,
         output_dir: Path | None,
+        executor: BlockExecutor | None = None,
     ) -> None:
+        """`executor`: the party's (its config's `compute:`; None: a local pool)."""
         if spec.predict is None:
             raise JobError(f"job {job_id} is not a prediction")
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
@@ -55,6 +58,7 @@ class PredictJob:
         self.model: LoadedModel | None = None
         self.table: Table | None = None
         self.inputs: Inputs | None = None
+        self.executor = executor
 
     @property
     def output_name(self) -> str:
@@ -65,8 +69,11 @@ class PredictJob:
 
         Raises:
             ModelError: the model is not held here, or the rows do not fit it.
-            DataError: missing or malformed data. JobError: the output exists already.
+            DataError: missing or malformed data. JobError: the output exists already, or
+            the party's executor cannot run (its Ray cluster is unreachable).
         """
+        if self.executor is not None and self.spec.protocol == "blindfl":
+            connect(self.executor, self.party_id)
         self.model = LoadedModel.open(self.state, self.request.model, self.party_id)
         m = self.model.manifest
         if m.role != self.role or m.protocol != self.spec.protocol:
@@ -109,7 +116,7 @@ class PredictJob:
         reporter.stage(PREDICTING)
         inputs = self.inputs.subset(order)
         batch = self.request.batch_size
-        scorer = self.model.scorer(channel, inputs, reporter, batch)
+        scorer = self.model.scorer(channel, inputs, reporter, batch, executor=self.executor)
         batches = [
             (f"predict/b{b}", np.arange(start, min(start + batch, len(order))))
             for b, start in enumerate(range(0, len(order), batch), start=1)
@@ -122,6 +129,7 @@ class PredictJob:
                 reporter.round(b, len(batches), None, channel.stats.bytes_sent)
         finally:
             scorer.close()
+        log_tasks(self.executor, self.party_id)
         flush = getattr(channel, "flush", None)
         if flush is not None:
             flush()

@@ -24,6 +24,7 @@ from party.training.context import Reporter, RoleContext
 from party.training.models import Inputs
 from party.training.plan import Plan
 from secure.channel import Channel
+from secure.executor import BlockExecutor
 
 
 @dataclass(frozen=True)
@@ -103,10 +104,12 @@ class LoadedModel:
         reporter: Reporter,
         batch_size: int,
         timeout_s: float | None = None,
+        executor: BlockExecutor | None = None,
     ) -> trainers.Trainer:
         """This party's trainer in scoring mode, loaded with the model: call its
         `score(tag, inputs, rows)` in the same order as every other party. Its receives
-        wait up to `timeout_s` (default: the training spec's `train.timeout_s`)."""
+        wait up to `timeout_s` (default: the training spec's `train.timeout_s`); its
+        Paillier work runs on `executor` (None: its own local pool)."""
         rows = np.arange(inputs.rows)
         spec = self.spec
         if timeout_s is not None:
@@ -123,6 +126,7 @@ class LoadedModel:
             reporter,
             inputs,
             lock=threading.RLock(),
+            executor=executor,
         )
         trainer = trainers.for_scoring(ctx, self.manifest.role, self.manifest.task)
         trainer.load_model(self.part)

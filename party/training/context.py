@@ -15,6 +15,7 @@ from coordinator.states import JobState
 from party.training.models import Inputs
 from party.training.plan import Plan
 from secure.channel import Channel
+from secure.executor import BlockExecutor
 from secure.paillier.counters import OpCounts
 
 
@@ -51,6 +52,7 @@ class RoleContext:
     checkpoints: Checkpoints | None = None
     start_round: int = 0  # > 0: resumed after this round from a checkpoint
     instruments: Instruments = field(default_factory=Instruments)
+    executor: BlockExecutor | None = None  # the party's (config `compute:`); None: local
 
     @property
     def timeout(self) -> float:

@@ -11,22 +11,19 @@ Each packed ciphertext carries a row of `slots` outputs, so one multiplication s
 them all.
 
 Parallelism: the bases (columns of E) are split into contiguous blocks of roughly equal
-nnz, one per worker process; each worker returns per-output partial products, which the
-caller multiplies together (one modular inverse per output for negative terms). The
-process pool belongs to the `CipherMatmul` object and is shut down by `close()` (or when
-the object is garbage collected). Small products run in-process. Workers are started
-with "spawn" (safe next to gRPC and party threads), so a script that uses workers > 1
-needs the usual `if __name__ == "__main__":` guard. Only our own integers and index
-arrays cross that local pipe; nothing received from a peer is ever unpickled.
+nnz, one per executor slot (`secure.executor`: this machine's process pool, or the
+party's Ray cluster); each task (`secure.paillier.blocks.multiexp_block`) gets its block's
+bases as a fixed-width blob and returns the per-output partial products the same way,
+which the caller multiplies together (one modular inverse per output for negative
+terms). Products with fewer than `parallel_min_terms` nonzero terms run in-process. A
+`CipherMatmul` made without an executor owns a local one (shut down by `close()`); one
+handed in belongs to the caller. Only our own integers and index arrays cross to the
+workers; nothing received from a peer is ever unpickled.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import weakref
-from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor
 
 import gmpy2
 import numpy as np
@@ -35,6 +32,8 @@ from gmpy2 import mpz
 
 from secure.config import SecureConfig
 from secure.errors import InputError
+from secure.executor import BlockExecutor, LocalExecutor
+from secure.paillier.blocks import MultiexpBlock, blob, multiexp_block, partials, width_of
 from secure.paillier.counters import OpCounts
 from secure.paillier.encoding import encode
 from secure.paillier.multiexp import multiexp_columns, unit_products
@@ -66,20 +65,24 @@ def feature_exponents(x: np.ndarray | sp.spmatrix, feature_bits: int) -> sp.csr_
 
 
 class CipherMatmul:
-    """Computes [[E @ M]] for integer E and ciphertexts [[M]]; owns its process pool."""
+    """Computes [[E @ M]] for integer E and ciphertexts [[M]] on an executor."""
 
     def __init__(
         self,
         workers: int | None = None,
         parallel_min_terms: int = SecureConfig.parallel_min_terms,
         counts: OpCounts | None = None,
+        executor: BlockExecutor | None = None,
     ) -> None:
-        """`counts`: where to add the ciphertext products done (None: nowhere)."""
+        """`counts`: where to add the ciphertext products done (None: nowhere);
+        `executor`: where the blocks run (None: a local pool of `workers`, owned)."""
         self.counts = counts
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._owned = executor is None
+        if executor is None:  # all workers once a product has parallel_min_terms terms
+            local_workers = max(1, workers or os.cpu_count() or 1)
+            executor = LocalExecutor(local_workers, max(1, parallel_min_terms // local_workers))
+        self.executor = executor
         self.parallel_min_terms = parallel_min_terms
-        self._executor: Executor | None = None
-        self._finalizer: Callable[[], object] | None = None  # a weakref.finalize
 
     def matmul(
         self,
@@ -122,39 +125,38 @@ class CipherMatmul:
         return out
 
     def _blocks(self, csc: sp.csc_matrix) -> list[tuple[int, int]]:
+        """Contiguous column blocks of about equal nnz, at most one per executor slot and
+        at least its `min_block` terms each."""
         m = csc.shape[1]
-        if self.workers == 1 or csc.nnz < self.parallel_min_terms or m < 2:
+        count = min(self.executor.slots, csc.nnz // self.executor.min_block, m)
+        if count <= 1 or csc.nnz < self.parallel_min_terms:
             return [(0, m)]
-        cuts = np.searchsorted(csc.indptr, np.linspace(0, csc.nnz, self.workers + 1)[1:-1])
+        cuts = np.searchsorted(csc.indptr, np.linspace(0, csc.nnz, count + 1)[1:-1])
         edges = sorted({0, m, *np.clip(cuts, 1, m - 1).tolist()})
         return list(zip(edges[:-1], edges[1:], strict=True))
 
     def _run(self, jobs: list[_Job], nnz: int) -> list[tuple[Partial, Partial]]:
         args = [_job_args(*job) for job in jobs]
-        if len(jobs) == 1 or self.workers == 1 or nnz < self.parallel_min_terms:
+        if len(jobs) == 1 or self.executor.slots == 1 or nnz < self.parallel_min_terms:
             return [multiexp_columns(*a) for a in args]
-        executor = self._pool()
-        return list(executor.map(multiexp_columns, *zip(*args, strict=True)))
-
-    def _pool(self) -> Executor:
-        if self._executor is None:
-            context = multiprocessing.get_context("spawn")
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=context)
-            self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False)
-        return self._executor
+        nsquare, width = jobs[0][0], width_of(jobs[0][0])
+        blocks: list[MultiexpBlock] = [
+            (blob(bases, width), indptr, rows, data, n_out)
+            for _, bases, indptr, rows, data, n_out in args
+        ]
+        results = self.executor.map(multiexp_block, self.executor.share(nsquare), blocks)
+        return [partials(r, nsquare, n_out) for r, (*_, n_out) in zip(results, args, strict=True)]
 
     def warm_up(self) -> None:
-        """Start the worker processes now rather than on the first large product."""
-        if self.workers > 1:
-            executor = self._pool()
-            list(executor.map(abs, range(self.workers)))
+        """Start a local executor's worker processes now rather than at the first large
+        product."""
+        if isinstance(self.executor, LocalExecutor):
+            self.executor.warm_up()
 
     def close(self) -> None:
-        """Shut the process pool down."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._executor = None
-        self._finalizer = None
+        """Shut the executor down if this object made it."""
+        if self._owned:
+            self.executor.close()
 
 
 def _job_args(

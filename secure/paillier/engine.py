@@ -9,6 +9,9 @@ per-step work. Plaintexts are signed integers (fixed-point, usually packed, see
   constants h_p, h_q, p^-1 mod q precomputed in `PrivateKey`, L(x) = (x-1)/p by exact
   division) with `gmpy2.powmod_base_list`, which releases the GIL: the p and q halves
   run in parallel threads (a 2-core machine decrypts even one ciphertext ~2x faster);
+  with an executor (`secure.executor`) and at least two of its `min_block`s of
+  ciphertexts, blocks of ciphertexts go to its workers instead
+  (`secure.paillier.blocks.decrypt_block`), the private key shared once per context;
 - homomorphic addition of ciphertexts and of plaintexts, negation by modular inverse
   (never by exponentiating with n - |x|), re-randomisation with fresh obfuscators.
 """
@@ -23,6 +26,8 @@ import gmpy2
 from gmpy2 import mpz
 
 from secure.errors import KeyError_
+from secure.executor import BlockExecutor, Shared
+from secure.paillier.blocks import blob, decrypt_block, plaintexts, width_of
 from secure.paillier.counters import OpCounts
 from secure.paillier.keys import PrivateKey, PublicKey
 from secure.paillier.obfuscators import ObfuscatorPool
@@ -38,14 +43,18 @@ class Paillier:
         pool: ObfuscatorPool | None = None,
         threads: int | None = None,
         counts: OpCounts | None = None,
+        executor: BlockExecutor | None = None,
     ) -> None:
         """`counts`: where to add the encryptions, re-randomisations and decryptions done
-        (None: nowhere)."""
+        (None: nowhere); `executor`: where large decryptions run (None: this process's
+        threads)."""
         self.pk = public_key
         self.counts = counts
         self.sk = private_key
         self.threads = max(1, threads or os.cpu_count() or 1)
         self.pool = pool or ObfuscatorPool(public_key, private_key, 0, self.threads, False)
+        self.executor = executor
+        self._shared_key: Shared[PrivateKey] | None = None  # on the executor, once
 
     def encrypt(self, plaintexts: Sequence[int]) -> list[mpz]:
         """Encrypt signed integers (taken mod n) with fresh obfuscators."""
@@ -93,10 +102,13 @@ class Paillier:
                 "not held here"
             )
         sk, n = self.sk, self.pk.n
+        if self.counts is not None:
+            self.counts.add(decryptions=len(ciphertexts))
+        executor = self.executor
+        if executor is not None and len(ciphertexts) >= 2 * executor.min_block:
+            return self._decrypt_blocks(executor, sk, list(ciphertexts))
         half = n // 2
         mp, mq = self._crt_powmods(sk, list(ciphertexts))
-        if self.counts is not None:
-            self.counts.add(decryptions=len(mp))
         out = []
         for xp, xq in zip(mp, mq, strict=True):
             m_p = gmpy2.divexact(xp - 1, sk.p) * sk.hp % sk.p
@@ -104,6 +116,14 @@ class Paillier:
             m = m_p + sk.p * ((m_q - m_p) * sk.p_inv_q % sk.q)
             out.append(int(m - n) if m > half else int(m))
         return out
+
+    def _decrypt_blocks(self, executor: BlockExecutor, sk: PrivateKey, cts: list[mpz]) -> list[int]:
+        if self._shared_key is None:
+            self._shared_key = executor.share(sk)
+        width = width_of(self.pk.nsquare)
+        blocks = [blob(cts[lo:hi], width) for lo, hi in executor.split(len(cts))]
+        results = executor.map(decrypt_block, self._shared_key, blocks)
+        return [m for r in results for m in plaintexts(r, self.pk.n)]
 
     def _crt_powmods(self, sk: PrivateKey, cts: list[mpz]) -> tuple[list[mpz], list[mpz]]:
         """([c^(p-1) mod p^2], [c^(q-1) mod q^2]): both halves at once over the threads

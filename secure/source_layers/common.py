@@ -70,8 +70,15 @@ class PartyCrypto:
             pool = ObfuscatorPool(
                 public, private, 0, config.threads, False, config.obfuscator, short_exponent=short
             )
-        self.own = Paillier(public, private, pool, config.threads, config.counts)
-        self.matmul = CipherMatmul(config.workers, config.parallel_min_terms, config.counts)
+        self.own = Paillier(
+            public, private, pool, config.threads, counts=config.counts, executor=config.executor
+        )
+        self.matmul = CipherMatmul(
+            config.workers,
+            config.parallel_min_terms,
+            counts=config.counts,
+            executor=config.executor,
+        )
         self.peers: dict[str, Paillier] = {}
         self._saved_tables: dict[str, SavedTable] = {}  # for peers not added yet
 

@@ -10,6 +10,7 @@ from party.inference.batch import PredictJob
 from party.job import PartyJob
 from party.state import StateDir
 from secure.channel import InProcessHub
+from secure.executor import BlockExecutor
 
 
 class RecordingReporter:
@@ -44,9 +45,11 @@ def run_inprocess(
     states: dict[str, StateDir] | None = None,
     resume_round: int = 0,
     hub: InProcessHub | None = None,
+    executors: dict[str, BlockExecutor] | None = None,
 ) -> dict[str, dict]:
     """Run `spec` with parties as threads (each with its state directory in `states`, if
-    given, resumed after `resume_round` if > 0); re-raises the first party error."""
+    given, resumed after `resume_round` if > 0; with the executor in `executors`, if any);
+    re-raises the first party error."""
     hub = hub or InProcessHub()
     channels = {p.id: hub.channel(p.id, hook) for p in spec.parties}
     results: dict[str, dict] = {}
@@ -59,7 +62,8 @@ def run_inprocess(
                 out = None if state is None else state.root / "predictions"
                 job = PredictJob("predict", spec, pid, datasets[pid], state, out)
             else:
-                job = PartyJob("job", spec, pid, datasets[pid], state, resume_round)
+                executor = (executors or {}).get(pid)
+                job = PartyJob("job", spec, pid, datasets[pid], state, resume_round, executor)
             results[pid] = job.run(channels[pid], RecordingReporter())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)

@@ -40,6 +40,7 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         feature_bits=0 if integral else DENSE_FEATURE_BITS,
         timeout_s=ctx.timeout,
         counts=ctx.instruments.op_counts,
+        executor=ctx.executor,
     )
 
 

@@ -1,0 +1,174 @@
+"""A party whose heavy Paillier work runs on its own Ray cluster: a real two-node cluster
+(`ray start --head` and `ray start --address`, one CPU each) on this machine, and a
+`blindfl` job with the active party on Ray and the passive one local.
+
+"Identical": with both parties' key pairs pinned, a party's initial shares come from the
+job seed and its private key, so the only randomness left is that of masks and
+obfuscators, which never change a decrypted value (every masked value is unmasked
+exactly, in integers). Decryptions and products return the same integers wherever they
+run, so the metrics are equal exactly, not merely close.
+
+Skipped with the reason where Ray is not installed (CI: it is the optional `ray` extra)
+or cannot start a cluster (about 25 s here: a cluster start and three one-epoch runs)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+import yaml
+
+from coordinator.client import JobView
+from coordinator.spec import parse_spec
+from party.errors import JobError
+from secure.executor import RayExecutor, Shared
+from tests.support.blindfl_keys import new_keys, pin_keys
+from tests.support.data import breast, breast_datasets_config
+from tests.support.harness import run_inprocess
+from tests.support.processes import Daemons
+from tests.support.ray_cluster import LocalRayCluster, ray_missing
+
+MISSING = ray_missing()
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
+TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
+MIN_BLOCK = 8  # small blocks, so that a 512-bit test job sends many tasks to the cluster
+
+
+def spec():
+    return parse_spec(
+        {
+            "job": "ray",
+            "protocol": "blindfl",
+            "crypto": TEST_CRYPTO,
+            "parties": [
+                {"id": "bank", "role": "active", "data": {"dataset": "d"}},
+                {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
+            ],
+            "model": {"source": {"out_dim": 4}, "top": {"hidden": [8]}},
+            "train": {"epochs": 1, "batch_size": 64, "lr": 0.05, "seed": 3},
+            "validation": {"fraction": 0.3, "every": 1000},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    nodes = LocalRayCluster(workers=1)
+    try:
+        nodes.start()
+    except (RuntimeError, OSError) as exc:
+        nodes.stop()
+        pytest.skip(f"Ray cannot start a cluster on this machine: {exc}")
+    yield nodes
+    nodes.stop()
+
+
+@pytest.fixture(scope="module")
+def keys():
+    return new_keys(["bank", "shop"], TEST_CRYPTO["key_bits"])
+
+
+@pytest.fixture(scope="module")
+def all_local(keys):
+    with pytest.MonkeyPatch.context() as mp:
+        pin_keys(mp, keys)
+        return run_inprocess(spec(), breast())
+
+
+def run_with(executor: RayExecutor, keys, monkeypatch) -> dict[str, dict]:
+    pin_keys(monkeypatch, keys)
+    try:
+        return run_inprocess(spec(), breast(), executors={"bank": executor})
+    finally:
+        executor.close()
+
+
+def test_a_party_on_ray_trains_what_the_all_local_run_trains(
+    cluster, keys, all_local, monkeypatch
+) -> None:
+    executor = RayExecutor(cluster.address, MIN_BLOCK)
+    result = run_with(executor, keys, monkeypatch)
+    assert executor.slots == 2  # the head's CPU and the worker node's
+    assert executor.tasks >= 10  # decryptions and products went to the cluster
+    assert result["bank"]["metrics"] == all_local["bank"]["metrics"]
+    assert result["bank"]["metrics"]["auc"] > 0.7  # one epoch; it varies with the keys
+    assert result["bank"]["validation_ids"] == all_local["bank"]["validation_ids"]
+
+
+class KillingExecutor(RayExecutor):
+    """Kills every worker process of the cluster right after its `at`-th map submitted
+    its tasks, before their results are read."""
+
+    def __init__(self, cluster: LocalRayCluster, at: int) -> None:
+        super().__init__(cluster.address, MIN_BLOCK, max_retries=3)
+        self.cluster, self.at, self.maps, self.killed = cluster, at, 0, 0
+
+    def map(self, fn: Callable[[Any, Any], Any], shared: Shared[Any], blocks: Sequence[Any]):
+        refs = self.submit(fn, shared, blocks)
+        self.maps += 1
+        if self.maps == self.at:
+            self.killed = self.cluster.kill_workers()
+        return self.gather(refs)
+
+
+def test_killing_the_ray_workers_mid_job_does_not_fail_it(
+    cluster, keys, all_local, monkeypatch
+) -> None:
+    executor = KillingExecutor(cluster, at=3)
+    result = run_with(executor, keys, monkeypatch)
+    assert executor.killed >= 1 and executor.maps > 3
+    assert result["bank"]["metrics"] == all_local["bank"]["metrics"]
+
+
+def test_an_unreachable_cluster_fails_the_job_before_training(keys, monkeypatch) -> None:
+    executor = RayExecutor("127.0.0.1:1", MIN_BLOCK)  # nothing listens on port 1
+    with pytest.raises(JobError, match="party 'bank': the party's Ray cluster .* cannot be"):
+        run_with(executor, keys, monkeypatch)
+
+
+def daemon_job(tmp_path, compute: dict, predict: bool = False) -> tuple[JobView, str]:
+    """A one-epoch blindfl breast job between `vfl party serve` daemons, bank's config
+    with `compute` (with `predict`, then `vfl predict` with its model); the job's end and
+    bank's log."""
+    daemons = Daemons(tmp_path)
+    daemons.start_coordinator()
+    datasets = breast_datasets_config()
+    body = {"party": "bank", "coordinator": daemons.address, "datasets": datasets["bank"]}
+    (tmp_path / "bank.yaml").write_text(yaml.safe_dump({**body, "compute": compute}))
+    try:
+        for party in ("bank", "shop"):
+            daemons.start_party(party, datasets[party])
+        job = spec().model_dump(mode="json")
+        for p in job["parties"]:
+            p["data"] = {"dataset": "breast"}
+        with daemons.client() as client:
+            job_id = client.submit(yaml.safe_dump(job))
+        view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+        if predict and view.state == "SUCCEEDED":
+            scored = daemons.vfl(
+                "predict", job_id, "--data", "bank=breast", "--data", "shop=breast"
+            )
+            assert scored.returncode == 0, scored.stderr
+    finally:
+        daemons.stop()
+    return view, (tmp_path / "bank.log").read_text()
+
+
+@pytest.mark.subprocess
+def test_a_daemon_whose_config_names_its_cluster_runs_its_work_there(cluster, tmp_path) -> None:
+    compute = {"executor": "ray", "address": cluster.address, "min_block": MIN_BLOCK}
+    view, log = daemon_job(tmp_path, compute, predict=True)
+    assert view.state == "SUCCEEDED", view.reason
+    assert "joined the Ray cluster" in log
+    tasks = [int(t) for t in re.findall(r"ray executor, (\d+) tasks", log)]
+    assert len(tasks) == 2 and 10 <= tasks[0] < tasks[1]  # training, then prediction
+
+
+@pytest.mark.subprocess
+def test_a_daemon_whose_cluster_is_down_fails_the_job_at_prepare(tmp_path) -> None:
+    view, _ = daemon_job(tmp_path, {"executor": "ray", "address": "127.0.0.1:1"})
+    assert view.state == "FAILED"
+    assert "party 'bank'" in view.reason and "Ray cluster" in view.reason
+    assert "127.0.0.1:1" not in view.reason  # the cluster's address stays at the party
