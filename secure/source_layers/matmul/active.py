@@ -323,13 +323,9 @@ class ActiveSourceLayer(LayerRole):
 
     def _row_masks_of(self, rows: RowRef, pid: str, n: int) -> list[list[int]]:
         """R of the rows of a precomputed set, grouped as m2 groups them."""
-        name, indices = rows
-        table = self._row_masks.get(name, {}).get(pid)
-        if table is None or len(indices) != n:
-            raise SecureError(f"rows of set '{name}' were not precomputed (call precompute)")
-        picked = [table[int(i)] for i in indices]
-        row_bits = self._chunks().row_bits
-        return row_shares.group_shifted(picked, self.params.rows_per_cipher, row_bits)
+        table = self._row_masks.get(rows[0], {}).get(pid)
+        k, row_bits = self.params.rows_per_cipher, self._chunks().row_bits
+        return row_shares.grouped_rows(table, rows, n, k, row_bits)
 
     def rows_state(self) -> LayerState:
         """The per-row masks R_i of every precomputed set (training state, not the model)."""

@@ -269,13 +269,9 @@ class PassiveSourceLayer(LayerRole):
 
     def _shares_of(self, st: _State, rows: RowRef, x: Features) -> list[int]:
         """The S_i of a precomputed set's rows, grouped as m2 groups them (flat)."""
-        name, indices = rows
-        table = self._row_shares.get(name)
-        if table is None or len(indices) != x.shape[0]:
-            raise SecureError(f"rows of set '{name}' were not precomputed (call precompute)")
-        picked = [table[int(i)] for i in indices]
-        row_bits = st.chunks().row_bits
-        return flat(row_shares.group_shifted(picked, st.params.rows_per_cipher, row_bits))
+        table = self._row_shares.get(rows[0])
+        k, row_bits = st.params.rows_per_cipher, st.chunks().row_bits
+        return flat(row_shares.grouped_rows(table, rows, x.shape[0], k, row_bits))
 
     def precompute_pays(self, uses: int) -> bool:
         """Whether rows that go forward `uses` times are cheaper with `precompute`."""

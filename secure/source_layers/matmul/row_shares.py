@@ -30,7 +30,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from secure.errors import PayloadError, StateError
+import numpy as np
+
+from secure.errors import PayloadError, SecureError, StateError
 from secure.source_layers.matmul.row_packing import RowLayout
 
 CHUNK_CIPHERTEXTS = 1024  # setup ciphertexts per message (512 KB at 2048 bits)
@@ -102,6 +104,21 @@ class RowChunks:
                 digits.append(column)
             out.extend([digits[c][t] for c in range(len(group))] for t in range(r))
         return out[:rows]
+
+
+def grouped_rows(
+    table: list[list[int]] | None, rows: tuple[str, np.ndarray], n: int, k: int, row_bits: int
+) -> list[list[int]]:
+    """The per-row values (S_i at A, R_i at B) of `rows` = (set, indices) of a batch of
+    `n` rows, grouped k to a ciphertext as m2 groups them.
+
+    Raises:
+        SecureError: the set was not precomputed, or the indices do not fit the batch.
+    """
+    name, indices = rows
+    if table is None or len(indices) != n:
+        raise SecureError(f"rows of set '{name}' were not precomputed (call precompute)")
+    return group_shifted([table[int(i)] for i in indices], k, row_bits)
 
 
 def group_shifted(values: list[list[int]], rows: int, shift: int) -> list[list[int]]:
