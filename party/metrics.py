@@ -3,7 +3,7 @@
 The daemon owns one `PartyMetrics` (its own `CollectorRegistry`, no globals). Jobs feed it
 through two seams they already have: every data-plane envelope passes the channel's
 envelope hook (`envelope`), every progress report passes the job's reporter
-(`MeteredReporter`), and every training round calls its job's `Instruments.on_round`.
+(`MeteredReporter`, which also sees every training round).
 The secure layers count their homomorphic operations in a plain
 `secure.paillier.counters.OpCounts` the daemon hands them; this module exports those at
 each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
@@ -91,24 +91,17 @@ class PartyMetrics:
         self.envelopes.labels(direction, peer).inc()
 
     def instruments(self) -> Instruments:
-        """What one job counts: its operations, and its rounds with the time between them."""
-        last: list[float] = []
-
-        def on_round(rnd: int) -> None:
-            now = time.monotonic()
-            self.rounds.inc()
-            if last:
-                self.round_seconds.observe(now - last[0])
-            last[:] = [now]
-
-        return Instruments(self.ops, on_round)
+        """What one job's secure layers count: their operations."""
+        return Instruments(self.ops)
 
 
 class MeteredReporter:
-    """A job's `Reporter` that counts PSI's rows and time before passing each report on."""
+    """A job's `Reporter` that counts PSI's rows and time, and every round with the time
+    since the previous one, before passing each report on."""
 
     def __init__(self, inner: CoordinatorReporter, metrics: PartyMetrics) -> None:
         self._inner, self._metrics = inner, metrics
+        self._last_round: float | None = None
 
     def stage(self, state: JobState) -> None:
         self._inner.stage(state)
@@ -121,6 +114,11 @@ class MeteredReporter:
     def round(
         self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
     ) -> None:
+        now = time.monotonic()
+        self._metrics.rounds.inc()
+        if self._last_round is not None:
+            self._metrics.round_seconds.observe(now - self._last_round)
+        self._last_round = now
         self._inner.round(rnd, total, loss, bytes_sent, local_updates)
 
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:

@@ -36,7 +36,6 @@ class Instruments:
     """What a party's job counts for its daemon's metrics (`party.metrics`)."""
 
     op_counts: OpCounts | None = None  # where the secure layers add their operations
-    on_round: Callable[[int], None] | None = None  # called after each round at this party
 
 
 @dataclass
@@ -91,8 +90,6 @@ def train_rounds(
             if rnd <= ctx.start_round:
                 continue
             loss = step(rnd, rows)
-            if ctx.instruments.on_round is not None:
-                ctx.instruments.on_round(rnd)
             sent, updates = ctx.channel.stats.bytes_sent, updater.num_local_updates
             ctx.reporter.round(rnd, plan.total_rounds, loss, sent, updates)
             if plan.validates_at(rnd):
