@@ -15,6 +15,8 @@ compute:                          # optional; where the party's Paillier work ru
   executor: ray                   # local (default: this machine's cores) or ray
   address: 10.0.0.5:6379          # ray: the head of the party's own Ray cluster
   min_block: 2000                 # fewest ciphertexts / product terms per task
+  kept_keys: 4                    # peers' keys whose obfuscator pools outlive jobs
+  kept_obfuscators: 4096          # each filled up to this while no job runs
 ```
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e

@@ -32,7 +32,8 @@ from party.transport.wan import ShapedChannel
 from proto.rpc import PeerClients
 from secure.channel import EnvelopeHook, Mailbox, decode_payload
 from secure.errors import ChannelClosed, PayloadError, SecureError
-from secure.executor import ComputeConfig, make_executor
+from secure.executor import make_executor
+from secure.paillier.pool_cache import PoolCache
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +82,18 @@ class PartyDaemon:
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
         # the party's executor, shared by its jobs (a Ray one joins its cluster at the first
-        # job); without a `compute:` section each job's secure layer keeps its own pool
-        self.executor = None if config.compute == ComputeConfig() else make_executor(config.compute)
+        # job), and the obfuscator pools it keeps for them, filled while no job runs
+        self.executor = make_executor(config.compute)
+        compute = config.compute
+        if compute.kept_keys:
+            self.executor.pools = PoolCache(compute.kept_keys, compute.kept_obfuscators)
+        self._busy = 0  # jobs running; the kept pools refill while there is none
+        self._idle(True)
         self.address = ""  # where peers reach this daemon (set once it serves)
-        self.metrics = PartyMetrics(self.jobs_by_state)  # served by `--metrics`
+        pools = self.executor.pools
+        self.metrics = PartyMetrics(  # served by `--metrics`
+            self.jobs_by_state, dict if pools is None else pools.ready_counts
+        )
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
             config,
@@ -93,6 +102,7 @@ class PartyDaemon:
             ScoringPeers(clients, timeout),
             lambda: self.address,
             timeout,
+            self.executor,
         )
 
     # --- control plane -------------------------------------------------------------
@@ -217,6 +227,9 @@ class PartyDaemon:
                 target=self._run, args=(job_id, running), name=f"job-{job_id}", daemon=True
             )
             running.state = "RUNNING"
+            self._busy += 1
+            if self._busy == 1:
+                self._idle(False)
             running.thread.start()
             self._threads.append(running.thread)
 
@@ -380,6 +393,19 @@ class PartyDaemon:
         while len(self._ended) > ENDED_MEMORY:
             del self._ended[next(iter(self._ended))]
 
+    def _idle(self, idle: bool) -> None:
+        """Open (no job runs) or close the gate of the kept obfuscator pools' refills."""
+        pools = self.executor.pools
+        if pools is not None:
+            (pools.gate.open if idle else pools.gate.close)()
+
+    def close(self) -> None:
+        """Release the executor (its local processes, or its Ray connection) and the kept
+        obfuscator pools (their refills and helper processes)."""
+        if self.executor.pools is not None:
+            self.executor.pools.close()
+        self.executor.close()
+
     def _get(self, job_id: str) -> RunningJob:
         if job_id not in self._jobs:
             raise JobError(f"job {job_id} is not known to party '{self.config.party_id}'")
@@ -415,6 +441,9 @@ class PartyDaemon:
                 if self._jobs.get(job_id) is running:
                     del self._jobs[job_id]
                     self._ended_as(job_id, "finished")
+                self._busy -= 1
+                if not self._busy:
+                    self._idle(True)
             running.mailbox.close("job finished")
             if isinstance(running.channel, ShapedChannel):
                 running.channel.close()

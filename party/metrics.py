@@ -18,6 +18,8 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
                                               (rate(): operations per second)
     vfl_party_psi_rows_total                  rows in the intersections PSI found
     vfl_party_psi_seconds_total               time spent in PSI
+    vfl_party_obfuscators_ready{key}          obfuscators kept ready for a peer's key
+                                              (by its owner; filled while no job runs)
 """
 
 from __future__ import annotations
@@ -38,10 +40,16 @@ ROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 6
 
 
 class _Live(Collector):
-    """What is read at each scrape: the jobs by state and the operation counts."""
+    """What is read at each scrape: the jobs by state, the operation counts and the
+    obfuscators kept ready."""
 
-    def __init__(self, jobs_by_state: Callable[[], dict[str, int]], ops: OpCounts) -> None:
-        self._jobs_by_state, self._ops = jobs_by_state, ops
+    def __init__(
+        self,
+        jobs_by_state: Callable[[], dict[str, int]],
+        ops: OpCounts,
+        ready: Callable[[], dict[str, int]],
+    ) -> None:
+        self._jobs_by_state, self._ops, self._ready = jobs_by_state, ops, ready
 
     def collect(self) -> Iterator[Metric]:
         jobs = GaugeMetricFamily("vfl_party_jobs", "This party's jobs by state.", labels=["state"])
@@ -56,15 +64,28 @@ class _Live(Collector):
         for op, count in self._ops.snapshot().items():
             ops.add_metric([op], count)
         yield ops
+        ready = GaugeMetricFamily(
+            "vfl_party_obfuscators_ready",
+            "Obfuscators kept ready for a peer's key (by the key's owner).",
+            labels=["key"],
+        )
+        for owner, count in sorted(self._ready().items()):
+            ready.add_metric([owner], count)
+        yield ready
 
 
 class PartyMetrics:
-    """The metrics of one party daemon. `jobs_by_state` reads the daemon's jobs."""
+    """The metrics of one party daemon. `jobs_by_state` reads the daemon's jobs, `ready`
+    its kept obfuscators by key owner."""
 
-    def __init__(self, jobs_by_state: Callable[[], dict[str, int]]) -> None:
+    def __init__(
+        self,
+        jobs_by_state: Callable[[], dict[str, int]],
+        ready: Callable[[], dict[str, int]] = dict,
+    ) -> None:
         self.registry = CollectorRegistry()
         self.ops = OpCounts()
-        self.registry.register(_Live(jobs_by_state, self.ops))
+        self.registry.register(_Live(jobs_by_state, self.ops, ready))
         r = self.registry
         self.rounds = Counter("vfl_party_rounds", "Training rounds done.", registry=r)
         self.round_seconds = Histogram(

@@ -49,8 +49,7 @@ class PartyServer:
         for job_id in self.daemon.running_jobs():
             self.daemon.abort(job_id, "party daemon shutting down")
         self.daemon.join_jobs(timeout=grace + 10)  # no job thread may outlive the channels
-        if self.daemon.executor is not None:  # its local processes, or its Ray connection
-            self.daemon.executor.close()
+        self.daemon.close()  # its executor's processes or Ray connection, its kept pools
         if self.reports is not None:  # the last reports go out while the coordinator answers
             self.reports.close(timeout=grace)
         self.server.stop(grace).wait()

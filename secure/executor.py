@@ -38,9 +38,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from secure.errors import ConfigError, ExecutorError
+
+if TYPE_CHECKING:  # pool_cache -> keys -> config -> this module
+    from secure.paillier.pool_cache import PoolCache
 
 EXECUTORS = ("local", "ray")
 RAY_INSTALL = 'pip install -e ".[ray]"'
@@ -62,6 +65,10 @@ class ComputeConfig:
             where Ray's per-task overhead drops below 10% of the work).
         workers: local only: processes (None: all cores; 1: everything in-process).
         max_retries: ray only: times a task is rerun when its worker process dies.
+        kept_keys: peers' keys whose obfuscator pools the daemon keeps across jobs
+            (`secure.paillier.pool_cache`; ~36 MB of tables each at 2048 bits; 0: none).
+        kept_obfuscators: obfuscators each kept pool fills up to while the daemon idles
+            (512 bytes each at 2048 bits; one per ciphertext sent to the key's owner).
     """
 
     executor: str = "local"
@@ -69,6 +76,8 @@ class ComputeConfig:
     min_block: int = 2_000
     workers: int | None = None
     max_retries: int = 3
+    kept_keys: int = 4
+    kept_obfuscators: int = 4_096
 
     def __post_init__(self) -> None:
         """Raises:
@@ -83,6 +92,8 @@ class ComputeConfig:
             (self.min_block >= 1, "compute.min_block must be >= 1"),
             (self.workers is None or self.workers >= 1, "compute.workers must be >= 1"),
             (self.max_retries >= 0, "compute.max_retries must be >= 0"),
+            (self.kept_keys >= 0, "compute.kept_keys must be >= 0"),
+            (self.kept_obfuscators >= 0, "compute.kept_obfuscators must be >= 0"),
         ]
         for ok, message in checks:
             if not ok:
@@ -105,6 +116,9 @@ class BlockExecutor(ABC):
     def __init__(self, min_block: int) -> None:
         self.min_block = min_block
         self.tasks = 0  # tasks mapped so far (in-process ones included)
+        # the party's obfuscator pools for peers' keys, kept across jobs like the workers
+        # (`secure.paillier.pool_cache`; set by the party daemon, None: per-job pools)
+        self.pools: PoolCache | None = None
 
     @property
     @abstractmethod

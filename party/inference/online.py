@@ -41,6 +41,7 @@ from party.state import StateDir
 from party.state.models import MANIFEST, ModelStore
 from party.transport.scoring import ScoringPeers
 from secure.channel import Channel, Mailbox
+from secure.executor import BlockExecutor
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,12 @@ class OnlineScoring:
         peers: ScoringPeers,
         address: Callable[[], str],
         timeout_s: float,
+        executor: BlockExecutor | None = None,
     ) -> None:
+        """`executor`: the party's (its processes and kept obfuscator pools), for every
+        session's Paillier work; None: each session's own."""
         self.config, self.state, self.timeout_s = config, state, timeout_s
+        self.executor = executor
         self._channel, self._peers, self._address = channel, peers, address
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()  # one model loads at a time
@@ -190,7 +195,9 @@ class OnlineScoring:
         where = {p: addresses[p] for p in passives}
         link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset(passives))
         channel = self._channel(session_id, link.mailbox, where)
-        scorer = model.scorer(channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s)
+        scorer = model.scorer(
+            channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
+        )
         session = ActiveSession(session_id, channel, scorer, rows, where, self.timeout_s)
         with self._lock:
             self._links[session_id] = link
@@ -250,7 +257,9 @@ class OnlineScoring:
         rows = Rows.load(model, self.config.datasets, zero_row=True)
         link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset({active}))
         channel = self._channel(session_id, link.mailbox, {active: address})
-        scorer = model.scorer(channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s)
+        scorer = model.scorer(
+            channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
+        )
         session = PassiveSession(session_id, model, channel, link.mailbox, scorer, rows)
         with self._lock:
             self._links[session_id] = link

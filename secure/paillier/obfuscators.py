@@ -40,6 +40,8 @@ import logging
 import os
 import secrets
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gmpy2 import mpz
 
@@ -60,6 +62,41 @@ _BATCH = 16
 _STEP = 4  # table obfuscators per background step: the gate closes within ~3 ms
 
 
+class Gate:
+    """Open while anyone holds it open; background refills gated by it run only then."""
+
+    def __init__(self) -> None:
+        self._holders = 0
+        self._changed = threading.Condition()
+
+    def open(self) -> None:
+        with self._changed:
+            self._holders += 1
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        with self._changed:
+            self._holders = max(0, self._holders - 1)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the gate open for the block."""
+        self.open()
+        try:
+            yield
+        finally:
+            self.close()
+
+    def is_set(self) -> bool:
+        with self._changed:
+            return self._holders > 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the gate is open (up to `timeout` seconds); whether it is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._holders > 0, timeout)
+
+
 class ObfuscatorPool:
     """r^n mod n^2 values for one public key; `take` hands each value out exactly once."""
 
@@ -71,7 +108,7 @@ class ObfuscatorPool:
         threads: int | None = None,
         background: bool = True,
         method: str = "fixed-base",
-        gate: threading.Event | None = None,
+        gate: Gate | threading.Event | None = None,
         helpers: int = 0,
         *,
         short_exponent: bool = False,
@@ -289,7 +326,7 @@ class ObfuscatorPool:
         """Start a daemon thread that tops the pool up, unless one runs."""
         with self._lock:
             if self._filler is not None and self._filler.is_alive():
-                return
+                return  # it tops the pool up (it clears `_filler` before it stops)
             if len(self._ready) >= self._capacity or self._stop.is_set() or not self._in_use:
                 return
             self._filler = threading.Thread(target=self._refill, name="obfuscators", daemon=True)
@@ -302,6 +339,7 @@ class ObfuscatorPool:
                 continue
             with self._lock:
                 if len(self._ready) >= self._capacity:
+                    self._filler = None  # under the lock: a `take` from now on starts a new one
                     return
             table = self._table if self._method == "fixed-base" else None
             batch = self._sample(table, _STEP) if table is not None else self._full(_BATCH, 1)

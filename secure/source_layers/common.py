@@ -5,7 +5,6 @@ keeps for its backward step."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -22,7 +21,7 @@ from secure.paillier.cipher_matrix import CipherMatrix
 from secure.paillier.encoding import Packer, encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
-from secure.paillier.obfuscators import ObfuscatorPool
+from secure.paillier.obfuscators import Gate, ObfuscatorPool
 from secure.source_layers.sharing import sample_share
 from secure.source_layers.state import LayerState, SavedTable, tables_from_state, tables_state
 from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
@@ -56,9 +55,7 @@ class PartyCrypto:
         """
         self.config = config
         self.keypair = keypair or generate_keypair(party_id, config)
-        self._idle = threading.Event()  # set while this party waits for a peer
-        self._waiters = 0
-        self._waiters_lock = threading.Lock()
+        self._idle = Gate()  # open while this party waits for a peer
         public, private = self.keypair.public, self.keypair.private
         short = config.fresh_obfuscators == "short"
         if short and public.h_s is None:
@@ -83,7 +80,12 @@ class PartyCrypto:
         self._saved_tables: dict[str, SavedTable] = {}  # for peers not added yet
 
     def _pool(
-        self, public: PublicKey, private: PrivateKey | None, short: bool = False
+        self,
+        public: PublicKey,
+        private: PrivateKey | None,
+        short: bool = False,
+        capacity: int | None = None,
+        gate: Gate | None = None,
     ) -> ObfuscatorPool:
         """A pool for repeated use (with `obfuscator_pool` > 0 it builds its fixed-base
         tables at its first use; `add_peer` builds a peer's at once)."""
@@ -91,31 +93,25 @@ class PartyCrypto:
         return ObfuscatorPool(
             public,
             private,
-            cfg.obfuscator_pool,
+            cfg.obfuscator_pool if capacity is None else capacity,
             cfg.threads,
             cfg.background_refill,
             cfg.obfuscator,
-            self._idle,
+            gate or self._idle,
             cfg.obfuscator_helpers,
             short_exponent=short,
         )
 
     @contextmanager
     def waiting(self) -> Iterator[None]:
-        """Mark a wait for a peer message: background refills may use the CPU meanwhile."""
-        with self._waiters_lock:
-            self._waiters += 1
-            self._idle.set()
-        if self.config.background_refill:
-            for context in [self.own, *self.peers.values()]:
-                context.pool.refill_in_background()
-        try:
+        """Mark a wait for a peer message: background refills may use the CPU meanwhile
+        (of this party's pools, and of the kept ones it uses, the executor's `pools`)."""
+        kept = self.config.executor.pools if self.config.executor is not None else None
+        with self._idle.held(), kept.gate.held() if kept is not None else nullcontext():
+            if self.config.background_refill:
+                for context in [self.own, *self.peers.values()]:
+                    context.pool.refill_in_background()
             yield
-        finally:
-            with self._waiters_lock:
-                self._waiters -= 1
-                if not self._waiters:
-                    self._idle.clear()
 
     def add_peer(self, key: PublicKey) -> Paillier:
         """A public-key context (with its own obfuscator pool) for a peer's key; the
@@ -125,12 +121,24 @@ class PartyCrypto:
         Raises:
             StateError: the table saved for this key does not fit it.
         """
-        pool = self._pool(key, None)
         saved = self._saved_tables.pop(key.owner, None)
-        if saved is not None and saved.key.n == key.n:
-            _restore(pool, saved)
+        bases = saved.bases if saved is not None and saved.key.n == key.n else None
+        kept = self.config.executor.pools if self.config.executor is not None else None
+        if kept is not None and self.config.obfuscator_pool:  # kept across jobs
+            try:
+                pool = kept.pool(
+                    key, lambda size, gate: self._pool(key, None, False, size, gate), bases
+                )
+            except ConfigError as exc:
+                raise StateError(f"{exc}; the checkpoint or model is corrupt") from None
+        else:
+            pool = self._pool(key, None)
+            if bases is not None:
+                _restore(pool, SavedTable(key, bases))
         if self.config.obfuscator_pool:
             pool.prepare()  # ready (and its helpers started) before the first step
+        if kept is not None and self.config.background_refill:
+            pool.refill_in_background()  # a kept pool fills whenever its gate opens
         context = Paillier(key, None, pool, self.config.threads, self.config.counts)
         self.peers[key.owner] = context
         return context
@@ -164,9 +172,12 @@ class PartyCrypto:
             context.pool.fill()
 
     def close(self) -> None:
-        """Stop background refills and the process pool."""
+        """Stop background refills and the process pool (the kept pools stay, with the
+        party's `PoolCache`)."""
+        kept = self.config.executor.pools if self.config.executor is not None else None
         for context in [self.own, *self.peers.values()]:
-            context.pool.close()
+            if kept is None or context is self.own or not self.config.obfuscator_pool:
+                context.pool.close()
         self.matmul.close()
 
 

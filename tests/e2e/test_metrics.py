@@ -4,6 +4,7 @@ scraped while the job trains, and its round counter rises."""
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 from pathlib import Path
 
@@ -67,6 +68,11 @@ def test_every_daemon_counts_rounds_while_a_job_trains(tmp_path: Path) -> None:
             if view.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
                 break
         final = {d: scrape(u) for d, u in urls.items()}
+        # with no job left, each party fills its kept pool for the other's key
+        warm = {
+            (daemon, peer): _until_ready(urls[daemon], peer)
+            for daemon, peer in (("party-bank", "shop"), ("party-shop", "bank"))
+        }
     # Assert
     assert view.state == "SUCCEEDED", view.reason
     for daemon, values in seen.items():
@@ -86,3 +92,14 @@ def test_every_daemon_counts_rounds_while_a_job_trains(tmp_path: Path) -> None:
             for op in ("encryptions", "rerandomizations", "decryptions", "products")
         }
         assert all(count > 0 for count in ops.values()), ops
+    assert all(count >= 4_096 for count in warm.values()), warm
+
+
+def _until_ready(url: str, owner: str, timeout_s: float = 60.0) -> float:
+    """The obfuscators a daemon keeps for `owner`'s key once its pool is full (the
+    default 4,096; or what it holds when `timeout_s` runs out)."""
+    name = ("vfl_party_obfuscators_ready", (("key", owner),))
+    deadline = time.monotonic() + timeout_s
+    while (count := scrape(url).get(name, 0.0)) < 4_096 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return count
