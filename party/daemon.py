@@ -395,9 +395,8 @@ class PartyDaemon:
 
     def _idle(self, idle: bool) -> None:
         """Open (no job runs) or close the gate of the kept obfuscator pools' refills."""
-        pools = self.executor.pools
-        if pools is not None:
-            (pools.gate.open if idle else pools.gate.close)()
+        if self.executor.pools is not None:
+            self.executor.pools.set_idle(idle)
 
     def close(self) -> None:
         """Release the executor (its local processes, or its Ray connection) and the kept

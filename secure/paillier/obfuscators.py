@@ -322,6 +322,21 @@ class ObfuscatorPool:
             with self._lock:
                 self._ready.extend(batch)
 
+    def top_up(self, target: int, count: int) -> bool:
+        """Compute up to `count` more obfuscators now if fewer than `target` are ready
+        (beyond the pool's capacity: a party filling its kept pools while it idles);
+        whether it computed any."""
+        if not self._in_use or self._stop.is_set():
+            return False
+        with self._lock:
+            need = min(count, target - len(self._ready))
+        if need <= 0:
+            return False
+        batch = self.compute(need)
+        with self._lock:
+            self._ready.extend(batch)
+        return True
+
     def refill_in_background(self) -> None:
         """Start a daemon thread that tops the pool up, unless one runs."""
         with self._lock:

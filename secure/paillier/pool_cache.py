@@ -8,8 +8,11 @@ owns one `PoolCache`, and every job's `PartyCrypto` takes its peers' pools from 
 
 - the pools outlive the job: a prediction or scoring session after training finds the
   fixed-base tables built and thousands of obfuscators ready;
-- a pool refills in the background while its `Gate` is open: whenever the daemon runs no
-  job (the daemon holds it open then) and whenever a job using it waits for a peer;
+- while the daemon runs no job, one thread of the cache fills each pool up to `ready`
+  obfuscators, most recently used first, a few at a time (it stops within ~10 ms when a
+  job starts); during a job, a pool refills only to its job capacity
+  (`SecureConfig.obfuscator_pool`), and only while a job using it waits for a peer (its
+  `Gate`), as a job's own pools do;
 - at most `keys` keys are kept, the least recently used pool is closed first; each keeps
   up to `ready` obfuscators (512 bytes each at 2048 bits, plus ~36 MB of tables).
 
@@ -29,26 +32,43 @@ from gmpy2 import mpz
 from secure.paillier.keys import PublicKey
 from secure.paillier.obfuscators import Gate, ObfuscatorPool
 
+_STEP = 8  # obfuscators per filling step: ~12 ms at 2048 bits
+
 
 class PoolCache:
     """A party's obfuscator pools for its peers' public keys, kept across its jobs."""
 
     def __init__(self, keys: int = 4, ready: int = 4096) -> None:
         """`keys`: pools kept (least recently used closed first); `ready`: obfuscators
-        each pool keeps ready."""
+        each pool is filled up to while the party is idle."""
         self.keys, self.ready = keys, ready
-        self.gate = Gate()
+        self.gate = Gate()  # the pools' own refills (to their job capacity) run while open
+        self._idle = threading.Event()
+        self._stop = threading.Event()
         self._pools: OrderedDict[tuple[str, int], ObfuscatorPool] = OrderedDict()
         self._lock = threading.Lock()
+        self._filler: threading.Thread | None = None
+
+    def set_idle(self, idle: bool) -> None:
+        """The party runs no job (`True`): fill the kept pools up to `ready`, and let
+        their own refills run; or it runs one again (`False`): stop both at once."""
+        if idle == self._idle.is_set():
+            return
+        if idle:
+            self._idle.set()
+            self.gate.open()
+        else:
+            self._idle.clear()
+            self.gate.close()
 
     def pool(
         self,
         key: PublicKey,
-        make: Callable[[int, Gate], ObfuscatorPool],
+        make: Callable[[Gate], ObfuscatorPool],
         bases: list[list[mpz]] | None = None,
     ) -> ObfuscatorPool:
-        """The kept pool for `key`, or a new one from `make(capacity, gate)` (restored
-        from the secret `bases` of an earlier table for this key, if given), kept.
+        """The kept pool for `key`, or a new one from `make(gate)` (restored from the
+        secret `bases` of an earlier table for this key, if given), kept.
 
         Raises:
             ConfigError: `bases` do not fit `key` (`ObfuscatorPool.restore`).
@@ -59,7 +79,7 @@ class PoolCache:
             if pool is not None:
                 self._pools.move_to_end(name)
                 return pool
-        pool = make(self.ready, self.gate)
+        pool = make(self.gate)
         if bases is not None:
             pool.restore(bases)
         with self._lock:
@@ -68,9 +88,24 @@ class PoolCache:
             evicted = []
             while len(self._pools) > self.keys:
                 evicted.append(self._pools.popitem(last=False)[1])
+            if self._filler is None and not self._stop.is_set():
+                self._filler = threading.Thread(target=self._fill, name="kept-obfuscators")
+                self._filler.daemon = True
+                self._filler.start()
         for old in evicted if kept is pool else [pool]:
             old.close()
         return kept
+
+    def _fill(self) -> None:
+        """While the party is idle: a few obfuscators at a time into the most recently
+        used pool that is not full (the gate check between steps stops it within ~10 ms)."""
+        while not self._stop.is_set():
+            if not self._idle.wait(timeout=0.5):
+                continue
+            with self._lock:
+                pools = list(reversed(self._pools.values()))
+            if not any(pool.top_up(self.ready, _STEP) for pool in pools if self._idle.is_set()):
+                self._stop.wait(0.5)  # every pool is full: look again in a while
 
     def ready_counts(self) -> dict[str, int]:
         """Obfuscators ready per kept key's owner (for status and tests)."""
@@ -83,9 +118,14 @@ class PoolCache:
             return len(self._pools)
 
     def close(self) -> None:
-        """Close every kept pool (stops refills and helper processes)."""
+        """Close every kept pool (stops refills and helper processes) and the filler."""
+        self._stop.set()
+        self._idle.set()
         with self._lock:
             pools = list(self._pools.values())
             self._pools.clear()
+            filler = self._filler
+        if filler is not None:
+            filler.join()
         for pool in pools:
             pool.close()

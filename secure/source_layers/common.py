@@ -84,7 +84,6 @@ class PartyCrypto:
         public: PublicKey,
         private: PrivateKey | None,
         short: bool = False,
-        capacity: int | None = None,
         gate: Gate | None = None,
     ) -> ObfuscatorPool:
         """A pool for repeated use (with `obfuscator_pool` > 0 it builds its fixed-base
@@ -93,7 +92,7 @@ class PartyCrypto:
         return ObfuscatorPool(
             public,
             private,
-            cfg.obfuscator_pool if capacity is None else capacity,
+            cfg.obfuscator_pool,
             cfg.threads,
             cfg.background_refill,
             cfg.obfuscator,
@@ -126,9 +125,7 @@ class PartyCrypto:
         kept = self.config.executor.pools if self.config.executor is not None else None
         if kept is not None and self.config.obfuscator_pool:  # kept across jobs
             try:
-                pool = kept.pool(
-                    key, lambda size, gate: self._pool(key, None, False, size, gate), bases
-                )
+                pool = kept.pool(key, lambda gate: self._pool(key, None, gate=gate), bases)
             except ConfigError as exc:
                 raise StateError(f"{exc}; the checkpoint or model is corrupt") from None
         else:

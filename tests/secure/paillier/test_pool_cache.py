@@ -23,8 +23,8 @@ def _until(condition, timeout: float = 30.0) -> bool:
     return condition()
 
 
-def _make(key):
-    def make(capacity: int, gate: Gate) -> ObfuscatorPool:
+def _make(key, capacity: int = 2):
+    def make(gate: Gate) -> ObfuscatorPool:
         return ObfuscatorPool(key, None, capacity, 1, True, "fixed-base", gate)
 
     return make
@@ -44,22 +44,30 @@ def test_a_gate_opens_while_anyone_holds_it():
     assert gate.is_set()
 
 
-def test_kept_pools_fill_only_while_the_gate_is_open(test_keys):
+def test_kept_pools_fill_beyond_their_job_capacity_only_while_the_party_idles(test_keys):
     cache = PoolCache(keys=2, ready=24)
     key = test_keys["B"].public
     try:
-        pool = cache.pool(key, _make(key))
+        pool = cache.pool(key, _make(key, capacity=4))
         assert cache.pool(key, _make(key)) is pool  # one pool per key
         pool.prepare()
-        pool.take(1)  # in use: its refill thread waits for the gate
+        pool.take(1)  # in use: its own refill waits for the gate (a job's wait opens it)
         time.sleep(0.3)
         assert pool.ready == 0
-        cache.gate.open()  # the daemon idles
+        with cache.gate.held():  # a job waits for a peer: refill to the job capacity only
+            assert _until(lambda: pool.ready >= 4)
+            time.sleep(0.3)
+            assert pool.ready < 8
+        cache.set_idle(True)  # no job runs: fill up to `ready`
         assert _until(lambda: cache.ready_counts()["B"] >= 24)
+        cache.set_idle(False)  # a job starts: filling stops at once
         before = pool.ready
         taken = pool.take(10)
         assert len(set(taken)) == 10 and pool.ready == before - 10
-        assert _until(lambda: pool.ready >= 24)  # refilled while still open
+        time.sleep(0.3)
+        assert pool.ready == before - 10
+        cache.set_idle(True)
+        assert _until(lambda: pool.ready >= 24)
     finally:
         cache.close()
 
@@ -89,9 +97,9 @@ def test_party_crypto_keeps_peer_pools_across_jobs_and_closes_its_own(test_keys)
         peer = first.add_peer(test_keys["B"].public)
         bases = first.tables_state()
         first.close()
-        executor.pools.gate.open()
+        executor.pools.set_idle(True)
         assert _until(lambda: executor.pools.ready_counts()["B"] >= 16)
-        executor.pools.gate.close()  # a job runs: no refill but during its own waits
+        executor.pools.set_idle(False)  # a job runs: no refill but during its own waits
         time.sleep(0.3)  # a batch in flight when the gate closed lands
         second = PartyCrypto("A1", config, test_keys["A1"], own_pool=True)
         second.restore_tables(bases)
