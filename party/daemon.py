@@ -34,6 +34,7 @@ from secure.channel import EnvelopeHook, Mailbox, decode_payload
 from secure.errors import ChannelClosed, PayloadError, SecureError
 from secure.executor import make_executor
 from secure.paillier.pool_cache import PoolCache
+from secure.source_layers.common import keep_saved_tables
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class PartyDaemon:
             self.executor.pools = PoolCache(compute.kept_keys, compute.kept_obfuscators)
         self._busy = 0  # jobs running; the kept pools refill while there is none
         self._idle(True)
+        if self.executor.pools is not None and self.state is not None:
+            threading.Thread(target=self._keep_model_pools, name="kept-pools", daemon=True).start()
         self.address = ""  # where peers reach this daemon (set once it serves)
         pools = self.executor.pools
         self.metrics = PartyMetrics(  # served by `--metrics`
@@ -392,6 +395,22 @@ class PartyDaemon:
         self._ended[job_id] = how
         while len(self._ended) > ENDED_MEMORY:
             del self._ended[next(iter(self._ended))]
+
+    def _keep_model_pools(self) -> None:
+        """Keep the obfuscator pools of the newest blindfl models' peer keys, so that the
+        first prediction after a restart finds them filled (they fill while no job runs)."""
+        pools, me = self.executor.pools, self.config.party_id
+        assert pools is not None and self.state is not None
+        store = ModelStore(self.state)
+        newest = [m for m in store.list() if m.protocol == "blindfl"][-pools.keys :]
+        for manifest in newest:  # oldest first: the newest ends most recently used
+            try:
+                _, part = store.load(manifest.model_id, me)
+                owners = keep_saved_tables(pools, part, me)
+            except (PartyError, SecureError) as exc:
+                log.warning("party %s: model %s: no kept pools (%s)", me, manifest.model_id, exc)
+                continue
+            log.info("party %s: keeps obfuscators for %s (%s)", me, owners, manifest.model_id)
 
     def _idle(self, idle: bool) -> None:
         """Open (no job runs) or close the gate of the kept obfuscator pools' refills."""

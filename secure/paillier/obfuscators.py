@@ -326,7 +326,7 @@ class ObfuscatorPool:
         """Compute up to `count` more obfuscators now if fewer than `target` are ready
         (beyond the pool's capacity: a party filling its kept pools while it idles);
         whether it computed any."""
-        if not self._in_use or self._stop.is_set():
+        if self._stop.is_set():
             return False
         with self._lock:
             need = min(count, target - len(self._ready))

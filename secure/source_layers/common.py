@@ -8,6 +8,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import partial
 from typing import Any, Generic, TypeAlias, TypeVar
 
 import numpy as np
@@ -22,6 +23,7 @@ from secure.paillier.encoding import Packer, encode
 from secure.paillier.engine import Paillier
 from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
 from secure.paillier.obfuscators import Gate, ObfuscatorPool
+from secure.paillier.pool_cache import PoolCache
 from secure.source_layers.sharing import sample_share
 from secure.source_layers.state import LayerState, SavedTable, tables_from_state, tables_state
 from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
@@ -88,18 +90,7 @@ class PartyCrypto:
     ) -> ObfuscatorPool:
         """A pool for repeated use (with `obfuscator_pool` > 0 it builds its fixed-base
         tables at its first use; `add_peer` builds a peer's at once)."""
-        cfg = self.config
-        return ObfuscatorPool(
-            public,
-            private,
-            cfg.obfuscator_pool,
-            cfg.threads,
-            cfg.background_refill,
-            cfg.obfuscator,
-            gate or self._idle,
-            cfg.obfuscator_helpers,
-            short_exponent=short,
-        )
+        return repeated_use_pool(self.config, public, private, gate or self._idle, short)
 
     @contextmanager
     def waiting(self) -> Iterator[None]:
@@ -176,6 +167,52 @@ class PartyCrypto:
             if kept is None or context is self.own or not self.config.obfuscator_pool:
                 context.pool.close()
         self.matmul.close()
+
+
+def repeated_use_pool(
+    config: SecureConfig,
+    public: PublicKey,
+    private: PrivateKey | None,
+    gate: Gate,
+    short: bool = False,
+) -> ObfuscatorPool:
+    """An obfuscator pool as `config` sets them up for a job, refilling while `gate` is open."""
+    return ObfuscatorPool(
+        public,
+        private,
+        config.obfuscator_pool,
+        config.threads,
+        config.background_refill,
+        config.obfuscator,
+        gate,
+        config.obfuscator_helpers,
+        short_exponent=short,
+    )
+
+
+def keep_saved_tables(pools: PoolCache, part: Mapping[str, Any], me: str) -> list[str]:
+    """Keep pools (`pools`, filled while the party idles) for the peers' keys whose
+    fixed-base tables a stored model part or checkpoint of party `me` saved, in any of
+    its layers (their `obfuscators` state); the keys' owners.
+
+    Raises:
+        StateError: the saved tables are malformed or do not fit their keys.
+    """
+    config = SecureConfig()  # every job's pools are made with these settings
+    owners = []
+    for layer in part.values():
+        if not isinstance(layer, Mapping) or not isinstance(layer.get("obfuscators"), Mapping):
+            continue
+        for owner, saved in tables_from_state(layer["obfuscators"]).items():
+            if owner == me:
+                continue
+            try:
+                make = partial(repeated_use_pool, config, saved.key, None)
+                pools.pool(saved.key, make, saved.bases)
+            except ConfigError as exc:
+                raise StateError(f"{exc}; the model is corrupt") from None
+            owners.append(owner)
+    return owners
 
 
 def _restore(pool: ObfuscatorPool, saved: SavedTable) -> None:

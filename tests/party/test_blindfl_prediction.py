@@ -6,13 +6,20 @@ runs both source layers."""
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 
 import numpy as np
 
 from coordinator.spec import TableSource
 from coordinator.spec.predict import PredictSpec
+from party.config import PartyConfig
+from party.daemon import PartyDaemon
 from party.state import StateDir
+from party.state.models import ModelStore
+from proto.rpc import PeerClients
+from secure.executor import ComputeConfig
+from secure.source_layers.state import tables_from_state
 from tests.party.test_blindfl_training import breast_spec
 from tests.support.data import breast
 from tests.support.harness import run_inprocess
@@ -93,3 +100,27 @@ def test_pipelined_batches_with_dense_and_categorical_columns(tmp_path: Path) ->
 def _csv(path: Path, header: str, ints: list[np.ndarray], reals: np.ndarray) -> None:
     values, fmt = np.column_stack([*ints, reals]), ["%d"] * len(ints) + ["%.5f"] * reals.shape[1]
     np.savetxt(path, values, fmt=fmt, delimiter=",", header=header, comments="")
+
+
+def test_a_restarted_daemon_keeps_and_fills_the_pools_of_its_models_peer_keys(tmp_path: Path):
+    # Prepare: a trained model at both parties, and its peer key as the bank saved it
+    datasets: dict[str, dict[str, TableSource]] = breast()
+    spec = breast_spec("blindfl", train={"epochs": 1, "batch_size": 128, "seed": 3})
+    states = {p: StateDir(tmp_path / p) for p in datasets}
+    run_inprocess(spec, datasets, states=states)
+    _, part = ModelStore(states["bank"]).load("job", "bank")
+    saved = tables_from_state(part["src"]["obfuscators"])["shop"]
+    # Execute: the bank's daemon starts again on its state directory and idles
+    compute = ComputeConfig(kept_obfuscators=64)
+    config = PartyConfig("bank", state_dir=tmp_path / "bank", compute=compute)
+    daemon = PartyDaemon(config, PeerClients(), None)
+    try:
+        deadline = time.monotonic() + 60
+        while daemon.executor.pools.ready_counts().get("shop", 0) < 64:
+            assert time.monotonic() < deadline, daemon.executor.pools.ready_counts()
+            time.sleep(0.1)
+        # Assert: the kept pool serves the saved key with the saved table's bases
+        pool = daemon.executor.pools.pool(saved.key, lambda gate: None)  # kept: not made again
+        assert pool.bases == saved.bases
+    finally:
+        daemon.close()
