@@ -6,13 +6,22 @@ value once (a private key, a modulus) and to map a task function of
 `secure.paillier.blocks` over blocks, and gets the results back in order, as bytes:
 
     shared = executor.share(private_key)                   # once per job
+    blocks = executor.split(len(cts), executor.block_items(DECRYPT, key_bits))
     results = executor.map(decrypt_block, shared, blobs)   # one task per block
+
+How much work one task gets: `compute.min_task_ms`, one number for every operation,
+turned into items per task by a cost model (`OP_COSTS_MS`, one-core milliseconds per
+item at 2048 bits, measured by bench/scale_out.py, scaled with the key size): the same
+setting gives a decryption task ~7 ciphertexts and a product task ~1,100 nonzero terms,
+so a training batch's few hundred decryptions reach a cluster with many CPUs while small
+products stay in one task.
 
 Two engines, chosen by the party config's `compute:` section (`ComputeConfig`), never by
 a job spec, because the machines belong to the party:
 
 - `local` (the default): a process pool over this machine's cores ("spawn" processes,
-  started at the first parallel map); a single block runs in-process.
+  started at the first parallel map); a single block runs in-process. A large shared
+  array (an obfuscator table) goes into shared memory once instead of into every task.
 - `ray`: the party's own Ray cluster, which the daemon joins as a driver at the first
   job (`connect()`: an unreachable cluster fails that job before training starts).
   `share` puts the value into the cluster's object store once (`ray.put`); every task
@@ -29,6 +38,7 @@ received from a peer is unpickled. A party's private key reaches only its own cl
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
 import os
 import socket
@@ -38,16 +48,38 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 from secure.errors import ConfigError, ExecutorError
 
 EXECUTORS = ("local", "ray")
+_SHARED_MEMORY_BYTES = 1 << 20  # local: arrays from this size are shared, not sent per task
+MAX_TASK_MS = 60_000.0  # a minute: more would keep a whole job in one task
 RAY_INSTALL = 'pip install -e ".[ray]"'
 S = TypeVar("S")
 B = TypeVar("B")
 R = TypeVar("R")
 log = logging.getLogger(__name__)
+
+
+# Operations a task can do, and one-core milliseconds per item at 2048 bits
+# (bench/results/scale_out.txt: decryption 2.71 ms, full r^n 9.46 ms, a product mod n^2
+# 6 us with ~3 per nonzero 8-bit term; a table obfuscator 276 products, README's 1.4 ms)
+# and the power of key_bits / 2048 each scales with (exponent length x product cost).
+DECRYPT = "decrypt"  # one ciphertext decrypted by CRT
+PRODUCT_TERM = "product term"  # one nonzero term of a ciphertext matrix product
+RERANDOMIZE_FULL = "rerandomize (full)"  # c * r^n with a full exponentiation
+RERANDOMIZE_TABLE = "rerandomize (table)"  # c * r^n from a fixed-base table
+OP_COSTS_MS = {DECRYPT: 2.7, PRODUCT_TERM: 0.018, RERANDOMIZE_FULL: 9.5, RERANDOMIZE_TABLE: 1.5}
+_COST_POWERS = {DECRYPT: 3, PRODUCT_TERM: 2, RERANDOMIZE_FULL: 3, RERANDOMIZE_TABLE: 3}
+
+
+def op_cost_ms(op: str, key_bits: int) -> float:
+    """Estimated one-core milliseconds of one item of `op` under a `key_bits` key."""
+    return OP_COSTS_MS[op] * (key_bits / 2048) ** _COST_POWERS[op]
 
 
 @dataclass(frozen=True)
@@ -57,16 +89,18 @@ class ComputeConfig:
     Attributes:
         executor: "local" (this machine's cores) or "ray" (the party's Ray cluster).
         address: ray only: HOST:PORT of the cluster's head (`ray start --head --port`).
-        min_block: the fewest items (ciphertexts to decrypt, nonzero terms of a product)
-            one task gets; smaller work stays in one task (bench/scale_out.py measures
-            where Ray's per-task overhead drops below 10% of the work).
+        min_task_ms: the least work, in one-core milliseconds, one task gets (the same
+            for every operation: `BlockExecutor.block_items` turns it into ciphertexts
+            per decryption or re-randomisation task and nonzero terms per product task);
+            smaller work stays in one task. 20 ms keeps Ray's ~1.75 ms per task near 10%
+            of the work (bench/scale_out.py).
         workers: local only: processes (None: all cores; 1: everything in-process).
         max_retries: ray only: times a task is rerun when its worker process dies.
     """
 
     executor: str = "local"
     address: str | None = None
-    min_block: int = 2_000
+    min_task_ms: float = 20.0
     workers: int | None = None
     max_retries: int = 3
 
@@ -80,7 +114,12 @@ class ComputeConfig:
                 self.executor != "ray" or bool(self.address),
                 "compute.executor 'ray' needs compute.address: HOST:PORT of the cluster head",
             ),
-            (self.min_block >= 1, "compute.min_block must be >= 1"),
+            (
+                isinstance(self.min_task_ms, int | float)
+                and not isinstance(self.min_task_ms, bool)
+                and 0 < self.min_task_ms <= MAX_TASK_MS,
+                f"compute.min_task_ms must be a number of milliseconds in (0, {MAX_TASK_MS}]",
+            ),
             (self.workers is None or self.workers >= 1, "compute.workers must be >= 1"),
             (self.max_retries >= 0, "compute.max_retries must be >= 0"),
         ]
@@ -97,13 +136,34 @@ class Shared(Generic[S]):
         self.value = value
 
 
+@dataclass(frozen=True)
+class _SharedArray:
+    """A handle to an array a `LocalExecutor` put into shared memory (what its tasks
+    get in the array's place)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+class _LocalShared(Shared[S]):
+    """A value whose large arrays sit in shared memory: `value` holds their handles,
+    `inline` the value itself (for blocks run in-process); the memory is released when
+    this object goes."""
+
+    def __init__(self, value: Any, inline: S, segments: list[SharedMemory]) -> None:
+        super().__init__(value)
+        self.inline = inline
+        self._finalizer = weakref.finalize(self, _release, segments)
+
+
 class BlockExecutor(ABC):
     """The seam: `share` a value once, `map` a task function over blocks."""
 
     name = "base"
 
-    def __init__(self, min_block: int) -> None:
-        self.min_block = min_block
+    def __init__(self, min_task_ms: float) -> None:
+        self.min_task_ms = min_task_ms
         self.tasks = 0  # tasks mapped so far (in-process ones included)
 
     @property
@@ -126,10 +186,15 @@ class BlockExecutor(ABC):
     def map(self, fn: Callable[[S, B], R], shared: Shared[S], blocks: Sequence[B]) -> list[R]:
         """[fn(value, block) for block in blocks], spread over the workers."""
 
-    def split(self, items: int, min_block: int | None = None) -> list[tuple[int, int]]:
+    def block_items(self, op: str, key_bits: int) -> int:
+        """The fewest items of `op` (one of `OP_COSTS_MS`) one task gets under a
+        `key_bits` key: `min_task_ms` of work by the cost model."""
+        return max(1, math.ceil(self.min_task_ms / op_cost_ms(op, key_bits)))
+
+    def split(self, items: int, min_items: int) -> list[tuple[int, int]]:
         """[lo, hi) ranges cutting `items` into at most `slots` blocks of at least
-        `min_block` (default: the configured one) items each."""
-        count = max(1, min(self.slots, items // (min_block or self.min_block)))
+        `min_items` items each."""
+        count = max(1, min(self.slots, items // max(1, min_items)))
         edges = [items * i // count for i in range(count + 1)]
         return list(zip(edges[:-1], edges[1:], strict=True))
 
@@ -142,8 +207,8 @@ class LocalExecutor(BlockExecutor):
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, min_block: int = 2_000) -> None:
-        super().__init__(min_block)
+    def __init__(self, workers: int | None = None, min_task_ms: float = 20.0) -> None:
+        super().__init__(min_task_ms)
         self.workers = max(1, workers or os.cpu_count() or 1)
         self._pool: Executor | None = None
         self._finalizer: Callable[[], object] | None = None  # a weakref.finalize
@@ -153,13 +218,32 @@ class LocalExecutor(BlockExecutor):
         return self.workers
 
     def share(self, value: S) -> Shared[S]:
-        return Shared(value)
+        """The value as tasks get it; numpy arrays of 1 MiB or more (the value, or items
+        of a tuple value) go into shared memory once rather than into every task."""
+        if self.workers == 1:
+            return Shared(value)
+        segments: list[SharedMemory] = []
+
+        def place(array: np.ndarray) -> np.ndarray | _SharedArray:
+            if array.nbytes < _SHARED_MEMORY_BYTES:
+                return array
+            segment = SharedMemory(create=True, size=array.nbytes)
+            segments.append(segment)
+            np.ndarray(array.shape, array.dtype, buffer=segment.buf)[...] = array
+            return _SharedArray(segment.name, array.shape, array.dtype.str)
+
+        handles = _replace(value, np.ndarray, place)
+        return _LocalShared(handles, value, segments) if segments else Shared(value)
 
     def map(self, fn: Callable[[S, B], R], shared: Shared[S], blocks: Sequence[B]) -> list[R]:
         self.tasks += len(blocks)
         if len(blocks) <= 1 or self.workers == 1:
-            return [fn(shared.value, block) for block in blocks]
-        return list(self.pool().map(fn, [shared.value] * len(blocks), blocks))
+            value = shared.inline if isinstance(shared, _LocalShared) else shared.value
+            return [fn(value, block) for block in blocks]
+        values = [shared.value] * len(blocks)
+        if isinstance(shared, _LocalShared):
+            return list(self.pool().map(_attached, [fn] * len(blocks), values, blocks))
+        return list(self.pool().map(fn, values, blocks))
 
     def pool(self) -> Executor:
         """The process pool, started at its first use ("spawn": safe beside gRPC threads,
@@ -191,8 +275,8 @@ class RayExecutor(BlockExecutor):
 
     name = "ray"
 
-    def __init__(self, address: str, min_block: int = 2_000, max_retries: int = 3) -> None:
-        super().__init__(min_block)
+    def __init__(self, address: str, min_task_ms: float = 20.0, max_retries: int = 3) -> None:
+        super().__init__(min_task_ms)
         self.address = address
         self.max_retries = max_retries
         self._ray: Any = None
@@ -266,8 +350,49 @@ def make_executor(config: ComputeConfig) -> BlockExecutor:
     if config.executor == "ray":
         _import_ray()
         assert config.address is not None  # ComputeConfig checked it
-        return RayExecutor(config.address, config.min_block, config.max_retries)
-    return LocalExecutor(config.workers, config.min_block)
+        return RayExecutor(config.address, config.min_task_ms, config.max_retries)
+    return LocalExecutor(config.workers, config.min_task_ms)
+
+
+def _replace(value: Any, kind: type, fn: Callable[[Any], Any]) -> Any:
+    """`value` with `fn` applied to it if it is a `kind`, else to its items of that kind
+    if it is a tuple (a named one keeps its type)."""
+    if isinstance(value, kind):
+        return fn(value)
+    if isinstance(value, tuple):
+        items = [fn(item) if isinstance(item, kind) else item for item in value]
+        return value._make(items) if hasattr(value, "_make") else tuple(items)
+    return value
+
+
+def _attached(fn: Callable[[Any, B], R], value: Any, block: B) -> R:
+    """In a local worker: `fn(value, block)` with the shared-memory arrays of `value`
+    attached in their handles' place (read in place, not copied)."""
+    segments: list[SharedMemory] = []
+
+    def attach(handle: _SharedArray) -> np.ndarray:
+        segment = SharedMemory(handle.name)
+        segments.append(segment)
+        array = np.ndarray(handle.shape, np.dtype(handle.dtype), buffer=segment.buf)
+        array.flags.writeable = False
+        return array
+
+    arguments = _replace(value, _SharedArray, attach)
+    try:
+        return fn(arguments, block)
+    finally:
+        del arguments
+        for segment in segments:
+            try:
+                segment.close()
+            except BufferError:  # the task kept a view: its mapping goes with it
+                pass
+
+
+def _release(segments: list[SharedMemory]) -> None:
+    for segment in segments:
+        segment.close()
+        segment.unlink()
 
 
 def _probe(address: str, timeout_s: float = 5.0) -> None:

@@ -131,7 +131,9 @@ class PartyCrypto:
             _restore(pool, saved)
         if self.config.obfuscator_pool:
             pool.prepare()  # ready (and its helpers started) before the first step
-        context = Paillier(key, None, pool, self.config.threads, self.config.counts)
+        context = Paillier(
+            key, None, pool, self.config.threads, self.config.counts, self.config.executor
+        )
         self.peers[key.owner] = context
         return context
 
