@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+from collections import Counter
 from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
@@ -43,7 +44,9 @@ from secure.paillier.blocks import (
 from secure.paillier.cipher_matmul import CipherMatmul
 from secure.paillier.engine import Paillier
 from secure.paillier.obfuscators import ObfuscatorPool
-from tests.support.secure import TEST_KEY_BITS
+from tests.secure.source_layers.test_matmul_layer import check_training
+from tests.support.matmul_layer import make_job
+from tests.support.secure import TEST_KEY_BITS, config_for_tests
 
 TASK_MS = 1.2  # the pool's min_task_ms: blocks of a few 1024-bit ciphertexts
 
@@ -62,15 +65,21 @@ def pool():
 
 
 class CountingShares(LocalExecutor):
-    """A local pool that counts the values it shares with its workers."""
+    """A local pool that counts the values it shares with its workers and its tasks by
+    task function."""
 
     def __init__(self, workers: int, min_task_ms: float) -> None:
         super().__init__(workers, min_task_ms)
         self.shares = 0
+        self.calls: Counter[str] = Counter()
 
     def share(self, value):
         self.shares += 1
         return super().share(value)
+
+    def map(self, fn, shared, blocks):
+        self.calls[fn.__name__] += len(blocks)
+        return super().map(fn, shared, blocks)
 
 
 def peer_context(owner, executor, method="fixed-base") -> Paillier:
@@ -206,6 +215,27 @@ def test_a_large_shared_array_goes_through_shared_memory_once(pool) -> None:
 
 def _sum_of(value, _block) -> int:
     return int(value[1].sum())
+
+
+@pytest.mark.parametrize(
+    ("capacity", "task"), [(0, "rerandomize_block"), (1, "rerandomize_table_block")]
+)
+def test_a_matmul_layer_with_an_executor_trains_as_without(test_keys, capacity, task):
+    """Both parties' pools have nothing ready (no refills): m1 and m2, re-randomised under
+    the peer's key, go to the executor, as full r^n from a pool without a table
+    (`obfuscator_pool` 0: the table does not pay yet) or as samples of the peer pool's
+    table (a pool for repeated use builds it when the peer is added); training still
+    tracks plaintext training. Tasks of 0.05 ms: a 16-row batch's few ciphertexts spread."""
+    executor = CountingShares(workers=2, min_task_ms=0.05)
+    executor.warm_up()  # the process pool exists before two party threads use it
+    try:
+        config = config_for_tests(executor=executor, obfuscator_pool=capacity, obfuscator_helpers=0)
+        job = make_job(test_keys, k=1, h=5, config_a=config, config_b=config)
+        check_training(job, False, 5)
+    finally:
+        executor.close()
+    assert executor.calls[task] >= 6  # m1 and m2 of 3 steps, at least one task each
+    assert executor.calls["decrypt_block"] >= 6  # and their decryptions
 
 
 def test_one_setting_means_the_same_work_per_task_for_every_operation() -> None:
