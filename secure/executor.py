@@ -1,20 +1,23 @@
 """Where one party's heavy homomorphic work runs: the executor seam.
 
-Decryptions and packed ciphertext-matrix products are independent by row block. The
-secure layer never runs them itself: it asks the party's `BlockExecutor` to share a
-value once (a private key, a modulus) and to map a task function of
-`secure.paillier.blocks` over blocks, and gets the results back in order, as bytes:
+Decryptions, packed ciphertext-matrix products, re-randomisations and PSI blindings are
+independent by row block. The secure layer never runs them itself: it asks the party's
+`BlockExecutor` to share a value once (a private key, a modulus, an obfuscator table, a
+PSI scalar) and to map a task function of `secure.paillier.blocks` (or
+`secure.psi.curve.blind_blob`) over blocks, and gets the results back in order, as
+bytes (`start` runs one task without waiting, for PSI's point stream):
 
     shared = executor.share(private_key)                   # once per job
-    blocks = executor.split(len(cts), executor.block_items(DECRYPT, key_bits))
+    spans = executor.split(len(cts), executor.block_items(DECRYPT, key_bits))
+    blobs = [blob(cts[lo:hi], width) for lo, hi in spans]
     results = executor.map(decrypt_block, shared, blobs)   # one task per block
 
 How much work one task gets: `compute.min_task_ms`, one number for every operation,
 turned into items per task by a cost model (`OP_COSTS_MS`, one-core milliseconds per
 item at 2048 bits, measured by bench/scale_out.py, scaled with the key size): the same
-setting gives a decryption task ~7 ciphertexts and a product task ~1,100 nonzero terms,
+setting (20 ms) gives a decryption task 8 ciphertexts and a product task 1,112 nonzero terms,
 so a training batch's few hundred decryptions reach a cluster with many CPUs while small
-products stay in one task.
+products stay in one task. Callers keep work under two tasks' worth in their own process.
 
 Two engines, chosen by the party config's `compute:` section (`ComputeConfig`), never by
 a job spec, because the machines belong to the party:
@@ -46,7 +49,7 @@ import threading
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Generic, TypeVar
@@ -73,12 +76,26 @@ DECRYPT = "decrypt"  # one ciphertext decrypted by CRT
 PRODUCT_TERM = "product term"  # one nonzero term of a ciphertext matrix product
 RERANDOMIZE_FULL = "rerandomize (full)"  # c * r^n with a full exponentiation
 RERANDOMIZE_TABLE = "rerandomize (table)"  # c * r^n from a fixed-base table
-OP_COSTS_MS = {DECRYPT: 2.7, PRODUCT_TERM: 0.018, RERANDOMIZE_FULL: 9.5, RERANDOMIZE_TABLE: 1.5}
-_COST_POWERS = {DECRYPT: 3, PRODUCT_TERM: 2, RERANDOMIZE_FULL: 3, RERANDOMIZE_TABLE: 3}
+PSI_POINT = "psi point"  # one X25519 blinding of a PSI id (secure.psi.curve; no key size)
+OP_COSTS_MS = {
+    DECRYPT: 2.7,
+    PRODUCT_TERM: 0.018,
+    RERANDOMIZE_FULL: 9.5,
+    RERANDOMIZE_TABLE: 1.5,
+    PSI_POINT: 0.032,
+}
+_COST_POWERS = {
+    DECRYPT: 3,
+    PRODUCT_TERM: 2,
+    RERANDOMIZE_FULL: 3,
+    RERANDOMIZE_TABLE: 3,
+    PSI_POINT: 0,
+}
 
 
-def op_cost_ms(op: str, key_bits: int) -> float:
-    """Estimated one-core milliseconds of one item of `op` under a `key_bits` key."""
+def op_cost_ms(op: str, key_bits: int = 2048) -> float:
+    """Estimated one-core milliseconds of one item of `op` under a `key_bits` Paillier
+    key (PSI points do not depend on it)."""
     return OP_COSTS_MS[op] * (key_bits / 2048) ** _COST_POWERS[op]
 
 
@@ -186,9 +203,13 @@ class BlockExecutor(ABC):
     def map(self, fn: Callable[[S, B], R], shared: Shared[S], blocks: Sequence[B]) -> list[R]:
         """[fn(value, block) for block in blocks], spread over the workers."""
 
-    def block_items(self, op: str, key_bits: int) -> int:
+    @abstractmethod
+    def start(self, fn: Callable[[S, B], R], shared: Shared[S], block: B) -> Future[R]:
+        """Start one task, fn(value, block), without waiting (a stream of blocks: PSI)."""
+
+    def block_items(self, op: str, key_bits: int = 2048) -> int:
         """The fewest items of `op` (one of `OP_COSTS_MS`) one task gets under a
-        `key_bits` key: `min_task_ms` of work by the cost model."""
+        `key_bits` Paillier key: `min_task_ms` of work by the cost model."""
         return max(1, math.ceil(self.min_task_ms / op_cost_ms(op, key_bits)))
 
     def split(self, items: int, min_items: int) -> list[tuple[int, int]]:
@@ -244,6 +265,20 @@ class LocalExecutor(BlockExecutor):
         if isinstance(shared, _LocalShared):
             return list(self.pool().map(_attached, [fn] * len(blocks), values, blocks))
         return list(self.pool().map(fn, values, blocks))
+
+    def start(self, fn: Callable[[S, B], R], shared: Shared[S], block: B) -> Future[R]:
+        self.tasks += 1
+        if self.workers == 1:
+            value = shared.inline if isinstance(shared, _LocalShared) else shared.value
+            done: Future[R] = Future()
+            try:
+                done.set_result(fn(value, block))
+            except Exception as exc:  # noqa: BLE001 - handed to the caller, as a pool would
+                done.set_exception(exc)
+            return done
+        if isinstance(shared, _LocalShared):
+            return self.pool().submit(_attached, fn, shared.value, block)
+        return self.pool().submit(fn, shared.value, block)
 
     def pool(self) -> Executor:
         """The process pool, started at its first use ("spawn": safe beside gRPC threads,
@@ -329,6 +364,10 @@ class RayExecutor(BlockExecutor):
             self._remote[fn] = remote
         self.tasks += len(blocks)
         return [remote.remote(shared.value, block) for block in blocks]
+
+    def start(self, fn: Callable[[S, B], R], shared: Shared[S], block: B) -> Future[R]:
+        future: Future[R] = self.submit(fn, shared, [block])[0].future()
+        return future
 
     def gather(self, refs: list[Any]) -> list[Any]:
         """The tasks' results, in order (a task whose worker died is rerun by Ray)."""

@@ -23,9 +23,11 @@ import yaml
 from coordinator.client import JobView
 from coordinator.spec import parse_spec
 from party.errors import JobError
+from secure.errors import PayloadError
 from secure.executor import RayExecutor, Shared
 from secure.paillier.engine import Paillier
 from secure.paillier.obfuscators import ObfuscatorPool
+from secure.psi.curve import Blinder, blind_blob, hash_to_curve
 from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast, breast_datasets_config
 from tests.support.harness import run_inprocess
@@ -116,6 +118,20 @@ def test_rerandomisations_run_on_the_cluster_from_the_table_shipped_once(cluster
         assert executor.tasks == 4  # 80 over 2 slots, twice: one table in the object store
         assert he.decrypt(fresh) == he.decrypt(again) == values
         assert set(fresh).isdisjoint(cts) and set(again).isdisjoint(fresh)
+    finally:
+        executor.close()
+
+
+def test_psi_points_are_blinded_on_the_cluster(cluster) -> None:
+    executor = RayExecutor(cluster.address, 0.5)  # 16 points per task
+    points = hash_to_curve([str(i).encode() for i in range(100)]).tobytes()
+    try:
+        with Blinder(executor=executor) as blinder:
+            spread = b"".join(blinder.stream([points[:1600], points[1600:]]))
+            assert executor.tasks == 4  # 2 chunks of 50 points, 2 slots
+            assert spread == blind_blob(blinder._secret, points)  # noqa: SLF001
+            with pytest.raises(PayloadError, match="small order"):
+                list(blinder.stream([bytes(32) * 40]))  # the worker's ValueError
     finally:
         executor.close()
 
