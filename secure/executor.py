@@ -240,13 +240,14 @@ class LocalExecutor(BlockExecutor):
 
     def share(self, value: S) -> Shared[S]:
         """The value as tasks get it; numpy arrays of 1 MiB or more (the value, or items
-        of a tuple value) go into shared memory once rather than into every task."""
+        of a tuple value) go into shared memory once rather than into every task (unless
+        /dev/shm is too small: then they go with each task)."""
         if self.workers == 1:
             return Shared(value)
         segments: list[SharedMemory] = []
 
         def place(array: np.ndarray) -> np.ndarray | _SharedArray:
-            if array.nbytes < _SHARED_MEMORY_BYTES:
+            if array.nbytes < _SHARED_MEMORY_BYTES or not _shared_memory_room(array.nbytes):
                 return array
             segment = SharedMemory(create=True, size=array.nbytes)
             segments.append(segment)
@@ -426,6 +427,23 @@ def _attached(fn: Callable[[Any, B], R], value: Any, block: B) -> R:
                 segment.close()
             except BufferError:  # the task kept a view: its mapping goes with it
                 pass
+
+
+def _shared_memory_room(nbytes: int) -> bool:
+    """Whether /dev/shm has room for `nbytes` twice over (a container's default is 64
+    MB, and writing past a full tmpfs kills the process); elsewhere assume so."""
+    try:
+        stats = os.statvfs("/dev/shm")
+    except OSError:
+        return True
+    if stats.f_bavail * stats.f_frsize >= 2 * nbytes:
+        return True
+    log.warning(
+        "no room in /dev/shm for a %d MB shared value; it goes with every task instead "
+        "(give the daemon's container more shared memory, e.g. shm_size)",
+        nbytes >> 20,
+    )
+    return False
 
 
 def _release(segments: list[SharedMemory]) -> None:

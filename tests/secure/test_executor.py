@@ -7,6 +7,7 @@ tests/e2e/test_ray_executor.py.)"""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -211,6 +212,19 @@ def test_a_large_shared_array_goes_through_shared_memory_once(pool) -> None:
         SharedMemory(name)  # released with its last reference
     small = pool.share(np.arange(10))
     assert isinstance(small, Shared) and isinstance(small.value, np.ndarray)
+
+
+def test_a_full_dev_shm_sends_the_array_with_each_task(pool, monkeypatch, caplog) -> None:
+    """A container's small /dev/shm (Docker's default is 64 MB): writing past a full tmpfs
+    would kill the daemon, so the value goes with every task instead, with a warning."""
+    real = os.statvfs("/dev/shm")
+    full = os.statvfs_result((*real[:4], 0, *real[5:]))  # f_bavail 0
+    monkeypatch.setattr(os, "statvfs", lambda path: full)
+    array = np.arange(3 << 20, dtype=np.uint8)
+    shared = pool.share(("label", array))
+    assert shared.value[1] is array
+    assert pool.map(_sum_of, shared, [0, 1]) == [int(array.sum())] * 2
+    assert "no room in /dev/shm" in caplog.text
 
 
 def _sum_of(value, _block) -> int:
