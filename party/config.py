@@ -21,7 +21,7 @@ a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install 
 ".[ray]"`); the daemon joins the cluster at its first job. `min_task_ms` is one number
 for decryptions, re-randomisations and products: the executor's cost model
 (`secure.executor.OP_COSTS_MS`, scaled with the key size) turns it into items per task
-(at 2048 bits and 20 ms: 8 decryptions, 14 table re-randomisations, 1,112 product terms,
+(at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
 625 PSI points).
 A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
 path. Relative paths (datasets, state_dir) resolve against the config file's folder. The

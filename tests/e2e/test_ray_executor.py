@@ -38,7 +38,7 @@ MISSING = ray_missing()
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
 # small tasks, so that a 512-bit test job sends many to the cluster: 0.35 ms of work is 9
-# decryptions, 15 table re-randomisations or 312 product terms per task at 512 bits
+# decryptions, 14 table re-randomisations or 312 product terms per task at 512 bits
 MIN_TASK_MS = 0.35
 
 
