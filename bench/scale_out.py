@@ -19,11 +19,14 @@ a projection of a credit-shaped secure epoch and a 1e6-row prediction on C cores
     T(C) = sum over ops of N_op x (t_op + o / b_op) / C
 
 with N_op the operations the MatMul layer needs (bench/floor.py's counts), t_op the
-one-core seconds per operation measured here and b_op = max(b_10, min_block). It is the
-work's floor: the protocol's round trips, the parties' serial steps and the PSI are not
-in it. The re-randomisations are counted as cluster tasks; the daemon still makes its
-obfuscators in its own pools (README, Benchmarks). Run it only on an otherwise idle
-machine; it notes the load average.
+one-core seconds per operation measured here and b_op = max(b_10, --min-task-ms / t_op)
+(the daemon's blocks: `compute.min_task_ms` through the executor's cost model). It is
+the work's floor: the protocol's round trips, the parties' serial steps and the PSI are
+not in it. The re-randomisations and fresh encryptions are counted as cluster tasks of
+full r^n: an upper bound, since the daemon sends only what its pools fall short of, as
+samples of the pool's fixed-base table (`rerandomize_table_block`, ~1/6 of a full r^n),
+and makes its fresh encryptions in its own pools (README, Benchmarks). Run it only on
+an otherwise idle machine; it notes the load average.
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ def measure(args) -> tuple[dict[str, dict[str, float]], dict[str, float], dict[s
     if missing is None:
         cluster = LocalRayCluster(workers=1)
         try:
-            executor = RayExecutor(cluster.start(), min_block=1)
+            executor = RayExecutor(cluster.start())  # blocks are cut here, not by it
             executor.connect()
             name = f"Ray: head + 1 worker node ({executor.slots} CPUs)"
             executor.map(decrypt_block, executor.share(keys.private), two["decrypt"][2])  # warm
@@ -191,7 +194,7 @@ def report(args, table, overhead, per_item) -> str:
         f"  {k}: t = {t * 1e3:.3f} ms/item -> b_10 = {b10[k]:,} items per task"
         for k, t in per_item.items()
     ]
-    blocks = {k: max(b, args.min_block) for k, b in b10.items()}
+    blocks = {k: max(b, math.ceil(args.min_task_ms * 1e-3 / per_item[k])) for k, b in b10.items()}
     costs = {
         "decrypt": per_item["decrypt"] + o / blocks["decrypt"],
         "rerandomize": per_item["rerandomize"] + o / blocks["rerandomize"],
@@ -206,7 +209,7 @@ def report(args, table, overhead, per_item) -> str:
         "projection (the work's floor; no round trips, serial steps or PSI):",
         "  T(C) = [N_dec (t_dec + o/b_dec) + (N_obf + N_fresh) (t_rr + o/b_rr)"
         " + N_prod (t_prod + o/b_prod)] / C",
-        f"  with o = {o * 1e3:.2f} ms (Ray), b = max(b_10, --min-block {args.min_block}), "
+        f"  with o = {o * 1e3:.2f} ms (Ray), b = max(b_10, --min-task-ms {args.min_task_ms} / t), "
         "fresh encryptions counted as full re-randomisations (an upper bound)",
     ]
     cases = [
@@ -229,7 +232,9 @@ def main() -> None:
     ap.add_argument("--key-bits", type=int, default=2048)
     ap.add_argument("--items", type=int, default=256, help="ciphertexts per measurement")
     ap.add_argument("--rows", type=int, default=30_000, help="credit rows of the epoch")
-    ap.add_argument("--min-block", type=int, default=1, help="a floor under b_10")
+    ap.add_argument(
+        "--min-task-ms", type=float, default=0.0, help="a floor under b_10, as in compute:"
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale_out.txt"))
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}", flush=True)

@@ -14,13 +14,17 @@ scorers: [admin, risk-app]        # optional; who may score online here (default
 compute:                          # optional; where the party's Paillier work runs
   executor: ray                   # local (default: this machine's cores) or ray
   address: 10.0.0.5:6379          # ray: the head of the party's own Ray cluster
-  min_block: 2000                 # fewest ciphertexts / product terms per task
+  min_task_ms: 20                 # least one-core ms of work per task (every op)
   kept_keys: 4                    # peers' keys whose obfuscator pools outlive jobs
   kept_obfuscators: 4096          # each filled up to this while no job runs
 ```
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
-".[ray]"`); the daemon joins the cluster at its first job.
+".[ray]"`); the daemon joins the cluster at its first job. `min_task_ms` is one number
+for decryptions, re-randomisations and products: the executor's cost model
+(`secure.executor.OP_COSTS_MS`, scaled with the key size) turns it into items per task
+(at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
+625 PSI points).
 A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
 path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
 state directory holds the party's checkpoints, keys and model parts, never a path a job
@@ -130,7 +134,13 @@ def _compute(raw: Any) -> ComputeConfig:
     if raw is None:
         return ComputeConfig()
     if not isinstance(raw, dict):
-        raise ConfigError("'compute' must be a mapping {executor, address, min_block, ...}")
+        raise ConfigError("'compute' must be a mapping {executor, address, min_task_ms, ...}")
+    if "min_block" in raw:
+        raise ConfigError(
+            "compute.min_block (items per task, one count for every operation) was replaced "
+            "by compute.min_task_ms: the least one-core milliseconds of work per task "
+            "(e.g. 20); remove min_block and set that"
+        )
     fields = set(ComputeConfig.__dataclass_fields__)
     unknown = sorted(set(raw) - fields)
     if unknown:

@@ -117,7 +117,7 @@ class PartyJob:
             CheckpointError: the checkpoint to resume from is missing, corrupt or another's.
             JobError: the party's executor cannot run (its Ray cluster is unreachable).
         """
-        if self.executor is not None and self.spec.protocol == "blindfl":
+        if self.executor is not None:  # PSI of every protocol runs there too
             connect(self.executor, self.party_id)
         if self.resume_round > 0:
             if self.state is None:
@@ -146,7 +146,7 @@ class PartyJob:
         return table
 
     def _align(self, channel: Channel, table: Table, tag: str) -> tuple[np.ndarray, PsiResult]:
-        psi = align_rows(channel, self.spec, self.party_id, table, tag)
+        psi = align_rows(channel, self.spec, self.party_id, table, tag, self.executor)
         return psi.positions, psi
 
     def run(self, channel: Channel, reporter: Reporter) -> dict:
@@ -254,9 +254,17 @@ class PartyJob:
         )
 
 
-def align_rows(channel: Channel, spec: JobSpec, party_id: str, table: Table, tag: str) -> PsiResult:
+def align_rows(
+    channel: Channel,
+    spec: JobSpec,
+    party_id: str,
+    table: Table,
+    tag: str,
+    executor: BlockExecutor | None = None,
+) -> PsiResult:
     """PSI of `table`'s ids with the job's other parties (tag `tag`): the common rows'
-    positions in `table`, in the order every party shares."""
+    positions in `table`, in the order every party shares; large chunks of points are
+    blinded on the party's `executor` (None: local processes)."""
     return run_psi(
         channel,
         party_id,
@@ -266,6 +274,7 @@ def align_rows(channel: Channel, spec: JobSpec, party_id: str, table: Table, tag
         tag,
         seed=spec.train.seed,
         config=PsiConfig(timeout=spec.train.timeout_s),
+        executor=executor,
     )
 
 

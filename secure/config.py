@@ -50,7 +50,8 @@ class SecureConfig:
         stat_bits: statistical hiding bits of masks (sigma in docs/protocols.md §4, Masks).
         workers: processes for ciphertext matrix products (None: all cores; 1: in-process)
             when no `executor` is given.
-        executor: where decryptions and ciphertext matrix products run: the party's
+        executor: where large decryptions, ciphertext matrix products and
+            re-randomisations beyond the pools' ready obfuscators run: the party's
             executor (`secure.executor`, from its party config's `compute:`), owned by
             the party, not by the layer; None: a local process pool of `workers`.
         parallel_min_terms: products with fewer nonzero terms stay in-process.

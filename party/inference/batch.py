@@ -72,7 +72,7 @@ class PredictJob:
             DataError: missing or malformed data. JobError: the output exists already, or
             the party's executor cannot run (its Ray cluster is unreachable).
         """
-        if self.executor is not None and self.spec.protocol == "blindfl":
+        if self.executor is not None:  # PSI of every protocol runs there too
             connect(self.executor, self.party_id)
         self.model = LoadedModel.open(self.state, self.request.model, self.party_id)
         m = self.model.manifest
@@ -108,7 +108,7 @@ class PredictJob:
         assert self.model is not None and self.table is not None and self.inputs is not None
         begun = time.monotonic()
         reporter.stage(ALIGNING)
-        psi = align_rows(channel, self.spec, self.party_id, self.table, "psi")
+        psi = align_rows(channel, self.spec, self.party_id, self.table, "psi", self.executor)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3))
         order = psi.positions
         if len(order) == 0:

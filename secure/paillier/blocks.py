@@ -9,23 +9,34 @@ are module-level so that worker processes (local or on a Ray node) import them b
 
     decrypt_block        (PrivateKey, ciphertext blob)        -> signed plaintexts blob
     rerandomize_block    (PublicKey, ciphertext blob)         -> ciphertext blob
+    rerandomize_table_block (WorkerTable, ciphertext blob)    -> ciphertext blob
     multiexp_block       (n^2, (bases blob, CSC slices, outputs)) -> two partials blobs
 """
 
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import gmpy2
 import numpy as np
 from gmpy2 import mpz
 
+from secure.paillier.fixed_base import times_products
 from secure.paillier.keys import PrivateKey, PublicKey
 from secure.paillier.multiexp import multiexp_columns
 from secure.paillier.multiexp_rows import Partial
 
 # (bases blob, indptr, rows, exponents, outputs) of one block of columns of a product
 MultiexpBlock = tuple[bytes, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+class WorkerTable(NamedTuple):
+    """A peer key and its pool's fixed-base power table (`ObfuscatorTable.powers`), shared
+    with the party's own workers once per job: secret, like a private key."""
+
+    key: PublicKey
+    powers: np.ndarray
 
 
 def width_of(modulus: mpz) -> int:
@@ -76,6 +87,14 @@ def rerandomize_block(key: PublicKey, ciphertexts: bytes) -> bytes:
     rs = [mpz.from_bytes(os.urandom(size), "big") % key.n for _ in cts]
     obfuscators = gmpy2.powmod_base_list(rs, key.n, nsq)
     return blob([c * r % nsq for c, r in zip(cts, obfuscators, strict=True)], width)
+
+
+def rerandomize_table_block(table: WorkerTable, ciphertexts: bytes) -> bytes:
+    """Multiply each ciphertext by a fresh sample of the fixed-base table (~1/6 of a full
+    r^n at 2048 bits; same distribution as the pool's own, `secure.paillier.fixed_base`)."""
+    nsq = table.key.nsquare
+    width = width_of(nsq)
+    return blob(times_products(table.powers, nsq, unblob(ciphertexts, width)), width)
 
 
 def multiexp_block(nsquare: mpz, block: MultiexpBlock) -> bytes:

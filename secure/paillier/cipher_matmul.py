@@ -15,9 +15,12 @@ nnz, one per executor slot (`secure.executor`: this machine's process pool, or t
 party's Ray cluster); each task (`secure.paillier.blocks.multiexp_block`) gets its block's
 bases as a fixed-width blob and returns the per-output partial products the same way,
 which the caller multiplies together (one modular inverse per output for negative
-terms). Products with fewer than `parallel_min_terms` nonzero terms run in-process. A
-`CipherMatmul` made without an executor owns a local one (shut down by `close()`); one
-handed in belongs to the caller. Only our own integers and index arrays cross to the
+terms). Products with fewer than `parallel_min_terms` nonzero terms, or under two
+tasks' worth of terms over all columns, run in-process. A
+`CipherMatmul` made without an executor owns a local one (shut down by `close()`) whose
+blocks get at least parallel_min_terms / workers terms; one handed in belongs to the
+caller, and its blocks get `block_items(PRODUCT_TERM, key bits)` terms at least (the
+party's `compute.min_task_ms` of work). Only our own integers and index arrays cross to the
 workers; nothing received from a peer is ever unpickled.
 """
 
@@ -32,7 +35,7 @@ from gmpy2 import mpz
 
 from secure.config import SecureConfig
 from secure.errors import InputError
-from secure.executor import BlockExecutor, LocalExecutor
+from secure.executor import PRODUCT_TERM, BlockExecutor, LocalExecutor
 from secure.paillier.blocks import MultiexpBlock, blob, multiexp_block, partials, width_of
 from secure.paillier.counters import OpCounts
 from secure.paillier.encoding import encode
@@ -78,9 +81,11 @@ class CipherMatmul:
         `executor`: where the blocks run (None: a local pool of `workers`, owned)."""
         self.counts = counts
         self._owned = executor is None
+        self._own_min_terms: int | None = None  # terms per block of an owned pool
         if executor is None:  # all workers once a product has parallel_min_terms terms
             local_workers = max(1, workers or os.cpu_count() or 1)
-            executor = LocalExecutor(local_workers, max(1, parallel_min_terms // local_workers))
+            executor = LocalExecutor(local_workers)
+            self._own_min_terms = max(1, parallel_min_terms // local_workers)
         self.executor = executor
         self.parallel_min_terms = parallel_min_terms
 
@@ -109,13 +114,15 @@ class CipherMatmul:
             return unit_products(
                 nsquare, cipher_rows, csr.indptr, csr.indices, csr.data, n_out, cols
             )
-        blocks = self._blocks(csc)
+        min_terms = self._min_terms(nsquare)
+        blocks = self._blocks(csc, min_terms)
         jobs = [
             (nsquare, [cipher_rows[j][c] for j in range(lo, hi)], csc, lo, hi, n_out)
             for c in range(cols)
             for lo, hi in blocks
         ]
-        partials = self._run(jobs, csc.nnz)
+        few = csc.nnz < self.parallel_min_terms or csc.nnz * cols < 2 * min_terms
+        partials = self._run(jobs, few)
         out = [[mpz(1)] * cols for _ in range(n_out)]
         per_col = len(blocks)
         for c in range(cols):
@@ -124,20 +131,29 @@ class CipherMatmul:
                 out[o][c] = value
         return out
 
-    def _blocks(self, csc: sp.csc_matrix) -> list[tuple[int, int]]:
+    def _min_terms(self, nsquare: mpz) -> int:
+        """Nonzero terms one block gets at least: a handed-in executor's
+        `block_items(PRODUCT_TERM, ...)`, an owned pool's parallel_min_terms / workers."""
+        if self._own_min_terms is not None:
+            return self._own_min_terms
+        return self.executor.block_items(PRODUCT_TERM, (int(nsquare.bit_length()) + 1) // 2)
+
+    def _blocks(self, csc: sp.csc_matrix, min_terms: int) -> list[tuple[int, int]]:
         """Contiguous column blocks of about equal nnz, at most one per executor slot and
-        at least its `min_block` terms each."""
+        at least `min_terms` terms each."""
         m = csc.shape[1]
-        count = min(self.executor.slots, csc.nnz // self.executor.min_block, m)
+        count = min(self.executor.slots, csc.nnz // min_terms, m)
         if count <= 1 or csc.nnz < self.parallel_min_terms:
             return [(0, m)]
         cuts = np.searchsorted(csc.indptr, np.linspace(0, csc.nnz, count + 1)[1:-1])
         edges = sorted({0, m, *np.clip(cuts, 1, m - 1).tolist()})
         return list(zip(edges[:-1], edges[1:], strict=True))
 
-    def _run(self, jobs: list[_Job], nnz: int) -> list[tuple[Partial, Partial]]:
+    def _run(self, jobs: list[_Job], few: bool) -> list[tuple[Partial, Partial]]:
+        """The jobs' partial products: in-process when `few` terms (under two tasks'
+        worth or `parallel_min_terms`), else one task each on the executor."""
         args = [_job_args(*job) for job in jobs]
-        if len(jobs) == 1 or self.executor.slots == 1 or nnz < self.parallel_min_terms:
+        if len(jobs) == 1 or self.executor.slots == 1 or few:
             return [multiexp_columns(*a) for a in args]
         nsquare, width = jobs[0][0], width_of(jobs[0][0])
         blocks: list[MultiexpBlock] = [

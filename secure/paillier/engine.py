@@ -9,11 +9,18 @@ per-step work. Plaintexts are signed integers (fixed-point, usually packed, see
   constants h_p, h_q, p^-1 mod q precomputed in `PrivateKey`, L(x) = (x-1)/p by exact
   division) with `gmpy2.powmod_base_list`, which releases the GIL: the p and q halves
   run in parallel threads (a 2-core machine decrypts even one ciphertext ~2x faster);
-  with an executor (`secure.executor`) and at least two of its `min_block`s of
-  ciphertexts, blocks of ciphertexts go to its workers instead
+  with an executor (`secure.executor`) and at least two tasks' worth of ciphertexts,
+  blocks of ciphertexts go to its workers instead
   (`secure.paillier.blocks.decrypt_block`), the private key shared once per context;
 - homomorphic addition of ciphertexts and of plaintexts, negation by modular inverse
-  (never by exponentiating with n - |x|), re-randomisation with fresh obfuscators.
+  (never by exponentiating with n - |x|), re-randomisation with fresh obfuscators: those
+  the pool has ready, then, with an executor and a shortfall of at least two tasks' worth,
+  the rest made on its workers (`rerandomize_table_block` from the pool's fixed-base
+  table, shared once per context, or `rerandomize_block`'s full r^n when the pool has
+  no table for workers); else the pool computes them here, as without an executor.
+
+How many items one task gets: `BlockExecutor.block_items` (the party config's
+`compute.min_task_ms` through the executor's cost model).
 """
 
 from __future__ import annotations
@@ -26,8 +33,17 @@ import gmpy2
 from gmpy2 import mpz
 
 from secure.errors import KeyError_
-from secure.executor import BlockExecutor, Shared
-from secure.paillier.blocks import blob, decrypt_block, plaintexts, width_of
+from secure.executor import DECRYPT, RERANDOMIZE_FULL, RERANDOMIZE_TABLE, BlockExecutor, Shared
+from secure.paillier.blocks import (
+    WorkerTable,
+    blob,
+    decrypt_block,
+    plaintexts,
+    rerandomize_block,
+    rerandomize_table_block,
+    unblob,
+    width_of,
+)
 from secure.paillier.counters import OpCounts
 from secure.paillier.keys import PrivateKey, PublicKey
 from secure.paillier.obfuscators import ObfuscatorPool
@@ -46,8 +62,8 @@ class Paillier:
         executor: BlockExecutor | None = None,
     ) -> None:
         """`counts`: where to add the encryptions, re-randomisations and decryptions done
-        (None: nowhere); `executor`: where large decryptions run (None: this process's
-        threads)."""
+        (None: nowhere); `executor`: where large decryptions and re-randomisations run
+        (None: this process's threads and the pool)."""
         self.pk = public_key
         self.counts = counts
         self.sk = private_key
@@ -55,6 +71,8 @@ class Paillier:
         self.pool = pool or ObfuscatorPool(public_key, private_key, 0, self.threads, False)
         self.executor = executor
         self._shared_key: Shared[PrivateKey] | None = None  # on the executor, once
+        self._shared_public: Shared[PublicKey] | None = None  # for full r^n there
+        self._shared_table: Shared[WorkerTable] | None = None  # the pool's table there
 
     def encrypt(self, plaintexts: Sequence[int]) -> list[mpz]:
         """Encrypt signed integers (taken mod n) with fresh obfuscators."""
@@ -67,10 +85,48 @@ class Paillier:
     def rerandomize(self, ciphertexts: Sequence[mpz]) -> list[mpz]:
         """Multiply each ciphertext by a fresh r^n: same plaintext, fresh randomness."""
         nsq = self.pk.nsquare
-        obfuscators = self.pool.take(len(ciphertexts))
         if self.counts is not None:
             self.counts.add(rerandomizations=len(ciphertexts))
-        return [c * r % nsq for c, r in zip(ciphertexts, obfuscators, strict=True)]
+        if self.executor is None:
+            obfuscators = self.pool.take(len(ciphertexts))
+            return [c * r % nsq for c, r in zip(ciphertexts, obfuscators, strict=True)]
+        cts = list(ciphertexts)
+        ready = self.pool.take_ready(len(cts))
+        out = [c * r % nsq for c, r in zip(cts, ready, strict=False)]
+        rest = cts[len(ready) :]
+        op = RERANDOMIZE_TABLE if self.pool.uses_table else RERANDOMIZE_FULL
+        if len(rest) >= 2 * self.executor.block_items(op, self._bits):
+            out.extend(self._rerandomize_blocks(self.executor, rest))
+        elif rest:
+            out.extend(c * r % nsq for c, r in zip(rest, self.pool.take(len(rest)), strict=True))
+        return out
+
+    @property
+    def _bits(self) -> int:
+        return int(self.pk.n.bit_length())
+
+    def _rerandomize_blocks(self, executor: BlockExecutor, cts: list[mpz]) -> list[mpz]:
+        """`cts` re-randomised on the executor's workers: from the pool's table if it has
+        one for workers (shared once), else by full exponentiations."""
+        if self._shared_table is None:
+            powers = self.pool.worker_table(len(cts))
+            if powers is not None:
+                self._shared_table = executor.share(WorkerTable(self.pk, powers))
+        width = width_of(self.pk.nsquare)
+
+        def blocks(op: str) -> list[bytes]:
+            spans = executor.split(len(cts), executor.block_items(op, self._bits))
+            return [blob(cts[lo:hi], width) for lo, hi in spans]
+
+        if self._shared_table is not None:
+            table = self._shared_table
+            results = executor.map(rerandomize_table_block, table, blocks(RERANDOMIZE_TABLE))
+        else:
+            if self._shared_public is None:
+                self._shared_public = executor.share(self.pk)
+            public = self._shared_public
+            results = executor.map(rerandomize_block, public, blocks(RERANDOMIZE_FULL))
+        return [c for r in results for c in unblob(r, width)]
 
     def add(self, a: Sequence[mpz], b: Sequence[mpz]) -> list[mpz]:
         """[[x]] + [[y]] elementwise."""
@@ -105,7 +161,9 @@ class Paillier:
         if self.counts is not None:
             self.counts.add(decryptions=len(ciphertexts))
         executor = self.executor
-        if executor is not None and len(ciphertexts) >= 2 * executor.min_block:
+        if executor is not None and len(ciphertexts) >= 2 * executor.block_items(
+            DECRYPT, self._bits
+        ):
             return self._decrypt_blocks(executor, sk, list(ciphertexts))
         half = n // 2
         mp, mq = self._crt_powmods(sk, list(ciphertexts))
@@ -121,7 +179,8 @@ class Paillier:
         if self._shared_key is None:
             self._shared_key = executor.share(sk)
         width = width_of(self.pk.nsquare)
-        blocks = [blob(cts[lo:hi], width) for lo, hi in executor.split(len(cts))]
+        spans = executor.split(len(cts), executor.block_items(DECRYPT, self._bits))
+        blocks = [blob(cts[lo:hi], width) for lo, hi in spans]
         results = executor.map(decrypt_block, self._shared_key, blocks)
         return [m for r in results for m in plaintexts(r, self.pk.n)]
 

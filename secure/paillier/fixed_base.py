@@ -28,6 +28,13 @@ The key owner samples by CRT: the n-th residues mod p^2 form the cyclic group of
 p - 1 (the values s^p mod p^2), so one table mod p^2 and one mod q^2 (2048-bit
 products instead of 4096-bit ones), recombined by CRT.
 
+A party's executor (`secure.executor`) may sample from the same table on its own
+workers: `ObfuscatorTable.powers()` lays a peer key's table out as one array that is
+shipped once per job, and `times_products` multiplies values by samples drawn from it
+with fresh digits from the worker's OS CSPRNG. Those samples have the distribution of
+the pool's own and count towards the same q (the table is one table wherever it is
+read); like the private key, the array may only go to the party's own machines.
+
 Cost at 2048 bits: 276 products mod n^2 versus one 2048-bit exponent (~2450 modular
 squarings and products) for r^n; the owner's 2 x 162 products mod p^2, q^2 versus two
 1024-bit exponents. Tables: 276 x 256 values of 512 bytes (about 36 MB) for a peer's
@@ -41,6 +48,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
+import numpy as np
 from gmpy2 import mpz
 
 from secure.paillier.keys import PrivateKey, PublicKey
@@ -94,6 +102,13 @@ class ProductTable:
         """`count` fresh products prod_i T_i[d_i], d_i from the OS CSPRNG."""
         return [self.product(secrets.token_bytes(len(self._rows))) for _ in range(count)]
 
+    def powers(self) -> np.ndarray:
+        """The table as a read-only uint8 array (rows, 256, width): T_i[d] big-endian,
+        width = bytes of the modulus (`times_products` samples from it)."""
+        width = (int(self._modulus.bit_length()) + 7) // 8
+        data = b"".join(int(v).to_bytes(width, "big") for row in self._rows for v in row)
+        return np.frombuffer(data, dtype=np.uint8).reshape(len(self._rows), _DIGITS, width)
+
     def product(self, digits: bytes) -> mpz:
         """prod_i T_i[digits[i]] (one digit per row)."""
         modulus, rows = self._modulus, self._rows
@@ -132,6 +147,12 @@ class ObfuscatorTable:
         """Products per obfuscator (for cost estimates)."""
         return sum(table.rows - 1 for table in self._tables)
 
+    def powers(self) -> np.ndarray | None:
+        """The power table of a peer key's obfuscators as one array (`ProductTable.powers`),
+        for `times_products` on the party's own workers; None for the owner's CRT tables.
+        Secret: it goes only where the private key may go."""
+        return self._tables[0].powers() if self._sk is None else None
+
     def sample(self, count: int) -> list[mpz]:
         """`count` obfuscators, each within 2^-80 of a uniform n-th residue."""
         if self._sk is None:
@@ -139,6 +160,24 @@ class ObfuscatorTable:
         sk = self._sk
         xp, xq = (table.sample(count) for table in self._tables)
         return [sk.crt(a, b) for a, b in zip(xp, xq, strict=True)]
+
+
+def times_products(powers: np.ndarray, modulus: mpz, values: Sequence[mpz]) -> list[mpz]:
+    """[v * prod_i T_i[d_i] mod modulus] for a `ProductTable.powers` array, with fresh
+    uniform digits d_i from the OS CSPRNG for each value: each value times one fresh
+    sample of the table (what `ProductTable.sample` gives)."""
+    rows, digits, width = powers.shape
+    flat = np.ascontiguousarray(powers).data.cast("B")
+    out = []
+    for value in values:
+        acc = mpz(value)
+        for i, d in enumerate(secrets.token_bytes(rows)):
+            if d:
+                start = (i * digits + d) * width
+                acc = acc * mpz.from_bytes(flat[start : start + width], "big") % modulus
+        out.append(acc)
+    flat.release()
+    return out
 
 
 def random_bases(

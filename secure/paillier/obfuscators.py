@@ -43,6 +43,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import numpy as np
 from gmpy2 import mpz
 
 from secure.config import OBFUSCATOR_METHODS as METHODS
@@ -196,18 +197,43 @@ class ObfuscatorPool:
 
     def take(self, count: int) -> list[mpz]:
         """`count` fresh obfuscators; those not ready are computed now."""
+        got = self._pop_ready(count)
+        missing = count - len(got)
+        if missing:
+            got.extend(self.compute(missing))
+        self._after_take()
+        return got
+
+    def take_ready(self, count: int) -> list[mpz]:
+        """Up to `count` fresh obfuscators, only those ready now (a caller with an executor
+        has the rest made there, see `worker_table`)."""
+        got = self._pop_ready(count)
+        self._after_take()
+        return got
+
+    def _pop_ready(self, count: int) -> list[mpz]:
         self._in_use = True
         with self._lock:
             got = self._ready[-count:] if count else []
             del self._ready[len(self._ready) - len(got) :]
-        missing = count - len(got)
-        if missing:
-            got.extend(self.compute(missing))
+        return got
+
+    def _after_take(self) -> None:
         if self._table is not None:
             self._start_helpers()
         if self._background:
             self.refill_in_background()
-        return got
+
+    def worker_table(self, count: int) -> np.ndarray | None:
+        """The power table an executor's workers sample `count` obfuscators from
+        (`ObfuscatorTable.powers`, built first by the rule `compute` follows), or None
+        when they must make full ones instead (the "full" method, short exponents, the
+        owner's CRT tables, or a table that does not pay yet; those count towards it)."""
+        table = None if self._short else self._table_for(count)
+        powers = table.powers() if isinstance(table, ObfuscatorTable) else None
+        if powers is None:
+            self._spent += count
+        return powers
 
     def compute(self, count: int) -> list[mpz]:
         """Compute `count` obfuscators now, by table or by full exponentiation."""

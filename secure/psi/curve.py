@@ -14,7 +14,10 @@ clamping applies to the scalars, not to the points:
 ``X25519(a, X25519(b, u)) == X25519(b, X25519(a, u))``.
 
 `cryptography`'s X25519 holds the GIL (~32 us per multiplication on our machines), so a
-`Blinder` spreads large chunks over a process pool that it owns and shuts down.
+`Blinder` spreads large chunks over a process pool that it owns and shuts down, or, for
+a party with an executor (`secure.executor`, its config's `compute:`), over that: the
+run's scalar is shared once, and a chunk of at least two tasks' worth of points
+(`block_items(PSI_POINT)`) is cut into one task per executor slot at most.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import hashlib
 import multiprocessing
 import os
 import secrets
+import threading
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -32,6 +36,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from secure.errors import PayloadError, PsiError
+from secure.executor import PSI_POINT, BlockExecutor
 
 POINT_BYTES = 32
 POINT_DTYPE = f"S{POINT_BYTES}"
@@ -136,14 +141,19 @@ class Blinder:
 
     Chunks of at least `parallel_min` points go to a process pool of `workers` processes
     (created on first use, shut down by `close`); smaller chunks run in the calling thread.
-    Use as a context manager.
+    With an `executor` (the party's), chunks of at least two of its tasks' worth go there
+    instead, in blocks, and no pool is made. Use as a context manager.
     """
 
-    def __init__(self, workers: int = 0, parallel_min: int = 2048) -> None:
+    def __init__(
+        self, workers: int = 0, parallel_min: int = 2048, executor: BlockExecutor | None = None
+    ) -> None:
         self._secret = X25519PrivateKey.generate().private_bytes_raw()
         self._workers = workers if workers > 0 else (os.cpu_count() or 1)
         self._parallel_min = parallel_min
         self._pool: ProcessPoolExecutor | None = None
+        self._executor = executor
+        self._shared = None if executor is None else executor.share(self._secret)
 
     def __enter__(self) -> Blinder:
         return self
@@ -158,7 +168,16 @@ class Blinder:
 
     def submit(self, blob: bytes) -> Future[bytes]:
         """Start blinding one chunk; the future's result is the blinded chunk."""
-        if self._workers > 1 and len(blob) >= self._parallel_min * POINT_BYTES:
+        executor, shared = self._executor, self._shared
+        if executor is not None and shared is not None:
+            points, per_task = len(blob) // POINT_BYTES, executor.block_items(PSI_POINT)
+            if points >= 2 * per_task:
+                parts = [
+                    executor.start(blind_blob, shared, blob[lo * POINT_BYTES : hi * POINT_BYTES])
+                    for lo, hi in executor.split(points, per_task)
+                ]
+                return _joined(parts)
+        elif self._workers > 1 and len(blob) >= self._parallel_min * POINT_BYTES:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
@@ -183,6 +202,29 @@ class Blinder:
                 yield _result(pending.popleft())
         while pending:
             yield _result(pending.popleft())
+
+
+def _joined(parts: list[Future[bytes]]) -> Future[bytes]:
+    """One future for the concatenated results of `parts`, in order (the first error, if
+    any part failed)."""
+    whole: Future[bytes] = Future()
+    left, lock = [len(parts)], threading.Lock()
+
+    def finished(_: Future[bytes]) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0]:
+                return
+        errors = [part.exception() for part in parts]
+        error = next((e for e in errors if e is not None), None)
+        if error is not None:
+            whole.set_exception(error)
+        else:
+            whole.set_result(b"".join(part.result() for part in parts))
+
+    for part in parts:
+        part.add_done_callback(finished)
+    return whole
 
 
 def _result(future: Future[bytes]) -> bytes:

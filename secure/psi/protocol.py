@@ -41,6 +41,7 @@ import numpy as np
 
 from secure.channel import Channel
 from secure.errors import PayloadError, PsiError, SecureError
+from secure.executor import BlockExecutor
 from secure.psi.active import run_active
 from secure.psi.curve import Blinder, IdColumn, OwnSet, prepare_own
 from secure.psi.wire import MAX_CHUNK, PsiWire, chunks
@@ -53,7 +54,8 @@ logger = logging.getLogger(__name__)
 class PsiConfig:
     """Tuning of one PSI run.
 
-    workers: processes for the scalar multiplications (0: every core; 1: in-thread).
+    workers: processes for the scalar multiplications (0: every core; 1: in-thread),
+        unless `run_psi` is given the party's executor.
     chunk_size: points per message (32 bytes each; 2^15 points is 1 MiB).
     parallel_min: chunks smaller than this are blinded in the calling thread.
     max_ids: largest set this party accepts from itself or announced by a peer.
@@ -98,6 +100,7 @@ def run_psi(
     tag_prefix: str,
     seed: int | None = None,
     config: PsiConfig | None = None,
+    executor: BlockExecutor | None = None,
 ) -> PsiResult:
     """Run this party's side of the PSI; every listed party must call it with the same
     roles, `tag_prefix` and `seed`.
@@ -105,6 +108,8 @@ def run_psi(
     Args:
         ids: this party's ids, str or int, one per row (canonicalised to their text form).
         seed: fixes the aligned order across re-runs; None draws a fresh order.
+        executor: the party's (its config's `compute:`): large chunks are blinded there
+            (None: `config.workers` local processes).
 
     Raises:
         PsiError: bad roles, non-str/int or duplicate ids, an empty set or intersection,
@@ -116,7 +121,7 @@ def run_psi(
     cfg = config or PsiConfig()
     _check_roles(channel, my_id, active_id, passive_ids, tag_prefix)
     wire = PsiWire(channel, tag_prefix, cfg.timeout, cfg.max_ids)
-    with Blinder(cfg.workers, cfg.parallel_min) as blinder:
+    with Blinder(cfg.workers, cfg.parallel_min, executor) as blinder:
         if my_id == active_id:
             own = _send_own(wire, blinder, ids, list(passive_ids), cfg)
             positions, size, sizes = run_active(wire, blinder, own, list(passive_ids), seed)

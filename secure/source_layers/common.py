@@ -127,7 +127,9 @@ class PartyCrypto:
             pool.prepare()  # ready (and its helpers started) before the first step
         if kept is not None and self.config.background_refill:
             pool.refill_in_background()  # a kept pool fills whenever its gate opens
-        context = Paillier(key, None, pool, self.config.threads, self.config.counts)
+        context = Paillier(
+            key, None, pool, self.config.threads, self.config.counts, self.config.executor
+        )
         self.peers[key.owner] = context
         return context
 

@@ -23,7 +23,11 @@ import yaml
 from coordinator.client import JobView
 from coordinator.spec import parse_spec
 from party.errors import JobError
+from secure.errors import PayloadError
 from secure.executor import RayExecutor, Shared
+from secure.paillier.engine import Paillier
+from secure.paillier.obfuscators import ObfuscatorPool
+from secure.psi.curve import Blinder, blind_blob, hash_to_curve
 from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast, breast_datasets_config
 from tests.support.harness import run_inprocess
@@ -33,7 +37,9 @@ from tests.support.ray_cluster import LocalRayCluster, ray_missing
 MISSING = ray_missing()
 pytestmark = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 TEST_CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
-MIN_BLOCK = 8  # small blocks, so that a 512-bit test job sends many tasks to the cluster
+# small tasks, so that a 512-bit test job sends many to the cluster: 0.35 ms of work is 9
+# decryptions, 14 table re-randomisations or 312 product terms per task at 512 bits
+MIN_TASK_MS = 0.35
 
 
 def spec():
@@ -88,7 +94,7 @@ def run_with(executor: RayExecutor, keys, monkeypatch) -> dict[str, dict]:
 def test_a_party_on_ray_trains_what_the_all_local_run_trains(
     cluster, keys, all_local, monkeypatch
 ) -> None:
-    executor = RayExecutor(cluster.address, MIN_BLOCK)
+    executor = RayExecutor(cluster.address, MIN_TASK_MS)
     result = run_with(executor, keys, monkeypatch)
     assert executor.slots == 2  # the head's CPU and the worker node's
     assert executor.tasks >= 10  # decryptions and products went to the cluster
@@ -97,12 +103,45 @@ def test_a_party_on_ray_trains_what_the_all_local_run_trains(
     assert result["bank"]["validation_ids"] == all_local["bank"]["validation_ids"]
 
 
+def test_rerandomisations_run_on_the_cluster_from_the_table_shipped_once(cluster, keys) -> None:
+    owner = keys["shop"]
+    he = Paillier(owner.public, owner.private, threads=1)
+    pool = ObfuscatorPool(owner.public, None, 0, 1, False)  # a peer's pool, nothing ready
+    pool.prepare()
+    executor = RayExecutor(cluster.address, MIN_TASK_MS)
+    try:
+        peer = Paillier(owner.public, None, pool, threads=1, executor=executor)
+        values = list(range(-40, 40))
+        cts = he.encrypt(values)
+        fresh = peer.rerandomize(cts)
+        again = peer.rerandomize(fresh)
+        assert executor.tasks == 4  # 80 over 2 slots, twice: one table in the object store
+        assert he.decrypt(fresh) == he.decrypt(again) == values
+        assert set(fresh).isdisjoint(cts) and set(again).isdisjoint(fresh)
+    finally:
+        executor.close()
+
+
+def test_psi_points_are_blinded_on_the_cluster(cluster) -> None:
+    executor = RayExecutor(cluster.address, 0.5)  # 16 points per task
+    points = hash_to_curve([str(i).encode() for i in range(100)]).tobytes()
+    try:
+        with Blinder(executor=executor) as blinder:
+            spread = b"".join(blinder.stream([points[:1600], points[1600:]]))
+            assert executor.tasks == 4  # 2 chunks of 50 points, 2 slots
+            assert spread == blind_blob(blinder._secret, points)  # noqa: SLF001
+            with pytest.raises(PayloadError, match="small order"):
+                list(blinder.stream([bytes(32) * 40]))  # the worker's ValueError
+    finally:
+        executor.close()
+
+
 class KillingExecutor(RayExecutor):
     """Kills every worker process of the cluster right after its `at`-th map submitted
     its tasks, before their results are read."""
 
     def __init__(self, cluster: LocalRayCluster, at: int) -> None:
-        super().__init__(cluster.address, MIN_BLOCK, max_retries=3)
+        super().__init__(cluster.address, MIN_TASK_MS, max_retries=3)
         self.cluster, self.at, self.maps, self.killed = cluster, at, 0, 0
 
     def map(self, fn: Callable[[Any, Any], Any], shared: Shared[Any], blocks: Sequence[Any]):
@@ -123,7 +162,7 @@ def test_killing_the_ray_workers_mid_job_does_not_fail_it(
 
 
 def test_an_unreachable_cluster_fails_the_job_before_training(keys, monkeypatch) -> None:
-    executor = RayExecutor("127.0.0.1:1", MIN_BLOCK)  # nothing listens on port 1
+    executor = RayExecutor("127.0.0.1:1", MIN_TASK_MS)  # nothing listens on port 1
     with pytest.raises(JobError, match="party 'bank': the party's Ray cluster .* cannot be"):
         run_with(executor, keys, monkeypatch)
 
@@ -158,7 +197,7 @@ def daemon_job(tmp_path, compute: dict, predict: bool = False) -> tuple[JobView,
 
 @pytest.mark.subprocess
 def test_a_daemon_whose_config_names_its_cluster_runs_its_work_there(cluster, tmp_path) -> None:
-    compute = {"executor": "ray", "address": cluster.address, "min_block": MIN_BLOCK}
+    compute = {"executor": "ray", "address": cluster.address, "min_task_ms": MIN_TASK_MS}
     view, log = daemon_job(tmp_path, compute, predict=True)
     assert view.state == "SUCCEEDED", view.reason
     assert "joined the Ray cluster" in log

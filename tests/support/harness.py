@@ -63,7 +63,9 @@ def run_inprocess(
                 job = PredictJob("predict", spec, pid, datasets[pid], state, out)
             else:
                 executor = (executors or {}).get(pid)
-                job = PartyJob("job", spec, pid, datasets[pid], state, resume_round, executor)
+                job = PartyJob(
+                    "job", spec, pid, datasets[pid], state, resume_round, executor=executor
+                )
             results[pid] = job.run(channels[pid], RecordingReporter())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             errors.append(exc)

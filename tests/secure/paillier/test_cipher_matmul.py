@@ -123,7 +123,8 @@ def test_process_pool_gives_the_same_result(he):
     bases = encrypt_rows(he, values)
     engine = CipherMatmul(workers=2, parallel_min_terms=1)
     try:
-        assert len(engine._blocks(sp.csc_matrix(exps))) == 2
+        min_terms = engine._min_terms(he.pk.nsquare)  # an owned pool: 1 // 2 -> 1
+        assert len(engine._blocks(sp.csc_matrix(exps), min_terms)) == 2
         out = engine.matmul(exps, bases, he.pk.nsquare, 2)
     finally:
         engine.close()

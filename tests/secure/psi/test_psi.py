@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from proto import common_pb2
 from secure.channel import InProcessHub
 from secure.errors import PayloadError, PsiError
+from secure.executor import PSI_POINT, BlockExecutor, LocalExecutor
 from secure.psi.curve import Blinder, IdColumn, canonical_ids, hash_to_curve
 from secure.psi.protocol import PsiConfig, PsiResult, run_psi
 from secure.psi.wire import PsiWire, points_from_payload, points_to_payload
@@ -34,8 +35,10 @@ def run_parties(
     active: str,
     seed: int | None = 7,
     config: PsiConfig = INLINE,
+    executors: Mapping[str, BlockExecutor] | None = None,
 ) -> Outcomes:
-    """Every party of `ids` runs `run_psi` in its own thread; returns result or exception."""
+    """Every party of `ids` runs `run_psi` in its own thread (with its executor in
+    `executors`, if any); returns result or exception."""
     hub = InProcessHub()
     channels = {party: hub.channel(party) for party in ids}
     passives = [party for party in ids if party != active]
@@ -44,7 +47,15 @@ def run_parties(
     def side(party: str) -> None:
         try:
             out[party] = run_psi(
-                channels[party], party, active, passives, ids[party], "job1/psi", seed, config
+                channels[party],
+                party,
+                active,
+                passives,
+                ids[party],
+                "job1/psi",
+                seed,
+                config,
+                (executors or {}).get(party),
             )
         except Exception as exc:
             out[party] = exc
@@ -232,6 +243,23 @@ def test_process_pool_path() -> None:
     ids = {"B": list(range(1500)), "A": list(range(700, 2000))}
     out = run_parties(ids, "B", seed=None, config=config)
     assert_aligned(ids, out, {str(v) for v in range(700, 1500)})
+
+
+def test_a_party_executor_blinds_large_chunks_in_blocks() -> None:
+    executor = LocalExecutor(workers=2, min_task_ms=0.5)  # 16 points per task
+    assert executor.block_items(PSI_POINT) == 16
+    executor.warm_up()
+    try:
+        config = PsiConfig(workers=1, chunk_size=300, timeout=60)
+        ids = {"B": list(range(1500)), "A": list(range(700, 2000))}
+        out = run_parties(ids, "B", seed=None, config=config, executors={"B": executor})
+        assert_aligned(ids, out, {str(v) for v in range(700, 1500)})
+        # B blinds its own 5 chunks and A's 5 (4 x 300 and 100 points): 2 blocks each
+        assert executor.tasks == 20
+        with Blinder(executor=executor) as blinder, pytest.raises(PayloadError, match="small"):
+            list(blinder.stream([bytes(32) * 40]))  # small-order points, found on a worker
+    finally:
+        executor.close()
 
 
 @pytest.mark.parametrize(
