@@ -3,7 +3,8 @@ to the cost floor of the secure layer's cryptography.
 
     python bench/secure_epoch.py                       credit and a9a, 3 epochs, 2048-bit
     python bench/secure_epoch.py --cases credit --epochs 1 --rows 3000 --key-bits 1024
-    python bench/secure_epoch.py --cases ctr           the Embed-MatMul layer: step time
+    python bench/secure_epoch.py --cases ctr           the Embed-MatMul layer: s/step, floor
+    python bench/secure_epoch.py --cases ctr --ctr-rows 256 --key-bits 1024   (smoke run)
     python bench/secure_epoch.py --modes shared,pinned --out bench/results/secure_epoch.json
 
 Cases:
@@ -12,8 +13,10 @@ Cases:
           20 % held out (6,000 rows validated); source out_dim 16, top [32], batch 256
   a9a     a9a.guest / a9a.host (binary one-hot, 32,561 rows), tested on a9a.t (16,281
           rows); logistic regression: out_dim 1, no hidden top layer, batch 256
-  ctr     synthetic CTR (celu.synth_ctr, 26 categorical fields at the passive party,
-          embedding k = 8): the Embed-MatMul layer; a short run, seconds per step
+  ctr     synthetic CTR (celu.synth_ctr, 26 categorical fields of up to 1,000 codes at
+          the passive party, 13 numeric ones and the label at the active party):
+          --ctr-rows rows (1,024), 10 % validated; the Embed-MatMul layer (embedding
+          k = 8, out_dim 16), top [32], batch 256, one epoch; seconds per step
 Modes: "shared" runs every process on all cores (both parties' Paillier work competes
 for them); "pinned" pins each party daemon and its workers to a core of its own
 (`sched_setaffinity`, what separate machines look like), the coordinator to any core.
@@ -26,6 +29,25 @@ floor of an epoch and of a validation pass (bench/floor.py): the decryptions, fr
 encryptions, re-randomisations and modular products the MatMul layer needs, counted from
 its packing and the rows of this run, times their cost measured here, over the cores.
 The machine may be shared: the load average is printed.
+
+The ctr case prints seconds per training step (the epoch over its steps) next to the
+floor per step of the Embed-MatMul layer (bench/floor.py, `EmbedCounter`, checked
+against the real layer by tests/bench/test_floor_embed.py), and the ratio:
+
+    floor/step = sum over the epoch's batches of
+                 (decryptions x t_dec + peer-key obfuscators x t_obf + fresh x t_fresh
+                  + products x t_mul + inverses x t_inv) / cores / steps
+
+where, for a batch of n rows, F = 26 fields of k = 8 and h = 16 at 2048 bits (E layout
+c_E = 7 plaintexts and s = 26 field segments per row, h layout c_h = 1, D layout c_D =
+11): decryptions = re-randomisations = n (c_E + 2 c_h + c_D) + F k c_h (e, c, z, de, y:
+5,328 at n = 256), fresh = n c_h + F k c_h + n s (m3, pb, st at B) + F k c_h + h c_D
+(phi, phit at A) (7,504), products from the kernel's cost model for the four ciphertext
+matrix products (two with n x F k masked 61-bit exponents, one F k x n, one n x h with
+|lr G| of `floor.STEP_BITS` bits) plus one per encryption, re-randomisation, addition
+and table entry touched, and one inverse per kernel output with a negative term. It also
+prints each party's floor for a 256-row step: with one core per party (pinned), the
+busiest party's CPU time is a tighter bound than the total over the cores.
 """
 
 from __future__ import annotations
@@ -41,15 +63,16 @@ from pathlib import Path
 
 import numpy as np
 from credit_data import credit_arrays, credit_tables
-from floor import Counts, MatmulCounter, cores, time_primitives
+from floor import Counts, EmbedCounter, MatmulCounter, cores, time_primitives
 
-from celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
+from celu.synth_ctr import CATEGORICAL_FIELDS, generate, write_csv
 from coordinator.cli.progress import follow
 from coordinator.local import run_local
 from coordinator.spec import parse_spec
 
 SHARED = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data"))
 BATCH = 256
+CTR = {"out_dim": 16, "embedding_dim": 8, "vocab": 1000, "val_fraction": 0.1}
 
 
 # --- Cases ----------------------------------------------------------------------------
@@ -101,7 +124,7 @@ def a9a_spec(protocol: str, args, folder: Path) -> dict:
 
 def ctr_spec(protocol: str, args, folder: Path) -> dict:
     rows = args.ctr_rows
-    write_csv(folder, rows, seed=0, vocab=1000)
+    write_csv(folder, rows, seed=0, vocab=CTR["vocab"])
     return {
         "job": f"ctr-{protocol}",
         "parties": [
@@ -122,11 +145,11 @@ def ctr_spec(protocol: str, args, folder: Path) -> dict:
         "protocol": protocol,
         "crypto": _crypto(args.key_bits),
         "model": {
-            "source": {"out_dim": 16, "embedding_dim": 8},
+            "source": {"out_dim": CTR["out_dim"], "embedding_dim": CTR["embedding_dim"]},
             "top": {"hidden": [32], "task": "binary"},
         },
         "train": {"epochs": 1, "batch_size": BATCH},
-        "validation": {"fraction": 0.1, "every": 10_000},
+        "validation": {"fraction": CTR["val_fraction"], "every": 10_000},
     }
 
 
@@ -192,6 +215,44 @@ def matmul_floor(case: str, args) -> dict | None:
         "slots": counter.packer.slots,
         "m1_made_once": {"train": pre_train, "val": pre_val},
     }
+
+
+def embed_floor(args) -> dict:
+    """Counts of the ctr case's epoch (its training batches, by size), its validation pass
+    (one forward of every validation row) and its setup (the initial shares, tables of
+    max code + 1 rows per field as the data loader sizes them) of the Embed-MatMul layer,
+    per party ("active" B, "passive" A) and in total."""
+    rows = args.ctr_rows
+    n_val = int(round(rows * CTR["val_fraction"]))
+    _, passive = generate(rows, 0, vocab=CTR["vocab"])
+    vocab = [int(passive[name].max()) + 1 for name in CATEGORICAL_FIELDS]
+    counter = EmbedCounter(
+        args.key_bits, CTR["out_dim"], CTR["embedding_dim"], len(CATEGORICAL_FIELDS)
+    )
+    epoch = {"active": Counts(), "passive": Counts()}
+    sizes = [min(BATCH, rows - n_val - start) for start in range(0, rows - n_val, BATCH)]
+    for n in sizes:
+        for role, counts in counter.step(n, train=True).items():
+            epoch[role].add(counts)
+    per_party = {
+        "epoch": epoch,
+        "validation": counter.step(n_val, train=False),
+        "setup": counter.setup(vocab),
+        "step": counter.step(BATCH, train=True),
+    }
+    return {
+        **{what: _both(by_role) for what, by_role in per_party.items()},
+        "per_party": per_party,
+        "steps": len(sizes),
+        "layouts": counter.layouts,
+    }
+
+
+def _both(by_role: dict[str, Counts]) -> Counts:
+    total = Counts()
+    for counts in by_role.values():
+        total.add(counts)
+    return total
 
 
 def _rows(table, ids: np.ndarray):
@@ -336,6 +397,72 @@ def print_case(case: str, args, results: dict, floors: dict | None, cost: dict) 
         print(f"secure / plaintext epoch ({list(results)[0][1]} cores): {ratio:.1f}x")
 
 
+def print_ctr(args, results: dict, floors: dict, cost: dict) -> None:
+    """The ctr case: seconds per training step (the epoch's over its steps) against the
+    Embed-MatMul layer's floor per step, the validation pass against its floor."""
+    steps, divisor = floors["steps"], cores()
+    floor_step = floors["epoch"].seconds(cost) / divisor / steps
+    floor_val = floors["validation"].seconds(cost) / divisor
+    print(
+        f"\nctr: 1 epoch of {args.ctr_rows} rows ({steps} steps of at most {BATCH}, then one "
+        f"validation pass), {args.key_bits}-bit keys, `vfl run`, {divisor} cores"
+    )
+    print(
+        "| protocol | mode | s/step | floor s/step | step / floor | validation s "
+        "| floor validation s | setup s | AUC |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (protocol, mode), r in results.items():
+        step = float(np.mean(r["epoch_seconds"])) / steps
+        if protocol == "blindfl":
+            fs, ratio, fv = f"{floor_step:.2f}", f"{step / floor_step:.2f}x", f"{floor_val:.2f}"
+            setup = f"{r['setup_seconds']:.1f}"
+        else:
+            fs = ratio = fv = setup = "-"
+        print(
+            f"| {protocol} | {mode} | {step:.2f} | {fs} | {ratio} "
+            f"| {r['validation_seconds'][-1]:.2f} | {fv} | {setup} | {r['auc'][-1]:.4f} |"
+        )
+    lay = floors["layouts"]
+    print(
+        f"floor (Embed-MatMul, one passive party): per row {lay['e_cols']} E plaintexts "
+        f"({lay['e_slots']} slots), {lay['segments']} field segments, {lay['h_cols']} h "
+        f"plaintexts ({lay['h_slots']} slots), {lay['d_cols']} D plaintexts "
+        f"({lay['d_slots']} slots)"
+    )
+    party = floors["per_party"]
+    for role, name in (("active", "B"), ("passive", "A")):
+        print(f"  step of {BATCH} rows at {name}: {_ops(party['step'][role], cost)}")
+    busiest = max(c.seconds(cost) for c in party["step"].values())
+    print(
+        f"  step of {BATCH} rows: {floors['step'].seconds(cost):.2f} s of one core, "
+        f"{floors['step'].seconds(cost) / divisor:.2f} s on {divisor} cores; one core per "
+        f"party (pinned): the busiest party alone needs {busiest:.2f} s"
+    )
+    print(f"  epoch: {_ops(floors['epoch'], cost)}")
+    print(f"  validation: {_ops(floors['validation'], cost)}")
+    print(f"  setup (initial shares, once per job): {_ops(floors['setup'], cost)}")
+
+
+def _ops(c: Counts, cost: dict) -> str:
+    ms = {k: v * 1e3 for k, v in cost.items()}
+    return (
+        f"{c.decryptions:,} decryptions x {ms['decrypt']:.2f} ms + {c.obfuscators:,} peer-key "
+        f"obfuscators x {ms['obfuscator']:.2f} ms + {c.fresh:,} fresh x {ms['fresh']:.2f} ms "
+        f"+ {c.products:,.0f} products x {ms['product'] * 1e3:.1f} us + {c.inverses:,} "
+        f"inverses x {ms['inverse'] * 1e3:.1f} us = {c.seconds(cost):.2f} s of one core"
+    )
+
+
+def _plain(value):
+    """Counts (also inside dicts) as plain dicts, for the JSON report."""
+    if isinstance(value, Counts):
+        return dict(value.__dict__)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default="credit,a9a", help="comma-separated: credit,a9a,ctr")
@@ -358,14 +485,16 @@ def main() -> int:
                     spec = CASES[case](protocol, args, Path(tmp))
                     results[(protocol, mode)] = run(spec, mode == "pinned")
                 load.append(os.getloadavg()[0])
-        floors = matmul_floor(case, args)
-        print_case(case, args, results, floors, cost)
+        if case == "ctr":
+            floors = embed_floor(args)
+            print_ctr(args, results, floors, cost)
+        else:
+            floors = matmul_floor(case, args)
+            print_case(case, args, results, floors, cost)
         print(f"load average (1 min) before and after each run: {[round(x, 1) for x in load]}")
         report["cases"][case] = {
             "results": {f"{p}/{m}": r for (p, m), r in results.items()},
-            "floor": None
-            if floors is None
-            else {k: (v.__dict__ if isinstance(v, Counts) else v) for k, v in floors.items()},
+            "floor": _plain(floors),
             "load": load,
         }
     if args.out:

@@ -195,9 +195,12 @@ class ActiveEmbedLayer(LayerRole):
         g = encode(check_step(grad_z, lr, (n, self.out_dim)), self.params.grad_bits)
         own, slots = self._crypto.own, self.h_lay.slots
         m3 = encrypt_rows(own, self.h_lay.pack(g.tolist()), slots, self.params.grad_bits)
+        masks = {}
         for pid, link in self._links.items():
             link.wire.send(f"{tag}/m3", m3)
-            link.send_steps(tag, own, shares[pid], g)
+            masks[pid] = link.send_steps(tag, own, shares[pid], g)
+        for pid, link in self._links.items():  # every de out before the first st
+            link.send_table_step(tag, own, masks[pid])
         for link in self._links.values():
             link.apply_weight_step(tag, own)
 

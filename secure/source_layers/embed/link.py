@@ -120,9 +120,9 @@ class PassiveLink:
         self.wire.send(f"{tag}/c", sealed(he, c, self.h_lay.slots, prm.output_bits))
         return mask
 
-    def send_steps(self, tag: str, own: Paillier, e_b: np.ndarray, g: np.ndarray) -> None:
-        """pb = [[-E'_B^T lr G]]_B (exact), de = [[lr G W^T - S]]_A (W before this step's
-        update) and st = [[-round(S / 2^trunc)]]_B, one ciphertext per (row, segment)."""
+    def send_steps(self, tag: str, own: Paillier, e_b: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """pb = [[-E'_B^T lr G]]_B (exact) and de = [[lr G W^T - S]]_A (W before this step's
+        update); returns the mask S for `send_table_step`."""
         prm, he, d_lay, h_lay = self.params, self.he, self.d_lay, self.h_lay
         product = negated(h_lay.pack(exact_matmul(e_b.T, g).tolist()))
         self.wire.send(f"{tag}/pb", encrypt_rows(own, product, h_lay.slots, prm.weight_bits))
@@ -131,6 +131,12 @@ class PassiveLink:
         d_e = add_plain_rows(he, d_e, negated(d_lay.pack(s.tolist())))
         scale = prm.grad_bits + prm.weight_bits
         self.wire.send(f"{tag}/de", sealed(he, d_e, d_lay.slots, scale))
+        return s
+
+    def send_table_step(self, tag: str, own: Paillier, s: np.ndarray) -> None:
+        """st = [[-round(S / 2^trunc)]]_B, one ciphertext per (row, field segment): sent
+        after de, so that the passive party decrypts de while this party encrypts st."""
+        prm = self.params
         s_t = negated(segment_rows(self.e_lay, round_shift(s, prm.trunc_bits).tolist()))
         self.wire.send(f"{tag}/st", encrypt_rows(own, s_t, self.e_lay.slots, prm.feature_bits))
 

@@ -304,17 +304,19 @@ class PassiveEmbedLayer(LayerRole):
         st.wire.send(f"{tag}/phit", encrypt_rows(own, phit, st.d_lay.slots, f_w))
 
     def _update_tables(self, tag: str, st: _State, codes: np.ndarray) -> None:
-        """[[Q^B]][x] += -round(P / 2^trunc) + [[-round(S / 2^trunc)]]_B, P = dE - S."""
+        """[[Q^B]][x] += -round(P / 2^trunc) + [[-round(S / 2^trunc)]]_B, P = dE - S.
+
+        de is decrypted before st is received: the active party encrypts st meanwhile."""
         n, prm, own, lay = len(codes), st.params, self._crypto.own, st.q_b.layout
         scale = prm.grad_bits + prm.weight_bits
         de = st.wire.recv(f"{tag}/de", own.pk, (n, st.d_lay.cols), st.d_lay.slots, scale)
-        shape = (n, st.q_b.segment_count)
-        s_t = st.wire.recv(f"{tag}/st", st.he_b.pk, shape, lay.slots, prm.feature_bits)
         try:
             masked = st.d_lay.unpack(decrypt_rows(own, de))
         except ValueError as exc:
             raise PayloadError(f"the masked embedding step does not fit its slots: {exc}") from exc
         p_t = round_shift(np.array(masked, dtype=object), prm.trunc_bits)
+        shape = (n, st.q_b.segment_count)
+        s_t = st.wire.recv(f"{tag}/st", st.he_b.pk, shape, lay.slots, prm.feature_bits)
         st.q_b.add(codes, negated(segment_rows(lay, p_t.tolist())), s_t.rows)
 
     def _require_setup(self) -> _State:
