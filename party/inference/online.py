@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from party.config import PartyConfig
@@ -83,6 +84,11 @@ class OnlineScoring:
         self._served: dict[str, ServedModel] = {}
         self._links: dict[str, Link] = {}
         self._passive: dict[str, tuple[str, PassiveSession]] = {}  # session -> (model, it)
+
+    def _foreground(self) -> AbstractContextManager[object]:
+        """A scoring batch: the party's kept pools pause their filling meanwhile."""
+        pools = None if self.executor is None else self.executor.pools
+        return nullcontext() if pools is None else pools.foreground()
 
     @property
     def me(self) -> str:
@@ -198,7 +204,9 @@ class OnlineScoring:
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
         )
-        session = ActiveSession(session_id, channel, scorer, rows, where, self.timeout_s)
+        session = ActiveSession(
+            session_id, channel, scorer, rows, where, self.timeout_s, self._foreground
+        )
         with self._lock:
             self._links[session_id] = link
         try:
@@ -260,7 +268,9 @@ class OnlineScoring:
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
         )
-        session = PassiveSession(session_id, model, channel, link.mailbox, scorer, rows)
+        session = PassiveSession(
+            session_id, model, channel, link.mailbox, scorer, rows, foreground=self._foreground
+        )
         with self._lock:
             self._links[session_id] = link
             self._passive[session_id] = (model_id, session)

@@ -16,6 +16,8 @@ daemon hands in the session's `Channel` and `Mailbox`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +40,7 @@ from secure.wire.payload import (
 )
 
 log = logging.getLogger(__name__)
+Foreground = Callable[[], AbstractContextManager[object]]
 
 MAX_BATCH_IDS = 64  # ids per exchange; a larger micro-batch runs as several exchanges
 PASSIVE_IDLE_S = 3600.0  # a passive party drops a session no batch used for this long
@@ -122,9 +125,12 @@ class ActiveSession:
         rows: Rows,
         passives: dict[str, str],  # party id -> address
         timeout: float,
+        foreground: Foreground = nullcontext,
     ) -> None:
+        """`foreground`: marks each micro-batch as latency-bound (background work of the
+        party, such as filling its kept obfuscator pools, pauses meanwhile)."""
         self.session_id, self.channel, self.scorer, self.rows = session_id, channel, scorer, rows
-        self.passives, self.timeout = passives, timeout
+        self.passives, self.timeout, self.foreground = passives, timeout, foreground
         self.batches = 0
 
     def score(self, ids: list[str]) -> tuple[np.ndarray, dict[int, list[str]]]:
@@ -134,6 +140,10 @@ class ActiveSession:
         Raises:
             ChannelError, PayloadError: a passive party failed or sent a malformed reply.
         """
+        with self.foreground():
+            return self._score(ids)
+
+    def _score(self, ids: list[str]) -> tuple[np.ndarray, dict[int, list[str]]]:
         self.batches += 1
         tag = batch_tag(self.batches)
         for peer in self.passives:
@@ -166,7 +176,10 @@ class PassiveSession:
         scorer: Trainer,
         rows: Rows,
         idle_s: float = PASSIVE_IDLE_S,
+        foreground: Foreground = nullcontext,
     ) -> None:
+        """`foreground`: as for `ActiveSession`, around each micro-batch once its ids came."""
+        self.foreground = foreground
         self.session_id, self.model = session_id, model
         self.channel, self.mailbox, self.scorer, self.rows = channel, mailbox, scorer, rows
         self.active = model.spec.active.id
@@ -192,7 +205,10 @@ class PassiveSession:
     def _answer(self, tag: str) -> None:
         """One micro-batch: the ids, which of them this party lacks, the forward."""
         payload = self.channel.recv(self.active, f"{tag}/ids", self.idle_s)
-        ids = ids_from_payload(payload, MAX_BATCH_IDS)
+        with self.foreground():
+            self._forward(tag, ids_from_payload(payload, MAX_BATCH_IDS))
+
+    def _forward(self, tag: str, ids: list[str]) -> None:
         zero = self.rows.inputs.rows - 1
         found = [self.rows.index.get(i) for i in ids]
         lacks = np.array([p for p, r in enumerate(found) if r is None], dtype=np.int64)

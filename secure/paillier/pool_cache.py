@@ -10,9 +10,10 @@ owns one `PoolCache`, and every job's `PartyCrypto` takes its peers' pools from 
   fixed-base tables built and thousands of obfuscators ready;
 - while the daemon runs no job, one thread of the cache fills each pool up to `ready`
   obfuscators, most recently used first, a few at a time (it stops within ~10 ms when a
-  job starts); during a job, a pool refills only to its job capacity
-  (`SecureConfig.obfuscator_pool`), and only while a job using it waits for a peer (its
-  `Gate`), as a job's own pools do;
+  job starts, and pauses during online scoring until the party has been quiet for a
+  second, so that it does not add to a request's latency); during a job, a pool refills
+  only to its job capacity (`SecureConfig.obfuscator_pool`), and only while a job using
+  it waits for a peer (its `Gate`), as a job's own pools do;
 - at most `keys` keys are kept, the least recently used pool is closed first; each keeps
   up to `ready` obfuscators (512 bytes each at 2048 bits, plus ~36 MB of tables).
 
@@ -24,15 +25,18 @@ live only in the daemon's memory; a restart drops them (and the daemon computes 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from gmpy2 import mpz
 
 from secure.paillier.keys import PublicKey
 from secure.paillier.obfuscators import Gate, ObfuscatorPool
 
-_STEP = 8  # obfuscators per filling step: ~12 ms at 2048 bits
+_STEP = 4  # obfuscators per filling step: ~6 ms at 2048 bits
+QUIET_S = 1.0  # the filling waits this long after the last online scoring batch
 
 
 class PoolCache:
@@ -45,6 +49,9 @@ class PoolCache:
         self.gate = Gate()  # the pools' own refills (to their job capacity) run while open
         self._idle = threading.Event()
         self._stop = threading.Event()
+        self._quiet = threading.Condition()  # online scoring in flight, and when it last was
+        self._foreground = 0
+        self._last_foreground = -QUIET_S
         self._pools: OrderedDict[tuple[str, int], ObfuscatorPool] = OrderedDict()
         self._lock = threading.Lock()
         self._filler: threading.Thread | None = None
@@ -60,6 +67,29 @@ class PoolCache:
         else:
             self._idle.clear()
             self.gate.close()
+
+    @contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Mark latency-bound work outside jobs (an online scoring batch): the filling
+        pauses during it and until the party has been quiet for `QUIET_S`."""
+        with self._quiet:
+            self._foreground += 1
+        try:
+            yield
+        finally:
+            with self._quiet:
+                self._foreground -= 1
+                self._last_foreground = time.monotonic()
+                self._quiet.notify_all()
+
+    def _wait_quiet(self) -> None:
+        """Until no foreground work ran for `QUIET_S` (or the cache closes)."""
+        with self._quiet:
+            while not self._stop.is_set():
+                left = self._last_foreground + QUIET_S - time.monotonic()
+                if not self._foreground and left <= 0:
+                    return
+                self._quiet.wait(max(left, 0.05))
 
     def pool(
         self,
@@ -102,6 +132,7 @@ class PoolCache:
         while not self._stop.is_set():
             if not self._idle.wait(timeout=0.5):
                 continue
+            self._wait_quiet()
             with self._lock:
                 pools = list(reversed(self._pools.values()))
             if not any(pool.top_up(self.ready, _STEP) for pool in pools if self._idle.is_set()):
@@ -121,6 +152,8 @@ class PoolCache:
         """Close every kept pool (stops refills and helper processes) and the filler."""
         self._stop.set()
         self._idle.set()
+        with self._quiet:
+            self._quiet.notify_all()
         with self._lock:
             pools = list(self._pools.values())
             self._pools.clear()

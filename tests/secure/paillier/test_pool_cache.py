@@ -113,3 +113,22 @@ def test_party_crypto_keeps_peer_pools_across_jobs_and_closes_its_own(test_keys)
         second.close()
     finally:
         executor.pools.close()
+
+
+def test_the_filling_pauses_for_latency_bound_work_and_a_quiet_second_after(test_keys):
+    cache = PoolCache(keys=1, ready=10_000)
+    key = test_keys["B"].public
+    try:
+        pool = cache.pool(key, _make(key))
+        cache.set_idle(True)
+        assert _until(lambda: pool.ready > 0)
+        with cache.foreground():  # an online scoring batch
+            time.sleep(0.1)  # a filling step in flight lands
+            during = pool.ready
+            time.sleep(0.5)
+            assert pool.ready == during
+        time.sleep(0.5)  # within the quiet second after it
+        assert pool.ready == during
+        assert _until(lambda: pool.ready > during)
+    finally:
+        cache.close()
