@@ -9,12 +9,13 @@ per-step work. Plaintexts are signed integers (fixed-point, usually packed, see
   constants h_p, h_q, p^-1 mod q precomputed in `PrivateKey`, L(x) = (x-1)/p by exact
   division) with `gmpy2.powmod_base_list`, which releases the GIL: the p and q halves
   run in parallel threads (a 2-core machine decrypts even one ciphertext ~2x faster);
-  with an executor (`secure.executor`) and at least two tasks' worth of ciphertexts,
-  blocks of ciphertexts go to its workers instead
+  with an executor that spreads them (`secure.executor`: Ray; a local one only with
+  `spread_paillier`) and at least two tasks' worth of ciphertexts, blocks of
+  ciphertexts go to its workers instead
   (`secure.paillier.blocks.decrypt_block`), the private key shared once per context;
 - homomorphic addition of ciphertexts and of plaintexts, negation by modular inverse
   (never by exponentiating with n - |x|), re-randomisation with fresh obfuscators: those
-  the pool has ready, then, with an executor and a shortfall of at least two tasks' worth,
+  the pool has ready, then, with such an executor and a shortfall of two tasks' worth,
   the rest made on its workers (`rerandomize_table_block` from the pool's fixed-base
   table, shared once per context, or `rerandomize_block`'s full r^n when the pool has
   no table for workers); else the pool computes them here, as without an executor.
@@ -87,7 +88,7 @@ class Paillier:
         nsq = self.pk.nsquare
         if self.counts is not None:
             self.counts.add(rerandomizations=len(ciphertexts))
-        if self.executor is None:
+        if self.executor is None or not self.executor.spreads_paillier:
             obfuscators = self.pool.take(len(ciphertexts))
             return [c * r % nsq for c, r in zip(ciphertexts, obfuscators, strict=True)]
         cts = list(ciphertexts)
@@ -161,8 +162,10 @@ class Paillier:
         if self.counts is not None:
             self.counts.add(decryptions=len(ciphertexts))
         executor = self.executor
-        if executor is not None and len(ciphertexts) >= 2 * executor.block_items(
-            DECRYPT, self._bits
+        if (
+            executor is not None
+            and executor.spreads_paillier
+            and len(ciphertexts) >= 2 * executor.block_items(DECRYPT, self._bits)
         ):
             return self._decrypt_blocks(executor, sk, list(ciphertexts))
         half = n // 2

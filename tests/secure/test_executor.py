@@ -70,7 +70,7 @@ class CountingShares(LocalExecutor):
     task function."""
 
     def __init__(self, workers: int, min_task_ms: float) -> None:
-        super().__init__(workers, min_task_ms)
+        super().__init__(workers, min_task_ms, spread_paillier=True)  # as a cluster
         self.shares = 0
         self.calls: Counter[str] = Counter()
 

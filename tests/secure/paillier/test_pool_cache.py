@@ -123,11 +123,13 @@ def test_the_filling_pauses_for_latency_bound_work_and_a_quiet_second_after(test
         cache.set_idle(True)
         assert _until(lambda: pool.ready > 0)
         with cache.foreground():  # an online scoring batch
-            time.sleep(0.1)  # a filling step in flight lands
-            during = pool.ready
-            time.sleep(0.5)
+            during = -1
+            while during != pool.ready:  # a filling step in flight lands
+                during = pool.ready
+                time.sleep(0.2)
+            time.sleep(0.3)
             assert pool.ready == during
-        time.sleep(0.5)  # within the quiet second after it
+        time.sleep(0.3)  # within the quiet second after it
         assert pool.ready == during
         assert _until(lambda: pool.ready > during)
     finally:
