@@ -14,7 +14,9 @@ MatMul layer (`MatmulCounter`), per batch of n rows (one passive party, K = 1):
 - products: those the multi-exponentiation kernel's cost model counts for X_B [[U_B]]
   (when m1 goes per batch), X_A [[V_A]] and, in training, X_A^T [[eta G]], on these
   very rows; the row shifts of A's shifted copies after each update (one squaring per
-  bit); three products per ciphertext and party (plaintext addition, re-randomisation).
+  bit), or, where A folds its per-row products by Horner's rule instead (many features,
+  e.g. a9a), (k - 1) row shifts and products per group of every m2; three products per
+  ciphertext and party (plaintext addition, re-randomisation).
 
 Embed-MatMul layer (`EmbedCounter`), per step of n rows, per passive party A_k, with
 F fields, embedding width k, h outputs and the layer's layouts (`EMBED_SCALES`;
@@ -149,6 +151,10 @@ class MatmulCounter:
         c = Counts(decryptions=cts, obfuscators=cts, ciphertexts=cts)
         c.products += 2 * PRODUCTS_PER_CIPHERTEXT * cts  # m2 at A and B
         c.products += cols * _products(self.layout.group_exponents(feature_exponents(x_a, f_a)))
+        if k > 1 and self.d_a * k > REFERENCE_BATCH:  # Horner folds A's per-row products
+            # (row_packing.horner): k - 1 rounds, each shifting every group's accumulator
+            # by one row (shift_bits squarings) and multiplying in the next row
+            c.products += self.layout.groups(n) * (k - 1) * cols * (self.layout.shift_bits + 1)
         if m1:
             c.add(Counts(decryptions=cts, obfuscators=cts, ciphertexts=cts))
             c.products += 2 * PRODUCTS_PER_CIPHERTEXT * cts
