@@ -5,10 +5,6 @@ shapes, must predict every count exactly, party by party."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,22 +13,15 @@ from secure.paillier.counters import OpCounts
 from secure.paillier.encoding import encode
 from secure.paillier.keys import generate_keypair
 from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
+from tests.support.bench import bench_module
 from tests.support.secure import TEST_PARTIES, config_for_tests, run_parties
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "floor.py"
 LR = 0.05
 
 
 @pytest.fixture(scope="module")
 def floor():
-    spec = importlib.util.spec_from_file_location("floor", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
+    yield from bench_module("floor")
 
 
 @pytest.fixture(scope="module")
