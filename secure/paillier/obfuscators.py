@@ -339,14 +339,8 @@ class ObfuscatorPool:
 
     def fill(self) -> None:
         """Top the pool up to capacity in the calling thread (ignores the gate)."""
-        while not self._stop.is_set():
-            with self._lock:
-                need = min(_BATCH, self._capacity - len(self._ready))
-            if need <= 0:
-                return
-            batch = self.compute(need)
-            with self._lock:
-                self._ready.extend(batch)
+        while self.top_up(self._capacity, _BATCH):
+            pass
 
     def top_up(self, target: int, count: int) -> bool:
         """Compute up to `count` more obfuscators now if fewer than `target` are ready

@@ -30,8 +30,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from gmpy2 import mpz
-
 from secure.paillier.keys import PublicKey
 from secure.paillier.obfuscators import Gate, ObfuscatorPool
 
@@ -91,18 +89,9 @@ class PoolCache:
                     return
                 self._quiet.wait(max(left, 0.05))
 
-    def pool(
-        self,
-        key: PublicKey,
-        make: Callable[[Gate], ObfuscatorPool],
-        bases: list[list[mpz]] | None = None,
-    ) -> ObfuscatorPool:
-        """The kept pool for `key`, or a new one from `make(gate)` (restored from the
-        secret `bases` of an earlier table for this key, if given), kept.
-
-        Raises:
-            ConfigError: `bases` do not fit `key` (`ObfuscatorPool.restore`).
-        """
+    def pool(self, key: PublicKey, make: Callable[[Gate], ObfuscatorPool]) -> ObfuscatorPool:
+        """The kept pool for `key`, or a new one from `make(gate)`, kept (`make` raises
+        what it raises, e.g. for saved table bases that do not fit `key`)."""
         name = (key.owner, int(key.n))
         with self._lock:
             pool = self._pools.get(name)
@@ -110,8 +99,6 @@ class PoolCache:
                 self._pools.move_to_end(name)
                 return pool
         pool = make(self.gate)
-        if bases is not None:
-            pool.restore(bases)
         with self._lock:
             kept = self._pools.setdefault(name, pool)
             self._pools.move_to_end(name)

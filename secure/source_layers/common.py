@@ -96,7 +96,7 @@ class PartyCrypto:
     def waiting(self) -> Iterator[None]:
         """Mark a wait for a peer message: background refills may use the CPU meanwhile
         (of this party's pools, and of the kept ones it uses, the executor's `pools`)."""
-        kept = self.config.executor.pools if self.config.executor is not None else None
+        kept = self._kept
         with self._idle.held(), kept.gate.held() if kept is not None else nullcontext():
             if self.config.background_refill:
                 for context in [self.own, *self.peers.values()]:
@@ -112,17 +112,13 @@ class PartyCrypto:
             StateError: the table saved for this key does not fit it.
         """
         saved = self._saved_tables.pop(key.owner, None)
-        bases = saved.bases if saved is not None and saved.key.n == key.n else None
-        kept = self.config.executor.pools if self.config.executor is not None else None
-        if kept is not None and self.config.obfuscator_pool:  # kept across jobs
-            try:
-                pool = kept.pool(key, lambda gate: self._pool(key, None, gate=gate), bases)
-            except ConfigError as exc:
-                raise StateError(f"{exc}; the checkpoint or model is corrupt") from None
+        if saved is not None and saved.key.n != key.n:
+            saved = None
+        kept = self._kept
+        if kept is not None:  # kept across jobs; restored only when it is new
+            pool = kept.pool(key, lambda gate: _restored(self._pool(key, None, gate=gate), saved))
         else:
-            pool = self._pool(key, None)
-            if bases is not None:
-                _restore(pool, SavedTable(key, bases))
+            pool = _restored(self._pool(key, None), saved)
         if self.config.obfuscator_pool:
             pool.prepare()  # ready (and its helpers started) before the first step
         if kept is not None and self.config.background_refill:
@@ -132,6 +128,15 @@ class PartyCrypto:
         )
         self.peers[key.owner] = context
         return context
+
+    @property
+    def _kept(self) -> PoolCache | None:
+        """The party's pools kept across jobs (its executor's), if its peers' pools come
+        from there (not with `obfuscator_pool` 0: those are made per use)."""
+        executor = self.config.executor
+        if executor is None or not self.config.obfuscator_pool:
+            return None
+        return executor.pools
 
     def tables_state(self) -> LayerState:
         """The secret bases of this party's fixed-base obfuscator tables (own key and
@@ -164,9 +169,9 @@ class PartyCrypto:
     def close(self) -> None:
         """Stop background refills and the process pool (the kept pools stay, with the
         party's `PoolCache`)."""
-        kept = self.config.executor.pools if self.config.executor is not None else None
+        kept = self._kept
         for context in [self.own, *self.peers.values()]:
-            if kept is None or context is self.own or not self.config.obfuscator_pool:
+            if kept is None or context is self.own:
                 context.pool.close()
         self.matmul.close()
 
@@ -208,13 +213,25 @@ def keep_saved_tables(pools: PoolCache, part: Mapping[str, Any], me: str) -> lis
         for owner, saved in tables_from_state(layer["obfuscators"]).items():
             if owner == me:
                 continue
-            try:
-                make = partial(repeated_use_pool, config, saved.key, None)
-                pools.pool(saved.key, make, saved.bases)
-            except ConfigError as exc:
-                raise StateError(f"{exc}; the model is corrupt") from None
+            pools.pool(saved.key, partial(_saved_pool, config, saved))
             owners.append(owner)
     return owners
+
+
+def _saved_pool(config: SecureConfig, saved: SavedTable, gate: Gate) -> ObfuscatorPool:
+    """A peer-key pool as `config` sets them up, sampling from a saved table."""
+    return _restored(repeated_use_pool(config, saved.key, None, gate), saved)
+
+
+def _restored(pool: ObfuscatorPool, saved: SavedTable | None) -> ObfuscatorPool:
+    """`pool`, sampling from the `saved` table's bases if given.
+
+    Raises:
+        StateError: they do not fit its key.
+    """
+    if saved is not None:
+        _restore(pool, saved)
+    return pool
 
 
 def _restore(pool: ObfuscatorPool, saved: SavedTable) -> None:
