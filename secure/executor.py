@@ -51,6 +51,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -291,26 +292,20 @@ class LocalExecutor(BlockExecutor):
     def map(self, fn: Callable[[S, B], R], shared: Shared[S], blocks: Sequence[B]) -> list[R]:
         self.tasks += len(blocks)
         if len(blocks) <= 1 or self.workers == 1:
-            value = shared.inline if isinstance(shared, _LocalShared) else shared.value
+            value = _in_process(shared)
             return [fn(value, block) for block in blocks]
-        values = [shared.value] * len(blocks)
-        if isinstance(shared, _LocalShared):
-            return list(self.pool().map(_attached, [fn] * len(blocks), values, blocks))
-        return list(self.pool().map(fn, values, blocks))
+        return list(self.pool().map(_in_worker(fn, shared), [shared.value] * len(blocks), blocks))
 
     def start(self, fn: Callable[[S, B], R], shared: Shared[S], block: B) -> Future[R]:
         self.tasks += 1
         if self.workers == 1:
-            value = shared.inline if isinstance(shared, _LocalShared) else shared.value
             done: Future[R] = Future()
             try:
-                done.set_result(fn(value, block))
+                done.set_result(fn(_in_process(shared), block))
             except Exception as exc:  # noqa: BLE001 - handed to the caller, as a pool would
                 done.set_exception(exc)
             return done
-        if isinstance(shared, _LocalShared):
-            return self.pool().submit(_attached, fn, shared.value, block)
-        return self.pool().submit(fn, shared.value, block)
+        return self.pool().submit(_in_worker(fn, shared), shared.value, block)
 
     def pool(self) -> Executor:
         """The process pool, started at its first use ("spawn": safe beside gRPC threads,
@@ -434,6 +429,18 @@ def _replace(value: Any, kind: type, fn: Callable[[Any], Any]) -> Any:
         items = [fn(item) if isinstance(item, kind) else item for item in value]
         return value._make(items) if hasattr(value, "_make") else tuple(items)
     return value
+
+
+def _in_process(shared: Shared[S]) -> S:
+    """The value a block run in this process gets (the original, not shared memory)."""
+    value: S = shared.inline if isinstance(shared, _LocalShared) else shared.value
+    return value
+
+
+def _in_worker(fn: Callable[[S, B], R], shared: Shared[S]) -> Callable[[Any, B], R]:
+    """What a local worker runs on (shared.value, block): `fn`, with any shared-memory
+    arrays attached first."""
+    return partial(_attached, fn) if isinstance(shared, _LocalShared) else fn
 
 
 def _attached(fn: Callable[[Any, B], R], value: Any, block: B) -> R:
