@@ -4,6 +4,8 @@ real `vfl run` jobs (coordinator and both party daemons as processes on loopback
     python bench/accuracy.py                         every data set, 1024-bit test keys
     python bench/accuracy.py --only sparse breast    some of them
     python bench/accuracy.py --json out.json         also write the table as JSON
+    python bench/accuracy.py --only credit --seeds 0 1 2 3 --job-seeds 100 101
+                                                     several data sets and initialisations
 
 Data sets (each split between an active "bank" and a passive "shop"):
 
@@ -16,11 +18,18 @@ Data sets (each split between an active "bank" and a passive "shop"):
             (VFL_SHARED_DATA, default /work/shared/data)
 
 Every job uses the default spec (source out_dim 16, top [32], batch 256, lr 0.05,
-adagrad, seed --seed) except a9a's `out_dim: 1, top: []` (logistic regression); it
+adagrad) except a9a's `out_dim: 1, top: []` (logistic regression); it
 validates after every epoch. The keys are small test keys (--key-bits): the model and
 its accuracy do not depend on the key size, only the time does. Printed: the AUC after
 epoch 1 and after the last epoch (--epochs, default 3) for split and blindfl, and the
 differences blindfl - split.
+
+`--seeds` draws the synthetic data (credit, sparse) anew per seed; `--job-seeds` sets the
+jobs' `train.seed` (initial weights, shares and batch order), the data seed when not
+given. With more than one run per data set a summary line gives the mean difference and
+the worst single run: on data whose label needs an interaction between the parties'
+features the epoch at which training leaves a plateau depends on the initial weights,
+for split as for blindfl, so one run's difference says little (docs/protocols.md §4).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ FATE = REPO / "coordinator" / "cli" / "data"
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
 BATCH = 256
 DATASETS = ("credit", "breast", "sparse", "a9a")
+SEEDED = ("credit", "sparse")  # synthetic: the seed draws the data
 
 
 def _data(table: TableSource, test: str | None = None) -> dict:
@@ -87,7 +97,7 @@ def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Nam
         ],
         "protocol": protocol,
         "crypto": {"key_bits": args.key_bits, "allow_insecure_test_keys": args.key_bits < 2048},
-        "train": {"epochs": args.epochs, "seed": args.seed},
+        "train": {"epochs": args.epochs, "seed": args.job_seed},
         "validation": {"every": per_epoch},
     }
     if name == "a9a":
@@ -111,27 +121,50 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="data seeds")
+    parser.add_argument(
+        "--job-seeds", type=int, nargs="+", help="train.seed (default: the data seed)"
+    )
     parser.add_argument("--key-bits", type=int, default=1024)
     parser.add_argument("--credit-rows", type=int, default=30_000)
     parser.add_argument("--sparse-rows", type=int, default=20_000)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     last = args.epochs
-    print(f"validation AUC, default spec, seed {args.seed}, {args.key_bits}-bit test keys")
-    print(f"{'data':8} {'split@1':>8} {'blind@1':>8} {'diff@1':>7}  ", end="")
+    print(f"validation AUC, default spec, {args.key_bits}-bit test keys")
+    print(f"{'data':8} {'seed':>4} {'job':>4} ", end="")
+    print(f"{'split@1':>8} {'blind@1':>8} {'diff@1':>7}  ", end="")
     print(f"{'split@' + str(last):>8} {'blind@' + str(last):>8} {'diff@' + str(last):>7}")
-    results = {}
+    results: dict[str, list[dict]] = {}
     for name in args.only:
-        split, blind = run(name, "split", args), run(name, "blindfl", args)
-        results[name] = {"split": split, "blindfl": blind}
-        print(
-            f"{name:8} {split[0]:8.4f} {blind[0]:8.4f} {blind[0] - split[0]:+7.4f}  "
-            f"{split[-1]:8.4f} {blind[-1]:8.4f} {blind[-1] - split[-1]:+7.4f}",
-            flush=True,
-        )
+        runs = results.setdefault(name, [])
+        for seed in args.seeds if name in SEEDED else args.seeds[:1]:
+            for job_seed in args.job_seeds or [seed]:
+                args.seed, args.job_seed = seed, job_seed
+                split, blind = run(name, "split", args), run(name, "blindfl", args)
+                runs.append({"seed": seed, "job_seed": job_seed, "split": split, "blindfl": blind})
+                print(
+                    f"{name:8} {seed:4} {job_seed:4} {split[0]:8.4f} {blind[0]:8.4f} "
+                    f"{blind[0] - split[0]:+7.4f}  {split[-1]:8.4f} {blind[-1]:8.4f} "
+                    f"{blind[-1] - split[-1]:+7.4f}",
+                    flush=True,
+                )
+        if len(runs) > 1:
+            print(_summary(name, runs), flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"seed": args.seed, "results": results}, indent=1))
+        args.json.write_text(json.dumps({"results": results}, indent=1))
+
+
+def _summary(name: str, runs: list[dict]) -> str:
+    """Mean split and blindfl AUC over the runs, their difference, and the worst run's."""
+    parts = [f"{name:8} {'mean':>9} "]
+    for at in (0, -1):
+        split = [r["split"][at] for r in runs]
+        blind = [r["blindfl"][at] for r in runs]
+        mean_s, mean_b = sum(split) / len(runs), sum(blind) / len(runs)
+        parts.append(f"{mean_s:8.4f} {mean_b:8.4f} {mean_b - mean_s:+7.4f}  ")
+    worst = min(min(r["blindfl"][at] - r["split"][at] for r in runs) for at in (0, -1))
+    return "".join(parts) + f"(worst run {worst:+.4f}, {len(runs)} runs)"
 
 
 if __name__ == "__main__":

@@ -63,6 +63,27 @@ def test_pipelined_batches_score_as_one_batch(tmp_path: Path) -> None:
     assert_close([small[i] for i in ids], [whole[i] for i in ids], 1e-5)
 
 
+def test_a_model_kept_with_a_narrower_side_bottom_still_scores(tmp_path: Path, monkeypatch):
+    """B's own bottom beside Z became 2h wide (`side_width`); a model part kept before,
+    with an h-wide bottom, loads with the width it was trained with and scores as well."""
+    import party.training.blindfl.active as active
+
+    # Prepare: a model trained with the earlier width (h = out_dim = 4 in breast_spec)
+    monkeypatch.setattr(active, "side_width", lambda out_dim, parties: out_dim)
+    datasets = breast()
+    spec = breast_spec("blindfl", train={"epochs": 2, "batch_size": 64, "seed": 3})
+    states = {p: StateDir(tmp_path / p) for p in datasets}
+    trained = run_inprocess(spec, datasets, states=states)["bank"]["metrics"]["auc"]
+    monkeypatch.undo()
+    assert active.side_width(4, 2) == 8
+    # Execute
+    request = PredictSpec(model="job", data={"bank": "d", "shop": "d"}, out="old")
+    scored = run_inprocess(spec.for_prediction(request), datasets, None, states)
+    # Assert: scored with the kept model (the validation rows are among the scored ones)
+    assert scored["bank"]["metrics"]["auc"] >= min(trained, 0.95)
+    assert len(_scores(tmp_path / "bank" / "predictions" / "old.csv")) == 569
+
+
 def test_pipelined_batches_with_dense_and_categorical_columns(tmp_path: Path) -> None:
     # Prepare: the passive party has both layers (MatMul and Embed-MatMul) to interleave
     rng = np.random.default_rng(9)

@@ -7,6 +7,7 @@ encrypted derivatives).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bench.sparse_data import sparse_tables
@@ -162,9 +163,9 @@ def test_blindfl_with_categorical_fields_trains(tmp_path) -> None:
     assert result["rounds"] == 24 and aucs[-1] >= 0.65 and aucs[-1] > aucs[0] + 0.03, aucs
 
 
-def default_spec(protocol: str, epochs: int, rounds_per_epoch: int) -> object:
-    """The default model and training settings (only the keys are small test keys),
-    validated after every epoch."""
+def default_spec(protocol: str, epochs: int, rounds_per_epoch: int, seed: int = 0) -> object:
+    """The default model and training settings (only the keys are small test keys and
+    train.seed is `seed`), validated after every epoch."""
     return parse_spec(
         {
             "job": "d",
@@ -174,7 +175,7 @@ def default_spec(protocol: str, epochs: int, rounds_per_epoch: int) -> object:
                 {"id": "bank", "role": "active", "data": {"dataset": "d"}},
                 {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
             ],
-            "train": {"epochs": epochs},
+            "train": {"epochs": epochs, "seed": seed},
             "validation": {"every": rounds_per_epoch},
         }
     )
@@ -201,11 +202,14 @@ def test_default_blindfl_is_as_accurate_as_split_on_sparse_imbalanced_data(
     """300 binary features, ~3% positives (bench/sparse_data.py): plain SGD in the source
     layer lost 0.2 AUC to split here; the preconditioned steps keep blindfl within 0.02 on
     these 8,000 rows (6,400 to train, ~50 positives to validate on; bench/accuracy.py
-    measures 20,000)."""
+    measures 20,000). With so few positives one run's AUC moves by +-0.03 with the
+    initial weights, for split as for blindfl, so the test compares the means over three
+    train.seeds."""
     pin_keys(monkeypatch, seeded_keys(monkeypatch, ("bank", "shop"), 512, seed=5))
     tables = sparse_tables(tmp_path, rows=8000, seed=0)
     datasets = {pid: {"d": table} for pid, table in tables.items()}
-    split = epoch_aucs(default_spec("split", 2, 25), datasets)
-    blind = epoch_aucs(default_spec("blindfl", 2, 25), datasets)
+    seeds = (0, 1, 2)
+    split = np.mean([epoch_aucs(default_spec("split", 2, 25, s), datasets) for s in seeds], 0)
+    blind = np.mean([epoch_aucs(default_spec("blindfl", 2, 25, s), datasets) for s in seeds], 0)
     assert len(blind) == len(split) == 2 and split[-1] >= 0.8
     assert all(b >= s - 0.02 for b, s in zip(blind, split, strict=True)), (split, blind)

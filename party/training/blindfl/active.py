@@ -1,9 +1,12 @@
 """The active party of `protocol: blindfl`: Z from the source layers, the top model, the
 loss and its derivative dL/dZ back into the layers; CELU on cached (Z, G).
 
-The top model sees Z and, beside it, B's own plaintext bottom over its own features (as
-split learning's active bottom; nothing of it leaves B), unless the top is the identity.
-The MatMul layer's steps follow the spec's optimiser (`secure.source_layers.steps`)."""
+The top model sees Z and, beside it, B's own plaintext bottom over its own features
+(nothing of it leaves B), unless the top is the identity. That bottom is as wide as split
+learning's whole cut layer, out_dim per party (`side_width`): Z sums every party's
+contribution in out_dim columns, and with a bottom only out_dim wide the model learned
+more slowly than split's (docs/protocols.md §5, "Composition"). The MatMul layer's steps
+follow the spec's optimiser (`secure.source_layers.steps`)."""
 
 from __future__ import annotations
 
@@ -40,6 +43,17 @@ from secure.source_layers.steps import SourceOptimizer
 from secure.wire.payload import layer_setup_from_payload
 
 SCORE_AHEAD = 1  # batches whose m1 is out while B decrypts the m2 of an earlier one
+
+
+def side_width(out_dim: int, parties: int) -> int:
+    """The width of B's own bottom beside Z: split's cut layer over all `parties`."""
+    return out_dim * parties
+
+
+def _out_width(state: dict[str, Any]) -> int:
+    """The output width of a saved `seeded_mlp` (its last linear layer's rows)."""
+    last = max((k for k in state if k.endswith(".weight")), key=lambda k: int(k.split(".")[0]))
+    return int(state[last].shape[0])
 
 
 class BlindActiveTrainer:
@@ -127,7 +141,8 @@ class BlindActiveTrainer:
         top model and B's own part of a `state_dict()` (to score with them; nothing is
         exchanged)."""
         self.config = trained_config(self.config, state)
-        self._build(dict(state["layouts"]), saved_keypair(self.ctx, self.config, state))
+        side = None if state.get("side") is None else _out_width(state["side"])
+        self._build(dict(state["layouts"]), saved_keypair(self.ctx, self.config, state), side)
         load_layer(self.ctx, "src", self.src, state)
         load_layer(self.ctx, "embed", self.embed, state)
         if self.own is not None:
@@ -157,10 +172,13 @@ class BlindActiveTrainer:
             "history": list(self.history),
         }
 
-    def _build(self, layouts: dict[str, dict[str, Any]], keypair: KeyPair) -> None:
+    def _build(
+        self, layouts: dict[str, dict[str, Any]], keypair: KeyPair, side_dim: int | None = None
+    ) -> None:
         """The layers the passive parties' layouts call for, under `keypair`; B's own
         linear part when no passive party has dense columns, else its own bottom beside
-        Z (unless the top is the identity); the top model."""
+        Z (unless the top is the identity; `side_dim` wide, by default `side_width`:
+        a saved model keeps the width it was trained with); the top model."""
         ch, s, config = self.ctx.channel, self.ctx.spec, self.config
         self.keypair, self.layouts = keypair, layouts
         passives = [p.id for p in s.passives]
@@ -174,10 +192,12 @@ class BlindActiveTrainer:
         else:
             self.own = seeded_mlp(seed, self.ctx.party_id, d_b, (), h)
         side = bool(dense_ids) and d_b > 0 and not self.identity
+        width = side_dim or side_width(h, len(s.parties))
         if side:
-            self.side = seeded_mlp(seed, f"{self.ctx.party_id}/side", d_b, s.model.source.hidden, h)
+            salt = f"{self.ctx.party_id}/side"
+            self.side = seeded_mlp(seed, salt, d_b, s.model.source.hidden, width)
         if not self.identity:
-            top_in = h * (2 if side else 1)
+            top_in = h + (width if side else 0)
             self.top = seeded_mlp(seed, "top", top_in, s.model.top.hidden, self.task.out_dim)
         fields = {pid: list(layouts[pid]["vocab"]) for pid in passives if layouts[pid]["vocab"]}
         if fields:
