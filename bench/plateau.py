@@ -26,8 +26,8 @@ test_matmul_layer.py), so its AUC distribution is the real job's, without the cr
 from __future__ import annotations
 
 import argparse
-import math
 import sys
+from functools import partial
 
 import numpy as np
 import torch
@@ -38,6 +38,7 @@ from party.training.blindfl.active import side_width
 from party.training.metrics import auc
 from party.training.models import seeded_mlp
 from party.training.plan import make_plan
+from secure.source_layers.sharing import sample_share
 from secure.source_layers.steps import SourceOptimizer, feature_step_factors
 
 H, TOP, BATCH, LR, FRACTION = 16, (32,), 256, 0.05, 0.2
@@ -66,16 +67,14 @@ class Run:
             params += list(self.shop.parameters())
         else:
             rng = np.random.default_rng([init, 7])
-
-            def share(d: int) -> np.ndarray:
-                return rng.normal(0, 1 / math.sqrt(6 * d), size=(d, H))
-
-            self.w_b = share(BANK_FEATURES) + share(BANK_FEATURES)  # V_B + U_B
+            bank_share, shop_share = (
+                partial(sample_share, rng, d, H) for d in (BANK_FEATURES, SHOP_FEATURES)
+            )
+            self.w_b = bank_share() + bank_share()  # V_B + U_B
             self.bias = np.zeros(H)
-            self.u_a, self.v_a = share(SHOP_FEATURES), share(SHOP_FEATURES)
+            self.u_a, self.v_a = shop_share(), shop_share()
             self.factors = feature_step_factors(xb[self.plan.train_rows])
             self.rule = SourceOptimizer("adagrad")
-            self.w_a_sum = np.zeros_like(self.v_a)  # per-element Adagrad (blindfl-adagrad)
         self.opt = torch.optim.Adagrad(params, lr=LR)
 
     def _out(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -99,10 +98,8 @@ class Run:
         xa, xb = self.xa[rows].double().numpy(), self.xb[rows].double().numpy()
         if self.model != "blindfl-adagrad":
             self.v_a -= (xb * self.factors).T @ self.rule.passive_step(g, LR)
-        else:
-            grad = xb.T @ g
-            self.w_a_sum += grad * grad
-            self.v_a -= LR * grad / (np.sqrt(self.w_a_sum) + 1e-10)
+        else:  # Adagrad on each element of W_A (U_A is fixed)
+            self.v_a = self.rule.own_step("v_a", self.v_a, xb.T @ g, LR)
         self.w_b = self.rule.own_step("v_b", self.w_b, xa.T @ g, LR)
         self.bias = self.rule.own_step("bias", self.bias, g.sum(0), LR)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+import party.training.blindfl.active as active
 from coordinator.spec import TableSource
 from coordinator.spec.predict import PredictSpec
 from party.config import PartyConfig
@@ -66,8 +67,6 @@ def test_pipelined_batches_score_as_one_batch(tmp_path: Path) -> None:
 def test_a_model_kept_with_a_narrower_side_bottom_still_scores(tmp_path: Path, monkeypatch):
     """B's own bottom beside Z became 2h wide (`side_width`); a model part kept before,
     with an h-wide bottom, loads with the width it was trained with and scores as well."""
-    import party.training.blindfl.active as active
-
     # Prepare: a model trained with the earlier width (h = out_dim = 4 in breast_spec)
     monkeypatch.setattr(active, "side_width", lambda out_dim, parties: out_dim)
     datasets = breast()
