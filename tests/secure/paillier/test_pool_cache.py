@@ -4,7 +4,10 @@ with them."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
+import traceback
 
 from secure.executor import LocalExecutor
 from secure.paillier.engine import Paillier
@@ -21,6 +24,15 @@ def _until(condition, timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return condition()
+
+
+def _threads() -> str:
+    """Every thread's stack, for a failure message (a stalled filler shows where)."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return "\n".join(
+        f"--- {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frame))
+        for ident, frame in sys._current_frames().items()
+    )
 
 
 def _make(key, capacity: int = 2):
@@ -131,6 +143,8 @@ def test_the_filling_pauses_for_latency_bound_work_and_a_quiet_second_after(test
             assert pool.ready == during
         time.sleep(0.3)  # within the quiet second after it
         assert pool.ready == during
-        assert _until(lambda: pool.ready > during)
+        assert _until(lambda: pool.ready > during), (
+            f"no filling after the quiet second:\n{_threads()}"
+        )
     finally:
         cache.close()
