@@ -1,10 +1,11 @@
-"""Plaintext models of what `split` and `blindfl` train on the credit-shaped data, over
-many initialisations: how much of a blindfl - split difference is the model, how much the
+"""Plaintext models of what `split` and `blindfl` train on the credit-shaped or the sparse
+data, over many initialisations: how much of a blindfl - split difference is the model, how much the
 optimiser, how much the luck of the initial weights (bench/accuracy.py measures the real
 jobs; this runs the same models without encryption, in seconds per run).
 
     python bench/plateau.py                              data seeds 0-3, 4 inits each
     python bench/plateau.py --seeds 2 --inits 8 --epochs 3
+    python bench/plateau.py --data sparse --rows 20000   bench/sparse_data.py's tables
 
 Models (default spec: out_dim 16, top [32], batch 256, Adagrad lr 0.05, the jobs' plan of
 validation rows and batches for train.seed = the init):
@@ -31,18 +32,21 @@ from functools import partial
 
 import numpy as np
 import torch
-from credit_data import BANK_FEATURES, SHOP_FEATURES, credit_arrays
+from credit_data import credit_arrays
+from sparse_data import sparse_arrays
 from torch import nn
 
 from party.training.blindfl.active import side_width
 from party.training.metrics import auc
 from party.training.models import seeded_mlp
 from party.training.plan import make_plan
+from secure.config import DENSE_FEATURE_BITS
 from secure.source_layers.sharing import sample_share
-from secure.source_layers.steps import SourceOptimizer, feature_step_factors
+from secure.source_layers.steps import SourceOptimizer, feature_step_factors, scaled_columns
 
 H, TOP, BATCH, LR, FRACTION = 16, (32,), 256, 0.05, 0.2
 MODELS = ("split", "blindfl", "blindfl-narrow", "blindfl-adagrad")
+DATA = {"credit": credit_arrays, "sparse": sparse_arrays}
 
 
 class Run:
@@ -51,6 +55,7 @@ class Run:
     def __init__(self, model: str, data: tuple, init: int, epochs: int) -> None:
         xa, xb, y = data  # bank (active, labels), shop (passive)
         self.model, self.y = model, y
+        bank_features, shop_features = xa.shape[1], xb.shape[1]
         self.xa, self.xb = (
             torch.tensor(xa, dtype=torch.float32),
             torch.tensor(xb, dtype=torch.float32),
@@ -59,21 +64,24 @@ class Run:
         self.target = torch.tensor(y, dtype=torch.float32)
         salt, width = ("bank", H) if model == "split" else ("bank/side", side_width(H, 2))
         width = H if model == "blindfl-narrow" else width
-        self.bank = seeded_mlp(init, salt, BANK_FEATURES, (), width)  # the jobs' salts
+        self.bank = seeded_mlp(init, salt, bank_features, (), width)  # the jobs' salts
         self.top = seeded_mlp(init, "top", H + width, TOP, 1)
         params = [*self.bank.parameters(), *self.top.parameters()]
         if model == "split":
-            self.shop = seeded_mlp(init, "shop", SHOP_FEATURES, (), H)
+            self.shop = seeded_mlp(init, "shop", shop_features, (), H)
             params += list(self.shop.parameters())
         else:
             rng = np.random.default_rng([init, 7])
             bank_share, shop_share = (
-                partial(sample_share, rng, d, H) for d in (BANK_FEATURES, SHOP_FEATURES)
+                partial(sample_share, rng, d, H) for d in (bank_features, shop_features)
             )
             self.w_b = bank_share() + bank_share()  # V_B + U_B
             self.bias = np.zeros(H)
             self.u_a, self.v_a = shop_share(), shop_share()
             self.factors = feature_step_factors(xb[self.plan.train_rows])
+            self.feature_bits = (
+                0 if np.all(xb == np.round(xb)) else DENSE_FEATURE_BITS
+            )  # as the job's
             self.rule = SourceOptimizer("adagrad")
         self.opt = torch.optim.Adagrad(params, lr=LR)
 
@@ -97,7 +105,8 @@ class Run:
         g = z.grad.double().numpy()
         xa, xb = self.xa[rows].double().numpy(), self.xb[rows].double().numpy()
         if self.model != "blindfl-adagrad":
-            self.v_a -= (xb * self.factors).T @ self.rule.passive_step(g, LR)
+            scaled = scaled_columns(xb, self.factors, self.feature_bits)
+            self.v_a -= scaled.T @ self.rule.passive_step(g, LR)
         else:  # Adagrad on each element of W_A (U_A is fixed)
             self.v_a = self.rule.own_step("v_a", self.v_a, xb.T @ g, LR)
         self.w_b = self.rule.own_step("v_b", self.w_b, xa.T @ g, LR)
@@ -125,6 +134,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3], help="data seeds")
     parser.add_argument("--inits", type=int, default=4, help="initialisations per data seed")
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--data", choices=list(DATA), default="credit")
     parser.add_argument("--rows", type=int, default=30_000)
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     args = parser.parse_args()
@@ -133,7 +143,7 @@ def main() -> None:
     print(f"{'seed':>4}  " + "  ".join(f"{m:>28}" for m in args.models))
     totals: dict[str, list[np.ndarray]] = {m: [] for m in args.models}
     for seed in args.seeds:
-        data = credit_arrays(args.rows, seed)
+        data = DATA[args.data](args.rows, seed)
         cells = []
         for model in args.models:
             runs = np.array(
@@ -150,6 +160,19 @@ def main() -> None:
         f"{'all':>4}  "
         + "  ".join(f"{r[:, 0].mean():.4f} {r[:, -1].mean():.4f}{'':>15}" for r in means)
     )
+    if "split" in args.models and len(means[0]) > 1:
+        split = means[args.models.index("split")]
+        print(
+            f"minus split, paired over {len(split)} runs: mean +- standard error @1, @{args.epochs}"
+        )
+        for model, runs in zip(args.models, means, strict=True):
+            if model != "split":
+                diff = runs[:, [0, -1]] - split[:, [0, -1]]
+                error = diff.std(axis=0, ddof=1) / np.sqrt(len(diff))
+                cells = "  ".join(
+                    f"{m:+.4f} +- {e:.4f}" for m, e in zip(diff.mean(0), error, strict=True)
+                )
+                print(f"  {model:<16} {cells}")
 
 
 if __name__ == "__main__":
