@@ -94,15 +94,23 @@ def load_party_config(path: str | Path) -> PartyConfig:
         raw = yaml.safe_load(p.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError(f"party config '{path}' is not valid YAML: {exc}") from exc
-    return parse_party_config(raw, p.resolve().parent)
+    try:
+        return parse_party_config(raw, p.resolve().parent)
+    except ConfigError as exc:
+        raise ConfigError(f"party config '{path}': {exc}") from None
 
 
 def parse_party_config(raw: Any, base: Path) -> PartyConfig:
+    """A party config from its parsed YAML; relative paths are resolved against `base`.
+
+    Raises:
+        ConfigError: an unknown or ill-typed field, named by its path in the file.
+    """
     if not isinstance(raw, dict) or "party" not in raw:
-        raise ConfigError("party config must be a mapping with at least 'party: <id>'")
+        raise ConfigError("it must be a mapping with at least 'party: <id>'")
     unknown = sorted(set(raw) - _TOP)
     if unknown:
-        raise ConfigError(f"unknown field(s) {unknown} in party config; allowed: {sorted(_TOP)}")
+        raise ConfigError(f"unknown top-level field(s) {unknown}; allowed: {sorted(_TOP)}")
     peers = raw.get("peers") or {}
     if not isinstance(peers, dict) or not all(isinstance(v, str) for v in peers.values()):
         raise ConfigError("'peers' must map party ids to 'host:port' addresses")
@@ -148,7 +156,7 @@ def _compute(raw: Any) -> ComputeConfig:
     try:
         config = ComputeConfig(**{str(k): v for k, v in raw.items()})
     except (SecureConfigError, TypeError) as exc:
-        raise ConfigError(f"party config: {exc}") from None
+        raise ConfigError(str(exc)) from None
     if config.executor == "ray":
         try:
             make_executor(config)  # imports ray, connects nothing

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.spec import TableSource
-from party.config import parse_party_config
+from party.config import load_party_config, parse_party_config
 from party.errors import ConfigError
 
 
@@ -45,3 +45,22 @@ def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
     with pytest.raises(ConfigError) as err:
         parse_party_config({"party": "bank", "datasets": {"d": dataset}}, Path("."))
     assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("colour: red\n", "unknown top-level field(s) ['colour']"),
+        ("compute: {executor: gpu}\n", "compute.executor must be one of"),
+        ("compute: {min_block: 3}\n", "compute.min_block"),
+        ("datasets: {d: {format: csv}}\n", "'datasets.d.path' is required"),
+    ],
+)
+def test_a_config_files_errors_name_the_file_and_the_field(
+    tmp_path: Path, text: str, fragment: str
+) -> None:
+    path = tmp_path / "bank.yaml"
+    path.write_text("party: bank\n" + text)
+    with pytest.raises(ConfigError) as err:
+        load_party_config(path)
+    assert str(err.value).startswith(f"party config '{path}': ") and fragment in str(err.value)
