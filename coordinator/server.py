@@ -24,7 +24,6 @@ from coordinator.servicer import CoordinatorServicer
 from coordinator.store import JobStore
 from proto import coordinator_pb2_grpc
 from proto.rpc import PeerClients, Tls, bind, make_aio_server
-from secure.pki.certs import PartyFiles
 from secure.pki.rotation import IdentityWatch
 
 if TYPE_CHECKING:
@@ -125,9 +124,9 @@ async def _serve(
     return server, checks, port
 
 
-async def _serve_ui(lifecycle: Lifecycle, listen: str, tls: PartyFiles | None) -> UiServer:
-    """The dashboard over HTTPS with the coordinator's files as they are at start (it does
-    not follow a certificate rotation; restart the coordinator for that)."""
+async def _serve_ui(lifecycle: Lifecycle, listen: str, tls: IdentityWatch | None) -> UiServer:
+    """The dashboard, over HTTPS with the coordinator's identity (renewed certificate
+    files are served from the next handshake on, as by the gRPC server)."""
     from coordinator.ui.dashboard import Dashboard
     from coordinator.ui.server import start_ui
 
@@ -167,8 +166,7 @@ def create_coordinator_server(
     running = CoordinatorServer(server, lifecycle, port, checks, clients, loop, servicer)
     if ui is not None:
         try:
-            files = clients.tls.files if clients.tls is not None else None
-            running.ui = loop.run(_serve_ui(lifecycle, ui, files))
+            running.ui = loop.run(_serve_ui(lifecycle, ui, clients.tls))
         except BaseException:
             running.stop(0)
             raise

@@ -9,6 +9,7 @@ daemon (same port, no restart of anything) serves it and dials with it, and a jo
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 import socket
 import ssl
 import time
@@ -129,3 +130,43 @@ def test_an_expired_party_is_refused_until_renewed_and_then_serves_without_a_res
     finally:
         for server in (*parties.values(), coord):
             server.stop(0)
+
+
+def test_the_dashboard_serves_a_renewed_coordinator_certificate_without_a_restart(
+    tmp_path: Path,
+) -> None:
+    # Prepare: a coordinator with its dashboard, certificates made the separate-org way
+    ca = tmp_path / "ca"
+    init_ca(ca)
+    folders = {p: organisation(ca, tmp_path / "orgs", p) for p in ("coordinator", "admin")}
+    coord = create_coordinator_server(
+        str(tmp_path / "jobs.sqlite"),
+        "127.0.0.1:0",
+        load_identity(folders["coordinator"], "coordinator"),
+        ui="127.0.0.1:0",
+    )
+    try:
+        assert coord.ui is not None
+        port = int(coord.ui.url.rsplit(":", 1)[1])
+        first = served_serial(port, folders["admin"], "admin", "coordinator")
+
+        # Execute: the coordinator's organisation renews in its folder (a new key)
+        renewed = organisation(ca, tmp_path / "orgs", "coordinator")
+        serial = x509.load_pem_x509_certificate(
+            (renewed / "coordinator.crt").read_bytes()
+        ).serial_number
+
+        # Assert: the running dashboard presents it at the next handshake, and answers
+        assert serial != first
+        assert served_serial(port, folders["admin"], "admin", "coordinator") == serial
+        context = ssl.create_default_context(cafile=str(folders["admin"] / "ca.crt"))
+        context.load_cert_chain(folders["admin"] / "admin.crt", folders["admin"] / "admin.key")
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+        try:
+            conn.request("GET", "/api/jobs")
+            response = conn.getresponse()
+            assert response.status == 200, response.read()
+        finally:
+            conn.close()
+    finally:
+        coord.stop(0)
