@@ -15,7 +15,7 @@ from coordinator.errors import CoordinatorError, SpecError
 from coordinator.logs import job_context
 from coordinator.spec import JobSpec, NetworkSpec
 from party.config import PartyConfig
-from party.errors import JobError, PartyError, shareable
+from party.errors import JobError, PartyError, ShuttingDown, shareable
 from party.inference.batch import PredictJob
 from party.inference.online import OnlineScoring
 from party.job import PartyJob
@@ -81,6 +81,7 @@ class PartyDaemon:
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
+        self._stopping = False  # `stopping()` was called: envelopes are refused
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
         # the party's executor, shared by its jobs (a Ray one joins its cluster at the first
         # job), and the obfuscator pools it keeps for them, filled while no job runs
@@ -314,6 +315,11 @@ class PartyDaemon:
         if job_id == PING_JOB:
             return self._answer_ping(sender, tag, data)
         with self._lock:
+            if self._stopping:
+                raise ShuttingDown(
+                    f"party '{receiver}' is shutting down; envelope '{tag}' is not taken "
+                    "(the job pauses and can resume once the party is back)"
+                )
             if job_id in self._ended:
                 raise JobError(
                     f"job {job_id} already ended on party '{receiver}' ({self._ended[job_id]}); "
@@ -416,6 +422,13 @@ class PartyDaemon:
         """Open (no job runs) or close the gate of the kept obfuscator pools' refills."""
         if self.executor.pools is not None:
             self.executor.pools.set_idle(idle)
+
+    def stopping(self) -> None:
+        """The daemon is about to stop its jobs and its server: from now on peers'
+        envelopes are refused as unavailable (`ShuttingDown`), so that their jobs pause
+        instead of failing on a job this party ended only because it stops."""
+        with self._lock:
+            self._stopping = True
 
     def close(self) -> None:
         """Release the executor (its local processes, or its Ray connection) and the kept

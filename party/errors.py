@@ -9,7 +9,8 @@ PartyError          base
 │   └── UnknownModel    this party holds no part of the model (never trained here, deleted)
 ├── AccessDenied    the caller's identity may not do this here (online scoring)
 ├── RequestError    a request is malformed (no ids, too many, an overlong id)
-└── PeerUnavailable a peer of an online scoring session did not answer (retry)
+├── PeerUnavailable a peer of an online scoring session did not answer (retry)
+└── ShuttingDown    this daemon is stopping: a peer's envelope is refused as UNAVAILABLE
 
 An error has two forms. `str(error)` is the full message for this party's own log and
 operator: it may name the party's files, columns and values. `error.public` is what may
@@ -75,6 +76,12 @@ class RequestError(PartyError):
 class PeerUnavailable(PartyError):
     """A peer of an online scoring session did not answer or dropped the session; the
     request may be retried (the next one opens a new session)."""
+
+
+class ShuttingDown(PartyError):
+    """This daemon is stopping. A peer's envelope is refused as unavailable, not as a
+    job that ended: the job pauses (and resumes once the daemon is back) instead of
+    failing."""
 
 
 def shareable(exc: BaseException, party_id: str) -> str:

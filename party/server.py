@@ -45,6 +45,7 @@ class PartyServer:
 
     def stop(self, grace: float = 2.0) -> None:
         self.health.enter_graceful_shutdown()
+        self.daemon.stopping()
         self.daemon.online.close_all("party daemon shutting down")
         for job_id in self.daemon.running_jobs():
             self.daemon.abort(job_id, "party daemon shutting down")

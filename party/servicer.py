@@ -30,6 +30,7 @@ from party.errors import (
     PartyError,
     PeerUnavailable,
     RequestError,
+    ShuttingDown,
     UnknownModel,
     shareable,
 )
@@ -54,6 +55,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (UnknownModel, grpc.StatusCode.NOT_FOUND),
     (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (PeerUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (RequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (ChannelClosed, grpc.StatusCode.ABORTED),
     (PayloadError, grpc.StatusCode.INVALID_ARGUMENT),

@@ -224,6 +224,25 @@ def test_a_party_that_dies_mid_job_pauses_it_with_a_reason(topology) -> None:
     assert view.state == "PAUSED" and "'shop'" in view.reason and "vfl resume" in view.reason
 
 
+def test_a_party_stopping_mid_job_pauses_it_even_while_its_server_still_answers(
+    topology,
+) -> None:
+    # The first steps of `PartyServer.stop`, held open: shop ends its job because it
+    # stops, while its server still answers bank's envelopes (a race in a plain stop).
+    client, _, bank, shop = topology
+    job_id = client.submit(job(epochs=5000))
+    deadline = time.monotonic() + 30
+    while client.get(job_id).state != "TRAINING" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shop.daemon.stopping()
+    shop.daemon.abort(job_id, "party daemon shutting down")
+    time.sleep(1.0)  # bank pushes to the stopping daemon meanwhile: refused, retried
+    assert client.get(job_id).state == "TRAINING" and job_id in bank.daemon.running_jobs()
+    shop.stop(0)
+    view = wait(client, job_id, timeout=60, until=("PAUSED", "SUCCEEDED", "FAILED", "CANCELLED"))
+    assert view.state == "PAUSED" and "'shop'" in view.reason, view.reason
+
+
 @pytest.mark.parametrize("topology", [{"party_grace_s": 10.0}], indirect=True, ids=["10s"])
 def test_a_job_submitted_right_after_a_party_restart_runs(topology) -> None:
     # A party dies mid-job and the coordinator's probes fail: its cached channel to the
