@@ -41,6 +41,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from credit_data import credit_tables
 from sparse_data import sparse_tables
 
@@ -156,15 +157,18 @@ def main() -> None:
 
 
 def _summary(name: str, runs: list[dict]) -> str:
-    """Mean split and blindfl AUC over the runs, their difference, and the worst run's."""
-    parts = [f"{name:8} {'mean':>9} "]
+    """Mean split and blindfl AUC over the runs, their difference, the standard error of
+    that mean difference (2 runs or more) and the worst run's difference."""
+    parts, errors = [f"{name:8} {'mean':>9} "], []
     for at in (0, -1):
-        split = [r["split"][at] for r in runs]
-        blind = [r["blindfl"][at] for r in runs]
-        mean_s, mean_b = sum(split) / len(runs), sum(blind) / len(runs)
-        parts.append(f"{mean_s:8.4f} {mean_b:8.4f} {mean_b - mean_s:+7.4f}  ")
+        split = np.array([r["split"][at] for r in runs])
+        diff = np.array([r["blindfl"][at] for r in runs]) - split
+        parts.append(f"{split.mean():8.4f} {split.mean() + diff.mean():8.4f} {diff.mean():+7.4f}  ")
+        if len(runs) > 1:
+            errors.append(f"{diff.std(ddof=1) / np.sqrt(len(runs)):.4f}")
     worst = min(min(r["blindfl"][at] - r["split"][at] for r in runs) for at in (0, -1))
-    return "".join(parts) + f"(worst run {worst:+.4f}, {len(runs)} runs)"
+    error = f"standard error {' / '.join(errors)}, " if errors else ""
+    return "".join(parts) + f"({error}worst run {worst:+.4f}, {len(runs)} runs)"
 
 
 if __name__ == "__main__":
