@@ -109,7 +109,7 @@ class ObfuscatorPool:
         threads: int | None = None,
         background: bool = True,
         method: str = "fixed-base",
-        gate: Gate | threading.Event | None = None,
+        gate: Gate | None = None,
         helpers: int = 0,
         *,
         short_exponent: bool = False,

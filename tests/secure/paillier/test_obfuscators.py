@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 
@@ -16,7 +15,7 @@ from secure.config import SecureConfig
 from secure.paillier.engine import Paillier
 from secure.paillier.fixed_base import HIDING_BITS, MIN_POSITIONS, ObfuscatorTable, positions
 from secure.paillier.keys import generate_keypair
-from secure.paillier.obfuscators import ObfuscatorPool
+from secure.paillier.obfuscators import Gate, ObfuscatorPool
 from secure.source_layers.common import PartyCrypto
 from tests.support.secure import config_for_tests
 
@@ -153,13 +152,13 @@ def wait_until(condition, seconds: float = 20.0) -> bool:
 
 
 def test_background_refill_runs_only_while_the_gate_is_open(test_keys):
-    key, gate = test_keys["B"], threading.Event()
+    key, gate = test_keys["B"], Gate()
     pool = ObfuscatorPool(key.public, key.private, 24, 2, True, "fixed-base", gate)
     pool.prepare()
     pool.refill_in_background()
     time.sleep(0.3)
     assert pool.ready == 0
-    gate.set()
+    gate.open()
     assert wait_until(lambda: pool.ready == 24)
     pool.close()
 
