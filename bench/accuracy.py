@@ -141,8 +141,8 @@ def main() -> None:
         runs = results.setdefault(name, [])
         for seed in args.seeds if name in SEEDED else args.seeds[:1]:
             for job_seed in args.job_seeds or [seed]:
-                args.seed, args.job_seed = seed, job_seed
-                split, blind = run(name, "split", args), run(name, "blindfl", args)
+                this = argparse.Namespace(**{**vars(args), "seed": seed, "job_seed": job_seed})
+                split, blind = run(name, "split", this), run(name, "blindfl", this)
                 runs.append({"seed": seed, "job_seed": job_seed, "split": split, "blindfl": blind})
                 print(
                     f"{name:8} {seed:4} {job_seed:4} {split[0]:8.4f} {blind[0]:8.4f} "
