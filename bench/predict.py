@@ -173,14 +173,22 @@ class Federation:
 
 def _tree_cpu_seconds(pid: int) -> float:
     """User + system seconds of a process, its reaped children and its living descendants
-    (Linux /proc; 0 where a process is gone)."""
+    (Linux /proc; 0 where a process is gone). A child belongs to the thread that started
+    it, so every thread's `children` list is read (a pool started by a job thread is
+    not the main thread's)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return 0.0
-    ticks = sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    return ticks + sum(_tree_cpu_seconds(int(child)) for child in children)
+    children = set()
+    for task in tasks:
+        try:
+            children.update((task / "children").read_text().split())
+        except OSError:  # the thread ended meanwhile
+            continue
+    seconds = sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return seconds + sum(_tree_cpu_seconds(int(child)) for child in children)
 
 
 def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch: int):
@@ -195,9 +203,6 @@ def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch:
 
 
 # --- Online scoring -------------------------------------------------------------------
-# ONLINE: to be filled in once the active daemon's `Predict` RPC exists: p50 and p99
-# latency of scoring one id, and the throughput of 8 concurrent clients, against the
-# blindfl model trained above (`federation`, `model`). Until then nothing is measured.
 def measure_online(
     federation: Federation, model: str, ids: list[str], requests: int, seconds: float
 ) -> dict:
