@@ -2,7 +2,11 @@
 
 Every daemon owns its `CollectorRegistry` (no process-wide default registry: two daemons in
 one test process keep their numbers apart). `vfl coordinator serve --metrics HOST:PORT`
-serves this one; `party.metrics` is the party daemon's. Names and labels:
+serves this one; `party.metrics` is the party daemon's. A daemon started with `--tls DIR`
+serves them over HTTPS with its own certificate and answers only clients with a
+certificate of the same federation CA (Prometheus' `tls_config`: `ca_file`, `cert_file`,
+`key_file`, e.g. an operator identity `vfl certs request --party monitor`); a renewed
+certificate is served from the next handshake on. Names and labels:
 
     vfl_coordinator_jobs{state}                 jobs in the store by state (read per scrape)
     vfl_coordinator_parties                     registered parties
@@ -14,26 +18,31 @@ serves this one; `party.metrics` is the party daemon's. Names and labels:
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from wsgiref.simple_server import WSGIServer
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, start_http_server
+from prometheus_client import CollectorRegistry, Counter, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from coordinator.errors import CoordinatorError
 from proto import coordinator_pb2 as pb
+from secure.pki.rotation import IdentityWatch, ServerContexts
 
 
 @dataclass
 class MetricsServer:
-    """The HTTP endpoint of one registry (`/metrics`)."""
+    """The HTTP(S) endpoint of one registry (`/metrics`)."""
 
     server: WSGIServer
     thread: threading.Thread
-    address: str  # host:port it bound (port 0 in the flag: the OS picked one)
+    url: str  # where it serves (port 0 in the flag: the OS picked one)
 
     def stop(self) -> None:
         self.server.shutdown()
@@ -41,20 +50,45 @@ class MetricsServer:
         self.thread.join(timeout=5)
 
 
-def serve_metrics(registry: CollectorRegistry, address: str) -> MetricsServer:
-    """Serve `registry` at http://`address`/metrics (e.g. 127.0.0.1:9100; port 0: any).
+class _Quiet(WSGIRequestHandler):
+    """No access log line per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def serve_metrics(
+    registry: CollectorRegistry, address: str, tls: IdentityWatch | None = None
+) -> MetricsServer:
+    """Serve `registry` at `address`/metrics (e.g. 127.0.0.1:9100; port 0: any): over
+    mutual TLS with the daemon's identity when `tls` is given (the module doc), else
+    plain HTTP.
 
     Raises:
         CoordinatorError: the address is malformed or cannot be bound (names the flag).
     """
     host, _, port = address.rpartition(":")
+    host = host.strip("[]")
     if not host or not port.isdigit():
         raise CoordinatorError(f"--metrics '{address}': give HOST:PORT, e.g. 127.0.0.1:9100")
+
+    class Server(ThreadingWSGIServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
     try:
-        server, thread = start_http_server(int(port), host, registry)
+        server = make_server(host, int(port), make_wsgi_app(registry), Server, _Quiet)
     except OSError as exc:
         raise CoordinatorError(f"--metrics {address}: cannot listen there ({exc})") from None
-    return MetricsServer(server, thread, f"{host}:{server.server_port}")
+    if tls is not None:  # the handshake runs in each request's thread, not in accept()
+        contexts = ServerContexts(tls, "metrics", ssl.CERT_REQUIRED)
+        server.socket = contexts.listening.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
+    thread = threading.Thread(target=server.serve_forever, name="metrics", daemon=True)
+    thread.start()
+    shown = f"[{host}]" if ":" in host else host
+    scheme = "https" if tls is not None else "http"
+    return MetricsServer(server, thread, f"{scheme}://{shown}:{server.server_port}/metrics")
 
 
 class _Callback(Collector):

@@ -55,7 +55,9 @@ def cmd_coordinator_serve(args: argparse.Namespace) -> int:
         ui=args.ui,
     )
     try:
-        metrics = _serve_metrics(server.lifecycle.metrics.registry, args.metrics)
+        metrics = _serve_metrics(
+            server.lifecycle.metrics.registry, args.metrics, server.clients.tls
+        )
     except CoordinatorError:
         server.stop(0)
         raise
@@ -89,7 +91,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)  # several parties share a machine's cores
     server = create_party_server(config, tls, options=_daemon_options(args))
     try:
-        metrics = _serve_metrics(server.daemon.metrics.registry, args.metrics)
+        metrics = _serve_metrics(server.daemon.metrics.registry, args.metrics, server.clients.tls)
     except CoordinatorError:
         server.stop(0)
         raise
@@ -102,14 +104,15 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_metrics(registry, address: str | None):
-    """The daemon's `--metrics` endpoint, if asked for (its bound address is printed)."""
+def _serve_metrics(registry, address: str | None, tls):
+    """The daemon's `--metrics` endpoint, if asked for (its URL is printed); HTTPS with
+    client certificates when the daemon has `--tls` (`tls`: its watched identity)."""
     from coordinator.metrics import serve_metrics
 
     if not address:
         return None
-    served = serve_metrics(registry, address)
-    print(f"metrics on http://{served.address}/metrics", file=sys.stderr, flush=True)
+    served = serve_metrics(registry, address, tls)
+    print(f"metrics on {served.url}", file=sys.stderr, flush=True)
     return served
 
 
@@ -148,8 +151,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         sp.add_argument(
             "--metrics",
             metavar="HOST:PORT",
-            help="serve Prometheus metrics at http://HOST:PORT/metrics (off by default; "
-            "bind to loopback or a monitoring network: the endpoint has no TLS)",
+            help="serve Prometheus metrics at HOST:PORT/metrics (off by default): with "
+            "--tls over HTTPS, only to clients with a certificate of the federation CA; "
+            "without, plain HTTP (bind it to loopback or a monitoring network)",
         )
         sp.add_argument("--port-file", help="write the bound port here once serving")
         sp.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)

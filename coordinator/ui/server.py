@@ -30,7 +30,7 @@ from aiohttp import web
 from coordinator.errors import AccessDenied, CoordinatorError, UnknownJob
 from coordinator.ui.auth import CALLER, guard, new_token, security_headers
 from coordinator.ui.dashboard import Dashboard
-from secure.pki.rotation import IdentityWatch
+from secure.pki.rotation import IdentityWatch, ServerContexts
 
 log = logging.getLogger(__name__)
 
@@ -140,8 +140,8 @@ class UiServer:
 
 async def start_ui(dashboard: Dashboard, listen: str, tls: IdentityWatch | None) -> UiServer:
     """Serve the dashboard on `listen` (on the running event loop): HTTPS with the
-    coordinator's current certificate (a rotated one from the next handshake on:
-    `TlsContexts`) and optional federation client certificates when `tls` is set, else
+    coordinator's current certificate (a renewed one from the next handshake on:
+    `ServerContexts`) and optional federation client certificates when `tls` is set, else
     HTTP. A new token each start.
 
     Raises:
@@ -152,7 +152,8 @@ async def start_ui(dashboard: Dashboard, listen: str, tls: IdentityWatch | None)
     pool = ThreadPoolExecutor(2, thread_name_prefix="coordinator-ui")
     runner = web.AppRunner(build_app(dashboard, token, pool), access_log=None)
     await runner.setup()
-    context = TlsContexts(tls).listening if tls is not None else None
+    # a certificate, else the token
+    context = None if tls is None else ServerContexts(tls, "dashboard", ssl.CERT_OPTIONAL).listening
     try:
         site = web.TCPSite(runner, address.host, address.port, ssl_context=context)
         await site.start()
@@ -176,38 +177,3 @@ async def start_ui(dashboard: Dashboard, listen: str, tls: IdentityWatch | None)
         )
     log.info("dashboard serving at %s (read-only)", url)
     return UiServer(url, token, runner, pool)
-
-
-class TlsContexts:
-    """The dashboard's TLS server contexts: one for the coordinator's identity as it is
-    now, and on every handshake a check of its files (`IdentityWatch`: a few `stat`
-    calls) that moves the connection to a context of renewed files once they form a valid
-    set. Connections already open keep the certificate they started with."""
-
-    def __init__(self, watch: IdentityWatch) -> None:
-        self.watch = watch
-        self.generation = watch.check()
-        self.listening = self._build()
-        self.listening.sni_callback = self._handshake  # called with or without SNI
-        self.current = self.listening
-
-    def _build(self) -> ssl.SSLContext:
-        files = self.watch.files
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(files.ca_cert))
-        context.load_cert_chain(str(files.cert), str(files.key))
-        context.verify_mode = ssl.CERT_OPTIONAL  # a certificate, else the token
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        return context
-
-    def _handshake(self, conn: ssl.SSLObject, _name: str | None, _ctx: ssl.SSLContext) -> None:
-        generation = self.watch.check()
-        if generation != self.generation:
-            try:
-                self.current = self._build()
-            except (ssl.SSLError, OSError) as exc:  # replaced again meanwhile: next time
-                log.warning("dashboard: the renewed certificate files did not load: %s", exc)
-            else:
-                self.generation = generation
-                log.info("dashboard: serving the renewed certificate")
-        if self.current is not self.listening:
-            conn.context = self.current

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import ssl
 import threading
 from dataclasses import dataclass
 
@@ -118,6 +119,49 @@ class IdentityWatch:
             self.files.cert.read_bytes(),
             self.files.key.read_bytes(),
         )
+
+
+class ServerContexts:
+    """TLS server contexts of one identity for the servers that are not gRPC (the
+    coordinator's dashboard, the daemons' metrics): one for the identity as it is now, and
+    on every handshake a check of its files (`IdentityWatch.check`, a few `stat` calls)
+    that moves the connection to a context of renewed files once they form a valid set.
+    Connections already open keep the certificate they started with. Client certificates
+    are checked against the federation CA (`clients`: `ssl.CERT_REQUIRED` or, where a
+    token may stand in for one, `ssl.CERT_OPTIONAL`)."""
+
+    def __init__(self, watch: IdentityWatch, server: str, clients: ssl.VerifyMode) -> None:
+        self.watch, self._server, self._clients = watch, server, clients
+        self._lock = threading.Lock()  # handshakes may run in several threads
+        self._generation = watch.check()
+        self.listening = self._build()
+        self.listening.sni_callback = self._handshake  # called with or without SNI
+        self._current = self.listening
+
+    def _build(self) -> ssl.SSLContext:
+        files = self.watch.files
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(files.ca_cert))
+        context.load_cert_chain(str(files.cert), str(files.key))
+        context.verify_mode = self._clients
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        return context
+
+    def _handshake(
+        self, conn: ssl.SSLObject | ssl.SSLSocket, _name: str | None, _ctx: ssl.SSLContext
+    ) -> None:
+        with self._lock:
+            generation = self.watch.check()
+            if generation != self._generation:
+                try:
+                    self._current = self._build()
+                except (ssl.SSLError, OSError) as exc:  # replaced again meanwhile: next time
+                    log.warning("%s: the renewed certificate did not load: %s", self._server, exc)
+                else:
+                    self._generation = generation
+                    log.info("%s: serving the renewed certificate", self._server)
+            current = self._current
+        if current is not self.listening:
+            conn.context = current
 
 
 def _not_after_or_none(cert: bytes) -> dt.datetime | None:

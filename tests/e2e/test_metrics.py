@@ -3,8 +3,11 @@ scraped while the job trains, and its round counter rises."""
 
 from __future__ import annotations
 
+import http.client
 import re
+import ssl
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -13,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from coordinator.local import started
 from coordinator.spec import parse_spec_text
+from secure.pki.federation import load_identity
 from tests.support.data import FATE
 
 pytestmark = pytest.mark.subprocess
@@ -38,7 +42,7 @@ ROUNDS = {
 
 def endpoint(workdir: Path, daemon: str) -> str:
     """The metrics URL a daemon printed when it started (it bound port 0)."""
-    found = re.search(r"metrics on (http://\S+)", (workdir / f"{daemon}.log").read_text())
+    found = re.search(r"metrics on (https?://\S+)", (workdir / f"{daemon}.log").read_text())
     assert found, f"{daemon} printed no metrics address"
     return found.group(1)
 
@@ -103,3 +107,32 @@ def _until_ready(url: str, owner: str, timeout_s: float = 60.0) -> float:
     while (count := scrape(url).get(name, 0.0)) < 4_096 and time.monotonic() < deadline:
         time.sleep(0.5)
     return count
+
+
+def test_with_tls_the_metrics_answer_only_a_federation_certificate(tmp_path: Path) -> None:
+    # Prepare: the daemons of a TLS federation, each serving metrics (no job needed)
+    spec = parse_spec_text(SPEC)
+    with started(spec, tmp_path, METRICS, tls=True, coordinator_args=METRICS):
+        urls = {
+            d: re.search(r"metrics on (\S+)", (tmp_path / f"{d}.log").read_text()) for d in ROUNDS
+        }
+        assert all(urls.values()), urls
+        admin = load_identity(tmp_path / "tls", "admin")
+        with_cert = ssl.create_default_context(cafile=str(admin.ca_cert))
+        with_cert.check_hostname = False  # the certificates name parties, not 127.0.0.1
+        with_cert.load_cert_chain(admin.cert, admin.key)
+        without = ssl.create_default_context(cafile=str(admin.ca_cert))
+        without.check_hostname = False
+        for daemon, found in urls.items():
+            url = found.group(1)
+            # Execute / Assert: HTTPS with a federation certificate reads them
+            assert url.startswith("https://"), (daemon, url)
+            with urllib.request.urlopen(url, timeout=10, context=with_cert) as resp:
+                assert resp.status == 200 and b"vfl_" in resp.read()
+            # no client certificate, or plain HTTP: nothing
+            with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
+                with urllib.request.urlopen(url, timeout=10, context=without) as resp:
+                    resp.read()
+            with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+                with urllib.request.urlopen(url.replace("https", "http", 1), timeout=10) as resp:
+                    resp.read()
