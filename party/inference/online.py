@@ -8,7 +8,9 @@ active party) loads its part and its rows and answers the session's micro-batche
 thread of its own. Sessions' envelopes arrive by Push like a job's: `deliver` files them.
 
 Which rows: each party scores the rows of the dataset the model was trained on, as its
-own config names it now (read when the model is loaded). Where the peers are: a party
+own config names it now (read when the model is loaded, and read anew when a request
+holds an id the party lacks and the dataset's file changed since: people added to the
+parties' tables are scored without a restart). Where the peers are: a party
 config's `peers:` first, else the addresses the model was trained with (active party) or
 the active party's own address in `OpenScoring` (passive party).
 """
@@ -157,7 +159,10 @@ class OnlineScoring:
                         f"score at its active party '{active}'"
                     )
                 rows = Rows.load(model, self.config.datasets, zero_row=False)
-                served = ServedModel(model, rows, self._open, self._end)
+                datasets = self.config.datasets
+                served = ServedModel(
+                    model, rows, self._open, self._end, lambda old: old.reloaded(model, datasets)
+                )
                 with self._lock:
                     self._served[model_id] = served
                 log.info("party %s: serving model %s", self.me, model_id)
@@ -268,8 +273,16 @@ class OnlineScoring:
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
         )
+        datasets = self.config.datasets
         session = PassiveSession(
-            session_id, model, channel, link.mailbox, scorer, rows, foreground=self._foreground
+            session_id,
+            model,
+            channel,
+            link.mailbox,
+            scorer,
+            rows,
+            foreground=self._foreground,
+            reload=lambda old: old.reloaded(model, datasets),
         )
         with self._lock:
             self._links[session_id] = link

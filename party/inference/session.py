@@ -16,16 +16,17 @@ daemon hands in the session's `Channel` and `Mailbox`.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from coordinator.spec import TableSource
 from coordinator.states import JobState
 from party.data import Table
-from party.errors import DataError, ModelError
+from party.errors import DataError, ModelError, PartyError
 from party.inference.model import LoadedModel
 from party.job import resolve_dataset
 from party.training.models import Inputs
@@ -62,12 +63,29 @@ class SilentReporter:
     def checkpoint(self, rnd: int) -> None: ...
 
 
+FileStamp = tuple[int, int, int]  # size, mtime (ns), inode of a dataset's file
+
+
+def file_stamp(path: str) -> FileStamp | None:
+    """What tells a changed file from the one read before (None: it is not there)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
 @dataclass(frozen=True)
 class Rows:
-    """A party's rows for online scoring: its model inputs and where each id lies."""
+    """A party's rows for online scoring: its model inputs and where each id lies; and,
+    when they were read from a dataset's file, that file and its stamp then (`reloaded`
+    reads them anew once the file changed)."""
 
     inputs: Inputs
     index: dict[str, int]
+    path: str | None = None
+    stamp: FileStamp | None = None
+    zero_row: bool = False
 
     @classmethod
     def load(cls, model: LoadedModel, datasets: dict[str, TableSource], zero_row: bool) -> Rows:
@@ -82,8 +100,28 @@ class Rows:
         dataset = resolve_dataset(model.spec, me, datasets)
         if dataset is None:
             raise ModelError(f"model {model.model_id} names no dataset for party '{me}'")
+        stamp = file_stamp(dataset.source.path)  # before reading: a change meanwhile shows
         table, inputs = model.read(dataset)
-        return cls.of(model, table, dataset.name, zero_row, inputs)
+        rows = cls.of(model, table, dataset.name, zero_row, inputs)
+        return replace(rows, path=dataset.source.path, stamp=stamp, zero_row=zero_row)
+
+    def reloaded(self, model: LoadedModel, datasets: dict[str, TableSource]) -> Rows:
+        """These rows, or the dataset's rows read anew if its file changed since: people
+        added to a party's table are scored without a restart. A changed file that does
+        not load (half written, or no longer fitting the model) leaves these rows, with a
+        warning, until it changes again."""
+        if self.path is None:
+            return self
+        stamp = file_stamp(self.path)
+        if stamp == self.stamp:
+            return self
+        try:
+            rows = Rows.load(model, datasets, self.zero_row)
+        except PartyError as exc:
+            log.warning("model %s: its changed dataset did not load: %s", model.model_id, exc)
+            return replace(self, stamp=stamp)
+        log.info("model %s: its dataset changed, %d rows", model.model_id, len(rows.index))
+        return rows
 
     @classmethod
     def of(
@@ -177,9 +215,12 @@ class PassiveSession:
         rows: Rows,
         idle_s: float = PASSIVE_IDLE_S,
         foreground: Foreground = nullcontext,
+        reload: Callable[[Rows], Rows] = lambda rows: rows,
     ) -> None:
-        """`foreground`: as for `ActiveSession`, around each micro-batch once its ids came."""
-        self.foreground = foreground
+        """`foreground`: as for `ActiveSession`, around each micro-batch once its ids came.
+        `reload`: the rows anew if the dataset's file changed (`Rows.reloaded`), asked when
+        a micro-batch holds an id this party lacks."""
+        self.foreground, self.reload = foreground, reload
         self.session_id, self.model = session_id, model
         self.channel, self.mailbox, self.scorer, self.rows = channel, mailbox, scorer, rows
         self.active = model.spec.active.id
@@ -209,6 +250,8 @@ class PassiveSession:
             self._forward(tag, ids_from_payload(payload, MAX_BATCH_IDS))
 
     def _forward(self, tag: str, ids: list[str]) -> None:
+        if any(i not in self.rows.index for i in ids):  # added to the table since?
+            self.rows = self.reload(self.rows)
         zero = self.rows.inputs.rows - 1
         found = [self.rows.index.get(i) for i in ids]
         lacks = np.array([p for p, r in enumerate(found) if r is None], dtype=np.int64)

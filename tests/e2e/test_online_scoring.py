@@ -61,7 +61,9 @@ class Federation:
         kept = [r for r in rows if r.split(",")[0] not in ONLY_AT_BANK]
         self.shop_csv.write_text("\n".join(kept) + "\n")
         options = DaemonOptions(audit_dir=str(root / "audit"), scoring_timeout_s=2.0)
-        guest = TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")
+        self.bank_csv = root / "bank.csv"
+        self.bank_csv.write_text((FATE / "breast_hetero_guest.csv").read_text())
+        guest = TableSource(path=str(self.bank_csv), label="y")
         self.bank = create_party_server(self._config("bank", guest), options=options)
         self.shop = self.start_shop("127.0.0.1:0")
         self.client = CoordinatorClient(self.address)
@@ -207,6 +209,31 @@ def test_a_session_sends_only_ids_positions_and_ciphertexts(fed) -> None:
     encoded = [struct.pack("<d", s) for s in scores] + [struct.pack("<f", s) for s in scores]
     session = [r for r in records if r["job"] in blind]
     assert_online_payloads(session, "bank", {"shop"}, encoded)
+
+
+def _add_person(table: Path, like: str, new_id: str) -> None:
+    """Append a row to a party's table: the row of `like` under the id `new_id`."""
+    lines = table.read_text().splitlines()
+    row = next(line for line in lines if line.split(",")[0] == like)
+    table.write_text("\n".join([*lines, ",".join([new_id, *row.split(",")[1:]])]) + "\n")
+
+
+@pytest.mark.parametrize("protocol", ["blindfl", "split"])
+def test_people_added_to_the_tables_are_scored_without_a_restart(fed, protocol) -> None:
+    # Prepare: a served model; a new person, who has the features of SCORED[0]
+    model, new = fed.models[protocol], f"new-{protocol}"
+    before = predict(fed.bank.address, model, [SCORED[0], new]).results
+    assert before[0].error == pb.ID_ERROR_UNSPECIFIED
+    assert before[1].error == pb.ID_ERROR_UNKNOWN_ID
+    # Execute / Assert: the bank adds the person first, the shop does not hold them yet
+    _add_person(fed.bank_csv, SCORED[0], new)
+    (result,) = predict(fed.bank.address, model, [new]).results
+    assert result.error == pb.ID_ERROR_NOT_AT_PEER, result.message
+    # then the shop adds them too: scored as the row with the same features
+    _add_person(fed.shop_csv, SCORED[0], new)
+    (result,) = predict(fed.bank.address, model, [new]).results
+    assert result.error == pb.ID_ERROR_UNSPECIFIED, result.message
+    assert abs(result.values[0] - before[0].values[0]) <= 1e-6
 
 
 def test_a_lost_passive_party_fails_the_request_by_name_and_is_rejoined(fed) -> None:

@@ -151,3 +151,27 @@ def test_scorers_in_the_party_config() -> None:
     assert config.scorers == ("admin", "app")
     with pytest.raises(ConfigError, match="'scorers' must list"):
         parse_party_config({"party": "bank", "scorers": "admin"}, Path("."))
+
+
+def test_rows_are_read_anew_only_when_their_file_changed_and_loads(
+    three_parties, tmp_path: Path
+) -> None:
+    # Prepare: the bank's rows of a copy of its table
+    datasets, states = three_parties
+    model = LoadedModel.open(states["bank"], "job", "bank")
+    table = tmp_path / "guest.csv"
+    original = (FATE / "breast_hetero_guest.csv").read_text()
+    table.write_text(original)
+    mine = {"d": TableSource(path=str(table), label="y")}
+    rows = Rows.load(model, mine, zero_row=False)
+    assert rows.reloaded(model, mine) is rows  # unchanged: not read again
+    # Execute / Assert: a half-written file keeps the rows until the file changes again
+    table.write_text(original.splitlines()[0] + "\n133,1,0.5\n")
+    kept = rows.reloaded(model, mine)
+    assert kept.index is rows.index and kept.stamp != rows.stamp
+    assert kept.reloaded(model, mine) is kept
+    # the whole file with one more person: read anew
+    last = original.splitlines()[-1].split(",")
+    table.write_text(original + ",".join(["new", *last[1:]]) + "\n")
+    fresh = kept.reloaded(model, mine)
+    assert fresh.index["new"] == len(rows.index) and fresh.inputs.rows == len(rows.index) + 1
