@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import re
+import ssl
 import sys
 import tempfile
 import threading
@@ -97,9 +98,13 @@ class Federation:
         self.workdir = workdir
         self.topology = LocalTopology(workdir, ("--metrics", "127.0.0.1:0"), tls)
         self.local_spec = self.topology.start(spec)  # parties serve the files as "data"
-        self.client = CoordinatorClient(
-            self.topology.coordinator_address, load_identity(tls, ADMIN_ID)
-        )
+        admin = load_identity(tls, ADMIN_ID)
+        self.client = CoordinatorClient(self.topology.coordinator_address, admin)
+        # the daemons' metrics answer a certificate of the federation (HTTPS with --tls);
+        # theirs name the parties, not the loopback address the URL has
+        self.scraper = ssl.create_default_context(cafile=str(admin.ca_cert))
+        self.scraper.check_hostname = False
+        self.scraper.load_cert_chain(admin.cert, admin.key)
 
     def train(self, spec: JobSpec) -> str:
         """Train `spec` (its parties' data rewritten to the daemons' "data"); the model id."""
@@ -141,10 +146,10 @@ class Federation:
         out = {}
         for party, other in peer.items():
             text = (self.workdir / f"party-{party}.log").read_text()
-            url = re.search(r"metrics on (http://\S+)", text)
+            url = re.search(r"metrics on (https?://\S+)", text)
             if url is None:
                 raise SystemExit(f"party {party} printed no metrics address")
-            with urllib.request.urlopen(url.group(1), timeout=10) as resp:
+            with urllib.request.urlopen(url.group(1), timeout=10, context=self.scraper) as resp:
                 families = text_string_to_metric_families(resp.read().decode())
                 out[party] = sum(
                     s.value
