@@ -159,10 +159,7 @@ class OnlineScoring:
                         f"score at its active party '{active}'"
                     )
                 rows = Rows.load(model, self.config.datasets, zero_row=False)
-                datasets = self.config.datasets
-                served = ServedModel(
-                    model, rows, self._open, self._end, lambda old: old.reloaded(model, datasets)
-                )
+                served = ServedModel(model, rows, self._open, self._end)
                 with self._lock:
                     self._served[model_id] = served
                 log.info("party %s: serving model %s", self.me, model_id)
@@ -273,16 +270,8 @@ class OnlineScoring:
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
         )
-        datasets = self.config.datasets
         session = PassiveSession(
-            session_id,
-            model,
-            channel,
-            link.mailbox,
-            scorer,
-            rows,
-            foreground=self._foreground,
-            reload=lambda old: old.reloaded(model, datasets),
+            session_id, model, channel, link.mailbox, scorer, rows, foreground=self._foreground
         )
         with self._lock:
             self._links[session_id] = link

@@ -57,21 +57,14 @@ Closer = Callable[[ActiveSession, str], None]  # ends a session at every party
 class ServedModel:
     """A model loaded at its active party, with its rows, micro-batcher and session."""
 
-    def __init__(
-        self,
-        model: LoadedModel,
-        rows: Rows,
-        opener: Opener,
-        on_close: Closer,
-        reload: Callable[[Rows], Rows] = lambda rows: rows,
-    ) -> None:
-        """`reload`: the rows anew if the dataset's file changed (`Rows.reloaded`), asked
-        when a micro-batch holds an id this party lacks."""
+    def __init__(self, model: LoadedModel, rows: Rows, opener: Opener, on_close: Closer) -> None:
+        """A micro-batch with an id this party lacks reads the rows anew if the dataset's
+        file changed (`Rows.reloaded`)."""
         task = model.manifest.task
         if task is None:
             raise ModelError(f"the active party's part of model {model.model_id} has no task")
         self.model, self.rows, self.task = model, rows, task
-        self._open, self._on_close, self._reload = opener, on_close, reload
+        self._open, self._on_close = opener, on_close
         self._lock = threading.Lock()  # guards session and closed (unload vs the worker)
         self.session: ActiveSession | None = None
         self.closed = False
@@ -95,7 +88,7 @@ class ServedModel:
     def _run(self, ids: list[str]) -> dict[str, IdResult]:
         """One micro-batch (run by the batcher's worker)."""
         if any(i not in self.rows.index for i in ids):  # added to the table since?
-            self._use(self._reload(self.rows))
+            self._use(self.rows.reloaded(self.model))
         me = self.model.manifest.party_id
         results = {
             i: IdResult(i, error=UNKNOWN_ID, message=f"party '{me}' holds no row with id {i!r}")

@@ -78,11 +78,12 @@ def file_stamp(path: str) -> FileStamp | None:
 @dataclass(frozen=True)
 class Rows:
     """A party's rows for online scoring: its model inputs and where each id lies; and,
-    when they were read from a dataset's file, that file and its stamp then (`reloaded`
-    reads them anew once the file changed)."""
+    when they were read from a dataset's file (`load`), the party's datasets, that file
+    and its stamp then (`reloaded` reads them anew once the file changed)."""
 
     inputs: Inputs
     index: dict[str, int]
+    datasets: dict[str, TableSource] | None = None
     path: str | None = None
     stamp: FileStamp | None = None
     zero_row: bool = False
@@ -103,20 +104,21 @@ class Rows:
         stamp = file_stamp(dataset.source.path)  # before reading: a change meanwhile shows
         table, inputs = model.read(dataset)
         rows = cls.of(model, table, dataset.name, zero_row, inputs)
-        return replace(rows, path=dataset.source.path, stamp=stamp, zero_row=zero_row)
+        path = dataset.source.path
+        return replace(rows, datasets=datasets, path=path, stamp=stamp, zero_row=zero_row)
 
-    def reloaded(self, model: LoadedModel, datasets: dict[str, TableSource]) -> Rows:
+    def reloaded(self, model: LoadedModel) -> Rows:
         """These rows, or the dataset's rows read anew if its file changed since: people
         added to a party's table are scored without a restart. A changed file that does
         not load (half written, or no longer fitting the model) leaves these rows, with a
         warning, until it changes again."""
-        if self.path is None:
+        if self.datasets is None or self.path is None:
             return self
         stamp = file_stamp(self.path)
         if stamp == self.stamp:
             return self
         try:
-            rows = Rows.load(model, datasets, self.zero_row)
+            rows = Rows.load(model, self.datasets, self.zero_row)
         except PartyError as exc:
             log.warning("model %s: its changed dataset did not load: %s", model.model_id, exc)
             return replace(self, stamp=stamp)
@@ -215,12 +217,11 @@ class PassiveSession:
         rows: Rows,
         idle_s: float = PASSIVE_IDLE_S,
         foreground: Foreground = nullcontext,
-        reload: Callable[[Rows], Rows] = lambda rows: rows,
     ) -> None:
         """`foreground`: as for `ActiveSession`, around each micro-batch once its ids came.
-        `reload`: the rows anew if the dataset's file changed (`Rows.reloaded`), asked when
-        a micro-batch holds an id this party lacks."""
-        self.foreground, self.reload = foreground, reload
+        A micro-batch with an id this party lacks reads the rows anew if the dataset's
+        file changed (`Rows.reloaded`)."""
+        self.foreground = foreground
         self.session_id, self.model = session_id, model
         self.channel, self.mailbox, self.scorer, self.rows = channel, mailbox, scorer, rows
         self.active = model.spec.active.id
@@ -251,7 +252,7 @@ class PassiveSession:
 
     def _forward(self, tag: str, ids: list[str]) -> None:
         if any(i not in self.rows.index for i in ids):  # added to the table since?
-            self.rows = self.reload(self.rows)
+            self.rows = self.rows.reloaded(self.model)
         zero = self.rows.inputs.rows - 1
         found = [self.rows.index.get(i) for i in ids]
         lacks = np.array([p for p, r in enumerate(found) if r is None], dtype=np.int64)

@@ -164,14 +164,14 @@ def test_rows_are_read_anew_only_when_their_file_changed_and_loads(
     table.write_text(original)
     mine = {"d": TableSource(path=str(table), label="y")}
     rows = Rows.load(model, mine, zero_row=False)
-    assert rows.reloaded(model, mine) is rows  # unchanged: not read again
+    assert rows.reloaded(model) is rows  # unchanged: not read again
     # Execute / Assert: a half-written file keeps the rows until the file changes again
     table.write_text(original.splitlines()[0] + "\n133,1,0.5\n")
-    kept = rows.reloaded(model, mine)
+    kept = rows.reloaded(model)
     assert kept.index is rows.index and kept.stamp != rows.stamp
-    assert kept.reloaded(model, mine) is kept
+    assert kept.reloaded(model) is kept
     # the whole file with one more person: read anew
     last = original.splitlines()[-1].split(",")
     table.write_text(original + ",".join(["new", *last[1:]]) + "\n")
-    fresh = kept.reloaded(model, mine)
+    fresh = kept.reloaded(model)
     assert fresh.index["new"] == len(rows.index) and fresh.inputs.rows == len(rows.index) + 1
