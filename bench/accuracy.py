@@ -11,7 +11,7 @@ Data sets (each split between an active "bank" and a passive "shop"):
 
     credit  bench/credit_data.py: 13 + 10 dense standardised features, nonlinear label
             (--credit-rows, default 30,000), 20% held out
-    breast  FATE's breast data (coordinator/cli/data), 20% held out
+    breast  FATE's breast data (cli/data), 20% held out
     sparse  bench/sparse_data.py: 150 + 150 binary features, ~3% positives (--sparse-rows,
             default 20,000), 20% held out
     a9a     the a9a.guest / a9a.host split, validated on the a9a.t test rows
@@ -44,10 +44,9 @@ from pathlib import Path
 import numpy as np
 from credit_data import credit_tables
 from sparse_data import sparse_tables
-
-from coordinator.cli.progress import follow
-from coordinator.local import run_local
-from coordinator.spec import TableSource, parse_spec
+from vfl.cli.local import run_local
+from vfl.cli.progress import follow
+from vfl.contract.spec import TableSource, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 FATE = REPO / "coordinator" / "cli" / "data"

@@ -93,10 +93,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
-from coordinator.cli.progress import follow
-from coordinator.local import run_local
-from coordinator.spec import parse_spec
+from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
+from vfl.cli.local import run_local
+from vfl.cli.progress import follow
+from vfl.contract.spec import parse_spec
 
 MODES: dict[str, dict[str, object]] = {
     "vanilla": {"mode": "none"},

@@ -24,12 +24,11 @@ import time
 from pathlib import Path
 
 from credit_data import credit_tables
-
-from coordinator.spec import TableSource, parse_spec
-from party.job import PartyJob
-from party.state import Checkpoint, StateDir, decode_checkpoint
-from secure.channel import InProcessHub
-from secure.errors import ChannelClosed
+from vfl.contract.spec import TableSource, parse_spec
+from vfl.party.job import PartyJob
+from vfl.party.state import Checkpoint, StateDir, decode_checkpoint
+from vfl.secure.channel import InProcessHub
+from vfl.secure.errors import ChannelClosed
 
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
 STOP_AFTER = 2

@@ -15,8 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from coordinator.spec import TableSource
+from vfl.contract.spec import TableSource
 
 BANK_FEATURES, SHOP_FEATURES = 13, 10
 

@@ -59,17 +59,16 @@ import gmpy2
 import numpy as np
 import scipy.sparse as sp
 from gmpy2 import mpz
-
-from secure.config import DENSE_FEATURE_BITS, SecureConfig
-from secure.paillier.cipher_matmul import feature_exponents
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import generate_keypair
-from secure.paillier.multiexp import product_count
-from secure.paillier.obfuscators import ObfuscatorPool
-from secure.source_layers.embed.setup import EmbedParams
-from secure.source_layers.matmul.row_packing import REFERENCE_BATCH
-from secure.source_layers.matmul.row_shares import RowChunks, worth_it
-from secure.source_layers.matmul.setup import LayerParams
+from vfl.secure.config import DENSE_FEATURE_BITS, SecureConfig
+from vfl.secure.paillier.cipher_matmul import feature_exponents
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import generate_keypair
+from vfl.secure.paillier.multiexp import product_count
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.source_layers.embed.setup import EmbedParams
+from vfl.secure.source_layers.matmul.row_packing import REFERENCE_BATCH
+from vfl.secure.source_layers.matmul.row_shares import RowChunks, worth_it
+from vfl.secure.source_layers.matmul.setup import LayerParams
 
 PRODUCTS_PER_CIPHERTEXT = 3  # per party: the (1 + m n) factor, its product, re-randomising
 

@@ -27,13 +27,12 @@ from collections.abc import Callable
 
 import gmpy2
 from gmpy2 import mpz
-
-from secure.config import SecureConfig
-from secure.paillier.fixed_base import ProductTable
-from secure.paillier.keys import KeyPair, generate_keypair
-from secure.paillier.obfuscators import ObfuscatorPool
-from secure.paillier.short_exponent import exponent_bits, power_rows
-from secure.source_layers.matmul.setup import LayerParams
+from vfl.secure.config import SecureConfig
+from vfl.secure.paillier.fixed_base import ProductTable
+from vfl.secure.paillier.keys import KeyPair, generate_keypair
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.paillier.short_exponent import exponent_bits, power_rows
+from vfl.secure.source_layers.matmul.setup import LayerParams
 
 ROWS, BATCH, D_B, D_A, OUT_DIM = 30_000, 256, 13, 10, 16
 

@@ -35,14 +35,13 @@ import torch
 from credit_data import credit_arrays
 from sparse_data import sparse_arrays
 from torch import nn
-
-from party.training.blindfl.active import side_width
-from party.training.metrics import auc
-from party.training.models import seeded_mlp
-from party.training.plan import make_plan
-from secure.config import DENSE_FEATURE_BITS
-from secure.source_layers.sharing import sample_share
-from secure.source_layers.steps import SourceOptimizer, feature_step_factors, scaled_columns
+from vfl.party.training.blindfl.active import side_width
+from vfl.party.training.metrics import auc
+from vfl.party.training.models import seeded_mlp
+from vfl.party.training.plan import make_plan
+from vfl.secure.config import DENSE_FEATURE_BITS
+from vfl.secure.source_layers.sharing import sample_share
+from vfl.secure.source_layers.steps import SourceOptimizer, feature_step_factors, scaled_columns
 
 H, TOP, BATCH, LR, FRACTION = 16, (32,), 256, 0.05, 0.2
 MODELS = ("split", "blindfl", "blindfl-narrow", "blindfl-adagrad")

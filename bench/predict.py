@@ -56,16 +56,15 @@ import yaml
 from credit_data import credit_arrays, credit_tables
 from floor import Counts, MatmulCounter, cores, time_primitives
 from prometheus_client.parser import text_string_to_metric_families
-
-from coordinator.cli.progress import follow
-from coordinator.client import CoordinatorClient
-from coordinator.local import LocalTopology, spec_to_yaml
-from coordinator.spec import JobSpec, parse_spec
-from coordinator.spec.predict import PredictSpec
-from proto import party_pb2, party_pb2_grpc
-from proto.rpc import COORDINATOR_ID, dial
-from secure.executor import ComputeConfig
-from secure.pki.federation import ADMIN_ID, load_identity, local_federation
+from vfl.cli.local import LocalTopology, spec_to_yaml
+from vfl.cli.progress import follow
+from vfl.contract.spec import JobSpec, parse_spec
+from vfl.contract.spec.predict import PredictSpec
+from vfl.coordinator.client import CoordinatorClient
+from vfl.proto import party_pb2, party_pb2_grpc
+from vfl.proto.rpc import COORDINATOR_ID, dial
+from vfl.secure.executor import ComputeConfig
+from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 OUT_DIM, TOP, TRAIN_BATCH = 16, [32], 256
 KEPT = ComputeConfig().kept_obfuscators  # a party daemon's kept pool, full

@@ -18,10 +18,9 @@ import threading
 import time
 
 import numpy as np
-
-from secure.channel import InProcessHub
-from secure.psi.curve import Blinder, hash_to_curve
-from secure.psi.protocol import PsiConfig, PsiResult, run_psi
+from vfl.secure.channel import InProcessHub
+from vfl.secure.psi.curve import Blinder, hash_to_curve
+from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 
 def cpu_seconds() -> float:

@@ -46,10 +46,9 @@ sys.path.insert(0, str(ROOT))
 
 from credit_data import credit_arrays  # noqa: E402
 from floor import Counts, MatmulCounter  # noqa: E402
-
-from secure.config import SecureConfig  # noqa: E402
-from secure.executor import BlockExecutor, LocalExecutor, RayExecutor  # noqa: E402
-from secure.paillier.blocks import (  # noqa: E402
+from vfl.secure.config import SecureConfig  # noqa: E402
+from vfl.secure.executor import BlockExecutor, LocalExecutor, RayExecutor  # noqa: E402
+from vfl.secure.paillier.blocks import (  # noqa: E402
     MultiexpBlock,
     blob,
     decrypt_block,
@@ -57,9 +56,10 @@ from secure.paillier.blocks import (  # noqa: E402
     rerandomize_block,
     width_of,
 )
-from secure.paillier.engine import Paillier  # noqa: E402
-from secure.paillier.keys import generate_keypair  # noqa: E402
-from secure.paillier.multiexp import product_count  # noqa: E402
+from vfl.secure.paillier.engine import Paillier  # noqa: E402
+from vfl.secure.paillier.keys import generate_keypair  # noqa: E402
+from vfl.secure.paillier.multiexp import product_count  # noqa: E402
+
 from tests.support.ray_cluster import LocalRayCluster, ray_missing  # noqa: E402
 
 CORES = (16, 64, 256)

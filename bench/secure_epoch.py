@@ -64,11 +64,10 @@ from pathlib import Path
 import numpy as np
 from credit_data import credit_arrays, credit_tables
 from floor import Counts, EmbedCounter, MatmulCounter, cores, time_primitives
-
-from celu.synth_ctr import CATEGORICAL_FIELDS, generate, write_csv
-from coordinator.cli.progress import follow
-from coordinator.local import run_local
-from coordinator.spec import parse_spec
+from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, generate, write_csv
+from vfl.cli.local import run_local
+from vfl.cli.progress import follow
+from vfl.contract.spec import parse_spec
 
 SHARED = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data"))
 BATCH = 256
@@ -158,8 +157,8 @@ CASES = {"credit": credit_spec, "a9a": a9a_spec, "ctr": ctr_spec}
 
 # --- Floors ---------------------------------------------------------------------------
 def _a9a_arrays() -> tuple:
-    from coordinator.spec import TableSource
-    from party.data import load_table, with_columns
+    from vfl.contract.spec import TableSource
+    from vfl.party.data import load_table, with_columns
 
     def load(side: str, test: bool):
         name = f"a9a.t.{side}" if test else f"a9a.{side}"

@@ -28,12 +28,11 @@ from pathlib import Path
 import gmpy2
 import numpy as np
 import scipy.sparse as sp
-
-from secure.channel import InProcessHub
-from secure.config import SecureConfig
-from secure.paillier.engine import Paillier
-from secure.paillier.obfuscators import ObfuscatorPool
-from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from vfl.secure.channel import InProcessHub
+from vfl.secure.config import SecureConfig
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
 
 FATE_SECONDS_PER_BATCH = 21.0
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"

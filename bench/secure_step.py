@@ -27,15 +27,14 @@ import time
 import numpy as np
 from phe import paillier
 from secure_shapes import print_primitives, run_shapes, time_primitives
-
-from secure.channel import InProcessHub
-from secure.config import SecureConfig
-from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
-from secure.paillier.encoding import Packer
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import keypair_from_phe
-from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
-from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from vfl.secure.channel import InProcessHub
+from vfl.secure.config import SecureConfig
+from vfl.secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
+from vfl.secure.paillier.encoding import Packer
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import keypair_from_phe
+from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
+from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
 
 
 def _in_thread(fn, *args):

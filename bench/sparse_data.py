@@ -18,8 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from coordinator.spec import TableSource
+from vfl.contract.spec import TableSource
 
 FEATURES, BANK_FEATURES = 300, 150
 POSITIVE_RATE = 0.03

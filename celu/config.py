@@ -38,8 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-
-from celu.errors import InvalidValue, LocalUpdateConfigError
+from vfl.celu.errors import InvalidValue, LocalUpdateConfigError
 
 
 def _finite_number(value: object) -> float:

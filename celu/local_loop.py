@@ -55,10 +55,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from celu.config import LocalUpdateConfig
-from celu.errors import LocalUpdateWorkerError
-from celu.sampling import UniformSampler
-from celu.workset import CachedBatch, WorksetTable
+from vfl.celu.config import LocalUpdateConfig
+from vfl.celu.errors import LocalUpdateWorkerError
+from vfl.celu.sampling import UniformSampler
+from vfl.celu.workset import CachedBatch, WorksetTable
 
 UpdateFn = Callable[[int, CachedBatch, int], None]
 """``update_fn(batch_id, entry, t)``: one local model update of a party."""

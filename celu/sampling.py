@@ -18,9 +18,8 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-
-from celu.errors import WorksetError
-from celu.workset import CachedBatch, WorksetTable
+from vfl.celu.errors import WorksetError
+from vfl.celu.workset import CachedBatch, WorksetTable
 
 
 class UniformSampler:

@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from celu.errors import SyntheticDataError
+from vfl.celu.errors import SyntheticDataError
 
 NUM_NUMERIC = 13
 NUM_CATEGORICAL = 26

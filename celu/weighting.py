@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-
-from celu.errors import WeightingError
+from vfl.celu.errors import WeightingError
 
 NORM_FLOOR = 1e-12
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from celu.errors import WorksetError
+from vfl.celu.errors import WorksetError
 
 
 @dataclass(frozen=True)

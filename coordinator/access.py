@@ -19,9 +19,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from coordinator.errors import AccessDenied
-from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.store import JobRecord, JobStore
+from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.coordinator.errors import AccessDenied
+from vfl.coordinator.store import JobRecord, JobStore
 
 _MAY = "may list and read the jobs it is in (vfl jobs, status, watch)"
 _MAY_MODELS = "may list and show the models it holds a part of (vfl models, models show)"

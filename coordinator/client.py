@@ -10,12 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-
-from coordinator.states import JobState, model_state_name, state_name
-from proto import coordinator_pb2 as pb
-from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import COORDINATOR_ID, ChannelCache, Tls
-from proto.serde import to_plain
+from vfl.contract.states import JobState, model_state_name, state_name
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2_grpc as pb_grpc
+from vfl.proto.rpc import COORDINATOR_ID, ChannelCache, Tls
+from vfl.proto.serde import to_plain
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class CoordinatorClient:
         return self._stub.SubmitJob(req, timeout=self._timeout).job_id
 
     def predict(self, spec_yaml: str) -> str:
-        """Submit a prediction spec (`coordinator.spec.predict`); returns the job's id."""
+        """Submit a prediction spec (`vfl.contract.spec.predict`); returns the job's id."""
         req = pb.SubmitPredictionRequest(spec_yaml=spec_yaml)
         return self._stub.SubmitPrediction(req, timeout=self._timeout).job_id
 

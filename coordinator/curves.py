@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2 as pb
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,10 @@ import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-from coordinator.client import CoordinatorClient
-from proto import coordinator_pb2 as pb
-from proto.rpc import COORDINATOR_ID, VERSION, dial, explain, host_of
-from secure.pki.certs import CertError, PartyFiles, verify_party_cert
+from vfl.coordinator.client import CoordinatorClient
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto.rpc import COORDINATOR_ID, VERSION, dial, explain, host_of
+from vfl.secure.pki.certs import CertError, PartyFiles, verify_party_cert
 
 HEALTH_TIMEOUT_S = 5.0
 ISSUE = "vfl certs issue CA_DIR --party {id} --bundle DIR --force"

@@ -1,7 +1,6 @@
 """Exceptions of the `coordinator` package.
 
-CoordinatorError        base
-├── SpecError           the job spec is malformed: names the field and the fix
+CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecError`)
 ├── UnknownJob          no job with that id
 ├── UnknownModel        no model with that id (never trained, or deleted)
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
@@ -15,10 +14,6 @@ from __future__ import annotations
 
 class CoordinatorError(Exception):
     """Base class of coordinator errors."""
-
-
-class SpecError(CoordinatorError):
-    """A job spec is invalid. The message names the field and how to fix it."""
 
 
 class UnknownJob(CoordinatorError):

@@ -5,7 +5,7 @@ Each party is asked `GetPartyInfo`, then `CheckPeers` with the registered addres
 the others (it pushes one `ping` envelope to each, as a job's envelopes go); the parties
 are asked at once, each call bounded by `CHECK_TIMEOUT_S`. A party that does not answer
 gets its error and no data-plane results. What the answers mean, and the fixes, is the
-CLI's business (`coordinator.cli.doctor`).
+CLI's business (`vfl.cli.doctor`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-
-from coordinator.store import JobStore
-from proto import coordinator_pb2 as pb
-from proto import party_pb2
-from proto.rpc import VERSION, PeerClients, explain
+from vfl.coordinator.store import JobStore
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import party_pb2
+from vfl.proto.rpc import VERSION, PeerClients, explain
 
 CHECK_TIMEOUT_S = 10.0  # GetPartyInfo, and CheckPeers (5 s per peer at most, peers in turn)
 

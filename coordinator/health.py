@@ -19,11 +19,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
-
-from coordinator.party_control import PartyControl
-from coordinator.spec import JobSpec
-from coordinator.states import RUNNING
-from coordinator.store import JobStore
+from vfl.contract.spec import JobSpec
+from vfl.contract.states import RUNNING
+from vfl.coordinator.party_control import PartyControl
+from vfl.coordinator.store import JobStore
 
 Lose = Callable[[str, JobSpec, str], None]
 SURVEY_TIMEOUT_S = 2.0  # how long `survey` waits for a party's answer

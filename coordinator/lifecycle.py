@@ -1,7 +1,7 @@
 """The job life cycle: submit, launch on the parties, fold in their reports, end states.
 
 SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
-with a reason (`coordinator.states`). The coordinator talks to parties over the control
+with a reason (`vfl.contract.states`). The coordinator talks to parties over the control
 plane only (`coordinator.party_control`); it never sees a payload. Reports are folded in
 by `coordinator.reports`, silent parties found by `coordinator.health`.
 """
@@ -17,17 +17,11 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-
-from coordinator.errors import CoordinatorError, PartyUnavailable, SpecError, UnknownModel
-from coordinator.health import PartyHealth
-from coordinator.logs import job_context
-from coordinator.metrics import CoordinatorMetrics
-from coordinator.models import Models, deleted_on
-from coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
-from coordinator.reports import apply_report, check_report
-from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.spec.predict import PredictSpec
-from coordinator.states import (
+from vfl.contract.errors import SpecError
+from vfl.contract.logs import job_context
+from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.contract.spec.predict import PredictSpec
+from vfl.contract.states import (
     ALIGNING,
     CANCELLED,
     FAILED,
@@ -38,10 +32,16 @@ from coordinator.states import (
     JobState,
     state_name,
 )
-from coordinator.store import JobStore
-from proto import coordinator_pb2 as pb
-from proto.rpc import COORDINATOR_ID, PeerClients
-from secure.pki.certs import CertError, check_party_id
+from vfl.coordinator.errors import CoordinatorError, PartyUnavailable, UnknownModel
+from vfl.coordinator.health import PartyHealth
+from vfl.coordinator.metrics import CoordinatorMetrics
+from vfl.coordinator.models import Models, deleted_on
+from vfl.coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
+from vfl.coordinator.reports import apply_report, check_report
+from vfl.coordinator.store import JobStore
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto.rpc import COORDINATOR_ID, PeerClients
+from vfl.secure.pki.certs import CertError, check_party_id
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,7 @@ class Lifecycle:
                 continue
             try:
                 self.resume(job_id)
-            except CoordinatorError as exc:
+            except (CoordinatorError, SpecError) as exc:
                 log.warning("job %s: automatic resume failed: %s", job_id, exc)
 
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:

@@ -30,10 +30,9 @@ from prometheus_client import CollectorRegistry, Counter, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
-
-from coordinator.errors import CoordinatorError
-from proto import coordinator_pb2 as pb
-from secure.pki.rotation import IdentityWatch, ServerContexts
+from vfl.coordinator.errors import CoordinatorError
+from vfl.proto import coordinator_pb2 as pb
+from vfl.secure.pki.rotation import IdentityWatch, ServerContexts
 
 
 @dataclass

@@ -24,10 +24,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from coordinator.errors import UnknownJob, UnknownModel
-from coordinator.party_control import PartyControl
-from coordinator.spec import JobSpec
-from coordinator.states import (
+from vfl.contract.spec import JobSpec
+from vfl.contract.states import (
     AVAILABLE,
     DELETED,
     DELETING,
@@ -35,9 +33,11 @@ from coordinator.states import (
     SUCCEEDED,
     state_name,
 )
-from coordinator.store import JobRecord, JobStore, ModelDeletion
-from proto import coordinator_pb2 as pb
-from proto import party_pb2
+from vfl.coordinator.errors import UnknownJob, UnknownModel
+from vfl.coordinator.party_control import PartyControl
+from vfl.coordinator.store import JobRecord, JobStore, ModelDeletion
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import party_pb2
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import grpc
-
-from coordinator.errors import PartyUnavailable
-from coordinator.spec import JobSpec
-from coordinator.store import JobStore
-from proto import party_pb2
-from proto.rpc import PeerClients, explain
+from vfl.contract.spec import JobSpec
+from vfl.coordinator.errors import PartyUnavailable
+from vfl.coordinator.store import JobStore
+from vfl.proto import party_pb2
+from vfl.proto.rpc import PeerClients, explain
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ import math
 import time
 from dataclasses import dataclass
 
-from coordinator.errors import CoordinatorError
-from coordinator.spec import JobSpec
-from coordinator.states import FAILED, RUNNING, SUCCEEDED, JobState, state_name
-from proto import coordinator_pb2 as pb
+from vfl.contract.spec import JobSpec
+from vfl.contract.states import FAILED, RUNNING, SUCCEEDED, JobState, state_name
+from vfl.coordinator.errors import CoordinatorError
+from vfl.proto import coordinator_pb2 as pb
 
 EVENTS = ("stage", "aligned", "round", "validation", "done", "failed", "checkpoint")
 

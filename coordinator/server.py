@@ -18,16 +18,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-
-from coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
-from coordinator.servicer import CoordinatorServicer
-from coordinator.store import JobStore
-from proto import coordinator_pb2_grpc
-from proto.rpc import PeerClients, Tls, bind, make_aio_server
-from secure.pki.rotation import IdentityWatch
+from vfl.coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
+from vfl.coordinator.servicer import CoordinatorServicer
+from vfl.coordinator.store import JobStore
+from vfl.proto import coordinator_pb2_grpc
+from vfl.proto.rpc import PeerClients, Tls, bind, make_aio_server
+from vfl.secure.pki.rotation import IdentityWatch
 
 if TYPE_CHECKING:
-    from coordinator.ui.server import UiServer
+    from vfl.coordinator.ui.server import UiServer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -127,8 +126,8 @@ async def _serve(
 async def _serve_ui(lifecycle: Lifecycle, listen: str, tls: IdentityWatch | None) -> UiServer:
     """The dashboard, over HTTPS with the coordinator's identity (renewed certificate
     files are served from the next handshake on, as by the gRPC server)."""
-    from coordinator.ui.dashboard import Dashboard
-    from coordinator.ui.server import start_ui
+    from vfl.coordinator.ui.dashboard import Dashboard
+    from vfl.coordinator.ui.server import start_ui
 
     return await start_ui(Dashboard(lifecycle), listen, tls)
 

@@ -19,25 +19,24 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
-
-from coordinator.access import Access
-from coordinator.errors import (
+from vfl.contract.errors import SpecError
+from vfl.contract.spec.predict import parse_predict_text
+from vfl.coordinator.access import Access
+from vfl.coordinator.errors import (
     AccessDenied,
     CoordinatorError,
     PartyUnavailable,
-    SpecError,
     UnknownJob,
     UnknownModel,
 )
-from coordinator.federation import check_federation
-from coordinator.lifecycle import Lifecycle
-from coordinator.spec.predict import parse_predict_text
-from coordinator.store import JobRecord
-from coordinator.views import report, summary, view
-from coordinator.watch import JobFeeds
-from proto import coordinator_pb2 as pb
-from proto import coordinator_pb2_grpc as pb_grpc
-from proto.rpc import call_with_status_async, check_caller_async, identify_caller_async
+from vfl.coordinator.federation import check_federation
+from vfl.coordinator.lifecycle import Lifecycle
+from vfl.coordinator.store import JobRecord
+from vfl.coordinator.views import report, summary, view
+from vfl.coordinator.watch import JobFeeds
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2_grpc as pb_grpc
+from vfl.proto.rpc import call_with_status_async, check_caller_async, identify_caller_async
 
 T = TypeVar("T")
 WATCH_POLL_S = 0.2  # a followed job is read this often, and at once after a report

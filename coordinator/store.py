@@ -24,11 +24,10 @@ from typing import IO
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-
-from coordinator.errors import StoreInUse, UnknownJob
-from coordinator.states import SUBMITTED, TERMINAL, JobState, state_from_name, state_name
-from proto import coordinator_pb2 as pb
-from proto.serde import to_plain
+from vfl.contract.states import SUBMITTED, TERMINAL, JobState, state_from_name, state_name
+from vfl.coordinator.errors import StoreInUse, UnknownJob
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto.serde import to_plain
 
 _TERMINAL_NAMES = tuple(state_name(s) for s in sorted(TERMINAL))
 

@@ -11,8 +11,8 @@ them, so both curves share one clock across resumes.
 
 from __future__ import annotations
 
-from coordinator.store import JobRecord, JobStore
-from proto import coordinator_pb2 as pb
+from vfl.coordinator.store import JobRecord, JobStore
+from vfl.proto import coordinator_pb2 as pb
 
 
 def summary(record: JobRecord) -> pb.JobSummary:

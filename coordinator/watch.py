@@ -16,7 +16,7 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from coordinator.store import JobRecord
+from vfl.coordinator.store import JobRecord
 
 Read = Callable[[str], Awaitable[JobRecord]]
 

@@ -7,7 +7,7 @@
 # Usage: deploy/run_local.sh [WORKDIR]
 #   WORKDIR is kept (CA, keys, logs, result); without it, a temporary folder outside the
 #   clone is used and removed at the end (its logs are printed first if something failed).
-#   VFL overrides the command (e.g. "python -m coordinator.cli.main").
+#   VFL overrides the command (e.g. "python -m vfl.cli.main").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")

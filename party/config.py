@@ -25,7 +25,7 @@ for decryptions, re-randomisations and products: the executor's cost model
 (`secure.executor.OP_COSTS_MS`, scaled with the key size) turns it into items per task
 (at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
 625 PSI points).
-A dataset entry is a `coordinator.spec.TableSource`, the same model as a job's `data:` by
+A dataset entry is a `vfl.contract.spec.TableSource`, the same model as a job's `data:` by
 path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
 state directory holds the party's checkpoints, keys and model parts, never a path a job
 names; the output folder the scores of prediction jobs (active party only).
@@ -39,12 +39,11 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
-
-from coordinator.spec import TableSource, explain
-from party.errors import ConfigError
-from secure.errors import ConfigError as SecureConfigError
-from secure.errors import ExecutorError
-from secure.executor import ComputeConfig, make_executor
+from vfl.contract.spec import TableSource, explain
+from vfl.party.errors import ConfigError
+from vfl.secure.errors import ConfigError as SecureConfigError
+from vfl.secure.errors import ExecutorError
+from vfl.secure.executor import ComputeConfig, make_executor
 
 _TOP = {
     "party",

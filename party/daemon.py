@@ -11,30 +11,30 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from coordinator.errors import CoordinatorError, SpecError
-from coordinator.logs import job_context
-from coordinator.spec import JobSpec, NetworkSpec
-from party.config import PartyConfig
-from party.errors import JobError, PartyError, ShuttingDown, shareable
-from party.inference.batch import PredictJob
-from party.inference.online import OnlineScoring
-from party.job import PartyJob
-from party.metrics import MeteredReporter, PartyMetrics
-from party.report_sender import ReportSender
-from party.reporting import CoordinatorReporter
-from party.state import StateDir
-from party.state.models import Manifest, ModelStore
-from party.transport.audit import AuditLog
-from party.transport.grpc_channel import GrpcChannel
-from party.transport.ping import PING_JOB, PingResult, ping_peers
-from party.transport.scoring import ScoringPeers
-from party.transport.wan import ShapedChannel
-from proto.rpc import PeerClients
-from secure.channel import EnvelopeHook, Mailbox, decode_payload
-from secure.errors import ChannelClosed, PayloadError, SecureError
-from secure.executor import make_executor
-from secure.paillier.pool_cache import PoolCache
-from secure.source_layers.common import keep_saved_tables
+from vfl.contract.errors import ContractError, SpecError
+from vfl.contract.logs import job_context
+from vfl.contract.spec import JobSpec, NetworkSpec
+from vfl.party.config import PartyConfig
+from vfl.party.errors import JobError, PartyError, ShuttingDown, shareable
+from vfl.party.inference.batch import PredictJob
+from vfl.party.inference.online import OnlineScoring
+from vfl.party.job import PartyJob
+from vfl.party.metrics import MeteredReporter, PartyMetrics
+from vfl.party.report_sender import ReportSender
+from vfl.party.reporting import CoordinatorReporter
+from vfl.party.state import StateDir
+from vfl.party.state.models import Manifest, ModelStore
+from vfl.party.transport.audit import AuditLog
+from vfl.party.transport.grpc_channel import GrpcChannel
+from vfl.party.transport.ping import PING_JOB, PingResult, ping_peers
+from vfl.party.transport.scoring import ScoringPeers
+from vfl.party.transport.wan import ShapedChannel
+from vfl.proto.rpc import PeerClients
+from vfl.secure.channel import EnvelopeHook, Mailbox, decode_payload
+from vfl.secure.errors import ChannelClosed, PayloadError, SecureError
+from vfl.secure.executor import make_executor
+from vfl.secure.paillier.pool_cache import PoolCache
+from vfl.secure.source_layers.common import keep_saved_tables
 
 log = logging.getLogger(__name__)
 
@@ -461,7 +461,7 @@ class PartyDaemon:
             reporter.done(running.job.run(running.channel, reporter))
         except ChannelClosed as exc:
             log.info("party %s: stopped (%s)", party, exc)
-        except (PartyError, SecureError, CoordinatorError) as exc:  # bad input, named
+        except (PartyError, SecureError, ContractError) as exc:  # bad input, named
             log.warning("party %s: failed: %s", party, exc)
             reporter.failed(f"party '{party}': {shareable(exc, party)}")
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon

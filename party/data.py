@@ -23,9 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-from coordinator.spec import TableSource
-from party.errors import DataError
+from vfl.contract.spec import TableSource
+from vfl.party.errors import DataError
 
 Features = np.ndarray | sp.csr_matrix
 

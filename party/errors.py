@@ -22,8 +22,8 @@ nothing local in it is its own public form; a raise that names local details pas
 
 from __future__ import annotations
 
-from coordinator.errors import CoordinatorError
-from secure.errors import SecureError
+from vfl.contract.errors import ContractError
+from vfl.secure.errors import SecureError
 
 
 class PartyError(Exception):
@@ -90,7 +90,7 @@ def shareable(exc: BaseException, party_id: str) -> str:
     type; where anything is held back, it says the details are in this party's log."""
     if isinstance(exc, PartyError):
         text = exc.public
-    elif isinstance(exc, (SecureError, CoordinatorError)):
+    elif isinstance(exc, (SecureError, ContractError)):
         text = str(exc)
     else:
         text = f"unexpected {type(exc).__name__}"

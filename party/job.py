@@ -10,23 +10,22 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-
-from coordinator.spec import JobSpec, TableSource
-from coordinator.states import ALIGNING, KEYING, TRAINING
-from party.data import Table, load_table, with_columns
-from party.errors import CheckpointError, DataError, JobError
-from party.state import Checkpoint, StateDir
-from party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
-from party.state.models import Column, Manifest, ModelStore, key_fingerprint
-from party.training import trainers
-from party.training.context import Instruments, Reporter, RoleContext
-from party.training.models import Inputs
-from party.training.plan import Plan, make_plan, make_test_plan
-from party.training.task import make_task
-from secure.channel import Channel
-from secure.errors import ExecutorError
-from secure.executor import BlockExecutor
-from secure.psi.protocol import PsiConfig, PsiResult, run_psi
+from vfl.contract.spec import JobSpec, TableSource
+from vfl.contract.states import ALIGNING, KEYING, TRAINING
+from vfl.party.data import Table, load_table, with_columns
+from vfl.party.errors import CheckpointError, DataError, JobError
+from vfl.party.state import Checkpoint, StateDir
+from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
+from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
+from vfl.party.training import trainers
+from vfl.party.training.context import Instruments, Reporter, RoleContext
+from vfl.party.training.models import Inputs
+from vfl.party.training.plan import Plan, make_plan, make_test_plan
+from vfl.party.training.task import make_task
+from vfl.secure.channel import Channel
+from vfl.secure.errors import ExecutorError
+from vfl.secure.executor import BlockExecutor
+from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 log = logging.getLogger(__name__)
 

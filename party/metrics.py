@@ -30,11 +30,10 @@ from collections.abc import Callable, Iterator, Mapping
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-
-from coordinator.states import JobState
-from party.reporting import CoordinatorReporter
-from party.training.context import Instruments
-from secure.paillier.counters import OpCounts
+from vfl.contract.states import JobState
+from vfl.party.reporting import CoordinatorReporter
+from vfl.party.training.context import Instruments
+from vfl.secure.paillier.counters import OpCounts
 
 ROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 

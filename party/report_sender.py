@@ -23,11 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
-
-from coordinator.client import CoordinatorClient
-from coordinator.logs import job_context
-from proto import coordinator_pb2 as pb
-from proto.rpc import COORDINATOR_ID, explain
+from vfl.contract.logs import job_context
+from vfl.coordinator.client import CoordinatorClient
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto.rpc import COORDINATOR_ID, explain
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.states import JobState
-from party.report_sender import ReportSender
-from proto import coordinator_pb2 as pb
+from vfl.contract.states import JobState
+from vfl.party.report_sender import ReportSender
+from vfl.proto import coordinator_pb2 as pb
 
 REPORT_INTERVAL_S = 0.5
 FINAL_WAIT_S = 3.0  # how long a job's end waits for the coordinator to take its last report

@@ -8,14 +8,13 @@ from dataclasses import dataclass
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-
-from coordinator.client import CoordinatorClient
-from party.config import PartyConfig
-from party.daemon import DaemonOptions, PartyDaemon
-from party.report_sender import ReportSender
-from party.servicer import PartyServicer
-from proto import party_pb2_grpc
-from proto.rpc import (
+from vfl.coordinator.client import CoordinatorClient
+from vfl.party.config import PartyConfig
+from vfl.party.daemon import DaemonOptions, PartyDaemon
+from vfl.party.report_sender import ReportSender
+from vfl.party.servicer import PartyServicer
+from vfl.proto import party_pb2_grpc
+from vfl.proto.rpc import (
     COORDINATOR_ID,
     PeerClients,
     Tls,
@@ -25,7 +24,7 @@ from proto.rpc import (
     host_of,
     make_server,
 )
-from secure.pki.rotation import IdentityWatch
+from vfl.secure.pki.rotation import IdentityWatch
 
 log = logging.getLogger(__name__)
 

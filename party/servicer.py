@@ -18,11 +18,10 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import grpc
-
-from coordinator.errors import CoordinatorError
-from coordinator.logs import job_context
-from party.daemon import PartyDaemon
-from party.errors import (
+from vfl.contract.errors import ContractError
+from vfl.contract.logs import job_context
+from vfl.party.daemon import PartyDaemon
+from vfl.party.errors import (
     AccessDenied,
     ConfigError,
     DataError,
@@ -34,11 +33,11 @@ from party.errors import (
     UnknownModel,
     shareable,
 )
-from party.inference.serving import NOT_AT_PEER, UNKNOWN_ID, Prediction
-from party.state.models import Manifest
-from proto import party_pb2 as pb
-from proto import party_pb2_grpc as pb_grpc
-from proto.rpc import (
+from vfl.party.inference.serving import NOT_AT_PEER, UNKNOWN_ID, Prediction
+from vfl.party.state.models import Manifest
+from vfl.proto import party_pb2 as pb
+from vfl.proto import party_pb2_grpc as pb_grpc
+from vfl.proto.rpc import (
     COORDINATOR_ID,
     MAX_ENVELOPE_BYTES,
     VERSION,
@@ -46,7 +45,7 @@ from proto.rpc import (
     caller_party,
     check_caller,
 )
-from secure.errors import ChannelClosed, PayloadError, SecureError
+from vfl.secure.errors import ChannelClosed, PayloadError, SecureError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -63,7 +62,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (ConfigError, grpc.StatusCode.FAILED_PRECONDITION),
     (JobError, grpc.StatusCode.FAILED_PRECONDITION),
     (PartyError, grpc.StatusCode.FAILED_PRECONDITION),
-    (CoordinatorError, grpc.StatusCode.INVALID_ARGUMENT),
+    (ContractError, grpc.StatusCode.INVALID_ARGUMENT),
     (SecureError, grpc.StatusCode.INVALID_ARGUMENT),
 ]
 

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from proto import coordinator_pb2 as proto_dot_coordinator__pb2
+from vfl.proto import coordinator_pb2 as vfl_dot_proto_dot_coordinator__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/coordinator_pb2_grpc.py depends on'
+        + ' but the generated code in vfl/proto/coordinator_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,78 +36,78 @@ class CoordinatorServiceStub:
         """
         self.SubmitJob = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/SubmitJob',
-                request_serializer=proto_dot_coordinator__pb2.SubmitJobRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.SubmitJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
                 _registered_method=True)
         self.ListJobs = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/ListJobs',
-                request_serializer=proto_dot_coordinator__pb2.ListJobsRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.ListJobsResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.ListJobsRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.ListJobsResponse.FromString,
                 _registered_method=True)
         self.GetJob = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/GetJob',
-                request_serializer=proto_dot_coordinator__pb2.GetJobRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.GetJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.GetJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetJobResponse.FromString,
                 _registered_method=True)
         self.WatchJob = channel.unary_stream(
                 '/vfl.v1.CoordinatorService/WatchJob',
-                request_serializer=proto_dot_coordinator__pb2.WatchJobRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.GetJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.WatchJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetJobResponse.FromString,
                 _registered_method=True)
         self.GetJobReport = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/GetJobReport',
-                request_serializer=proto_dot_coordinator__pb2.GetJobReportRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.GetJobReportResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.GetJobReportRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetJobReportResponse.FromString,
                 _registered_method=True)
         self.CancelJob = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/CancelJob',
-                request_serializer=proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.CancelJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.CancelJobResponse.FromString,
                 _registered_method=True)
         self.ResumeJob = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/ResumeJob',
-                request_serializer=proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
                 _registered_method=True)
         self.SubmitPrediction = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/SubmitPrediction',
-                request_serializer=proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
                 _registered_method=True)
         self.ListModels = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/ListModels',
-                request_serializer=proto_dot_coordinator__pb2.ListModelsRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.ListModelsResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.ListModelsRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.ListModelsResponse.FromString,
                 _registered_method=True)
         self.GetModel = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/GetModel',
-                request_serializer=proto_dot_coordinator__pb2.GetModelRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.GetModelResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetModelResponse.FromString,
                 _registered_method=True)
         self.DeleteModel = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/DeleteModel',
-                request_serializer=proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
                 _registered_method=True)
         self.LocateModel = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/LocateModel',
-                request_serializer=proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.LocateModelResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelResponse.FromString,
                 _registered_method=True)
         self.CheckFederation = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/CheckFederation',
-                request_serializer=proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.CheckFederationResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.CheckFederationResponse.FromString,
                 _registered_method=True)
         self.RegisterParty = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/RegisterParty',
-                request_serializer=proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.RegisterPartyResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.RegisterPartyResponse.FromString,
                 _registered_method=True)
         self.ReportProgress = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/ReportProgress',
-                request_serializer=proto_dot_coordinator__pb2.ReportProgressRequest.SerializeToString,
-                response_deserializer=proto_dot_coordinator__pb2.ReportProgressResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.ReportProgressRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.ReportProgressResponse.FromString,
                 _registered_method=True)
 
 
@@ -218,78 +218,78 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'SubmitJob': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitJob,
-                    request_deserializer=proto_dot_coordinator__pb2.SubmitJobRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.SubmitJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.SubmitJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.SubmitJobResponse.SerializeToString,
             ),
             'ListJobs': grpc.unary_unary_rpc_method_handler(
                     servicer.ListJobs,
-                    request_deserializer=proto_dot_coordinator__pb2.ListJobsRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.ListJobsResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.ListJobsRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.ListJobsResponse.SerializeToString,
             ),
             'GetJob': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJob,
-                    request_deserializer=proto_dot_coordinator__pb2.GetJobRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.GetJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.GetJobResponse.SerializeToString,
             ),
             'WatchJob': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchJob,
-                    request_deserializer=proto_dot_coordinator__pb2.WatchJobRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.GetJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.WatchJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.GetJobResponse.SerializeToString,
             ),
             'GetJobReport': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJobReport,
-                    request_deserializer=proto_dot_coordinator__pb2.GetJobReportRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.GetJobReportResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetJobReportRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.GetJobReportResponse.SerializeToString,
             ),
             'CancelJob': grpc.unary_unary_rpc_method_handler(
                     servicer.CancelJob,
-                    request_deserializer=proto_dot_coordinator__pb2.CancelJobRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.CancelJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.CancelJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.CancelJobResponse.SerializeToString,
             ),
             'ResumeJob': grpc.unary_unary_rpc_method_handler(
                     servicer.ResumeJob,
-                    request_deserializer=proto_dot_coordinator__pb2.ResumeJobRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.ResumeJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.ResumeJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.ResumeJobResponse.SerializeToString,
             ),
             'SubmitPrediction': grpc.unary_unary_rpc_method_handler(
                     servicer.SubmitPrediction,
-                    request_deserializer=proto_dot_coordinator__pb2.SubmitPredictionRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.SubmitJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.SubmitPredictionRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.SubmitJobResponse.SerializeToString,
             ),
             'ListModels': grpc.unary_unary_rpc_method_handler(
                     servicer.ListModels,
-                    request_deserializer=proto_dot_coordinator__pb2.ListModelsRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.ListModelsResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.ListModelsRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.ListModelsResponse.SerializeToString,
             ),
             'GetModel': grpc.unary_unary_rpc_method_handler(
                     servicer.GetModel,
-                    request_deserializer=proto_dot_coordinator__pb2.GetModelRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.GetModelResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.GetModelRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.GetModelResponse.SerializeToString,
             ),
             'DeleteModel': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteModel,
-                    request_deserializer=proto_dot_coordinator__pb2.DeleteModelRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.DeleteModelResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.DeleteModelRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.DeleteModelResponse.SerializeToString,
             ),
             'LocateModel': grpc.unary_unary_rpc_method_handler(
                     servicer.LocateModel,
-                    request_deserializer=proto_dot_coordinator__pb2.LocateModelRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.LocateModelResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelResponse.SerializeToString,
             ),
             'CheckFederation': grpc.unary_unary_rpc_method_handler(
                     servicer.CheckFederation,
-                    request_deserializer=proto_dot_coordinator__pb2.CheckFederationRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.CheckFederationResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.CheckFederationRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.CheckFederationResponse.SerializeToString,
             ),
             'RegisterParty': grpc.unary_unary_rpc_method_handler(
                     servicer.RegisterParty,
-                    request_deserializer=proto_dot_coordinator__pb2.RegisterPartyRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.RegisterPartyResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.RegisterPartyRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.RegisterPartyResponse.SerializeToString,
             ),
             'ReportProgress': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportProgress,
-                    request_deserializer=proto_dot_coordinator__pb2.ReportProgressRequest.FromString,
-                    response_serializer=proto_dot_coordinator__pb2.ReportProgressResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.ReportProgressRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.ReportProgressResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -317,8 +317,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/SubmitJob',
-            proto_dot_coordinator__pb2.SubmitJobRequest.SerializeToString,
-            proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.SubmitJobRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -344,8 +344,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/ListJobs',
-            proto_dot_coordinator__pb2.ListJobsRequest.SerializeToString,
-            proto_dot_coordinator__pb2.ListJobsResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.ListJobsRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -371,8 +371,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/GetJob',
-            proto_dot_coordinator__pb2.GetJobRequest.SerializeToString,
-            proto_dot_coordinator__pb2.GetJobResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.GetJobRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.GetJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -398,8 +398,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/WatchJob',
-            proto_dot_coordinator__pb2.WatchJobRequest.SerializeToString,
-            proto_dot_coordinator__pb2.GetJobResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.WatchJobRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.GetJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -425,8 +425,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/GetJobReport',
-            proto_dot_coordinator__pb2.GetJobReportRequest.SerializeToString,
-            proto_dot_coordinator__pb2.GetJobReportResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.GetJobReportRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.GetJobReportResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -452,8 +452,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/CancelJob',
-            proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
-            proto_dot_coordinator__pb2.CancelJobResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.CancelJobRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.CancelJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -479,8 +479,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/ResumeJob',
-            proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
-            proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.ResumeJobRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.ResumeJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -506,8 +506,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/SubmitPrediction',
-            proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
-            proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.SubmitPredictionRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.SubmitJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -533,8 +533,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/ListModels',
-            proto_dot_coordinator__pb2.ListModelsRequest.SerializeToString,
-            proto_dot_coordinator__pb2.ListModelsResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.ListModelsRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.ListModelsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -560,8 +560,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/GetModel',
-            proto_dot_coordinator__pb2.GetModelRequest.SerializeToString,
-            proto_dot_coordinator__pb2.GetModelResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.GetModelRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.GetModelResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -587,8 +587,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/DeleteModel',
-            proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
-            proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.DeleteModelRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.DeleteModelResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -614,8 +614,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/LocateModel',
-            proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
-            proto_dot_coordinator__pb2.LocateModelResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.LocateModelResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -641,8 +641,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/CheckFederation',
-            proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
-            proto_dot_coordinator__pb2.CheckFederationResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.CheckFederationResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -668,8 +668,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/RegisterParty',
-            proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
-            proto_dot_coordinator__pb2.RegisterPartyResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.RegisterPartyRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.RegisterPartyResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -695,8 +695,8 @@ class CoordinatorService:
             request,
             target,
             '/vfl.v1.CoordinatorService/ReportProgress',
-            proto_dot_coordinator__pb2.ReportProgressRequest.SerializeToString,
-            proto_dot_coordinator__pb2.ReportProgressResponse.FromString,
+            vfl_dot_proto_dot_coordinator__pb2.ReportProgressRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.ReportProgressResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from proto import party_pb2 as proto_dot_party__pb2
+from vfl.proto import party_pb2 as vfl_dot_proto_dot_party__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/party_pb2_grpc.py depends on'
+        + ' but the generated code in vfl/proto/party_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,63 +36,63 @@ class PartyServiceStub:
         """
         self.Push = channel.stream_unary(
                 '/vfl.v1.PartyService/Push',
-                request_serializer=proto_dot_party__pb2.PushChunk.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.PushResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.PushChunk.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.PushResponse.FromString,
                 _registered_method=True)
         self.PrepareJob = channel.unary_unary(
                 '/vfl.v1.PartyService/PrepareJob',
-                request_serializer=proto_dot_party__pb2.PrepareJobRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.PrepareJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.PrepareJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.PrepareJobResponse.FromString,
                 _registered_method=True)
         self.StartJob = channel.unary_unary(
                 '/vfl.v1.PartyService/StartJob',
-                request_serializer=proto_dot_party__pb2.StartJobRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.StartJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.StartJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.StartJobResponse.FromString,
                 _registered_method=True)
         self.AbortJob = channel.unary_unary(
                 '/vfl.v1.PartyService/AbortJob',
-                request_serializer=proto_dot_party__pb2.AbortJobRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.AbortJobResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.AbortJobRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.AbortJobResponse.FromString,
                 _registered_method=True)
         self.GetPartyInfo = channel.unary_unary(
                 '/vfl.v1.PartyService/GetPartyInfo',
-                request_serializer=proto_dot_party__pb2.GetPartyInfoRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.GetPartyInfoResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.GetPartyInfoRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.GetPartyInfoResponse.FromString,
                 _registered_method=True)
         self.ListCheckpoints = channel.unary_unary(
                 '/vfl.v1.PartyService/ListCheckpoints',
-                request_serializer=proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.ListCheckpointsResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.ListCheckpointsResponse.FromString,
                 _registered_method=True)
         self.ListModelParts = channel.unary_unary(
                 '/vfl.v1.PartyService/ListModelParts',
-                request_serializer=proto_dot_party__pb2.ListModelPartsRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.ListModelPartsResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.ListModelPartsRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.ListModelPartsResponse.FromString,
                 _registered_method=True)
         self.DeleteModelPart = channel.unary_unary(
                 '/vfl.v1.PartyService/DeleteModelPart',
-                request_serializer=proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.DeleteModelPartResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.DeleteModelPartResponse.FromString,
                 _registered_method=True)
         self.Predict = channel.unary_unary(
                 '/vfl.v1.PartyService/Predict',
-                request_serializer=proto_dot_party__pb2.PredictRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.PredictResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.PredictRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.PredictResponse.FromString,
                 _registered_method=True)
         self.OpenScoring = channel.unary_unary(
                 '/vfl.v1.PartyService/OpenScoring',
-                request_serializer=proto_dot_party__pb2.OpenScoringRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.OpenScoringResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.OpenScoringRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.OpenScoringResponse.FromString,
                 _registered_method=True)
         self.CloseScoring = channel.unary_unary(
                 '/vfl.v1.PartyService/CloseScoring',
-                request_serializer=proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.CloseScoringResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.CloseScoringResponse.FromString,
                 _registered_method=True)
         self.CheckPeers = channel.unary_unary(
                 '/vfl.v1.PartyService/CheckPeers',
-                request_serializer=proto_dot_party__pb2.CheckPeersRequest.SerializeToString,
-                response_deserializer=proto_dot_party__pb2.CheckPeersResponse.FromString,
+                request_serializer=vfl_dot_proto_dot_party__pb2.CheckPeersRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_party__pb2.CheckPeersResponse.FromString,
                 _registered_method=True)
 
 
@@ -184,63 +184,63 @@ def add_PartyServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Push': grpc.stream_unary_rpc_method_handler(
                     servicer.Push,
-                    request_deserializer=proto_dot_party__pb2.PushChunk.FromString,
-                    response_serializer=proto_dot_party__pb2.PushResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.PushChunk.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.PushResponse.SerializeToString,
             ),
             'PrepareJob': grpc.unary_unary_rpc_method_handler(
                     servicer.PrepareJob,
-                    request_deserializer=proto_dot_party__pb2.PrepareJobRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.PrepareJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.PrepareJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.PrepareJobResponse.SerializeToString,
             ),
             'StartJob': grpc.unary_unary_rpc_method_handler(
                     servicer.StartJob,
-                    request_deserializer=proto_dot_party__pb2.StartJobRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.StartJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.StartJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.StartJobResponse.SerializeToString,
             ),
             'AbortJob': grpc.unary_unary_rpc_method_handler(
                     servicer.AbortJob,
-                    request_deserializer=proto_dot_party__pb2.AbortJobRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.AbortJobResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.AbortJobRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.AbortJobResponse.SerializeToString,
             ),
             'GetPartyInfo': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPartyInfo,
-                    request_deserializer=proto_dot_party__pb2.GetPartyInfoRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.GetPartyInfoResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.GetPartyInfoRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.GetPartyInfoResponse.SerializeToString,
             ),
             'ListCheckpoints': grpc.unary_unary_rpc_method_handler(
                     servicer.ListCheckpoints,
-                    request_deserializer=proto_dot_party__pb2.ListCheckpointsRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.ListCheckpointsResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.ListCheckpointsRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.ListCheckpointsResponse.SerializeToString,
             ),
             'ListModelParts': grpc.unary_unary_rpc_method_handler(
                     servicer.ListModelParts,
-                    request_deserializer=proto_dot_party__pb2.ListModelPartsRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.ListModelPartsResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.ListModelPartsRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.ListModelPartsResponse.SerializeToString,
             ),
             'DeleteModelPart': grpc.unary_unary_rpc_method_handler(
                     servicer.DeleteModelPart,
-                    request_deserializer=proto_dot_party__pb2.DeleteModelPartRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.DeleteModelPartResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.DeleteModelPartRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.DeleteModelPartResponse.SerializeToString,
             ),
             'Predict': grpc.unary_unary_rpc_method_handler(
                     servicer.Predict,
-                    request_deserializer=proto_dot_party__pb2.PredictRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.PredictResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.PredictRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.PredictResponse.SerializeToString,
             ),
             'OpenScoring': grpc.unary_unary_rpc_method_handler(
                     servicer.OpenScoring,
-                    request_deserializer=proto_dot_party__pb2.OpenScoringRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.OpenScoringResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.OpenScoringRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.OpenScoringResponse.SerializeToString,
             ),
             'CloseScoring': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseScoring,
-                    request_deserializer=proto_dot_party__pb2.CloseScoringRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.CloseScoringResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.CloseScoringRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.CloseScoringResponse.SerializeToString,
             ),
             'CheckPeers': grpc.unary_unary_rpc_method_handler(
                     servicer.CheckPeers,
-                    request_deserializer=proto_dot_party__pb2.CheckPeersRequest.FromString,
-                    response_serializer=proto_dot_party__pb2.CheckPeersResponse.SerializeToString,
+                    request_deserializer=vfl_dot_proto_dot_party__pb2.CheckPeersRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_party__pb2.CheckPeersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -268,8 +268,8 @@ class PartyService:
             request_iterator,
             target,
             '/vfl.v1.PartyService/Push',
-            proto_dot_party__pb2.PushChunk.SerializeToString,
-            proto_dot_party__pb2.PushResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.PushChunk.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.PushResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -295,8 +295,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/PrepareJob',
-            proto_dot_party__pb2.PrepareJobRequest.SerializeToString,
-            proto_dot_party__pb2.PrepareJobResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.PrepareJobRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.PrepareJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -322,8 +322,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/StartJob',
-            proto_dot_party__pb2.StartJobRequest.SerializeToString,
-            proto_dot_party__pb2.StartJobResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.StartJobRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.StartJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -349,8 +349,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/AbortJob',
-            proto_dot_party__pb2.AbortJobRequest.SerializeToString,
-            proto_dot_party__pb2.AbortJobResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.AbortJobRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.AbortJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -376,8 +376,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/GetPartyInfo',
-            proto_dot_party__pb2.GetPartyInfoRequest.SerializeToString,
-            proto_dot_party__pb2.GetPartyInfoResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.GetPartyInfoRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.GetPartyInfoResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -403,8 +403,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/ListCheckpoints',
-            proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
-            proto_dot_party__pb2.ListCheckpointsResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.ListCheckpointsRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.ListCheckpointsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -430,8 +430,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/ListModelParts',
-            proto_dot_party__pb2.ListModelPartsRequest.SerializeToString,
-            proto_dot_party__pb2.ListModelPartsResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.ListModelPartsRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.ListModelPartsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -457,8 +457,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/DeleteModelPart',
-            proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
-            proto_dot_party__pb2.DeleteModelPartResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.DeleteModelPartRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.DeleteModelPartResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -484,8 +484,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/Predict',
-            proto_dot_party__pb2.PredictRequest.SerializeToString,
-            proto_dot_party__pb2.PredictResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.PredictRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.PredictResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -511,8 +511,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/OpenScoring',
-            proto_dot_party__pb2.OpenScoringRequest.SerializeToString,
-            proto_dot_party__pb2.OpenScoringResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.OpenScoringRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.OpenScoringResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -538,8 +538,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/CloseScoring',
-            proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
-            proto_dot_party__pb2.CloseScoringResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.CloseScoringRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.CloseScoringResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -565,8 +565,8 @@ class PartyService:
             request,
             target,
             '/vfl.v1.PartyService/CheckPeers',
-            proto_dot_party__pb2.CheckPeersRequest.SerializeToString,
-            proto_dot_party__pb2.CheckPeersResponse.FromString,
+            vfl_dot_proto_dot_party__pb2.CheckPeersRequest.SerializeToString,
+            vfl_dot_proto_dot_party__pb2.CheckPeersResponse.FromString,
             options,
             channel_credentials,
             insecure,

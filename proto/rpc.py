@@ -32,10 +32,9 @@ from concurrent import futures
 from typing import Any, TypeVar
 
 import grpc
-
-from proto import party_pb2_grpc
-from secure.pki.certs import RENEW_HINT, CertError, PartyFiles, party_id_from_cert
-from secure.pki.rotation import IdentityPem, IdentityWatch
+from vfl.proto import party_pb2_grpc
+from vfl.secure.pki.certs import RENEW_HINT, CertError, PartyFiles, party_id_from_cert
+from vfl.secure.pki.rotation import IdentityPem, IdentityWatch
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

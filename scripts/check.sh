@@ -12,6 +12,14 @@ for tool in ruff mypy; do
   fi
 done
 
+# mypy reads the tree as it is installed: `vfl.<folder>` for each top-level folder
+# (pyproject's package-dir). It cannot follow the editable install's import hook, so it
+# gets the same view from a folder of links, .typecheck/vfl (mypy_path in pyproject).
+rm -rf .typecheck && mkdir -p .typecheck/vfl
+for src in vfl/*.py proto contract party coordinator secure celu cli; do
+  ln -s "../../$src" ".typecheck/vfl/$(basename "$src")"
+done
+
 failed=()
 "$bin/ruff" check . || failed+=("ruff check (fix: $bin/ruff check --fix .)")
 "$bin/ruff" format --check . || failed+=("ruff format (fix: $bin/ruff format .)")

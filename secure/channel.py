@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from proto import common_pb2
-from secure.errors import ChannelClosed, ChannelTimeout, PayloadError
+from vfl.proto import common_pb2
+from vfl.secure.errors import ChannelClosed, ChannelTimeout, PayloadError
 
 Payload = common_pb2.Payload
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from secure.errors import ConfigError, KeyError_
-from secure.executor import BlockExecutor
-from secure.paillier.counters import OpCounts
+from vfl.secure.errors import ConfigError, KeyError_
+from vfl.secure.executor import BlockExecutor
+from vfl.secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512

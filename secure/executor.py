@@ -56,11 +56,10 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
-
-from secure.errors import ConfigError, ExecutorError
+from vfl.secure.errors import ConfigError, ExecutorError
 
 if TYPE_CHECKING:  # pool_cache -> keys -> config -> this module
-    from secure.paillier.pool_cache import PoolCache
+    from vfl.secure.paillier.pool_cache import PoolCache
 
 EXECUTORS = ("local", "ray")
 _SHARED_MEMORY_BYTES = 1 << 20  # local: arrays from this size are shared, not sent per task

@@ -38,13 +38,13 @@ def _raised(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-ROOTS = [("secure", "secure.errors.SecureError"), ("celu", "celu.errors.CeluError")]
+ROOTS = [("secure", "vfl.secure.errors.SecureError"), ("celu", "vfl.celu.errors.CeluError")]
 
 
 @pytest.mark.parametrize(("package", "root"), ROOTS)
 def test_every_raise_belongs_to_the_package_error_tree(package: str, root: str) -> None:
     module, _, name = root.rpartition(".")
-    tree = _tree(package, getattr(importlib.import_module(module), name))
+    tree = _tree(f"vfl.{package}", getattr(importlib.import_module(module), name))
     stray = [
         f"{path.relative_to(REPO)}:{line} raises {raised}"
         for path in sorted((REPO / package).rglob("*.py"))

@@ -1,4 +1,18 @@
-"""Architecture guards: import direction and freshness of generated protobuf code."""
+"""Architecture guards: which part may import which, and freshness of generated code.
+
+The parts, bottom up (each may import only the parts listed for it):
+
+    proto     generated messages and serde: nothing of ours
+    celu      CELU-VFL: nothing of ours
+    secure    BlindFL, Paillier, PSI, PKI: the generated messages
+    rpc       vfl.proto.rpc, gRPC plumbing: messages, secure (the PKI)
+    contract  job spec, states, logs, shared errors: messages, celu (the spec's section)
+    coordinator  the coordinator daemon
+    party     the party daemon; of the coordinator only its client
+    cli, api  the `vfl` command and the public Python API (`vfl`): anything
+
+The two daemons are peers over the contract: neither imports the other's daemon.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +26,87 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# part -> the parts it may import ("coordinator.client": that module only)
+ALLOWED: dict[str, set[str]] = {
+    "proto": set(),
+    "celu": set(),
+    "secure": {"proto"},
+    "rpc": {"proto", "secure"},
+    "contract": {"proto", "celu"},
+    "coordinator": {"proto", "rpc", "secure", "celu", "contract"},
+    "party": {"proto", "rpc", "secure", "celu", "contract", "coordinator.client"},
+    "cli": {"proto", "rpc", "secure", "celu", "contract", "coordinator", "party", "api"},
+    "api": {"proto", "rpc", "secure", "celu", "contract", "coordinator", "cli"},
+}
+FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "vfl")
+
+
+def _part(module: str) -> str:
+    """The part a `vfl.…` module belongs to."""
+    names = module.split(".")
+    if names[:3] == ["vfl", "proto", "rpc"]:
+        return "rpc"
+    if len(names) == 1 or names[1] not in FOLDERS:
+        return "api"
+    return names[1]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute import in a module, at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found += [(node.lineno, node.module)]
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+    return found
+
+
+def _module_of(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = rel.parts[1:] if rel.parts[0] == "vfl" else rel.parts
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    return ".".join(("vfl", *parts))
+
+
+def _our_modules() -> list[Path]:
+    return [
+        p
+        for folder in FOLDERS
+        for p in sorted((REPO / folder).rglob("*.py"))
+        if "_pb2" not in p.name
+    ]
+
+
+def test_every_import_points_down_the_layers() -> None:
+    bad = []
+    for path in _our_modules():
+        here = _part(_module_of(path))
+        for line, module in _imports(path):
+            where = f"{path.relative_to(REPO)}:{line}"
+            if module.split(".")[0] in FOLDERS[:-1]:
+                bad.append(f"{where} imports {module}: installed, it is vfl.{module}")
+            if not module.startswith("vfl.") or _part(module) in (here, *ALLOWED[here]):
+                continue
+            if here == "party" and _within(module, ("vfl.coordinator.client",)):
+                continue
+            bad.append(f"{where}: {here} imports {module} ({_part(module)})")
+    assert bad == [], "imports against the layers (this test's docstring):\n" + "\n".join(bad)
+
+
+def test_the_layers_have_no_cycle() -> None:
+    """Below the command and the public API, no part reaches itself through others."""
+
+    def walk(part: str, path: tuple[str, ...]) -> None:
+        for nxt in ALLOWED[part.split(".")[0]]:
+            nxt = nxt.split(".")[0]
+            assert nxt not in path, f"cycle: {' -> '.join((*path, nxt))}"
+            walk(nxt, (*path, nxt))
+
+    for part in ALLOWED.keys() - {"cli", "api"}:
+        walk(part, (part,))
 
 
 def _modules_loaded_by(package: str) -> list[str]:
@@ -34,49 +129,36 @@ def _within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(f"{p}.") for p in packages)
 
 
-@pytest.mark.parametrize("package", ["secure", "celu"])
-def test_protocol_packages_never_import_grpc(package: str) -> None:
-    daemons = ("grpc", "prometheus_client", "party", "coordinator")
+@pytest.mark.parametrize("package", ["vfl.secure", "vfl.celu", "vfl.contract"])
+def test_protocol_and_contract_packages_never_import_grpc(package: str) -> None:
+    daemons = ("grpc", "prometheus_client", "vfl.party", "vfl.coordinator", "vfl.cli")
     bad = [m for m in _modules_loaded_by(package) if _within(m, daemons)]
     assert bad == [], f"{package} pulled in {bad}"
 
 
 def test_paillier_engine_needs_no_wire_or_channel() -> None:
     """The primitives layer: integers and arrays in, integers and arrays out."""
-    loaded = _modules_loaded_by("secure.paillier")
-    bad = [m for m in loaded if _within(m, ("proto", "secure.channel", "grpc"))]
-    assert bad == [], f"secure.paillier pulled in {bad}"
+    loaded = _modules_loaded_by("vfl.secure.paillier")
+    bad = [m for m in loaded if _within(m, ("vfl.proto", "vfl.secure.channel", "grpc"))]
+    assert bad == [], f"vfl.secure.paillier pulled in {bad}"
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every absolute import in a module, at any depth."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
-    return found
-
-
-def test_coordinator_daemon_never_imports_party() -> None:
-    """Only the `vfl` command (coordinator/cli/) may start or import party daemons."""
-    cli = REPO / "coordinator" / "cli"
-    daemon = [p for p in (REPO / "coordinator").rglob("*.py") if cli not in p.parents]
-    bad = [
-        f"{path.relative_to(REPO)}:{line} imports {module}"
-        for path in sorted(daemon)
-        for line, module in _imports(path)
-        if _within(module, ("party",))
-    ]
-    assert bad == [], f"the coordinator daemon imports the party package: {bad}"
+def test_a_party_daemon_runs_without_the_coordinator_daemon() -> None:
+    """An organisation that runs only a party loads the coordinator's client, nothing
+    more of it."""
+    loaded = _modules_loaded_by("vfl.party")
+    client = {"vfl.coordinator", "vfl.coordinator.client", "vfl.coordinator.errors"}
+    bad = [m for m in loaded if _within(m, ("vfl.coordinator", "vfl.cli")) and m not in client]
+    assert bad == [], f"vfl.party pulled in {bad}"
 
 
 def test_generated_protobuf_code_is_fresh(tmp_path: Path) -> None:
+    """Compiled as their installed path (`vfl/proto/…`), as scripts/gen_protos.sh does."""
     pytest.importorskip("grpc_tools")
-    (tmp_path / "proto").mkdir()
+    out = tmp_path / "vfl" / "proto"
+    out.mkdir(parents=True)
     for proto in (REPO / "proto").glob("*.proto"):
-        shutil.copy(proto, tmp_path / "proto")
+        shutil.copy(proto, out)
     subprocess.run(
         [
             sys.executable,
@@ -87,12 +169,12 @@ def test_generated_protobuf_code_is_fresh(tmp_path: Path) -> None:
             "--python_out=.",
             "--pyi_out=.",
             "--grpc_python_out=.",
-            *[f"proto/{p.name}" for p in (REPO / "proto").glob("*.proto")],
+            *[f"vfl/proto/{p.name}" for p in (REPO / "proto").glob("*.proto")],
         ],
         cwd=tmp_path,
         check=True,
     )
-    for gen in (tmp_path / "proto").glob("*_pb2*.py*"):
+    for gen in out.glob("*_pb2*.py*"):
         if gen.name == "common_pb2_grpc.py":
             continue
         checked_in = REPO / "proto" / gen.name

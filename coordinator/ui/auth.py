@@ -26,9 +26,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-
-from secure.errors import SecureError
-from secure.pki.certs import party_id_from_cert
+from vfl.secure.errors import SecureError
+from vfl.secure.pki.certs import party_id_from_cert
 
 COOKIE = "vfl_ui"
 CALLER = "vfl_caller"  # request key: the certificate's identity, "" for the token

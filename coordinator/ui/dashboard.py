@@ -13,12 +13,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from coordinator.access import Access
-from coordinator.client import JobView, model_to_plain
-from coordinator.curves import curves
-from coordinator.lifecycle import Lifecycle
-from coordinator.states import state_name
-from coordinator.views import report, view
+from vfl.contract.states import state_name
+from vfl.coordinator.access import Access
+from vfl.coordinator.client import JobView, model_to_plain
+from vfl.coordinator.curves import curves
+from vfl.coordinator.lifecycle import Lifecycle
+from vfl.coordinator.views import report, view
 
 PROBE_AGE_S = 5.0  # a party probed less than this long ago is not probed again
 

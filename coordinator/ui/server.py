@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-
-from coordinator.errors import AccessDenied, CoordinatorError, UnknownJob
-from coordinator.ui.auth import CALLER, guard, new_token, security_headers
-from coordinator.ui.dashboard import Dashboard
-from secure.pki.rotation import IdentityWatch, ServerContexts
+from vfl.coordinator.errors import AccessDenied, CoordinatorError, UnknownJob
+from vfl.coordinator.ui.auth import CALLER, guard, new_token, security_headers
+from vfl.coordinator.ui.dashboard import Dashboard
+from vfl.secure.pki.rotation import IdentityWatch, ServerContexts
 
 log = logging.getLogger(__name__)
 

@@ -72,20 +72,20 @@ run() {
     mkdir -p "$work"
     "$py" "$here/render_run.py" "$job" "$work" "$(ns_ip 0)" "$(ns_ip 1)"
     rm -f "$work"/*.port
-    ip netns exec vfl-a "$py" -m coordinator.cli.main coordinator serve --db "$work/jobs.sqlite" \
+    ip netns exec vfl-a "$py" -m vfl.cli.main coordinator serve --db "$work/jobs.sqlite" \
         --listen "$(ns_ip 0):7700" --port-file "$work/coordinator.port" \
         >"$work/coordinator.log" 2>&1 &
     wait_file "$work/coordinator.port"
-    ip netns exec vfl-a "$py" -m coordinator.cli.main party serve --config "$work/active.yaml" \
+    ip netns exec vfl-a "$py" -m vfl.cli.main party serve --config "$work/active.yaml" \
         "${shape[@]}" --port-file "$work/active.port" >"$work/active.log" 2>&1 &
-    ip netns exec vfl-b "$py" -m coordinator.cli.main party serve --config "$work/passive.yaml" \
+    ip netns exec vfl-b "$py" -m vfl.cli.main party serve --config "$work/passive.yaml" \
         "${shape[@]}" --port-file "$work/passive.port" >"$work/passive.log" 2>&1 &
     wait_file "$work/active.port"
     wait_file "$work/passive.port"
     local id
-    id=$(ip netns exec vfl-a "$py" -m coordinator.cli.main submit "$work/job.yaml" \
+    id=$(ip netns exec vfl-a "$py" -m vfl.cli.main submit "$work/job.yaml" \
         --coordinator "$(ns_ip 0):7700")
-    ip netns exec vfl-a "$py" -m coordinator.cli.main watch "$id" --json \
+    ip netns exec vfl-a "$py" -m vfl.cli.main watch "$id" --json \
         --coordinator "$(ns_ip 0):7700"
     kill %1 %2 %3 2>/dev/null || true
     wait 2>/dev/null || true

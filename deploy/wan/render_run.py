@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import yaml
-
-from coordinator.local import spec_to_yaml
-from coordinator.spec import DataSpec, load_spec
+from vfl.cli.local import spec_to_yaml
+from vfl.contract.spec import DataSpec, load_spec
 
 
 def main() -> None:

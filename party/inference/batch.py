@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from coordinator.spec import JobSpec
-from coordinator.states import ALIGNING, PREDICTING
-from party.data import Table
-from party.errors import JobError, ModelError
-from party.inference.model import LoadedModel
-from party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset
-from party.state import StateDir
-from party.state.store import write_atomically
-from party.training.context import Reporter
-from party.training.models import Inputs
-from secure.channel import Channel
-from secure.executor import BlockExecutor
+from vfl.contract.spec import JobSpec
+from vfl.contract.states import ALIGNING, PREDICTING
+from vfl.party.data import Table
+from vfl.party.errors import JobError, ModelError
+from vfl.party.inference.model import LoadedModel
+from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset
+from vfl.party.state import StateDir
+from vfl.party.state.store import write_atomically
+from vfl.party.training.context import Reporter
+from vfl.party.training.models import Inputs
+from vfl.secure.channel import Channel
+from vfl.secure.executor import BlockExecutor
 
 log = logging.getLogger(__name__)
 

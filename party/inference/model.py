@@ -12,19 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from coordinator.spec import JobSpec
-from party.data import Table, load_table, with_columns
-from party.errors import DataError, ModelError, UnknownModel
-from party.job import Dataset
-from party.state import StateDir
-from party.state.models import Manifest, ModelStore
-from party.training import trainers
-from party.training.context import Reporter, RoleContext
-from party.training.models import Inputs
-from party.training.plan import Plan
-from secure.channel import Channel
-from secure.executor import BlockExecutor
+from vfl.contract.spec import JobSpec
+from vfl.party.data import Table, load_table, with_columns
+from vfl.party.errors import DataError, ModelError, UnknownModel
+from vfl.party.job import Dataset
+from vfl.party.state import StateDir
+from vfl.party.state.models import Manifest, ModelStore
+from vfl.party.training import trainers
+from vfl.party.training.context import Reporter, RoleContext
+from vfl.party.training.models import Inputs
+from vfl.party.training.plan import Plan
+from vfl.secure.channel import Channel
+from vfl.secure.executor import BlockExecutor
 
 
 @dataclass(frozen=True)

@@ -23,28 +23,28 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from party.config import PartyConfig
-from party.errors import (
+from vfl.party.config import PartyConfig
+from vfl.party.errors import (
     AccessDenied,
     ConfigError,
     ModelError,
     PeerUnavailable,
     UnknownModel,
 )
-from party.inference.model import LoadedModel
-from party.inference.serving import Prediction, ServedModel, check_request
-from party.inference.session import (
+from vfl.party.inference.model import LoadedModel
+from vfl.party.inference.serving import Prediction, ServedModel, check_request
+from vfl.party.inference.session import (
     MAX_BATCH_IDS,
     ActiveSession,
     PassiveSession,
     Rows,
     SilentReporter,
 )
-from party.state import StateDir
-from party.state.models import MANIFEST, ModelStore
-from party.transport.scoring import ScoringPeers
-from secure.channel import Channel, Mailbox
-from secure.executor import BlockExecutor
+from vfl.party.state import StateDir
+from vfl.party.state.models import MANIFEST, ModelStore
+from vfl.party.transport.scoring import ScoringPeers
+from vfl.secure.channel import Channel, Mailbox
+from vfl.secure.executor import BlockExecutor
 
 log = logging.getLogger(__name__)
 

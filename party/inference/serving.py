@@ -15,13 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
-from party.errors import ModelError, PeerUnavailable, RequestError, UnknownModel
-from party.inference.batcher import MicroBatcher
-from party.inference.model import LoadedModel
-from party.inference.session import MAX_BATCH_IDS, ActiveSession, Rows
-from secure.errors import ChannelError, ChannelTimeout, SecureError
-from secure.wire.payload import MAX_ID_CHARS
+from vfl.party.errors import ModelError, PeerUnavailable, RequestError, UnknownModel
+from vfl.party.inference.batcher import MicroBatcher
+from vfl.party.inference.model import LoadedModel
+from vfl.party.inference.session import MAX_BATCH_IDS, ActiveSession, Rows
+from vfl.secure.errors import ChannelError, ChannelTimeout, SecureError
+from vfl.secure.wire.payload import MAX_ID_CHARS
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,17 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from coordinator.spec import TableSource
-from coordinator.states import JobState
-from party.data import Table
-from party.errors import DataError, ModelError, PartyError
-from party.inference.model import LoadedModel
-from party.job import resolve_dataset
-from party.training.models import Inputs
-from party.training.trainers import Trainer
-from secure.channel import Channel, Mailbox
-from secure.errors import ChannelClosed, ChannelTimeout
-from secure.wire.payload import (
+from vfl.contract.spec import TableSource
+from vfl.contract.states import JobState
+from vfl.party.data import Table
+from vfl.party.errors import DataError, ModelError, PartyError
+from vfl.party.inference.model import LoadedModel
+from vfl.party.job import resolve_dataset
+from vfl.party.training.models import Inputs
+from vfl.party.training.trainers import Trainer
+from vfl.secure.channel import Channel, Mailbox
+from vfl.secure.errors import ChannelClosed, ChannelTimeout
+from vfl.secure.wire.payload import (
     ids_from_payload,
     ids_to_payload,
     indices_from_payload,

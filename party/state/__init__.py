@@ -3,7 +3,7 @@
 <state_dir>/jobs/<job_id>/round-000120.ckpt    newest two kept, written atomically
 """
 
-from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
-from party.state.store import StateDir
+from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.party.state.store import StateDir
 
 __all__ = ["Checkpoint", "StateDir", "decode_checkpoint", "encode_checkpoint"]

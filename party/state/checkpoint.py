@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 from gmpy2 import mpz
-
-from party.errors import CheckpointError
-from secure.paillier.cipher_matrix import CipherMatrix, join_blob, split_blob
-from secure.paillier.keys import PublicKey
+from vfl.party.errors import CheckpointError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix, join_blob, split_blob
+from vfl.secure.paillier.keys import PublicKey
 
 MAGIC = b"VFLCKPT1"
 _HEAD = len(MAGIC) + 32

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from coordinator.spec import JobSpec
-from party.errors import CheckpointError
-from party.state.checkpoint import Checkpoint
-from party.state.store import StateDir
+from vfl.contract.spec import JobSpec
+from vfl.party.errors import CheckpointError
+from vfl.party.state.checkpoint import Checkpoint
+from vfl.party.state.store import StateDir
 
 log = logging.getLogger(__name__)
 

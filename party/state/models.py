@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-
-from party.errors import ModelError, UnknownModel
-from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
-from party.state.store import StateDir, safe_name, write_atomically
-from party.training.task import Task
+from vfl.party.errors import ModelError, UnknownModel
+from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.party.state.store import StateDir, safe_name, write_atomically
+from vfl.party.training.task import Task
 
 MANIFEST = "manifest.json"
 PART = "part.ckpt"

@@ -12,8 +12,8 @@ import os
 import re
 from pathlib import Path
 
-from party.errors import CheckpointError, ConfigError
-from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.party.errors import CheckpointError, ConfigError
+from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 
 KEEP = 2
 _NAME = re.compile(r"^round-(\d{9})\.ckpt$")

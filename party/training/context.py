@@ -8,15 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-
-from celu.local_loop import LocalUpdater, UpdateFn
-from coordinator.spec import JobSpec
-from coordinator.states import JobState
-from party.training.models import Inputs
-from party.training.plan import Plan
-from secure.channel import Channel
-from secure.executor import BlockExecutor
-from secure.paillier.counters import OpCounts
+from vfl.celu.local_loop import LocalUpdater, UpdateFn
+from vfl.contract.spec import JobSpec
+from vfl.contract.states import JobState
+from vfl.party.training.models import Inputs
+from vfl.party.training.plan import Plan
+from vfl.secure.channel import Channel
+from vfl.secure.executor import BlockExecutor
+from vfl.secure.paillier.counters import OpCounts
 
 
 class Reporter(Protocol):

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-
-from party.errors import JobError
+from vfl.party.errors import JobError
 
 
 @dataclass(frozen=True)

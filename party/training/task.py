@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch.nn import functional as F
-
-from party.errors import DataError
-from party.training import metrics
+from vfl.party.errors import DataError
+from vfl.party.training import metrics
 
 MAX_CLASSES = 1000
 

@@ -6,13 +6,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
-
-from party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
-from party.training.context import RoleContext
-from party.training.models import Inputs
-from party.training.split.active import ActiveTrainer
-from party.training.split.passive import PassiveTrainer
-from party.training.task import Task, make_task
+from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
+from vfl.party.training.context import RoleContext
+from vfl.party.training.models import Inputs
+from vfl.party.training.split.active import ActiveTrainer
+from vfl.party.training.split.passive import PassiveTrainer
+from vfl.party.training.task import Task, make_task
 
 
 class Trainer(Protocol):

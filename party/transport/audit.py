@@ -13,8 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from secure.channel import decode_payload
-from secure.errors import PayloadError
+from vfl.secure.channel import decode_payload
+from vfl.secure.errors import PayloadError
 
 
 def payload_kind(data: bytes) -> str:

@@ -12,11 +12,10 @@ import time
 from collections.abc import Iterator
 
 import grpc
-
-from proto import party_pb2
-from proto.rpc import CHUNK_BYTES, PeerClients, explain, handshake_failed
-from secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
-from secure.errors import ChannelClosed, ChannelError
+from vfl.proto import party_pb2
+from vfl.proto.rpc import CHUNK_BYTES, PeerClients, explain, handshake_failed
+from vfl.secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
+from vfl.secure.errors import ChannelClosed, ChannelError
 
 
 def chunks(

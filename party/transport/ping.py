@@ -13,11 +13,10 @@ import time
 from dataclasses import dataclass
 
 import grpc
-
-from party.transport.grpc_channel import chunks
-from proto import common_pb2
-from proto.rpc import PeerClients, explain
-from secure.channel import EnvelopeHook
+from vfl.party.transport.grpc_channel import chunks
+from vfl.proto import common_pb2
+from vfl.proto.rpc import PeerClients, explain
+from vfl.secure.channel import EnvelopeHook
 
 PING_JOB = "doctor-ping"  # never a job's id (those end in 8 hex digits)
 PING_TIMEOUT_S = 5.0

@@ -8,10 +8,9 @@ from __future__ import annotations
 import logging
 
 import grpc
-
-from party.errors import ModelError, PeerUnavailable
-from proto import party_pb2 as pb
-from proto.rpc import PeerClients, explain
+from vfl.party.errors import ModelError, PeerUnavailable
+from vfl.proto import party_pb2 as pb
+from vfl.proto.rpc import PeerClients, explain
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A WAN profile for the data plane: every envelope pays serialisation time and latency.
 
-`ShapedChannel` wraps any `Channel` with a `coordinator.spec.NetworkSpec` (a job's
+`ShapedChannel` wraps any `Channel` with a `vfl.contract.spec.NetworkSpec` (a job's
 `network:` or the flags of `vfl party serve`). Each direction (sender -> receiver) is a link with
 `bandwidth_mbps`: an envelope occupies the link for `size * 8 / bandwidth` seconds after
 the previous one leaves, then arrives `rtt_ms / 2` later. `send` returns once the envelope
@@ -17,9 +17,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from coordinator.spec import NetworkSpec
-from secure.channel import Channel, Payload
-from secure.errors import ChannelError
+from vfl.contract.spec import NetworkSpec
+from vfl.secure.channel import Channel, Payload
+from vfl.secure.errors import ChannelError
 
 
 class _Link:

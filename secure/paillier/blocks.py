@@ -21,11 +21,10 @@ from typing import NamedTuple
 import gmpy2
 import numpy as np
 from gmpy2 import mpz
-
-from secure.paillier.fixed_base import times_products
-from secure.paillier.keys import PrivateKey, PublicKey
-from secure.paillier.multiexp import multiexp_columns
-from secure.paillier.multiexp_rows import Partial
+from vfl.secure.paillier.fixed_base import times_products
+from vfl.secure.paillier.keys import PrivateKey, PublicKey
+from vfl.secure.paillier.multiexp import multiexp_columns
+from vfl.secure.paillier.multiexp_rows import Partial
 
 # (bases blob, indptr, rows, exponents, outputs) of one block of columns of a product
 MultiexpBlock = tuple[bytes, np.ndarray, np.ndarray, np.ndarray, int]

@@ -32,15 +32,14 @@ import gmpy2
 import numpy as np
 import scipy.sparse as sp
 from gmpy2 import mpz
-
-from secure.config import SecureConfig
-from secure.errors import InputError
-from secure.executor import PRODUCT_TERM, BlockExecutor, LocalExecutor
-from secure.paillier.blocks import MultiexpBlock, blob, multiexp_block, partials, width_of
-from secure.paillier.counters import OpCounts
-from secure.paillier.encoding import encode
-from secure.paillier.multiexp import multiexp_columns, unit_products
-from secure.paillier.multiexp_rows import Partial
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import InputError
+from vfl.secure.executor import PRODUCT_TERM, BlockExecutor, LocalExecutor
+from vfl.secure.paillier.blocks import MultiexpBlock, blob, multiexp_block, partials, width_of
+from vfl.secure.paillier.counters import OpCounts
+from vfl.secure.paillier.encoding import encode
+from vfl.secure.paillier.multiexp import multiexp_columns, unit_products
+from vfl.secure.paillier.multiexp_rows import Partial
 
 # One multiexp_columns call: (modulus, bases of a block of columns, the CSC matrix, the
 # block's first and last column, output count), and the arguments it is called with.

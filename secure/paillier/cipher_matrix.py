@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gmpy2 import mpz
-
-from secure.paillier.keys import PublicKey
+from vfl.secure.paillier.keys import PublicKey
 
 
 @dataclass(frozen=True)

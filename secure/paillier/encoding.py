@@ -19,8 +19,7 @@ below n/2: slots * w + stat_bits + 1 <= key_bits - 2.
 from __future__ import annotations
 
 import numpy as np
-
-from secure.errors import ConfigError, EncodingError
+from vfl.secure.errors import ConfigError, EncodingError
 
 _INT64_SAFE = 2.0**62
 

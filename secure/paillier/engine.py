@@ -32,10 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 from gmpy2 import mpz
-
-from secure.errors import KeyError_
-from secure.executor import DECRYPT, RERANDOMIZE_FULL, RERANDOMIZE_TABLE, BlockExecutor, Shared
-from secure.paillier.blocks import (
+from vfl.secure.errors import KeyError_
+from vfl.secure.executor import DECRYPT, RERANDOMIZE_FULL, RERANDOMIZE_TABLE, BlockExecutor, Shared
+from vfl.secure.paillier.blocks import (
     WorkerTable,
     blob,
     decrypt_block,
@@ -45,9 +44,9 @@ from secure.paillier.blocks import (
     unblob,
     width_of,
 )
-from secure.paillier.counters import OpCounts
-from secure.paillier.keys import PrivateKey, PublicKey
-from secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.paillier.counters import OpCounts
+from vfl.secure.paillier.keys import PrivateKey, PublicKey
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
 
 
 class Paillier:

@@ -50,8 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 import gmpy2
 import numpy as np
 from gmpy2 import mpz
-
-from secure.paillier.keys import PrivateKey, PublicKey
+from vfl.secure.paillier.keys import PrivateKey, PublicKey
 
 HIDING_BITS = 160  # table entropy above log2|G|: statistical distance <= 2^-80 each
 MIN_POSITIONS = 162  # keeps the small-torsion excess 2^(2-P) of the hash below 2^-160

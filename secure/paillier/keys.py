@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 import gmpy2
 from gmpy2 import mpz
 from phe import paillier
-
-from secure.config import MIN_KEY_BITS, SecureConfig, check_key_bits
-from secure.errors import KeyError_
+from vfl.secure.config import MIN_KEY_BITS, SecureConfig, check_key_bits
+from vfl.secure.errors import KeyError_
 
 log = logging.getLogger(__name__)
 

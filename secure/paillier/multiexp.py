@@ -26,8 +26,7 @@ from __future__ import annotations
 import gmpy2
 import numpy as np
 from gmpy2 import mpz
-
-from secure.paillier.multiexp_rows import Partial, estimated_cost, multiexp_rows, window_digits
+from vfl.secure.paillier.multiexp_rows import Partial, estimated_cost, multiexp_rows, window_digits
 
 
 def _comb_products(terms: int, exp_bits: int, c: int) -> float:

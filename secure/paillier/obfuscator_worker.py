@@ -21,10 +21,9 @@ import weakref
 from multiprocessing.connection import Connection
 
 from gmpy2 import mpz
-
-from secure.paillier.fixed_base import ObfuscatorTable
-from secure.paillier.keys import PrivateKey, PublicKey
-from secure.paillier.short_exponent import ShortExponentTable
+from vfl.secure.paillier.fixed_base import ObfuscatorTable
+from vfl.secure.paillier.keys import PrivateKey, PublicKey
+from vfl.secure.paillier.short_exponent import ShortExponentTable
 
 _READY = b"ready"
 

@@ -45,13 +45,12 @@ from contextlib import contextmanager
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.config import OBFUSCATOR_METHODS as METHODS
-from secure.errors import ConfigError
-from secure.paillier.fixed_base import ObfuscatorTable, parallel_powmod, positions
-from secure.paillier.keys import PrivateKey, PublicKey
-from secure.paillier.obfuscator_worker import ObfuscatorWorker
-from secure.paillier.short_exponent import (
+from vfl.secure.config import OBFUSCATOR_METHODS as METHODS
+from vfl.secure.errors import ConfigError
+from vfl.secure.paillier.fixed_base import ObfuscatorTable, parallel_powmod, positions
+from vfl.secure.paillier.keys import PrivateKey, PublicKey
+from vfl.secure.paillier.obfuscator_worker import ObfuscatorWorker
+from vfl.secure.paillier.short_exponent import (
     ShortExponentTable,
     short_exponent_powers,
     short_table_cost,

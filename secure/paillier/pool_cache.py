@@ -30,8 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from secure.paillier.keys import PublicKey
-from secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.paillier.keys import PublicKey
+from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
 
 _STEP = 4  # obfuscators per filling step: ~6 ms at 2048 bits
 QUIET_S = 1.0  # the filling waits this long after the last online scoring batch

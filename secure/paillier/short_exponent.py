@@ -36,10 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 from gmpy2 import mpz
-
-from secure.errors import KeyError_
-from secure.paillier.fixed_base import ProductTable
-from secure.paillier.keys import PrivateKey
+from vfl.secure.errors import KeyError_
+from vfl.secure.paillier.fixed_base import ProductTable
+from vfl.secure.paillier.keys import PrivateKey
 
 MARGIN_BITS = 80
 _DIGIT_BITS = 8  # one table row per exponent byte (`ProductTable`)

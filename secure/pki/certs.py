@@ -28,8 +28,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-from secure.errors import SecureError
+from vfl.secure.errors import SecureError
 
 URI_PREFIX = "vfl://party/"
 DEFAULT_HOSTS = ("localhost", "127.0.0.1")  # every certificate's names besides its own

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from secure.pki.certs import (
+from vfl.secure.pki.certs import (
     DEFAULT_HOSTS,
     CertError,
     PartyFiles,

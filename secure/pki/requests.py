@@ -27,8 +27,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-
-from secure.pki.certs import (
+from vfl.secure.pki.certs import (
     DEFAULT_HOSTS,
     URI_PREFIX,
     CertError,

@@ -22,7 +22,7 @@ import ssl
 import threading
 from dataclasses import dataclass
 
-from secure.pki.certs import (
+from vfl.secure.pki.certs import (
     RENEW_HINT,
     CertError,
     PartyFiles,

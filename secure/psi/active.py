@@ -13,11 +13,10 @@ import hashlib
 import secrets
 
 import numpy as np
-
-from secure.errors import PayloadError, SecureError
-from secure.psi.curve import POINT_DTYPE, Blinder, OwnSet
-from secure.psi.wire import PsiWire
-from secure.wire.payload import control_to_payload, indices_to_payload
+from vfl.secure.errors import PayloadError, SecureError
+from vfl.secure.psi.curve import POINT_DTYPE, Blinder, OwnSet
+from vfl.secure.psi.wire import PsiWire
+from vfl.secure.wire.payload import control_to_payload, indices_to_payload
 
 _ORDER_DOMAIN = b"vfl/psi/order/v1\x00"
 

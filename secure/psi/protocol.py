@@ -38,14 +38,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from secure.channel import Channel
-from secure.errors import PayloadError, PsiError, SecureError
-from secure.executor import BlockExecutor
-from secure.psi.active import run_active
-from secure.psi.curve import Blinder, IdColumn, OwnSet, prepare_own
-from secure.psi.wire import MAX_CHUNK, PsiWire, chunks
-from secure.wire.payload import control_from_payload, indices_from_payload
+from vfl.secure.channel import Channel
+from vfl.secure.errors import PayloadError, PsiError, SecureError
+from vfl.secure.executor import BlockExecutor
+from vfl.secure.psi.active import run_active
+from vfl.secure.psi.curve import Blinder, IdColumn, OwnSet, prepare_own
+from vfl.secure.psi.wire import MAX_CHUNK, PsiWire, chunks
+from vfl.secure.wire.payload import control_from_payload, indices_from_payload
 
 logger = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from proto import common_pb2
-from secure.channel import Channel, Payload
-from secure.errors import PayloadError, PsiError, SecureError
-from secure.psi.curve import POINT_BYTES
-from secure.wire.payload import control_from_payload, control_to_payload
+from vfl.proto import common_pb2
+from vfl.secure.channel import Channel, Payload
+from vfl.secure.errors import PayloadError, PsiError, SecureError
+from vfl.secure.psi.curve import POINT_BYTES
+from vfl.secure.wire.payload import control_from_payload, control_to_payload
 
 logger = logging.getLogger(__name__)
 

@@ -13,20 +13,19 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-
-from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import ConfigError, InputError, PayloadError, SecureError, StateError
-from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.encoding import Packer, encode
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
-from secure.paillier.obfuscators import Gate, ObfuscatorPool
-from secure.paillier.pool_cache import PoolCache
-from secure.source_layers.sharing import sample_share
-from secure.source_layers.state import LayerState, SavedTable, tables_from_state, tables_state
-from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, InputError, PayloadError, SecureError, StateError
+from vfl.secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.encoding import Packer, encode
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
+from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.paillier.pool_cache import PoolCache
+from vfl.secure.source_layers.sharing import sample_share
+from vfl.secure.source_layers.state import LayerState, SavedTable, tables_from_state, tables_state
+from vfl.secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix  # noqa: UP040
 # Initial shares handed in by tests, by name: an array, or one array per field (tables).

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import PayloadError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import PublicKey
-from secure.source_layers.sharing import SEED_BYTES, new_seed, pair_sign
-from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
-from secure.wire.payload import Payload
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import PayloadError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import PublicKey
+from vfl.secure.source_layers.sharing import SEED_BYTES, new_seed, pair_sign
+from vfl.secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
+from vfl.secure.wire.payload import Payload
 
 PairSeeds = dict[str, tuple[int, bytes]]  # other passive party -> (sign, shared seed)
 

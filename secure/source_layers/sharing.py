@@ -20,9 +20,8 @@ import secrets
 from typing import Any
 
 import numpy as np
-
-from secure.errors import StateError
-from secure.paillier.keys import PrivateKey
+from vfl.secure.errors import StateError
+from vfl.secure.paillier.keys import PrivateKey
 
 SEED_BYTES = 32
 

@@ -32,11 +32,10 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.config import SecureConfig, check_key_bits
-from secure.errors import KeyError_, PayloadError, SecureError, StateError
-from secure.paillier.cipher_matrix import join_blob, split_blob
-from secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
+from vfl.secure.config import SecureConfig, check_key_bits
+from vfl.secure.errors import KeyError_, PayloadError, SecureError, StateError
+from vfl.secure.paillier.cipher_matrix import join_blob, split_blob
+from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
 
 LayerState: TypeAlias = dict[str, Any]  # noqa: UP040
 

@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-
-from secure.errors import ConfigError, StateError
+from vfl.secure.errors import ConfigError, StateError
 
 RULES = ("sgd", "adagrad", "adam")
 EPS = 1e-10  # torch's Adagrad epsilon

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gmpy2 import mpz
-
-from proto import common_pb2
-from secure.errors import PayloadError
-from secure.paillier.cipher_matrix import CipherMatrix, join_blob, split_blob
-from secure.paillier.keys import PublicKey
+from vfl.proto import common_pb2
+from vfl.secure.errors import PayloadError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix, join_blob, split_blob
+from vfl.secure.paillier.keys import PublicKey
 
 Payload = common_pb2.Payload
 

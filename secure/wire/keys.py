@@ -7,11 +7,10 @@ mod n^2 other than 1) and the minimum size. An empty h_s means the key has none.
 from __future__ import annotations
 
 from gmpy2 import mpz
-
-from proto import common_pb2
-from secure.config import SecureConfig, check_key_bits
-from secure.errors import KeyError_, PayloadError
-from secure.paillier.keys import PublicKey, warn_if_test_key
+from vfl.proto import common_pb2
+from vfl.secure.config import SecureConfig, check_key_bits
+from vfl.secure.errors import KeyError_, PayloadError
+from vfl.secure.paillier.keys import PublicKey, warn_if_test_key
 
 Payload = common_pb2.Payload
 

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 from google.protobuf.message import Message
-
-from proto import common_pb2
-from secure.errors import PayloadError
+from vfl.proto import common_pb2
+from vfl.secure.errors import PayloadError
 
 Payload = common_pb2.Payload
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from vfl.secure.channel import InProcessHub
+from vfl.secure.paillier.counters import OpCounts
+from vfl.secure.paillier.encoding import encode
+from vfl.secure.paillier.keys import generate_keypair
+from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 
-from secure.channel import InProcessHub
-from secure.paillier.counters import OpCounts
-from secure.paillier.encoding import encode
-from secure.paillier.keys import generate_keypair
-from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 from tests.support.bench import bench_module
 from tests.support.secure import TEST_PARTIES, config_for_tests, run_parties
 

@@ -12,13 +12,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from pydantic import ValidationError
-
-from celu.config import LocalUpdateConfig
-from celu.errors import CeluError, LocalUpdateConfigError, LocalUpdateWorkerError
-from celu.local_loop import LocalUpdater, UpdateClock
-from celu.synth_ctr import CATEGORICAL_FIELDS, NUMERIC_FIELDS, generate
-from celu.weighting import active_local_loss, passive_local_derivative
-from celu.workset import CachedBatch
+from vfl.celu.config import LocalUpdateConfig
+from vfl.celu.errors import CeluError, LocalUpdateConfigError, LocalUpdateWorkerError
+from vfl.celu.local_loop import LocalUpdater, UpdateClock
+from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, NUMERIC_FIELDS, generate
+from vfl.celu.weighting import active_local_loss, passive_local_derivative
+from vfl.celu.workset import CachedBatch
 
 Log = list[tuple[int, int, int, int]]
 

@@ -7,10 +7,9 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from celu.errors import WorksetError
-from celu.sampling import UniformSampler
-from celu.workset import WorksetTable
+from vfl.celu.errors import WorksetError
+from vfl.celu.sampling import UniformSampler
+from vfl.celu.workset import WorksetTable
 
 
 def draw_sequence(seed: int, draws: int = 40) -> list[int]:

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
-from celu.errors import SyntheticDataError
-from celu.synth_ctr import CATEGORICAL_FIELDS, NUMERIC_FIELDS, generate, write_csv
+from vfl.celu.errors import SyntheticDataError
+from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, NUMERIC_FIELDS, generate, write_csv
 
 
 def test_columns_and_ranges() -> None:

@@ -9,9 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-
-from celu.errors import WeightingError
-from celu.weighting import (
+from vfl.celu.errors import WeightingError
+from vfl.celu.weighting import (
     active_local_loss,
     instance_weights,
     passive_local_derivative,
@@ -20,6 +19,7 @@ from celu.weighting import (
     weighted_mean_loss,
     weighting_enabled,
 )
+
 from tests.support.numeric import assert_close
 
 X = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [2.0, 0.0]])

@@ -9,10 +9,9 @@ import threading
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from celu.errors import CeluError, WorksetError
-from celu.sampling import UniformSampler
-from celu.workset import WorksetTable
+from vfl.celu.errors import CeluError, WorksetError
+from vfl.celu.sampling import UniformSampler
+from vfl.celu.workset import WorksetTable
 
 
 def first(n: int) -> int:
@@ -120,9 +119,9 @@ def test_wait_for_put_wakes_on_insert() -> None:
 
 def test_celu_imports_no_transport() -> None:
     code = (
-        "import sys, celu.workset, celu.sampling, celu.weighting, celu.local_loop, "
-        "celu.synth_ctr\n"
-        "bad = [m for m in ('grpc', 'party', 'coordinator') if m in sys.modules]\n"
+        "import sys, vfl.celu.workset, vfl.celu.sampling, vfl.celu.weighting, "
+        "vfl.celu.local_loop, vfl.celu.synth_ctr\n"
+        "bad = [m for m in ('grpc', 'vfl.party', 'vfl.coordinator') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -3,8 +3,8 @@ cumulative counters parties report."""
 
 from __future__ import annotations
 
-from coordinator.curves import curves
-from proto import coordinator_pb2 as pb
+from vfl.coordinator.curves import curves
+from vfl.proto import coordinator_pb2 as pb
 
 
 def point(party: str, rnd: int, sent: int, updates: int = 0, loss: float | None = None):

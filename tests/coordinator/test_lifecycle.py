@@ -9,13 +9,13 @@ import threading
 import time
 
 import pytest
+from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.contract.states import SUCCEEDED, TRAINING
+from vfl.coordinator.lifecycle import Lifecycle
+from vfl.coordinator.store import JobStore
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto.rpc import PeerClients
 
-from coordinator.lifecycle import Lifecycle
-from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.states import SUCCEEDED, TRAINING
-from coordinator.store import JobStore
-from proto import coordinator_pb2 as pb
-from proto.rpc import PeerClients
 from tests.support.jobs import job
 
 
@@ -124,7 +124,7 @@ def test_the_log_names_every_jobs_end_its_reason_and_each_cancellation(tmp_path,
     lines = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "coordinator.lifecycle" and r.levelno == logging.INFO
+        if r.name == "vfl.coordinator.lifecycle" and r.levelno == logging.INFO
     ]
     assert any(f"job {unregistered} FAILED" in m and "never registered" in m for m in lines)
     assert [m for m in lines if cancelled in m] == [

@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import grpc
 import pytest
-
-from coordinator.access import Access
-from coordinator.client import CoordinatorClient
-from coordinator.errors import AccessDenied, UnknownModel
-from coordinator.models import summarise
-from coordinator.server import create_coordinator_server
-from coordinator.spec import JobSpec, parse_spec_text
-from coordinator.spec.predict import PredictSpec
-from coordinator.states import (
+from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.contract.spec.predict import PredictSpec
+from vfl.contract.states import (
     AVAILABLE,
     DELETED,
     DELETING,
@@ -22,14 +16,20 @@ from coordinator.states import (
     SUCCEEDED,
     TRAINING,
 )
-from coordinator.store import JobRecord, JobStore, ModelDeletion
-from party.config import PartyConfig
-from party.server import create_party_server
-from party.state import StateDir
-from party.state.models import Column, Manifest, ModelStore
-from proto import coordinator_pb2 as pb
-from proto import party_pb2, party_pb2_grpc
-from proto.rpc import dial
+from vfl.coordinator.access import Access
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.errors import AccessDenied, UnknownModel
+from vfl.coordinator.models import summarise
+from vfl.coordinator.server import create_coordinator_server
+from vfl.coordinator.store import JobRecord, JobStore, ModelDeletion
+from vfl.party.config import PartyConfig
+from vfl.party.server import create_party_server
+from vfl.party.state import StateDir
+from vfl.party.state.models import Column, Manifest, ModelStore
+from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import party_pb2, party_pb2_grpc
+from vfl.proto.rpc import dial
+
 from tests.support.jobs import job
 
 SPEC = parse_spec_text(job(name="m"))

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vfl.contract.spec import parse_spec_text
+from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.coordinator.server import create_coordinator_server
+from vfl.proto import coordinator_pb2 as pb
 
-from coordinator.client import CoordinatorClient, JobView
-from coordinator.server import create_coordinator_server
-from coordinator.spec import parse_spec_text
-from proto import coordinator_pb2 as pb
 from tests.support.jobs import job
 
 pytestmark = pytest.mark.grpc

@@ -6,11 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
-from coordinator.errors import StoreInUse, UnknownJob
-from coordinator.states import CANCELLED, SUCCEEDED, TRAINING
-from coordinator.store import JobStore
-from proto import coordinator_pb2 as pb
+from vfl.contract.states import CANCELLED, SUCCEEDED, TRAINING
+from vfl.coordinator.errors import StoreInUse, UnknownJob
+from vfl.coordinator.store import JobStore
+from vfl.proto import coordinator_pb2 as pb
 
 
 def test_state_metrics_and_parties_survive_a_restart(tmp_path) -> None:

@@ -7,12 +7,11 @@ import asyncio
 import dataclasses
 
 import pytest
-
-from coordinator.errors import UnknownJob
-from coordinator.states import CANCELLED, SUBMITTED, TRAINING, JobState
-from coordinator.store import JobRecord
-from coordinator.watch import JobFeeds
-from proto import coordinator_pb2 as pb
+from vfl.contract.states import CANCELLED, SUBMITTED, TRAINING, JobState
+from vfl.coordinator.errors import UnknownJob
+from vfl.coordinator.store import JobRecord
+from vfl.coordinator.watch import JobFeeds
+from vfl.proto import coordinator_pb2 as pb
 
 
 class Jobs:

@@ -18,11 +18,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 import yaml
-
-from coordinator.cli import daemons, jobs
-from coordinator.cli import main as cli
-from coordinator.spec import parse_spec_text
-from party.config import PartyConfig, load_party_config
+from vfl.cli import daemons, jobs
+from vfl.cli import main as cli
+from vfl.contract.spec import parse_spec_text
+from vfl.party.config import PartyConfig, load_party_config
 
 pytestmark = pytest.mark.subprocess
 
@@ -189,7 +188,7 @@ def test_run_local_runs_the_deploy_topology_and_leaves_nothing_behind(tmp_path) 
     # Prepare: from the repository root, without a folder argument, as a user would
     env = {
         **os.environ,
-        "VFL": f"{sys.executable} -m coordinator.cli.main",
+        "VFL": f"{sys.executable} -m vfl.cli.main",
         "PYTHONPATH": str(REPO),
         "TMPDIR": str(tmp_path),
     }
@@ -219,7 +218,7 @@ def test_run_local_runs_the_deploy_topology_and_leaves_nothing_behind(tmp_path) 
 
 
 def test_prepare_refuses_a_folder_inside_the_clone() -> None:
-    env = {**os.environ, "VFL": f"{sys.executable} -m coordinator.cli.main"}
+    env = {**os.environ, "VFL": f"{sys.executable} -m vfl.cli.main"}
     out = subprocess.run(
         ["bash", "deploy/prepare.sh", "deploy/run"],
         capture_output=True,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from vfl.contract.spec import TableSource, parse_spec_text
+from vfl.party.state import StateDir
+from vfl.party.transport.audit import read_audit
 
-from coordinator.spec import TableSource, parse_spec_text
-from party.state import StateDir
-from party.transport.audit import read_audit
 from tests.support.blindfl_keys import checkpointed_keys, pin_keys
 from tests.support.data import breast_datasets_config
 from tests.support.harness import run_inprocess

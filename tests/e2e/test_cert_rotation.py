@@ -19,17 +19,17 @@ import grpc
 import pytest
 from cryptography import x509
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from vfl.contract.spec import TableSource
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.party.config import PartyConfig
+from vfl.party.server import create_party_server
+from vfl.proto import party_pb2
+from vfl.proto.rpc import dial, explain
+from vfl.secure.pki.certs import CertError, init_ca
+from vfl.secure.pki.federation import load_identity
+from vfl.secure.pki.requests import request, sign
 
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from coordinator.spec import TableSource
-from party.config import PartyConfig
-from party.server import create_party_server
-from proto import party_pb2
-from proto.rpc import dial, explain
-from secure.pki.certs import CertError, init_ca
-from secure.pki.federation import load_identity
-from secure.pki.requests import request, sign
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
 

@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from vfl.secure.pki.federation import local_federation
 
-from secure.pki.federation import local_federation
 from tests.support.data import FATE, shared_data
 
 pytestmark = pytest.mark.subprocess
 
-VFL = [sys.executable, "-m", "coordinator.cli.main"]
+VFL = [sys.executable, "-m", "vfl.cli.main"]
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 import yaml
+from vfl.contract.spec import parse_spec_text
+from vfl.party.state import StateDir
 
-from coordinator.spec import parse_spec_text
-from party.state import StateDir
 from tests.support.data import FATE, breast_datasets_config
 from tests.support.jobs import checkpointed_breast_job
 from tests.support.processes import Daemons

@@ -25,15 +25,15 @@ from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from vfl.contract.spec import TableSource, parse_spec_text
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.party.config import PartyConfig
+from vfl.party.server import create_party_server
+from vfl.proto import coordinator_pb2 as cpb
+from vfl.proto import party_pb2 as ppb
+from vfl.proto.rpc import MAX_MESSAGE_BYTES
 
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from coordinator.spec import TableSource, parse_spec_text
-from party.config import PartyConfig
-from party.server import create_party_server
-from proto import coordinator_pb2 as cpb
-from proto import party_pb2 as ppb
-from proto.rpc import MAX_MESSAGE_BYTES
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
 

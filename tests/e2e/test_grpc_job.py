@@ -8,12 +8,12 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vfl.contract.spec import TableSource
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.party.config import PartyConfig
+from vfl.party.server import create_party_server
 
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from coordinator.spec import TableSource
-from party.config import PartyConfig
-from party.server import create_party_server
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from vfl.cli.local import started
+from vfl.contract.spec import parse_spec_text
+from vfl.secure.pki.federation import load_identity
 
-from coordinator.local import started
-from coordinator.spec import parse_spec_text
-from secure.pki.federation import load_identity
 from tests.support.data import FATE
 
 pytestmark = pytest.mark.subprocess

@@ -8,9 +8,9 @@ import json
 import time
 
 import pytest
+from vfl.party.state import StateDir
+from vfl.party.state.models import ModelStore
 
-from party.state import StateDir
-from party.state.models import ModelStore
 from tests.support.data import breast_datasets_config
 from tests.support.jobs import job
 from tests.support.processes import Daemons

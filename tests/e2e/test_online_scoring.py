@@ -13,19 +13,19 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vfl.cli.main import main
+from vfl.contract.spec import TableSource
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.party.config import PartyConfig
+from vfl.party.daemon import DaemonOptions
+from vfl.party.server import create_party_server
+from vfl.party.state.models import ModelStore
+from vfl.party.transport.audit import read_audit
+from vfl.proto import party_pb2 as pb
+from vfl.proto import party_pb2_grpc
+from vfl.proto.rpc import dial
 
-from coordinator.cli.main import main
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from coordinator.spec import TableSource
-from party.config import PartyConfig
-from party.daemon import DaemonOptions
-from party.server import create_party_server
-from party.state.models import ModelStore
-from party.transport.audit import read_audit
-from proto import party_pb2 as pb
-from proto import party_pb2_grpc
-from proto.rpc import dial
 from tests.support.data import FATE
 from tests.support.jobs import wait
 from tests.support.wire_audit import assert_online_payloads

@@ -9,8 +9,8 @@ import json
 
 import pytest
 import yaml
+from vfl.party.transport.audit import read_audit
 
-from party.transport.audit import read_audit
 from tests.support.data import FATE, breast_datasets_config
 from tests.support.processes import Daemons
 from tests.support.wire_audit import assert_only_allowed_payloads

@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 import yaml
+from vfl.contract.spec import parse_spec
+from vfl.coordinator.client import JobView
+from vfl.party.errors import JobError
+from vfl.secure.errors import PayloadError
+from vfl.secure.executor import RayExecutor, Shared
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.psi.curve import Blinder, blind_blob, hash_to_curve
 
-from coordinator.client import JobView
-from coordinator.spec import parse_spec
-from party.errors import JobError
-from secure.errors import PayloadError
-from secure.executor import RayExecutor, Shared
-from secure.paillier.engine import Paillier
-from secure.paillier.obfuscators import ObfuscatorPool
-from secure.psi.curve import Blinder, blind_blob, hash_to_curve
 from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast, breast_datasets_config
 from tests.support.harness import run_inprocess

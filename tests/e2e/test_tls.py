@@ -14,17 +14,17 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vfl.contract.spec import TableSource, parse_spec_text
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.party.config import PartyConfig
+from vfl.party.server import create_party_server
+from vfl.proto import coordinator_pb2 as cpb
+from vfl.proto import party_pb2, party_pb2_grpc
+from vfl.proto.rpc import dial, explain
+from vfl.secure.pki.certs import CertError, PartyFiles, init_ca, issue
+from vfl.secure.pki.federation import export_bundle, issue_identity, load_identity, local_federation
 
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from coordinator.spec import TableSource, parse_spec_text
-from party.config import PartyConfig
-from party.server import create_party_server
-from proto import coordinator_pb2 as cpb
-from proto import party_pb2, party_pb2_grpc
-from proto.rpc import dial, explain
-from secure.pki.certs import CertError, PartyFiles, init_ca, issue
-from secure.pki.federation import export_bundle, issue_identity, load_identity, local_federation
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
 
@@ -347,7 +347,7 @@ def test_load_identity_names_the_problem(pki, tmp_path) -> None:
 
 
 def vfl(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "coordinator.cli.main", *args]
+    cmd = [sys.executable, "-m", "vfl.cli.main", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import grpc
 import pytest
+from vfl.cli import progress
+from vfl.cli.local import LocalTopology, spec_to_yaml
+from vfl.contract.spec import parse_spec_text
+from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
-from coordinator.cli import progress
-from coordinator.client import CoordinatorClient, JobView
-from coordinator.local import LocalTopology, spec_to_yaml
-from coordinator.spec import parse_spec_text
-from secure.pki.federation import ADMIN_ID, load_identity, local_federation
 from tests.support.data import FATE
 
 pytestmark = pytest.mark.subprocess

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from vfl.party.transport.audit import read_audit
 
-from party.transport.audit import read_audit
 from tests.support.data import FATE
 from tests.support.wire_audit import assert_only_allowed_payloads
 
@@ -35,7 +35,7 @@ def run_audited(tmp_path: Path, spec: str) -> list[dict]:
         [
             sys.executable,
             "-m",
-            "coordinator.cli.main",
+            "vfl.cli.main",
             "run",
             str(job),
             "--json",

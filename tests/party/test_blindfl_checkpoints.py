@@ -10,11 +10,11 @@ hundredths of AUC on breast, which says nothing about resuming.
 from __future__ import annotations
 
 import pytest
+from vfl.contract.spec import parse_spec
+from vfl.party.state import StateDir
+from vfl.secure.channel import InProcessHub
+from vfl.secure.errors import ChannelClosed
 
-from coordinator.spec import parse_spec
-from party.state import StateDir
-from secure.channel import InProcessHub
-from secure.errors import ChannelClosed
 from tests.party.test_blindfl_training import categorical_job
 from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast

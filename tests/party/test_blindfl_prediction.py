@@ -10,17 +10,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import vfl.party.training.blindfl.active as active
+from vfl.contract.spec import TableSource
+from vfl.contract.spec.predict import PredictSpec
+from vfl.party.config import PartyConfig
+from vfl.party.daemon import PartyDaemon
+from vfl.party.state import StateDir
+from vfl.party.state.models import ModelStore
+from vfl.proto.rpc import PeerClients
+from vfl.secure.executor import ComputeConfig
+from vfl.secure.source_layers.state import tables_from_state
 
-import party.training.blindfl.active as active
-from coordinator.spec import TableSource
-from coordinator.spec.predict import PredictSpec
-from party.config import PartyConfig
-from party.daemon import PartyDaemon
-from party.state import StateDir
-from party.state.models import ModelStore
-from proto.rpc import PeerClients
-from secure.executor import ComputeConfig
-from secure.source_layers.state import tables_from_state
 from tests.party.test_blindfl_training import breast_spec
 from tests.support.data import breast
 from tests.support.harness import run_inprocess

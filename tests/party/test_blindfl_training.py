@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from vfl.contract.spec import TableSource, parse_spec
 
 from bench.sparse_data import sparse_tables
-from coordinator.spec import TableSource, parse_spec
 from tests.support.blindfl_keys import new_keys, pin_keys, seeded_keys
 from tests.support.data import breast, motor
 from tests.support.harness import run_inprocess
@@ -86,7 +86,7 @@ def test_blindfl_three_parties_motor_regression() -> None:
 
 
 def test_small_keys_need_the_named_test_setting() -> None:
-    from coordinator.errors import SpecError
+    from vfl.contract.errors import SpecError
 
     with pytest.raises(SpecError, match="allow_insecure_test_keys"):
         parse_spec(

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
+from vfl.contract.spec import TableSource, parse_spec
 
-from celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
-from coordinator.spec import TableSource, parse_spec
 from tests.support.data import FATE
 from tests.support.harness import run_inprocess
 

@@ -9,15 +9,15 @@ import stat
 import pytest
 import torch
 from gmpy2 import mpz
+from vfl.contract.spec import parse_spec
+from vfl.party.errors import CheckpointError
+from vfl.party.state import Checkpoint, StateDir
+from vfl.secure.channel import InProcessHub
+from vfl.secure.errors import ChannelClosed
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import PublicKey
 
-from coordinator.spec import parse_spec
-from party.errors import CheckpointError
-from party.state import Checkpoint, StateDir
-from secure.channel import InProcessHub
-from secure.errors import ChannelClosed
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import PublicKey
 from tests.support.data import breast
 from tests.support.harness import run_inprocess
 from tests.support.jobs import checkpointed_breast_job

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from coordinator.spec import TableSource
-from party.config import load_party_config, parse_party_config
-from party.errors import ConfigError
+from vfl.contract.spec import TableSource
+from vfl.party.config import load_party_config, parse_party_config
+from vfl.party.errors import ConfigError
 
 
 def test_datasets_get_defaults_by_format_and_resolve_paths() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import scipy.sparse as sp
+from vfl.contract.spec import TableSource
+from vfl.party.data import load_table, with_columns
+from vfl.party.errors import DataError
 
-from coordinator.spec import TableSource
-from party.data import load_table, with_columns
-from party.errors import DataError
 from tests.support.data import shared_data
 
 

@@ -7,8 +7,7 @@ import threading
 import time
 
 import pytest
-
-from party.inference.batcher import MicroBatcher
+from vfl.party.inference.batcher import MicroBatcher
 
 
 class Scorer:

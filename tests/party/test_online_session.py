@@ -8,18 +8,18 @@ import threading
 from pathlib import Path
 
 import pytest
+from vfl.contract.spec import TableSource, parse_spec
+from vfl.contract.spec.predict import parse_predict_text
+from vfl.party.config import parse_party_config
+from vfl.party.data import load_table
+from vfl.party.errors import ConfigError, DataError
+from vfl.party.inference.model import LoadedModel
+from vfl.party.inference.session import ActiveSession, PassiveSession, Rows, SilentReporter
+from vfl.party.state import StateDir
+from vfl.secure.channel import InProcessHub, Mailbox
+from vfl.secure.errors import PayloadError
+from vfl.secure.wire.payload import ids_from_payload, ids_to_payload
 
-from coordinator.spec import TableSource, parse_spec
-from coordinator.spec.predict import parse_predict_text
-from party.config import parse_party_config
-from party.data import load_table
-from party.errors import ConfigError, DataError
-from party.inference.model import LoadedModel
-from party.inference.session import ActiveSession, PassiveSession, Rows, SilentReporter
-from party.state import StateDir
-from secure.channel import InProcessHub, Mailbox
-from secure.errors import PayloadError
-from secure.wire.payload import ids_from_payload, ids_to_payload
 from tests.support.data import FATE
 from tests.support.harness import run_inprocess
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from vfl.contract.spec import JobSpec, TableSource, parse_spec
+from vfl.contract.spec.predict import PredictSpec
+from vfl.party.errors import ModelError
+from vfl.party.state import StateDir
+from vfl.party.state.models import ModelStore
 
-from coordinator.spec import JobSpec, TableSource, parse_spec
-from coordinator.spec.predict import PredictSpec
-from party.errors import ModelError
-from party.state import StateDir
-from party.state.models import ModelStore
 from tests.party.test_blindfl_training import categorical_job
 from tests.support.data import FATE, breast
 from tests.support.harness import run_inprocess

@@ -10,15 +10,15 @@ import time
 from pathlib import Path
 
 import pytest
+from vfl.contract.spec import parse_spec_text
+from vfl.contract.states import CANCELLED, TRAINING
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.coordinator.store import JobStore
+from vfl.party.report_sender import Outbox, Pending, ReportSender
+from vfl.party.reporting import CoordinatorReporter
+from vfl.proto import coordinator_pb2 as pb
 
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from coordinator.spec import parse_spec_text
-from coordinator.states import CANCELLED, TRAINING
-from coordinator.store import JobStore
-from party.report_sender import Outbox, Pending, ReportSender
-from party.reporting import CoordinatorReporter
-from proto import coordinator_pb2 as pb
 from tests.support.jobs import job
 
 

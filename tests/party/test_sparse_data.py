@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from vfl.contract.spec import JobSpec, TableSource, parse_spec
+from vfl.contract.spec.predict import PredictSpec
+from vfl.party.data import load_table
+from vfl.party.state import StateDir
+from vfl.party.state.models import ModelStore
+from vfl.party.training.models import Inputs, mlp_forward, seeded_bottom, seeded_mlp
 
-from coordinator.spec import JobSpec, TableSource, parse_spec
-from coordinator.spec.predict import PredictSpec
-from party.data import load_table
-from party.state import StateDir
-from party.state.models import ModelStore
-from party.training.models import Inputs, mlp_forward, seeded_bottom, seeded_mlp
 from tests.support.blindfl_keys import pin_keys, seeded_keys
 from tests.support.harness import run_inprocess
 

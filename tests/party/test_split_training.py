@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from vfl.contract.spec import TableSource, parse_spec
 
-from coordinator.spec import TableSource, parse_spec
 from tests.support.data import FATE, breast, motor, shared_data
 from tests.support.harness import run_inprocess
 

@@ -4,9 +4,9 @@ the protocols run over (in-process and real gRPC)."""
 from __future__ import annotations
 
 import pytest
+from vfl.secure.channel import InProcessHub
+from vfl.secure.paillier.keys import KeyPair, generate_keypair
 
-from secure.channel import InProcessHub
-from secure.paillier.keys import KeyPair, generate_keypair
 from tests.support.secure import TEST_KEY_BITS, TEST_PARTIES, config_for_tests
 
 

@@ -16,11 +16,10 @@ from multiprocessing.shared_memory import SharedMemory
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from party.config import parse_party_config
-from party.errors import ConfigError as PartyConfigError
-from secure.errors import ConfigError, ExecutorError
-from secure.executor import (
+from vfl.party.config import parse_party_config
+from vfl.party.errors import ConfigError as PartyConfigError
+from vfl.secure.errors import ConfigError, ExecutorError
+from vfl.secure.executor import (
     DECRYPT,
     PRODUCT_TERM,
     RERANDOMIZE_FULL,
@@ -32,7 +31,7 @@ from secure.executor import (
     make_executor,
     op_cost_ms,
 )
-from secure.paillier.blocks import (
+from vfl.secure.paillier.blocks import (
     WorkerTable,
     blob,
     decrypt_block,
@@ -42,9 +41,10 @@ from secure.paillier.blocks import (
     unblob,
     width_of,
 )
-from secure.paillier.cipher_matmul import CipherMatmul
-from secure.paillier.engine import Paillier
-from secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.paillier.cipher_matmul import CipherMatmul
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+
 from tests.secure.source_layers.test_matmul_layer import check_training
 from tests.support.matmul_layer import make_job
 from tests.support.secure import TEST_KEY_BITS, config_for_tests
@@ -301,8 +301,9 @@ def test_an_unreachable_cluster_is_a_named_error_at_once() -> None:
 def test_nothing_imports_ray_unless_a_config_asks_for_it() -> None:
     code = (
         "import sys; sys.modules['ray'] = None\n"  # `import ray` would fail
-        "import secure.executor, secure.source_layers.common, party.daemon, party.config\n"
-        "from secure.executor import ComputeConfig, make_executor\n"
+        "import vfl.secure.executor, vfl.secure.source_layers.common\n"
+        "import vfl.party.daemon, vfl.party.config\n"
+        "from vfl.secure.executor import ComputeConfig, make_executor\n"
         "make_executor(ComputeConfig(workers=1)).close()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from coordinator.spec import JobSpec
-from party.state import StateDir
-from secure.config import SecureConfig
-from secure.paillier.keys import KeyPair, generate_keypair
-from secure.source_layers.state import keypair_from_state
+from vfl.contract.spec import JobSpec
+from vfl.party.state import StateDir
+from vfl.secure.config import SecureConfig
+from vfl.secure.paillier.keys import KeyPair, generate_keypair
+from vfl.secure.source_layers.state import keypair_from_state
 
-TRAINERS = ("party.training.blindfl.active", "party.training.blindfl.passive")
+TRAINERS = ("vfl.party.training.blindfl.active", "vfl.party.training.blindfl.passive")
 
 
 def new_keys(parties: Iterable[str], key_bits: int) -> dict[str, KeyPair]:
@@ -44,7 +44,7 @@ class _SeededSecrets:
 def seeded_keys(monkeypatch, parties: Iterable[str], key_bits: int, seed: int) -> dict:
     """The same INSECURE test key pairs for the same parties, size and seed, every run."""
     with monkeypatch.context() as patch:
-        patch.setattr("secure.paillier.keys.secrets", _SeededSecrets(seed))
+        patch.setattr("vfl.secure.paillier.keys.secrets", _SeededSecrets(seed))
         return new_keys(sorted(parties), key_bits)
 
 

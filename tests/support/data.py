@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.spec import TableSource
+from vfl.contract.spec import TableSource
 
 REPO = Path(__file__).resolve().parents[2]
 FATE = REPO / "coordinator" / "cli" / "data"

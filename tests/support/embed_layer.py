@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from vfl.secure.channel import InProcessHub
+from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 
-from secure.channel import InProcessHub
-from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 from tests.support.secure import config_for_tests, run_parties
 
 LR = 0.2

@@ -8,11 +8,11 @@ into the party's `Mailbox`.
 
 from __future__ import annotations
 
-from party.servicer import PartyServicer
-from party.transport.grpc_channel import GrpcChannel
-from proto import party_pb2_grpc
-from proto.rpc import PeerClients, bind, make_server
-from secure.channel import EnvelopeHook, Mailbox
+from vfl.party.servicer import PartyServicer
+from vfl.party.transport.grpc_channel import GrpcChannel
+from vfl.proto import party_pb2_grpc
+from vfl.proto.rpc import PeerClients, bind, make_server
+from vfl.secure.channel import EnvelopeHook, Mailbox
 
 
 class _Receiver:

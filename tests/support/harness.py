@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import threading
 
-from coordinator.spec import JobSpec, TableSource
-from coordinator.states import JobState
-from party.inference.batch import PredictJob
-from party.job import PartyJob
-from party.state import StateDir
-from secure.channel import InProcessHub
-from secure.executor import BlockExecutor
+from vfl.contract.spec import JobSpec, TableSource
+from vfl.contract.states import JobState
+from vfl.party.inference.batch import PredictJob
+from vfl.party.job import PartyJob
+from vfl.party.state import StateDir
+from vfl.secure.channel import InProcessHub
+from vfl.secure.executor import BlockExecutor
 
 
 class RecordingReporter:

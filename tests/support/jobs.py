@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from coordinator.client import CoordinatorClient
+from vfl.coordinator.client import CoordinatorClient
 
 JOB = """
 job: {name}

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from vfl.secure.channel import InProcessHub
+from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from vfl.secure.source_layers.steps import SourceOptimizer
 
-from secure.channel import InProcessHub
-from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
-from secure.source_layers.steps import SourceOptimizer
 from tests.support.secure import config_for_tests, run_parties
 
 RTOL = 1e-4

@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import yaml
+from vfl.coordinator.client import CoordinatorClient, JobView
 
-from coordinator.client import CoordinatorClient, JobView
-
-VFL = [sys.executable, "-m", "coordinator.cli.main"]
+VFL = [sys.executable, "-m", "vfl.cli.main"]
 
 
 class Daemons:

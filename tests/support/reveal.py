@@ -8,11 +8,10 @@ test. Nothing here is ever sent over a channel.
 from __future__ import annotations
 
 import numpy as np
-
-from secure.paillier.encoding import decode
-from secure.source_layers.common import flat, shaped
-from secure.source_layers.matmul.active import ActiveSourceLayer
-from secure.source_layers.matmul.passive import PassiveSourceLayer
+from vfl.secure.paillier.encoding import decode
+from vfl.secure.source_layers.common import flat, shaped
+from vfl.secure.source_layers.matmul.active import ActiveSourceLayer
+from vfl.secure.source_layers.matmul.passive import PassiveSourceLayer
 
 
 def reveal_weights_for_tests(

@@ -7,12 +7,11 @@ B's private key), which never happens outside a test. Nothing here is sent anywh
 from __future__ import annotations
 
 import numpy as np
-
-from secure.paillier.encoding import decode
-from secure.paillier.engine import Paillier
-from secure.source_layers.common import flat, shaped
-from secure.source_layers.embed.active import ActiveEmbedLayer
-from secure.source_layers.embed.passive import PassiveEmbedLayer
+from vfl.secure.paillier.encoding import decode
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.source_layers.common import flat, shaped
+from vfl.secure.source_layers.embed.active import ActiveEmbedLayer
+from vfl.secure.source_layers.embed.passive import PassiveEmbedLayer
 
 
 def reveal_embed_for_tests(

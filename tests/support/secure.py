@@ -7,9 +7,8 @@ import threading
 from collections.abc import Callable
 
 from phe import paillier
-
-from secure.config import SecureConfig
-from secure.paillier.keys import KeyPair
+from vfl.secure.config import SecureConfig
+from vfl.secure.paillier.keys import KeyPair
 
 TEST_KEY_BITS = 1024  # INSECURE, tests only (see SecureConfig.allow_insecure_test_keys)
 TEST_PARTIES = ("B", "A1", "A2")

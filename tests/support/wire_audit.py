@@ -14,8 +14,8 @@ import csv
 from pathlib import Path
 
 import numpy as np
+from vfl.party.transport.audit_check import ALLOWED_KINDS, ONLINE_KINDS, leaks, plaintext_patterns
 
-from party.transport.audit_check import ALLOWED_KINDS, ONLINE_KINDS, leaks, plaintext_patterns
 from tests.support.data import FATE
 
 ALLOWED = ALLOWED_KINDS

@@ -11,7 +11,7 @@ model and its own share; a passive party re-applies cached encrypted steps [[lr 
 MatMul layer homomorphically, with uniform sampling and weight 1.
 """
 
-from party.training.blindfl.active import BlindActiveTrainer
-from party.training.blindfl.passive import BlindPassiveTrainer
+from vfl.party.training.blindfl.active import BlindActiveTrainer
+from vfl.party.training.blindfl.passive import BlindPassiveTrainer
 
 __all__ = ["BlindActiveTrainer", "BlindPassiveTrainer"]

@@ -18,11 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-
-from celu.weighting import active_local_loss
-from celu.workset import CachedBatch
-from party.errors import JobError
-from party.training.blindfl.common import (
+from vfl.celu.weighting import active_local_loss
+from vfl.celu.workset import CachedBatch
+from vfl.party.errors import JobError
+from vfl.party.training.blindfl.common import (
     RowSets,
     close_layers,
     features,
@@ -31,16 +30,16 @@ from party.training.blindfl.common import (
     secure_config,
     trained_config,
 )
-from party.training.context import RoleContext, train_rounds
-from party.training.models import Inputs, make_optimizer, mlp_forward, seeded_mlp
-from party.training.split.active import history_entry
-from party.training.task import Task
-from secure.paillier.keys import KeyPair, generate_keypair
-from secure.source_layers.embed import ActiveEmbedLayer
-from secure.source_layers.matmul import ActiveSourceLayer
-from secure.source_layers.state import keypair_state
-from secure.source_layers.steps import SourceOptimizer
-from secure.wire.payload import layer_setup_from_payload
+from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.models import Inputs, make_optimizer, mlp_forward, seeded_mlp
+from vfl.party.training.split.active import history_entry
+from vfl.party.training.task import Task
+from vfl.secure.paillier.keys import KeyPair, generate_keypair
+from vfl.secure.source_layers.embed import ActiveEmbedLayer
+from vfl.secure.source_layers.matmul import ActiveSourceLayer
+from vfl.secure.source_layers.state import keypair_state
+from vfl.secure.source_layers.steps import SourceOptimizer
+from vfl.secure.wire.payload import layer_setup_from_payload
 
 SCORE_AHEAD = 1  # batches whose m1 is out while B decrypts the m2 of an earlier one
 

@@ -9,14 +9,13 @@ from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
-
-from party.errors import CheckpointError
-from party.training.context import RoleContext
-from party.training.models import Inputs
-from party.training.plan import Plan
-from secure.config import DENSE_FEATURE_BITS, SecureConfig
-from secure.paillier.keys import KeyPair
-from secure.source_layers.state import keypair_from_state
+from vfl.party.errors import CheckpointError
+from vfl.party.training.context import RoleContext
+from vfl.party.training.models import Inputs
+from vfl.party.training.plan import Plan
+from vfl.secure.config import DENSE_FEATURE_BITS, SecureConfig
+from vfl.secure.paillier.keys import KeyPair
+from vfl.secure.source_layers.state import keypair_from_state
 
 SPARSE_DENSITY = 0.3
 

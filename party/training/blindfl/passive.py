@@ -7,10 +7,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-
-from celu.workset import CachedBatch
-from party.errors import JobError
-from party.training.blindfl.common import (
+from vfl.celu.workset import CachedBatch
+from vfl.party.errors import JobError
+from vfl.party.training.blindfl.common import (
     RowSets,
     close_layers,
     features,
@@ -19,15 +18,15 @@ from party.training.blindfl.common import (
     secure_config,
     trained_config,
 )
-from party.training.context import RoleContext, train_rounds
-from party.training.models import Inputs
-from proto import common_pb2
-from secure.paillier.keys import KeyPair, generate_keypair
-from secure.source_layers.embed import PassiveEmbedLayer
-from secure.source_layers.matmul import PassiveSourceLayer
-from secure.source_layers.state import keypair_state
-from secure.source_layers.steps import feature_step_factors
-from secure.wire.payload import layer_setup_to_payload
+from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.models import Inputs
+from vfl.proto import common_pb2
+from vfl.secure.paillier.keys import KeyPair, generate_keypair
+from vfl.secure.source_layers.embed import PassiveEmbedLayer
+from vfl.secure.source_layers.matmul import PassiveSourceLayer
+from vfl.secure.source_layers.state import keypair_state
+from vfl.secure.source_layers.steps import feature_step_factors
+from vfl.secure.wire.payload import layer_setup_to_payload
 
 
 class BlindPassiveTrainer:

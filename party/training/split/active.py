@@ -12,13 +12,12 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from celu.weighting import active_local_loss
-from celu.workset import CachedBatch
-from party.training.context import RoleContext, train_rounds
-from party.training.models import Inputs, make_optimizer, seeded_bottom, seeded_mlp
-from party.training.task import Task
-from secure.wire.payload import tensor_from_payload, tensor_to_payload
+from vfl.celu.weighting import active_local_loss
+from vfl.celu.workset import CachedBatch
+from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.models import Inputs, make_optimizer, seeded_bottom, seeded_mlp
+from vfl.party.training.task import Task
+from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
 class ActiveTrainer:

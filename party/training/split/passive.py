@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from celu.weighting import passive_local_derivative
-from celu.workset import CachedBatch
-from party.training.context import RoleContext, train_rounds
-from party.training.models import Inputs, make_optimizer, seeded_bottom
-from secure.wire.payload import tensor_from_payload, tensor_to_payload
+from vfl.celu.weighting import passive_local_derivative
+from vfl.celu.workset import CachedBatch
+from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.models import Inputs, make_optimizer, seeded_bottom
+from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
 class PassiveTrainer:

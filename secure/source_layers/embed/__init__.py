@@ -48,9 +48,9 @@ width plus stat_bits, or over the whole packed row (c) when it is not read slot-
 
 from __future__ import annotations
 
-from secure.config import SecureConfig
-from secure.source_layers.embed.active import ActiveEmbedLayer
-from secure.source_layers.embed.common import VocabularyError
-from secure.source_layers.embed.passive import PassiveEmbedLayer
+from vfl.secure.config import SecureConfig
+from vfl.secure.source_layers.embed.active import ActiveEmbedLayer
+from vfl.secure.source_layers.embed.common import VocabularyError
+from vfl.secure.source_layers.embed.passive import PassiveEmbedLayer
 
 __all__ = ["ActiveEmbedLayer", "PassiveEmbedLayer", "SecureConfig", "VocabularyError"]

@@ -20,14 +20,13 @@ import logging
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import ConfigError, PayloadError, SecureError, StateError
-from secure.paillier.encoding import decode, encode, to_signed
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import KeyPair
-from secure.source_layers.common import (
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
+from vfl.secure.paillier.encoding import decode, encode, to_signed
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import KeyPair
+from vfl.secure.source_layers.common import (
     InitialShares,
     LayerRole,
     Pending,
@@ -37,18 +36,18 @@ from secure.source_layers.common import (
     initial_share,
     shaped,
 )
-from secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
-from secure.source_layers.embed.link import PassiveLink
-from secure.source_layers.embed.setup import (
+from vfl.secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
+from vfl.secure.source_layers.embed.link import PassiveLink
+from vfl.secure.source_layers.embed.setup import (
     EmbedParams,
     check_vocab,
     vocab_from_payload,
     vocab_payload,
 )
-from secure.source_layers.embed.tables import table_rows
-from secure.source_layers.seeds import relay_pair_seeds
-from secure.source_layers.sharing import private_rng
-from secure.source_layers.state import (
+from vfl.secure.source_layers.embed.tables import table_rows
+from vfl.secure.source_layers.seeds import relay_pair_seeds
+from vfl.secure.source_layers.sharing import private_rng
+from vfl.secure.source_layers.state import (
     LayerState,
     modulus_state,
     params_state,
@@ -56,8 +55,8 @@ from secure.source_layers.state import (
     reading,
     restored_params,
 )
-from secure.wire.ciphertexts import ciphertexts_to_payload
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
+from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
+from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 
 log = logging.getLogger(__name__)
 

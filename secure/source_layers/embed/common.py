@@ -7,14 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.channel import Channel
-from secure.errors import EncodingError, InputError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.encoding import encode
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import PublicKey
-from secure.source_layers.common import (
+from vfl.secure.channel import Channel
+from vfl.secure.errors import EncodingError, InputError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.encoding import encode
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import PublicKey
+from vfl.secure.source_layers.common import (
     InitialShares,
     PartyCrypto,
     check_init,

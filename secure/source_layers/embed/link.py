@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.errors import PayloadError, SecureError
-from secure.paillier.cipher_matmul import CipherMatmul
-from secure.paillier.engine import Paillier
-from secure.source_layers.common import shaped
-from secure.source_layers.embed.common import (
+from vfl.secure.errors import PayloadError, SecureError
+from vfl.secure.paillier.cipher_matmul import CipherMatmul
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.source_layers.common import shaped
+from vfl.secure.source_layers.embed.common import (
     Wire,
     add_plain_rows,
     add_rows,
@@ -23,7 +22,7 @@ from secure.source_layers.embed.common import (
     negated,
     sealed,
 )
-from secure.source_layers.embed.packing import (
+from vfl.secure.source_layers.embed.packing import (
     FieldLayout,
     SlotLayout,
     exact_matmul,
@@ -31,9 +30,9 @@ from secure.source_layers.embed.packing import (
     uniform_ints,
     uniform_matrix,
 )
-from secure.source_layers.embed.setup import EmbedParams
-from secure.source_layers.embed.tables import segment_rows
-from secure.source_layers.state import (
+from vfl.secure.source_layers.embed.setup import EmbedParams
+from vfl.secure.source_layers.embed.tables import segment_rows
+from vfl.secure.source_layers.state import (
     LayerState,
     cipher_from_state,
     cipher_state,

@@ -22,8 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from secure.errors import EncodingError, InputError
+from vfl.secure.errors import EncodingError, InputError
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import ConfigError, PayloadError, SecureError, StateError
-from secure.paillier.encoding import encode
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import KeyPair, PublicKey
-from secure.source_layers.common import (
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
+from vfl.secure.paillier.encoding import encode
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import KeyPair, PublicKey
+from vfl.secure.source_layers.common import (
     InitialShares,
     LayerRole,
     Pending,
@@ -31,7 +30,7 @@ from secure.source_layers.common import (
     check_lr,
     initial_share,
 )
-from secure.source_layers.embed.common import (
+from vfl.secure.source_layers.embed.common import (
     Wire,
     add_plain_rows,
     add_rows,
@@ -43,17 +42,17 @@ from secure.source_layers.embed.common import (
     negated,
     sealed,
 )
-from secure.source_layers.embed.packing import SlotLayout, round_shift, uniform_matrix
-from secure.source_layers.embed.setup import (
+from vfl.secure.source_layers.embed.packing import SlotLayout, round_shift, uniform_matrix
+from vfl.secure.source_layers.embed.setup import (
     EmbedParams,
     check_vocab,
     vocab_from_payload,
     vocab_payload,
 )
-from secure.source_layers.embed.tables import EncryptedTables, segment_rows
-from secure.source_layers.seeds import agree_pair_seeds
-from secure.source_layers.sharing import ZeroSumMasks, private_rng
-from secure.source_layers.state import (
+from vfl.secure.source_layers.embed.tables import EncryptedTables, segment_rows
+from vfl.secure.source_layers.seeds import agree_pair_seeds
+from vfl.secure.source_layers.sharing import ZeroSumMasks, private_rng
+from vfl.secure.source_layers.state import (
     LayerState,
     array_from_state,
     cipher_from_state,
@@ -64,7 +63,7 @@ from secure.source_layers.state import (
     reading,
     restored_params,
 )
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
+from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 
 log = logging.getLogger(__name__)
 

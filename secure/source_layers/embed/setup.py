@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from proto import common_pb2
-from secure.config import SecureConfig
-from secure.errors import ConfigError, PayloadError
-from secure.source_layers.embed.packing import FieldLayout, SlotLayout
-from secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
+from vfl.proto import common_pb2
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, PayloadError
+from vfl.secure.source_layers.embed.packing import FieldLayout, SlotLayout
+from vfl.secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
 
 E_SLOT_BITS = 63
 EMBED_SCALES = {"feature_bits": 16, "output_bits": 52, "slot_bits": 62}  # f_E, f_Z, b

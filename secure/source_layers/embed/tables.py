@@ -13,9 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from gmpy2 import mpz
-
-from secure.paillier.keys import PublicKey
-from secure.source_layers.embed.packing import FieldLayout
+from vfl.secure.paillier.keys import PublicKey
+from vfl.secure.source_layers.embed.packing import FieldLayout
 
 
 def segment_rows(layout: FieldLayout, values: Sequence[Sequence[int]]) -> list[list[int]]:

@@ -24,8 +24,8 @@ Precision: features at 2^-f_X (default 2^-16), Z at 2^-f_Z (2^-52), [[eta G]] at
 
 from __future__ import annotations
 
-from secure.config import SecureConfig
-from secure.source_layers.matmul.active import ActiveSourceLayer
-from secure.source_layers.matmul.passive import PassiveSourceLayer
+from vfl.secure.config import SecureConfig
+from vfl.secure.source_layers.matmul.active import ActiveSourceLayer
+from vfl.secure.source_layers.matmul.passive import PassiveSourceLayer
 
 __all__ = ["ActiveSourceLayer", "PassiveSourceLayer", "SecureConfig"]

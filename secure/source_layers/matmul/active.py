@@ -19,15 +19,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 from gmpy2 import mpz
-
-from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import ConfigError, SecureError, StateError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.encoding import decode, to_signed
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import KeyPair
-from secure.source_layers.common import (
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, SecureError, StateError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.encoding import decode, to_signed
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import KeyPair
+from vfl.secure.source_layers.common import (
     Features,
     InitialShares,
     LayerRole,
@@ -47,13 +46,13 @@ from secure.source_layers.common import (
     send_cipher,
     shaped,
 )
-from secure.source_layers.matmul import row_shares
-from secure.source_layers.matmul.row_packing import ShiftedCopies
-from secure.source_layers.matmul.row_shares import RowChunks
-from secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
-from secure.source_layers.seeds import relay_pair_seeds
-from secure.source_layers.sharing import private_rng, statistical_masks
-from secure.source_layers.state import (
+from vfl.secure.source_layers.matmul import row_shares
+from vfl.secure.source_layers.matmul.row_packing import ShiftedCopies
+from vfl.secure.source_layers.matmul.row_shares import RowChunks
+from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
+from vfl.secure.source_layers.seeds import relay_pair_seeds
+from vfl.secure.source_layers.sharing import private_rng, statistical_masks
+from vfl.secure.source_layers.state import (
     LayerState,
     array_from_state,
     cipher_from_state,
@@ -64,10 +63,10 @@ from secure.source_layers.state import (
     reading,
     restored_params,
 )
-from secure.source_layers.steps import SourceOptimizer
-from secure.wire.ciphertexts import ciphertexts_to_payload
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
-from secure.wire.payload import Payload
+from vfl.secure.source_layers.steps import SourceOptimizer
+from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
+from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
+from vfl.secure.wire.payload import Payload
 
 log = logging.getLogger(__name__)
 

@@ -16,15 +16,14 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-
-from secure.channel import Channel
-from secure.config import SecureConfig
-from secure.errors import ConfigError, PayloadError, SecureError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.encoding import Packer
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import KeyPair
-from secure.source_layers.common import (
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, PayloadError, SecureError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.encoding import Packer
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import KeyPair
+from vfl.secure.source_layers.common import (
     Features,
     InitialShares,
     LayerRole,
@@ -42,13 +41,13 @@ from secure.source_layers.common import (
     send_cipher,
     shaped,
 )
-from secure.source_layers.matmul import row_shares
-from secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
-from secure.source_layers.matmul.row_shares import RowChunks
-from secure.source_layers.matmul.setup import LayerParams, passive_info_payload
-from secure.source_layers.seeds import agree_pair_seeds
-from secure.source_layers.sharing import ZeroSumMasks, private_rng
-from secure.source_layers.state import (
+from vfl.secure.source_layers.matmul import row_shares
+from vfl.secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
+from vfl.secure.source_layers.matmul.row_shares import RowChunks
+from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_payload
+from vfl.secure.source_layers.seeds import agree_pair_seeds
+from vfl.secure.source_layers.sharing import ZeroSumMasks, private_rng
+from vfl.secure.source_layers.state import (
     LayerState,
     array_from_state,
     cipher_from_state,
@@ -59,10 +58,10 @@ from secure.source_layers.state import (
     reading,
     restored_params,
 )
-from secure.source_layers.steps import scaled_columns
-from secure.wire.ciphertexts import ciphertexts_from_payload
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
-from secure.wire.payload import Payload
+from vfl.secure.source_layers.steps import scaled_columns
+from vfl.secure.wire.ciphertexts import ciphertexts_from_payload
+from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
+from vfl.secure.wire.payload import Payload
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from gmpy2 import mpz
-
-from secure.paillier.cipher_matmul import CipherMatmul
-from secure.paillier.fixed_base import parallel_powmod
+from vfl.secure.paillier.cipher_matmul import CipherMatmul
+from vfl.secure.paillier.fixed_base import parallel_powmod
 
 ROW_VS_SHIFT = 24  # C / S above
 REFERENCE_BATCH = 256

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from secure.errors import PayloadError, SecureError, StateError
-from secure.source_layers.matmul.row_packing import RowLayout
+from vfl.secure.errors import PayloadError, SecureError, StateError
+from vfl.secure.source_layers.matmul.row_packing import RowLayout
 
 CHUNK_CIPHERTEXTS = 1024  # setup ciphertexts per message (512 KB at 2048 bits)
 

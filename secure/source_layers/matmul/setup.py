@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from proto import common_pb2
-from secure.config import SecureConfig
-from secure.errors import PayloadError
-from secure.paillier.encoding import Packer
-from secure.source_layers.matmul.row_packing import RowLayout, choose_rows
-from secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
+from vfl.proto import common_pb2
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import PayloadError
+from vfl.secure.paillier.encoding import Packer
+from vfl.secure.source_layers.matmul.row_packing import RowLayout, choose_rows
+from vfl.secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
 
 _FIELDS = (
     "out_dim",

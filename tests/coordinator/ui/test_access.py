@@ -9,10 +9,10 @@ import ssl
 from pathlib import Path
 
 import pytest
+from vfl.coordinator.client import CoordinatorClient
+from vfl.coordinator.server import create_coordinator_server
+from vfl.secure.pki.federation import load_identity, local_federation
 
-from coordinator.client import CoordinatorClient
-from coordinator.server import create_coordinator_server
-from secure.pki.federation import load_identity, local_federation
 from tests.support.jobs import job, wait
 
 pytestmark = pytest.mark.grpc

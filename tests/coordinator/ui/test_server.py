@@ -6,10 +6,9 @@ import socket
 from pathlib import Path
 
 import pytest
-
-from coordinator.errors import CoordinatorError
-from coordinator.server import create_coordinator_server
-from coordinator.ui.server import parse_listen
+from vfl.coordinator.errors import CoordinatorError
+from vfl.coordinator.server import create_coordinator_server
+from vfl.coordinator.ui.server import parse_listen
 
 pytestmark = pytest.mark.grpc
 

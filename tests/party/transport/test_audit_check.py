@@ -6,8 +6,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-
-from party.transport.audit_check import find_plaintext, leaks, plaintext_patterns, summarize
+from vfl.party.transport.audit_check import find_plaintext, leaks, plaintext_patterns, summarize
 
 
 def record(sender: str, receiver: str, direction: str, kind: str, data: bytes) -> dict:

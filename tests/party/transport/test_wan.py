@@ -6,11 +6,10 @@ import time
 
 import numpy as np
 import pytest
-
-from coordinator.spec import NetworkSpec
-from party.transport.wan import ShapedChannel
-from secure.channel import InProcessHub
-from secure.wire.payload import tensor_to_payload
+from vfl.contract.spec import NetworkSpec
+from vfl.party.transport.wan import ShapedChannel
+from vfl.secure.channel import InProcessHub
+from vfl.secure.wire.payload import tensor_to_payload
 
 
 def pair(profile: NetworkSpec):

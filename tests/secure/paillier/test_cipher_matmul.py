@@ -10,11 +10,10 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
-from secure.paillier.engine import Paillier
-from secure.paillier.multiexp import multiexp_columns
-from secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.multiexp import multiexp_columns
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from secure.paillier.encoding import Packer, decode, encode, to_signed
+from vfl.secure.paillier.encoding import Packer, decode, encode, to_signed
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 

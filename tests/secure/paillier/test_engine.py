@@ -9,15 +9,15 @@ import pytest
 from gmpy2 import mpz
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import KeyError_, PayloadError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import PublicKey, generate_keypair, keypair_from_phe
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
+from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 
-from secure.config import SecureConfig
-from secure.errors import KeyError_, PayloadError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import PublicKey, generate_keypair, keypair_from_phe
-from secure.paillier.obfuscators import ObfuscatorPool
-from secure.wire.ciphertexts import ciphertexts_from_payload, ciphertexts_to_payload
-from secure.wire.keys import public_key_from_payload, public_key_to_payload
 from tests.support.secure import config_for_tests, phe_form
 
 plaintexts = st.integers(min_value=-(2**500), max_value=2**500)
@@ -90,7 +90,7 @@ def test_keys_below_2048_bits_need_the_explicit_test_setting():
 
 
 def test_a_test_key_logs_a_warning_without_key_material(caplog, test_keys):
-    caplog.set_level(logging.WARNING, logger="secure.paillier.keys")
+    caplog.set_level(logging.WARNING, logger="vfl.secure.paillier.keys")
     config = config_for_tests()
     keypair = generate_keypair("A9", replace(config, key_bits=512))
     assert "INSECURE 512-bit" in caplog.text

@@ -12,9 +12,8 @@ from gmpy2 import mpz
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
-from secure.paillier import multiexp
-from secure.paillier.multiexp_rows import WINDOWS, estimated_cost, multiexp_rows
+from vfl.secure.paillier import multiexp
+from vfl.secure.paillier.multiexp_rows import WINDOWS, estimated_cost, multiexp_rows
 
 MODULUS = mpz(2**127 - 1) * mpz(2**89 - 1)  # any modulus: the kernels are group-agnostic
 

@@ -10,13 +10,13 @@ import pytest
 from gmpy2 import mpz
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from vfl.secure.config import SecureConfig
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.fixed_base import HIDING_BITS, MIN_POSITIONS, ObfuscatorTable, positions
+from vfl.secure.paillier.keys import generate_keypair
+from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.source_layers.common import PartyCrypto
 
-from secure.config import SecureConfig
-from secure.paillier.engine import Paillier
-from secure.paillier.fixed_base import HIDING_BITS, MIN_POSITIONS, ObfuscatorTable, positions
-from secure.paillier.keys import generate_keypair
-from secure.paillier.obfuscators import Gate, ObfuscatorPool
-from secure.source_layers.common import PartyCrypto
 from tests.support.secure import config_for_tests
 
 plaintexts = st.integers(min_value=-(2**500), max_value=2**500)

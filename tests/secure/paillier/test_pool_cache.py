@@ -9,11 +9,12 @@ import threading
 import time
 import traceback
 
-from secure.executor import LocalExecutor
-from secure.paillier.engine import Paillier
-from secure.paillier.obfuscators import Gate, ObfuscatorPool
-from secure.paillier.pool_cache import PoolCache
-from secure.source_layers.common import PartyCrypto
+from vfl.secure.executor import LocalExecutor
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.paillier.pool_cache import PoolCache
+from vfl.secure.source_layers.common import PartyCrypto
+
 from tests.support.secure import config_for_tests
 
 

@@ -14,14 +14,14 @@ from gmpy2 import mpz
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from phe import paillier
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, KeyError_
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import PrivateKey, PublicKey, keypair_from_phe
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.paillier.short_exponent import ShortExponentTable, exponent_bits
+from vfl.secure.source_layers.common import PartyCrypto
 
-from secure.config import SecureConfig
-from secure.errors import ConfigError, KeyError_
-from secure.paillier.engine import Paillier
-from secure.paillier.keys import PrivateKey, PublicKey, keypair_from_phe
-from secure.paillier.obfuscators import ObfuscatorPool
-from secure.paillier.short_exponent import ShortExponentTable, exponent_bits
-from secure.source_layers.common import PartyCrypto
 from tests.support.secure import TEST_KEY_BITS, config_for_tests
 
 plaintexts = st.integers(min_value=-(2**500), max_value=2**500)

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from cryptography import x509
-
-from secure.pki.certs import (
+from vfl.secure.pki.certs import (
     URI_PREFIX,
     CertError,
     init_ca,

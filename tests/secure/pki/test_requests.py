@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
-
-from secure.pki.certs import CertError, PartyFiles, init_ca, verify_party_cert
-from secure.pki.federation import load_identity
-from secure.pki.requests import request, sign
-from secure.pki.rotation import IdentityWatch
+from vfl.secure.pki.certs import CertError, PartyFiles, init_ca, verify_party_cert
+from vfl.secure.pki.federation import load_identity
+from vfl.secure.pki.requests import request, sign
+from vfl.secure.pki.rotation import IdentityWatch
 
 REPO = Path(__file__).resolve().parents[3]
 DER = Encoding.DER
@@ -131,7 +130,7 @@ def test_cli_request_and_sign_between_folders(ca_dir: Path, tmp_path: Path) -> N
     env = {**os.environ, "PYTHONPATH": str(REPO)}
 
     def vfl(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "coordinator.cli.main", "certs", *args]
+        cmd = [sys.executable, "-m", "vfl.cli.main", "certs", *args]
         return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
 
     made = vfl("request", "--party", "admin", cwd=org)

@@ -15,15 +15,15 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from vfl.proto import common_pb2
+from vfl.secure.channel import InProcessHub
+from vfl.secure.errors import PayloadError, PsiError
+from vfl.secure.executor import PSI_POINT, BlockExecutor, LocalExecutor
+from vfl.secure.psi.curve import Blinder, IdColumn, canonical_ids, hash_to_curve
+from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi
+from vfl.secure.psi.wire import PsiWire, points_from_payload, points_to_payload
+from vfl.secure.wire.payload import control_to_payload
 
-from proto import common_pb2
-from secure.channel import InProcessHub
-from secure.errors import PayloadError, PsiError
-from secure.executor import PSI_POINT, BlockExecutor, LocalExecutor
-from secure.psi.curve import Blinder, IdColumn, canonical_ids, hash_to_curve
-from secure.psi.protocol import PsiConfig, PsiResult, run_psi
-from secure.psi.wire import PsiWire, points_from_payload, points_to_payload
-from secure.wire.payload import control_to_payload
 from tests.support.data import DATA, FATE
 
 INLINE = PsiConfig(workers=1, timeout=20)

@@ -4,14 +4,13 @@ and the pair seeds of the zero-sum masks (K >= 2 passive parties)."""
 from __future__ import annotations
 
 import pytest
-
-from secure.errors import PayloadError, SecureError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.engine import Paillier
-from secure.source_layers.common import Pending
-from secure.source_layers.seeds import seed_from_payload, seed_payload
-from secure.source_layers.sharing import SEED_BYTES, new_seed
-from secure.wire.ciphertexts import ciphertexts_to_payload
+from vfl.secure.errors import PayloadError, SecureError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.source_layers.common import Pending
+from vfl.secure.source_layers.seeds import seed_from_payload, seed_payload
+from vfl.secure.source_layers.sharing import SEED_BYTES, new_seed
+from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
 
 
 def test_pending_takes_the_step_by_tag_else_the_latest() -> None:

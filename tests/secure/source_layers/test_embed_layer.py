@@ -8,25 +8,25 @@ import threading
 
 import numpy as np
 import pytest
-
-from proto import common_pb2
-from secure.channel import InProcessHub
-from secure.config import SecureConfig
-from secure.errors import PayloadError, SecureError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.encoding import to_signed
-from secure.paillier.keys import generate_keypair
-from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer, VocabularyError
-from secure.source_layers.embed import link as embed_link
-from secure.source_layers.embed.packing import (
+from vfl.proto import common_pb2
+from vfl.secure.channel import InProcessHub
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import PayloadError, SecureError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.encoding import to_signed
+from vfl.secure.paillier.keys import generate_keypair
+from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer, VocabularyError
+from vfl.secure.source_layers.embed import link as embed_link
+from vfl.secure.source_layers.embed.packing import (
     FieldLayout,
     SlotLayout,
     exact_matmul,
     round_shift,
     uniform_ints,
 )
-from secure.source_layers.matmul import ActiveSourceLayer
-from secure.wire.ciphertexts import ciphertexts_to_payload
+from vfl.secure.source_layers.matmul import ActiveSourceLayer
+from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
+
 from tests.support.embed_layer import LR, Job, close, draw_codes, make_job, secure_step
 from tests.support.numeric import assert_close
 from tests.support.reveal_embed import reveal_embed_for_tests

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gmpy2 import mpz
+from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.secure.channel import InProcessHub
+from vfl.secure.errors import KeyError_, SecureError, StateError
+from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
+from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from vfl.secure.source_layers.state import int_bytes, keypair_from_state, keypair_state
 
-from party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
-from secure.channel import InProcessHub
-from secure.errors import KeyError_, SecureError, StateError
-from secure.source_layers.common import PartyCrypto
-from secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
-from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
-from secure.source_layers.state import int_bytes, keypair_from_state, keypair_state
 from tests.support import embed_layer, matmul_layer
 from tests.support.secure import config_for_tests, run_parties
 

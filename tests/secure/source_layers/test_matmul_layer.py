@@ -8,16 +8,16 @@ import threading
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from vfl.proto import common_pb2
+from vfl.secure.channel import InProcessHub
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import KeyError_, PayloadError, SecureError
+from vfl.secure.paillier.cipher_matrix import CipherMatrix
+from vfl.secure.paillier.encoding import to_signed
+from vfl.secure.paillier.keys import generate_keypair
+from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
 
-from proto import common_pb2
-from secure.channel import InProcessHub
-from secure.config import SecureConfig
-from secure.errors import KeyError_, PayloadError, SecureError
-from secure.paillier.cipher_matrix import CipherMatrix
-from secure.paillier.encoding import to_signed
-from secure.paillier.keys import generate_keypair
-from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
-from secure.wire.ciphertexts import ciphertexts_to_payload
 from tests.support.matmul_layer import (
     LR,
     RTOL,

@@ -8,19 +8,19 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from secure.errors import PayloadError
-from secure.paillier.cipher_matmul import CipherMatmul
-from secure.paillier.encoding import Packer, to_signed
-from secure.paillier.engine import Paillier
-from secure.source_layers.matmul.row_packing import (
+from vfl.secure.errors import PayloadError
+from vfl.secure.paillier.cipher_matmul import CipherMatmul
+from vfl.secure.paillier.encoding import Packer, to_signed
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.source_layers.matmul.row_packing import (
     HornerRows,
     RowLayout,
     ShiftedCopies,
     choose_rows,
     packed_products,
 )
-from secure.source_layers.matmul.setup import LayerParams
+from vfl.secure.source_layers.matmul.setup import LayerParams
+
 from tests.support.matmul_layer import batch, close, make_job, plain_step, secure_step
 from tests.support.numeric import assert_close
 from tests.support.secure import config_for_tests

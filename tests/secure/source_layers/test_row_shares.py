@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from vfl.secure.channel import InProcessHub
+from vfl.secure.errors import SecureError
+from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+from vfl.secure.source_layers.matmul.row_packing import RowLayout
+from vfl.secure.source_layers.matmul.row_shares import RowChunks, group_shifted, worth_it
 
-from secure.channel import InProcessHub
-from secure.errors import SecureError
-from secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
-from secure.source_layers.matmul.row_packing import RowLayout
-from secure.source_layers.matmul.row_shares import RowChunks, group_shifted, worth_it
 from tests.support.matmul_layer import RTOL, batch, close, make_job, plain_step, secure_step
 from tests.support.numeric import assert_close
 from tests.support.reveal import reveal_weights_for_tests

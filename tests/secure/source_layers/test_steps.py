@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-
-from secure.errors import ConfigError, StateError
-from secure.source_layers.steps import SourceOptimizer, feature_step_factors, scaled_columns
+from vfl.secure.errors import ConfigError, StateError
+from vfl.secure.source_layers.steps import SourceOptimizer, feature_step_factors, scaled_columns
 
 
 @pytest.mark.parametrize("rule", ["sgd", "adagrad", "adam"])

@@ -1,0 +1,206 @@
+"""`vfl coordinator serve` and `vfl party serve`: the two daemons' entry points, with the
+logging, signal handlers and parent watchdog every daemon process gets."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from vfl.cli import certs
+from vfl.contract.logs import configure_daemon_logging
+from vfl.coordinator.errors import CoordinatorError
+from vfl.proto.rpc import COORDINATOR_ID
+
+
+def _daemon_setup(args: argparse.Namespace) -> threading.Event:
+    """Logging, signal handlers and the parent watchdog of a daemon process."""
+    configure_daemon_logging()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.parent_pid:
+
+        def watch_parent() -> None:
+            while not stop.wait(1.0):
+                if os.getppid() != args.parent_pid:
+                    stop.set()
+
+        threading.Thread(target=watch_parent, daemon=True).start()
+    return stop
+
+
+def _write_port(path: str | None, port: int) -> None:
+    if path:
+        tmp = Path(path + ".tmp")
+        tmp.write_text(str(port))
+        tmp.replace(path)
+
+
+def cmd_coordinator_serve(args: argparse.Namespace) -> int:
+    from vfl.coordinator.server import create_coordinator_server
+
+    tls = certs.load_identity(args.tls, COORDINATOR_ID) if args.tls else None
+    stop = _daemon_setup(args)
+    _warn_insecure(tls is None)
+    server = create_coordinator_server(
+        args.db,
+        args.listen,
+        tls,
+        party_grace_s=args.party_grace,
+        auto_resume=args.auto_resume,
+        ui=args.ui,
+    )
+    try:
+        metrics = _serve_metrics(
+            server.lifecycle.metrics.registry, args.metrics, server.clients.tls
+        )
+    except CoordinatorError:
+        server.stop(0)
+        raise
+    _write_port(args.port_file, server.port)
+    print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
+    if server.ui is not None:
+        print(f"dashboard (read-only): {server.ui.login_url}", file=sys.stderr, flush=True)
+    stop.wait()
+    server.stop()
+    if metrics is not None:
+        metrics.stop()
+    return 0
+
+
+def cmd_party_serve(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    import torch
+    from vfl.party.config import load_party_config
+    from vfl.party.server import create_party_server
+
+    config = load_party_config(args.config)
+    overrides = {"listen": args.listen, "coordinator": args.coordinator}
+    overrides["advertise"] = args.advertise
+    overrides["state_dir"] = args.state_dir and Path(args.state_dir).resolve()
+    config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v})
+    tls = certs.load_identity(args.tls, config.party_id) if args.tls else None
+    stop = _daemon_setup(args)
+    _warn_insecure(tls is None)
+    torch.set_num_threads(1)  # several parties share a machine's cores
+    server = create_party_server(config, tls, options=_daemon_options(args))
+    try:
+        metrics = _serve_metrics(server.daemon.metrics.registry, args.metrics, server.clients.tls)
+    except CoordinatorError:
+        server.stop(0)
+        raise
+    _write_port(args.port_file, server.port)
+    print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
+    stop.wait()
+    server.stop()
+    if metrics is not None:
+        metrics.stop()
+    return 0
+
+
+def _serve_metrics(registry, address: str | None, tls):
+    """The daemon's `--metrics` endpoint, if asked for (its URL is printed); HTTPS with
+    client certificates when the daemon has `--tls` (`tls`: its watched identity)."""
+    from vfl.coordinator.metrics import serve_metrics
+
+    if not address:
+        return None
+    served = serve_metrics(registry, address, tls)
+    print(f"metrics on {served.url}", file=sys.stderr, flush=True)
+    return served
+
+
+def _daemon_options(args: argparse.Namespace):
+    from pydantic import ValidationError
+    from vfl.contract.spec import NetworkSpec, explain
+    from vfl.party.daemon import DaemonOptions
+
+    network = None
+    if args.bandwidth_mbps is not None:
+        try:
+            network = NetworkSpec(bandwidth_mbps=args.bandwidth_mbps, rtt_ms=args.rtt_ms or 0.0)
+        except ValidationError as exc:
+            raise CoordinatorError(
+                f"--bandwidth-mbps/--rtt-ms: {explain(exc, NetworkSpec)}"
+            ) from None
+    elif args.rtt_ms is not None:
+        raise CoordinatorError("--rtt-ms needs --bandwidth-mbps too")
+    return DaemonOptions(audit_dir=args.audit, network=network)
+
+
+def _warn_insecure(insecure: bool) -> None:
+    if insecure:
+        print(
+            "warning: no TLS: traffic is not encrypted and parties are not authenticated; "
+            "use --tls DIR (see `vfl certs`) outside a trusted network",
+            file=sys.stderr,
+        )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """`vfl coordinator serve` and `vfl party serve`."""
+
+    def daemon_flags(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--metrics",
+            metavar="HOST:PORT",
+            help="serve Prometheus metrics at HOST:PORT/metrics (off by default): with "
+            "--tls over HTTPS, only to clients with a certificate of the federation CA; "
+            "without, plain HTTP (bind it to loopback or a monitoring network)",
+        )
+        sp.add_argument("--port-file", help="write the bound port here once serving")
+        sp.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
+
+    co = sub.add_parser("coordinator", help="the coordinator daemon")
+    co_sub = co.add_subparsers(dest="action", required=True)
+    cs = co_sub.add_parser("serve", help="serve the coordinator")
+    cs.add_argument("--db", default="jobs.sqlite", help="SQLite job store (created if absent)")
+    cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
+    cs.add_argument(
+        "--party-grace",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a party may stay silent before its running jobs pause (default 10)",
+    )
+    cs.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="resume paused jobs by themselves once all their parties answer again",
+    )
+    cs.add_argument(
+        "--ui",
+        nargs="?",
+        const="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="serve the read-only web dashboard (default 127.0.0.1:8080; off unless given); "
+        "its token is printed at start",
+    )
+    certs.add_tls_flags(cs, client=False)
+    daemon_flags(cs)
+    cs.set_defaults(fn=cmd_coordinator_serve)
+
+    pa = sub.add_parser("party", help="the party daemon")
+    pa_sub = pa.add_subparsers(dest="action", required=True)
+    ps = pa_sub.add_parser("serve", help="serve a party next to its data")
+    ps.add_argument("--config", required=True, help="party.yaml")
+    ps.add_argument("--listen", help="override the config's listen address")
+    ps.add_argument("--coordinator", help="override the config's coordinator address")
+    ps.add_argument("--advertise", help="override the config's advertised host:port")
+    ps.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="checkpoints and keys of this party's jobs (default: the config's state_dir, "
+        "else <party>-state beside the config)",
+    )
+    certs.add_tls_flags(ps, client=False)
+    ps.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
+    ps.add_argument("--bandwidth-mbps", type=float, help="emulate a WAN link: bandwidth")
+    ps.add_argument("--rtt-ms", type=float, help="emulate a WAN link: round-trip time")
+    daemon_flags(ps)
+    ps.set_defaults(fn=cmd_party_serve)

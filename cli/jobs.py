@@ -1,0 +1,163 @@
+"""`vfl submit | jobs | status | watch | cancel | health`: a user's commands against a running
+coordinator (and `health` against any daemon)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from vfl.cli import certs, progress
+from vfl.contract.states import state_name
+from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.coordinator.errors import CoordinatorError, CoordinatorLost
+
+DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
+
+
+def client(args: argparse.Namespace) -> CoordinatorClient:
+    """The coordinator client of a command's `add_client_flags` flags."""
+    return CoordinatorClient(args.coordinator, certs.client_tls(args))
+
+
+def add_client_flags(sp: argparse.ArgumentParser) -> None:
+    """`--coordinator` and the client's TLS flags, for every command that calls it."""
+    sp.add_argument(
+        "--coordinator",
+        default=DEFAULT_COORDINATOR,
+        help="coordinator host:port (env VFL_COORDINATOR)",
+    )
+    certs.add_tls_flags(sp, client=True)
+
+
+def finish(view: JobView, as_json: bool) -> int:
+    print(json.dumps(view.to_plain()) if as_json else progress.format_result(view))
+    return 0 if view.state == "SUCCEEDED" else 1
+
+
+def follow(client: CoordinatorClient, job_id: str, as_json: bool) -> int:
+    """Follow a job until it ends and print its result. Ctrl-C stops the watching, not
+    the job (exit code 130).
+
+    Raises:
+        CoordinatorLost: the coordinator went away meanwhile (names how to follow again).
+    """
+    try:
+        view = progress.follow(client, job_id, show=not as_json)
+    except KeyboardInterrupt:
+        print(
+            f"stopped watching; job {job_id} keeps running (cancel it with `vfl cancel {job_id}`)",
+            file=sys.stderr,
+        )
+        return 130
+    except CoordinatorLost as exc:
+        raise CoordinatorLost(
+            f"{exc}; the job may still be running: follow it again with `vfl watch {job_id}` "
+            "once the coordinator answers"
+        ) from None
+    return finish(view, as_json)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    text = Path(args.spec).read_text() if Path(args.spec).is_file() else None
+    if text is None:
+        raise CoordinatorError(f"job spec '{args.spec}' does not exist")
+    with client(args) as c:
+        job_id = c.submit(text)
+        if not args.wait:
+            print(job_id)
+            return 0
+        print(f"submitted {job_id}", file=sys.stderr)
+        return follow(c, job_id, args.json)
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from vfl.proto.rpc import dial
+
+    request = health_pb2.HealthCheckRequest(service=args.service)
+    with dial(args.address, certs.client_tls(args), expect=args.expect) as channel:
+        resp = health_pb2_grpc.HealthStub(channel).Check(request, timeout=args.timeout)
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)
+    print(f"{args.address}: {status}")
+    return 0 if resp.status == health_pb2.HealthCheckResponse.SERVING else 1
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        jobs = c.jobs()
+    print(f"{'JOB':<32} {'STATE':<11} {'CREATED':<20} REASON")
+    for j in jobs:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j.created_at))
+        print(f"{j.job_id:<32} {state_name(j.state):<11} {created:<20} {j.reason[:60]}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        view = c.get(args.job)
+    if args.json:
+        print(json.dumps(view.to_plain()))
+    else:
+        print(progress.format_result(view))
+        if view.result.total_rounds:
+            print(f"  round: {view.result.round}/{view.result.total_rounds}")
+        if view.result.checkpoints:
+            print(f"  checkpointed: round {view.result.checkpoint_round} at every party")
+        if view.state == "PAUSED":
+            print(f"  resume with: vfl resume {view.job_id}")
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        return follow(c, args.job, args.json)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        state, rnd = c.resume(args.job)
+        after = f"after round {rnd}" if rnd else "from the start (no common checkpoint)"
+        print(f"{args.job}: {state}, continuing {after}", file=sys.stderr)
+        if not args.wait:
+            return 0
+        return finish(progress.follow(c, args.job, show=not args.json), args.json)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        print(f"{args.job}: {c.cancel(args.job)}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    for name, fn, helptext in (
+        ("submit", cmd_submit, "submit a job spec"),
+        ("jobs", cmd_jobs, "list jobs"),
+        ("status", cmd_status, "show a job"),
+        ("watch", cmd_watch, "follow a job until it ends"),
+        ("cancel", cmd_cancel, "cancel a job"),
+        ("resume", cmd_resume, "continue a paused job from its newest checkpoint"),
+    ):
+        sp = sub.add_parser(name, help=helptext)
+        if name == "submit":
+            sp.add_argument("spec", help="job.yaml")
+        elif name != "jobs":
+            sp.add_argument("job", help="job id (see `vfl jobs`)")
+        if name in ("submit", "resume"):
+            sp.add_argument("--wait", action="store_true", help="follow the job until it ends")
+        if name in ("status", "watch", "submit", "resume"):
+            sp.add_argument("--json", action="store_true", help="print the result as JSON")
+        add_client_flags(sp)
+        sp.set_defaults(fn=fn)
+
+    hc = sub.add_parser("health", help="check a daemon with the gRPC health service")
+    hc.add_argument("address", help="host:port of a coordinator or party daemon")
+    hc.add_argument("--service", default="", help="service name ('' = the whole server)")
+    hc.add_argument("--expect", help="party id the server's certificate must name")
+    hc.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    certs.add_tls_flags(hc, client=True)
+    hc.set_defaults(fn=cmd_health)

@@ -1,0 +1,16 @@
+"""Exceptions of the `contract` package: what both daemons and the CLI share.
+
+ContractError   base
+└── SpecError   a job spec (or a party config's dataset entry) is malformed: names the
+                field and the fix
+"""
+
+from __future__ import annotations
+
+
+class ContractError(Exception):
+    """Base class of the shared contract's errors."""
+
+
+class SpecError(ContractError):
+    """A job spec is invalid. The message names the field and how to fix it."""
