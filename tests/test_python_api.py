@@ -102,6 +102,24 @@ def with_files(path: str) -> dict:
     return {**SPEC, "parties": [{**bank, "data": {**data, "label": "y"}}, {**shop, "data": data}]}
 
 
+@pytest.mark.subprocess
+def test_a_local_federation_from_a_spec_file_runs_it_in_a_with_block(tmp_path: Path) -> None:
+    """`vfl run` as Python: the spec's files become the parties' datasets, and the block's
+    end stops every process and removes the temporary folder."""
+    path = tmp_path / "job.yaml"
+    job = with_files(str(FATE / "breast_hetero_guest.csv"))
+    job["parties"][1]["data"] = {"path": str(FATE / "breast_hetero_host.csv")}
+    path.write_text(yaml.safe_dump(job))
+    federation = vfl.local_federation(path, tls=False)
+    with federation as client:
+        assert client.tls is None and federation.spec is not None
+        result = client.run(federation.spec)
+        assert result.succeeded, result.reason
+        assert result.rounds > 0 and result.history[-1].round == result.rounds
+    assert not federation.workdir.exists()
+    federation.close()  # again: nothing left to do
+
+
 def test_a_spec_is_a_dict_a_yaml_file_or_a_jobspec(tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(SPEC))

@@ -43,6 +43,9 @@ class Client:
         identity: whose certificate in the folder to use (the CLI's `--identity`).
         timeout: seconds each call may take (watching a job has no limit).
 
+    Every call raises `CoordinatorUnavailable` when the coordinator cannot be reached (the
+    message names the cause and the fix), `AccessDenied` when this identity may not do it.
+
     Raises:
         CertError: a TLS file is missing, expired, from another CA or not this identity's.
     """
@@ -90,7 +93,6 @@ class Client:
             SpecError: the spec is invalid (names the field), or the coordinator refused
                 it (e.g. a dataset no party's config exposes).
             PartyUnavailable: a party of the spec is not registered.
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         text = spec_to_yaml(as_spec(spec))
         with self._errors(invalid=SpecError):
@@ -102,7 +104,7 @@ class Client:
         """Submit a job and wait for it to end (`submit`, then `wait`).
 
         Raises:
-            SpecError, PartyUnavailable, CoordinatorUnavailable: as `submit`.
+            SpecError, PartyUnavailable: as `submit`.
             CoordinatorLost: as `wait`.
         """
         return self.wait(self.submit(spec), on_progress)
@@ -116,7 +118,6 @@ class Client:
             UnknownJob: no job `job_id`.
             CoordinatorLost: the coordinator went away before the job ended (the job may
                 still run: watch it again once the coordinator is back).
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         for _, event in self._followed(job_id):
             if event is not None:
@@ -130,7 +131,7 @@ class Client:
         not). Interrupting the wait (Ctrl-C) leaves the job running (`cancel` stops it).
 
         Raises:
-            UnknownJob, CoordinatorLost, CoordinatorUnavailable: as `watch`.
+            UnknownJob, CoordinatorLost: as `watch`.
         """
         last: JobView | None = None
         for view, event in self._followed(job_id):
@@ -156,7 +157,6 @@ class Client:
 
         Raises:
             UnknownJob: no job `job_id`.
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         with self._errors(missing=UnknownJob):
             return JobResult.from_view(self._coordinator.get(job_id))
@@ -165,7 +165,7 @@ class Client:
         """Every job this identity may see, oldest first (`vfl jobs`).
 
         Raises:
-            CoordinatorUnavailable: the coordinator cannot be reached.
+            CoordinatorUnavailable: the coordinator cannot be reached (as every call).
         """
         with self._errors():
             return [Job.from_proto(j) for j in self._coordinator.jobs()]
@@ -175,7 +175,6 @@ class Client:
 
         Raises:
             UnknownJob: no job `job_id`.
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         with self._errors(missing=UnknownJob):
             return self._coordinator.cancel(job_id)
@@ -186,7 +185,7 @@ class Client:
         """The models the federation holds (`vfl models`); deleted ones are left out.
 
         Raises:
-            CoordinatorUnavailable: the coordinator cannot be reached.
+            CoordinatorUnavailable: the coordinator cannot be reached (as every call).
         """
         with self._errors():
             return [Model.from_proto(m) for m in self._coordinator.models()]
@@ -196,7 +195,6 @@ class Client:
 
         Raises:
             UnknownModel: no model `model_id` (never trained, or deleted).
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         with self._errors(missing=UnknownModel):
             return Model.from_proto(self._coordinator.model(model_id))
@@ -208,7 +206,6 @@ class Client:
 
         Raises:
             UnknownModel: no model `model_id`.
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         with self._errors(missing=UnknownModel):
             return Model.from_proto(self._coordinator.delete_model(model_id))
@@ -232,7 +229,6 @@ class Client:
             UnknownModel: no model `model_id` (never trained, or deleted).
             CoordinatorError: the coordinator refused it: the job left no model, or
                 `data` does not name exactly the model's parties.
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         text = prediction_yaml(model_id, data, out=out, batch_size=batch_size)
         with self._errors(missing=UnknownModel):
@@ -274,7 +270,6 @@ class Client:
             UnknownModel: no model `model_id`, or the party holds no part of it.
             PartyUnavailable: the active party (or a passive one) does not answer.
             CoordinatorError: the party refused (e.g. it is not the model's active party).
-            CoordinatorUnavailable: the coordinator cannot be reached.
         """
         if party is None:
             with self._errors(missing=UnknownModel):

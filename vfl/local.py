@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Mapping
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike, fspath
 from pathlib import Path
 from typing import Any, cast
@@ -40,7 +40,7 @@ class LocalFederation:
     tls_dir: Path | None
     datasets: dict[str, dict[str, TableSource]]
     spec: JobSpec | None
-    _stack: ExitStack
+    _stack: ExitStack = field(repr=False, compare=False)
 
     def close(self) -> None:
         """Close the client and stop every process (a temporary folder is removed)."""
