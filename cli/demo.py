@@ -25,7 +25,6 @@ import numpy as np
 from vfl.cli import progress
 from vfl.cli.local import LocalRun, follow_or_cancel, started
 from vfl.cli.run import add_local_run_flags
-from vfl.cli.score import as_plain
 from vfl.contract.spec import JobSpec, load_spec
 from vfl.coordinator.client import JobView
 from vfl.party.transport.audit import read_audit
@@ -35,8 +34,7 @@ from vfl.party.transport.audit_check import (
     plaintext_patterns,
     summarize,
 )
-from vfl.proto import party_pb2, party_pb2_grpc
-from vfl.proto.rpc import dial
+from vfl.scoring import score_at
 from vfl.secure.pki.federation import ADMIN_ID, load_identity
 
 DATA = Path(__file__).parent / "data"
@@ -157,10 +155,8 @@ def _score(run: LocalRun, model_id: str) -> list[dict[str, Any]]:
     rows = (firsts + [r for r in table if r not in firsts])[:SCORED_ROWS]
     party, address = run.client.locate_model(model_id)
     tls = load_identity(run.tls_dir, ADMIN_ID) if run.tls_dir else None
-    request = party_pb2.PredictRequest(model_id=model_id, ids=[r[0] for r in rows])
-    with dial(address, tls, expect=party) as channel:
-        resp = party_pb2_grpc.PartyServiceStub(channel).Predict(request, timeout=60)
-    results = as_plain(resp)["results"]
+    scores = score_at(address, tls, model_id, [r[0] for r in rows], expect=party)
+    results = scores.to_plain()["results"]
     for item, row in zip(results, rows, strict=True):
         item["label"] = row[1]
     return results

@@ -1,8 +1,7 @@
-"""`vfl run` / `vfl demo`: a coordinator and every party of a spec as local processes.
+"""`vfl run` / `vfl demo` / `vfl.local_federation`: a coordinator and parties as local
+processes (`vfl.cli.topology`), with their folder, CA and an admin client; on Ctrl-C the
+launcher cancels the job and stops them.
 
-Each process binds port 0 and writes its bound port to a file once it is serving (and,
-for parties, registered), so nothing races for ports. Children watch the launcher's pid
-and stop if it disappears; on Ctrl-C the launcher cancels the job and stops them.
 With `tls` (the default) the run gets its own federation CA in `<workdir>/tls` and every
 process (coordinator, parties, and this launcher as `admin`) uses mutual TLS. A run
 without a workdir removes its temporary folder, CA key included, when it ends.
@@ -10,160 +9,50 @@ without a workdir removes its temporary folder, CA key included, when it ends.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-from vfl.contract.spec import DataSpec, JobSpec, TableSource
+from vfl.cli.topology import LocalTopology, as_datasets, spec_datasets
+from vfl.contract.spec import JobSpec, TableSource
 from vfl.coordinator.client import CoordinatorClient, JobView
-from vfl.coordinator.errors import CoordinatorError
 from vfl.proto.rpc import COORDINATOR_ID
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
+from vfl.specs import spec_to_yaml
 
-STARTUP_TIMEOUT_S = 60.0
-
-
-class LocalTopology:
-    """Starts and stops the processes of one local run."""
-
-    def __init__(
-        self,
-        workdir: Path,
-        party_args: tuple[str, ...] = (),
-        tls_dir: Path | None = None,
-        coordinator_args: tuple[str, ...] = (),
-    ) -> None:
-        self.workdir = workdir
-        self.party_args, self.coordinator_args = party_args, coordinator_args
-        self.tls_args = ("--tls", str(tls_dir)) if tls_dir else ()
-        self.procs: list[tuple[str, subprocess.Popen]] = []
-        self.coordinator_address = ""
-
-    def _spawn(self, name: str, args: list[str]) -> Path:
-        port_file = self.workdir / f"{name}.port"
-        log = open(self.workdir / f"{name}.log", "w")  # noqa: SIM115 - closed with process
-        cmd = [
-            sys.executable,
-            "-m",
-            "vfl.cli.main",
-            *args,
-            "--port-file",
-            str(port_file),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir
-        )
-        self.procs.append((name, proc))
-        with open(self.workdir / "pids", "a") as fh:
-            fh.write(f"{proc.pid}\n")
-        return port_file
-
-    def _wait_port(self, name: str, port_file: Path) -> int:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        proc = dict(self.procs)[name]
-        while time.monotonic() < deadline:
-            if port_file.exists() and port_file.read_text().strip():
-                return int(port_file.read_text())
-            if proc.poll() is not None:
-                raise CoordinatorError(f"{name} exited during startup:\n{self.log_tail(name)}")
-            time.sleep(0.05)
-        raise CoordinatorError(
-            f"{name} did not start within {STARTUP_TIMEOUT_S:.0f} s:\n{self.log_tail(name)}"
-        )
-
-    def log_tail(self, name: str, lines: int = 15) -> str:
-        path = self.workdir / f"{name}.log"
-        text = path.read_text() if path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def start(self, spec: JobSpec) -> JobSpec:
-        """Start the coordinator and the parties; return the spec rewritten to datasets."""
-        pf = self._spawn(
-            "coordinator",
-            [
-                "coordinator",
-                "serve",
-                "--db",
-                str(self.workdir / "jobs.sqlite"),
-                "--listen",
-                "127.0.0.1:0",
-                *self.tls_args,
-                *self.coordinator_args,
-            ],
-        )
-        self.coordinator_address = f"127.0.0.1:{self._wait_port('coordinator', pf)}"
-        files = {}
-        for p in spec.parties:
-            config = self.workdir / f"party-{p.id}.yaml"
-            config.write_text(yaml.safe_dump(_party_config(p.id, p.data, self.coordinator_address)))
-            files[p.id] = self._spawn(
-                f"party-{p.id}",
-                ["party", "serve", "--config", str(config), *self.tls_args, *self.party_args],
-            )
-            test = "test" if p.data.test_path else None
-            spec = spec.with_data(p.id, DataSpec(dataset="data", test_dataset=test))
-        for p in spec.parties:
-            self._wait_port(f"party-{p.id}", files[p.id])
-        return spec
-
-    def stop(self) -> None:
-        for _, proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for _, proc in self.procs:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+__all__ = [  # LocalTopology and spec_to_yaml: also here, where `vfl run`'s tests import them
+    "LocalProcesses",
+    "LocalRun",
+    "LocalTopology",
+    "follow_or_cancel",
+    "launched",
+    "run_local",
+    "spec_to_yaml",
+    "started",
+]
 
 
-def _party_config(party_id: str, data: DataSpec, coordinator: str) -> dict:
-    """A party config exposing the files `data` names as datasets `data` (and `test`)."""
-    datasets = {"data": _dataset(data.table())}
-    if data.test_path:
-        datasets["test"] = _dataset(data.table(test=True))
-    return {
-        "party": party_id,
-        "listen": "127.0.0.1:0",
-        "coordinator": coordinator,
-        "datasets": datasets,
-    }
-
-
-def _dataset(source: TableSource) -> dict:
-    return source.model_dump(mode="json", exclude_none=True)
-
-
-def spec_to_yaml(spec: JobSpec) -> str:
-    raw = spec.model_dump(mode="json")
-    for p in raw["parties"]:
-        p["data"] = {k: v for k, v in p["data"].items() if v is not None}
-    return yaml.safe_dump(raw, sort_keys=False)
-
-
-@dataclass
-class LocalRun:
-    """A started local topology: its folder, processes, the run's admin client and the
-    spec rewritten to the parties' datasets (what to submit)."""
+@dataclass(frozen=True)
+class LocalProcesses:
+    """A started local federation: its folder, its processes, the admin's coordinator
+    client and the folder of the run's CA (None without TLS)."""
 
     base: Path
     topology: LocalTopology
     client: CoordinatorClient
-    spec: JobSpec
     tls_dir: Path | None
+
+
+@dataclass(frozen=True)
+class LocalRun(LocalProcesses):
+    """A local federation started for a spec, with the spec rewritten to the parties'
+    datasets (what to submit)."""
+
+    spec: JobSpec
 
     def submit(self, spec: JobSpec | None = None) -> str:
         """Submit `spec` (default: the run's own), rewritten to the parties' datasets."""
@@ -179,38 +68,41 @@ def _as_local(spec: JobSpec, local: JobSpec) -> JobSpec:
 
 
 @contextmanager
-def started(
-    spec: JobSpec,
+def launched(
+    datasets: Mapping[str, Mapping[str, TableSource]],
     workdir: str | Path | None = None,
     party_args: tuple[str, ...] = (),
     *,
     tls: bool = True,
     went_well: Callable[[], bool] = lambda: False,
     coordinator_args: tuple[str, ...] = (),
-) -> Iterator[LocalRun]:
-    """A fresh local topology for `spec`'s parties, stopped when the block ends.
+) -> Iterator[LocalProcesses]:
+    """A coordinator and a party per id of `datasets` (exposing those datasets) as local
+    processes, stopped when the block ends.
 
     With `tls`, a fresh CA and certificates for every process go to `<workdir>/tls`.
     Without `workdir` the run gets a temporary folder, removed when the block ends however
     it ends (its CA's private key with it); unless `went_well()` says so
     (or the user interrupted it), the warnings and errors of its logs are printed on
     stderr first. `party_args` and `coordinator_args` go to the daemons' command lines.
+
+    Raises:
+        CoordinatorError: a process did not start (with the end of its log).
     """
-    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
+    base = Path(workdir).resolve() if workdir else Path(tempfile.mkdtemp(prefix="vfl-run-"))
     show_logs = not workdir
     try:
         base.mkdir(parents=True, exist_ok=True)
-        tls_dir = None
-        if tls:
-            ids = [COORDINATOR_ID, ADMIN_ID, *(p.id for p in spec.parties)]
-            tls_dir = local_federation(base / "tls", ids)
+        ids = [COORDINATOR_ID, ADMIN_ID, *datasets]
+        tls_dir = local_federation(base / "tls", ids) if tls else None
         topology = LocalTopology(base, party_args, tls_dir, coordinator_args)
         client = None
         try:
-            local_spec = topology.start(spec)
+            topology.start_coordinator()
+            topology.start_parties(datasets)
             admin = load_identity(tls_dir, ADMIN_ID) if tls_dir else None
             client = CoordinatorClient(topology.coordinator_address, admin)
-            yield LocalRun(base, topology, client, local_spec, tls_dir)
+            yield LocalProcesses(base, topology, client, tls_dir)
             show_logs = show_logs and not went_well()
         finally:
             topology.stop()  # first: whatever closing the client does, no process is left
@@ -224,6 +116,35 @@ def started(
             if show_logs:
                 _print_problems(base)
             shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def started(
+    spec: JobSpec,
+    workdir: str | Path | None = None,
+    party_args: tuple[str, ...] = (),
+    *,
+    tls: bool = True,
+    went_well: Callable[[], bool] = lambda: False,
+    coordinator_args: tuple[str, ...] = (),
+) -> Iterator[LocalRun]:
+    """`launched` for `spec`'s parties, each exposing its files in the spec as datasets
+    (`spec_datasets`).
+
+    Raises:
+        CoordinatorError: a process did not start (with the end of its log).
+        ValueError: a party's data names a dataset, not a file.
+    """
+    datasets = spec_datasets(spec)
+    with launched(
+        datasets,
+        workdir,
+        party_args,
+        tls=tls,
+        went_well=went_well,
+        coordinator_args=coordinator_args,
+    ) as procs:
+        yield LocalRun(procs.base, procs.topology, procs.client, procs.tls_dir, as_datasets(spec))
 
 
 def run_local(

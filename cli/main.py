@@ -61,7 +61,8 @@ def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
 def main(argv: list[str] | None = None) -> int:
     import grpc
     from vfl.contract.errors import ContractError
-    from vfl.coordinator.errors import CoordinatorError, CoordinatorLost
+    from vfl.coordinator.errors import CoordinatorError, CoordinatorLost, PartyUnavailable
+    from vfl.errors import CoordinatorUnavailable
     from vfl.party.errors import PartyError
     from vfl.secure.errors import SecureError
 
@@ -71,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except CoordinatorLost as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (CoordinatorLost, CoordinatorUnavailable, PartyUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)  # raised here: a daemon did not answer
         return 3
     except (ContractError, CoordinatorError, PartyError, SecureError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -4,47 +4,46 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-import yaml
 from vfl.cli.jobs import add_client_flags, client, follow
 from vfl.contract.errors import SpecError
-from vfl.contract.spec.predict import parse_predict_text
+from vfl.specs import prediction_yaml
 
 
-def prediction_yaml(args: argparse.Namespace) -> str:
-    """The prediction spec of the command line: `--spec FILE`, or the model, `--data`
-    and `--out` flags (flags given with `--spec` override the file's).
+def _data(items: list[str] | None) -> dict[str, str]:
+    """`--data PARTY=DATASET` flags as {party: dataset}.
+
+    Raises:
+        SpecError: an item that is not PARTY=DATASET.
+    """
+    data = {}
+    for item in items or ():
+        party, sep, dataset = item.partition("=")
+        if not sep or not party or not dataset:
+            raise SpecError(f"--data {item!r} is not PARTY=DATASET (e.g. --data bank=applicants)")
+        data[party] = dataset
+    return data
+
+
+def command_yaml(args: argparse.Namespace) -> str:
+    """The prediction spec of the command line (`vfl.specs.prediction_yaml`): `--spec
+    FILE`, or the model, `--data` and `--out` flags (flags given with `--spec` override
+    the file's).
 
     Raises:
         SpecError: a `--data` that is not PARTY=DATASET, no model, or an invalid spec.
     """
-    raw: dict = {}
-    if args.spec:
-        path = Path(args.spec)
-        if not path.is_file():
-            raise SpecError(f"prediction spec '{args.spec}' does not exist")
-        raw = yaml.safe_load(path.read_text()) or {}
-        if not isinstance(raw, dict):
-            raise SpecError(f"prediction spec '{args.spec}' is not a YAML mapping")
-    if args.model:
-        raw["model"] = args.model
-    for item in args.data or ():
-        party, sep, dataset = item.partition("=")
-        if not sep or not party or not dataset:
-            raise SpecError(f"--data {item!r} is not PARTY=DATASET (e.g. --data bank=applicants)")
-        raw.setdefault("data", {})[party] = dataset
-    if args.out:
-        raw["out"] = args.out
-    if args.batch_size is not None:
-        raw["batch_size"] = args.batch_size
-    text = yaml.safe_dump(raw, sort_keys=False)
-    parse_predict_text(text)  # fail here, with the field named, before dialling
-    return text
+    return prediction_yaml(
+        args.model,
+        _data(args.data),
+        out=args.out,
+        batch_size=args.batch_size,
+        base=args.spec,
+    )
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    text = prediction_yaml(args)
+    text = command_yaml(args)
     with client(args) as c:
         job_id = c.predict(text)
         if args.no_wait:

@@ -4,13 +4,11 @@ metric) once training runs, and the result."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 
-import grpc
 from tqdm import tqdm
 from vfl.coordinator.client import CoordinatorClient, JobView
-from vfl.coordinator.errors import CoordinatorLost
 from vfl.proto import coordinator_pb2 as pb
+from vfl.watching import views
 
 STAGES = {
     "SUBMITTED": "waiting for the parties",
@@ -33,55 +31,28 @@ def _postfix(result: pb.JobResult) -> dict[str, str]:
     return post
 
 
-ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
-# how a stream that was running breaks when the coordinator's process stops or restarts
-_LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN)
-
-
 def follow(client: CoordinatorClient, job_id: str, show: bool = True) -> JobView:
-    """Watch `job_id` until it ends; on stderr when `show`, a line per stage and a
-    progress bar while it trains.
+    """Watch `job_id` until it ends (`vfl.watching.views`); on stderr when `show`, a line
+    per stage and a progress bar while it trains.
 
     Raises:
         CoordinatorLost: the coordinator went away after the watch began (the stream
             broke, or ended before the job did).
         grpc.RpcError: the watch could not begin (unreachable, TLS handshake, no job).
     """
-    last: JobView | None = None
-    try:
-        for view in _views(client, job_id, show):
-            last = view
-    except grpc.RpcError as exc:
-        if last is None or exc.code() not in _LOST:
-            raise
-        raise CoordinatorLost(_lost(client, job_id, last)) from None
-    if last is None:
-        return client.get(job_id)
-    if last.state not in ENDED:
-        raise CoordinatorLost(_lost(client, job_id, last))
-    return last
-
-
-def _lost(client: CoordinatorClient, job_id: str, last: JobView) -> str:
-    return (
-        f"the connection to the coordinator at {client.address} was lost (it stopped or "
-        f"restarted) while job {job_id} was {last.state}"
-    )
-
-
-def _views(client: CoordinatorClient, job_id: str, show: bool) -> Iterator[JobView]:
-    """The job's views from the coordinator, shown on stderr as they come when `show`."""
     bar: tqdm | None = None
     last: JobView | None = None
     try:
-        for view in client.watch(job_id):
+        for view in views(client, job_id):
             if show:
                 bar = _show(job_id, view, last, bar)
             last = view
-            yield view
     finally:
         if bar is not None:
             bar.close()
+    if last is None:  # `views` yields at least once
+        raise AssertionError(f"no view of job {job_id}")
+    return last
 
 
 def _show(job_id: str, view: JobView, last: JobView | None, bar: tqdm | None) -> tqdm | None:

@@ -11,68 +11,38 @@ from __future__ import annotations
 import argparse
 import json
 
-import grpc
 from vfl.cli import certs
-from vfl.cli.jobs import add_client_flags, client
-from vfl.proto import party_pb2 as pb
-from vfl.proto import party_pb2_grpc
-from vfl.proto.rpc import dial, explain
-
-_ERRORS = {pb.ID_ERROR_UNKNOWN_ID: "unknown_id", pb.ID_ERROR_NOT_AT_PEER: "not_at_peer"}
+from vfl.cli.jobs import add_client_flags
+from vfl.client import Client
+from vfl.scoring import Scores
 
 
-def _active_party(args: argparse.Namespace) -> tuple[str, str | None]:
-    """Where to ask: (address, the party id its certificate must name, if known)."""
-    if args.party:
-        return args.party, args.expect
-    with client(args) as c:
-        party, address = c.locate_model(args.model)
-    return address, party
+def score(args: argparse.Namespace) -> Scores:
+    """The scores of the command line's ids (`Client.score`).
 
-
-def predict(args: argparse.Namespace) -> pb.PredictResponse:
-    """Raises:
-    RuntimeError: the active party is unreachable (names the cause and fix).
-    grpc.RpcError: it answered with an error (unknown model, not allowed, ...)."""
-    address, expect = _active_party(args)
-    tls = certs.client_tls(args)
-    request = pb.PredictRequest(model_id=args.model, ids=args.id)
-    with dial(address, tls, expect=expect) as channel:
-        try:
-            return party_pb2_grpc.PartyServiceStub(channel).Predict(request, timeout=args.timeout)
-        except grpc.RpcError as exc:
-            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise RuntimeError(explain(exc, address, tls is not None, expect)) from None
-            raise
-
-
-def as_plain(resp: pb.PredictResponse) -> dict:
-    """The response as `vfl score --json` prints it."""
-    results = []
-    for r in resp.results:
-        if r.error:
-            results.append({"id": r.id, "error": _ERRORS[r.error], "message": r.message})
-            continue
-        item: dict = {"id": r.id, **dict(zip(resp.columns, r.values, strict=True))}
-        if r.predicted_class:
-            item["class"] = r.predicted_class
-        results.append(item)
-    return {"model": resp.model_id, "columns": list(resp.columns), "results": results}
+    Raises:
+        PartyUnavailable: the active party is unreachable (names the cause and fix).
+        CoordinatorError: the coordinator or the party refused (unknown model, ...).
+    """
+    with Client(args.coordinator, certs.client_tls(args)) as client:
+        return client.score(
+            args.model, args.id, party=args.party, expect=args.expect, timeout=args.timeout
+        )
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    plain = as_plain(predict(args))
+    scores = score(args)
     if args.json:
-        print(json.dumps(plain))
+        print(json.dumps(scores.to_plain()))
     else:
-        for item in plain["results"]:
-            if "error" in item:
-                print(f"{item['id']}\terror {item['error']}: {item['message']}")
+        for item in scores:
+            if item.error is not None:
+                print(f"{item.id}\terror {item.error}: {item.message}")
             else:
-                cells = [f"{k}={v:.6g}" for k, v in item.items() if k not in ("id", "class")]
-                cells += [f"class={item['class']}"] if "class" in item else []
-                print("\t".join([item["id"], *cells]))
-    return 1 if any("error" in item for item in plain["results"]) else 0
+                cells = [f"{k}={v:.6g}" for k, v in item.values.items()]
+                cells += [f"class={item.predicted_class}"] if item.predicted_class else []
+                print("\t".join([item.id, *cells]))
+    return 0 if scores.ok else 1
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,150 @@
+"""Typed views of jobs for the Python API: a progress event while a job runs (`Progress`),
+its outcome (`JobResult`), a line of the job list (`Job`). Frozen dataclasses built from
+the coordinator's answers; states by name ("TRAINING", "SUCCEEDED")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vfl.contract.states import state_name
+from vfl.coordinator.client import JobView
+from vfl.proto import coordinator_pb2 as pb
+
+ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
+MAIN_METRICS = ("auc", "accuracy", "r2")  # the one a progress line shows, first found
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A job's progress as the coordinator reported it: its stage, the newest round of
+    `total_rounds` (0 before training), loss and validation metrics so far."""
+
+    job_id: str
+    state: str
+    round: int
+    total_rounds: int
+    loss: float | None
+    metrics: dict[str, float]
+    intersection_size: int
+
+    @staticmethod
+    def from_view(view: JobView) -> Progress:
+        r = view.result
+        return Progress(
+            job_id=view.job_id,
+            state=view.state,
+            round=int(r.round),
+            total_rounds=int(r.total_rounds),
+            loss=r.loss if r.HasField("loss") else None,
+            metrics=dict(r.metrics),
+            intersection_size=int(r.intersection_size),
+        )
+
+    @property
+    def ended(self) -> bool:
+        """True once the job succeeded, failed or was cancelled."""
+        return self.state in ENDED
+
+    def __str__(self) -> str:
+        """One line, e.g. "j-1a2b TRAINING round 12/40 loss=0.3123 auc=0.9876"."""
+        parts = [self.job_id, self.state]
+        if self.total_rounds:
+            parts.append(f"round {self.round}/{self.total_rounds}")
+        if self.loss is not None:
+            parts.append(f"loss={self.loss:.4f}")
+        shown = [k for k in MAIN_METRICS if k in self.metrics][:1]
+        parts += [f"{k}={self.metrics[k]:.4f}" for k in shown]
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One validation of a training job: after `round`, `seconds` into training."""
+
+    round: int
+    seconds: float
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a prediction job scored: `scored` of the active party's `rows` (the others
+    are `missing` at some party), written as `output` in its output folder."""
+
+    model_id: str
+    rows: int
+    scored: int
+    missing: int
+    output: str
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """A job's outcome (or, for a job still running, its result so far).
+
+    `reason` says why a job failed or was cancelled ("" otherwise); `metrics` is the
+    newest validation of a training job, or a prediction job's own metrics; `rounds`
+    and `seconds` count from launch to end.
+    """
+
+    job_id: str
+    name: str
+    state: str
+    reason: str
+    metrics: dict[str, float]
+    rounds: int
+    seconds: float
+    intersection_size: int
+    bytes_sent: int
+    local_updates: int
+    history: tuple[Validation, ...]
+    prediction: Prediction | None
+
+    @staticmethod
+    def from_view(view: JobView) -> JobResult:
+        r = view.result
+        return JobResult(
+            job_id=view.job_id,
+            name=view.name,
+            state=view.state,
+            reason=view.reason,
+            metrics=dict(r.metrics),
+            rounds=int(r.rounds or r.round),
+            seconds=r.seconds,
+            intersection_size=int(r.intersection_size),
+            bytes_sent=int(r.bytes_sent),
+            local_updates=int(r.local_updates),
+            history=tuple(Validation(int(h.round), h.seconds, dict(h.metrics)) for h in r.history),
+            prediction=_prediction(r.prediction) if r.HasField("prediction") else None,
+        )
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == "SUCCEEDED"
+
+    @property
+    def ended(self) -> bool:
+        """True once the job succeeded, failed or was cancelled."""
+        return self.state in ENDED
+
+
+def _prediction(p: pb.PredictionSummary) -> Prediction:
+    return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as the job list shows it (unix times)."""
+
+    job_id: str
+    name: str
+    state: str
+    reason: str
+    created_at: float
+    updated_at: float
+
+    @staticmethod
+    def from_proto(job: pb.JobSummary) -> Job:
+        return Job(
+            job.job_id, job.name, state_name(job.state), job.reason, job.created_at, job.updated_at
+        )
