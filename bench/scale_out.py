@@ -25,7 +25,7 @@ the work's floor: the protocol's round trips, the parties' serial steps and the 
 not in it. The re-randomisations and fresh encryptions are counted as cluster tasks of
 full r^n: an upper bound, since the daemon sends only what its pools fall short of, as
 samples of the pool's fixed-base table (`rerandomize_table_block`, ~1/6 of a full r^n),
-and makes its fresh encryptions in its own pools (README, Benchmarks). Run it only on
+and makes its fresh encryptions in its own pools (bench/README.md, Scale-out). Run it only on
 an otherwise idle machine; it notes the load average.
 """
 

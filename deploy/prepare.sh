@@ -9,7 +9,7 @@
 #                             `vfl certs sign`; the process's --tls DIR
 #   DIR/<party>/state/        a party daemon's state (checkpoints, models)
 #   DIR/coordinator/db/       the coordinator's job store
-# Certificates that exist are kept (the README's deploy section makes them by hand first);
+# Certificates that exist are kept (deploy/README.md makes them by hand first);
 # missing ones are made by the same request/sign flow, each command printed. Without DIR
 # (the compose demo) it writes deploy/.env: VFL_DEPLOY and the non-root uid/gid the
 # containers run as (not secret; ignored by git). VFL overrides the vfl command.

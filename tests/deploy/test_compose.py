@@ -2,7 +2,7 @@
 configs, the same topology runs end to end as local processes (deploy/run_local.sh), and
 no script leaves anything in the working tree.
 
-The README's deploy section through docker is tests/deploy/test_readme_deploy.py.
+The deployment guide (deploy/README.md) through docker is tests/deploy/test_readme_deploy.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The README's deploy section, run as a user would: in a fresh clone, after the README's
-install command, every command of its first `sh` block in order (extracted from README.md,
-so the two cannot drift), through docker.
+"""The deployment guide, run as a user would: in a fresh clone, after the README's install
+command, every command of the first `sh` block under "Step by step" in deploy/README.md, in
+order (extracted from the document, so the two cannot drift), through docker.
 
 It needs root and a Docker engine that answers; elsewhere (CI) it skips at once, saying
 which is missing. It takes minutes (install, image build, two compose runs): `slow`.
@@ -18,20 +18,22 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SECTION = "## Deploying across organisations"
+GUIDE = Path("deploy") / "README.md"
+SECTION = "## Step by step"
 LEFT_BEHIND = {".venv/", "deploy/wheels/", "deploy/.env", "vfl_platform.egg-info/"}
 
 
-def deploy_commands(readme: str) -> str:
-    """The first ```sh block of the README's deploy section."""
-    section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
+def deploy_commands(guide: str) -> str:
+    """The first ```sh block of the deployment guide's step-by-step section."""
+    assert SECTION in guide, f"no {SECTION!r} in {GUIDE}"
+    section = guide.split(SECTION, 1)[1].split("\n## ", 1)[0]
     block = re.search(r"^```sh\n(.*?)^```", section, re.S | re.M)
     assert block is not None, f"no ```sh block under {SECTION!r}"
     return block.group(1)
 
 
-def test_the_deploy_section_shows_the_organisations_flow() -> None:
-    commands = deploy_commands((REPO / "README.md").read_text())
+def test_the_deployment_guide_shows_the_organisations_flow() -> None:
+    commands = deploy_commands((REPO / GUIDE).read_text())
     for step in ("host_setup.sh", "certs init", "certs request", "certs sign", "prepare.sh"):
         assert step in commands, step
     for step in ("build_image.sh", "compose.yml up -d", "run --rm submit", "run_local.sh"):
@@ -79,7 +81,7 @@ def dangling_images() -> set[str]:
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.timeout(5400)  # about 8 minutes on 2 shared cores with a warm image cache
-def test_the_readme_deploy_section_runs_in_a_fresh_clone(tmp_path: Path) -> None:
+def test_the_deployment_guide_runs_in_a_fresh_clone(tmp_path: Path) -> None:
     missing = docker_missing()
     if missing:
         pytest.skip(missing)
@@ -90,11 +92,11 @@ def test_the_readme_deploy_section_runs_in_a_fresh_clone(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if k not in ("VFL", "VFL_DEPLOY", "PYTHONPATH")}
     env.update(HOME=str(home), PS4="$ ")
     script = tmp_path / "readme_deploy.sh"
-    script.write_text("set -euo pipefail -x\n" + deploy_commands((clone / "README.md").read_text()))
+    script.write_text("set -euo pipefail -x\n" + deploy_commands((clone / GUIDE).read_text()))
     transcript = tmp_path / "transcript.txt"
     images = dangling_images()
     try:
-        # Execute: the README's install command, then its deploy section
+        # Execute: the README's install command, then the guide's steps
         installed = run(["scripts/install.sh"], clone, env, 1800, transcript)
         assert installed.returncode == 0, transcript.read_text()[-3000:]
         deployed = run(["bash", str(script)], clone, env, 3600, transcript)
