@@ -49,7 +49,7 @@ from vfl.cli.progress import follow
 from vfl.contract.spec import TableSource, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
-FATE = REPO / "coordinator" / "cli" / "data"
+FATE = REPO / "cli" / "data"
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
 BATCH = 256
 DATASETS = ("credit", "breast", "sparse", "a9a")

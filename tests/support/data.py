@@ -7,7 +7,7 @@ from pathlib import Path
 from vfl.contract.spec import TableSource
 
 REPO = Path(__file__).resolve().parents[2]
-FATE = REPO / "coordinator" / "cli" / "data"
+FATE = REPO / "cli" / "data"
 DATA = REPO / "tests" / "data"
 
 
