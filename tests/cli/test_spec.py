@@ -7,7 +7,7 @@ import json
 from vfl.cli.main import main
 from vfl.contract.spec import JobSpec
 
-from tests.coordinator.test_spec import GOOD
+from tests.contract.test_spec import GOOD
 
 
 def test_check_prints_ok_with_name_protocol_and_parties(tmp_path, capsys) -> None:
