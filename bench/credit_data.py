@@ -7,7 +7,8 @@ vertically, written as CSV at run time (nothing is downloaded).
 The label is nonlinear in both parties' features (a sine of a bank projection, a
 bank x shop interaction, a linear shop term, Gaussian noise), so neither party alone
 predicts it well. The same `rows` and `seed` give the same files, byte for byte. Used by
-bench/predict.py and bench/checkpoint.py.
+bench/predict.py, bench/secure_epoch.py, bench/accuracy.py and bench/checkpoint.py;
+`credit_job` is the job spec of the first two (out_dim 16, top [32], batch 256).
 """
 
 from __future__ import annotations
@@ -45,6 +46,38 @@ def credit_tables(folder: Path, rows: int = 30_000, seed: int = 0) -> dict[str, 
     return {
         "bank": TableSource(path=str(bank), id="id", label="y"),
         "shop": TableSource(path=str(shop), id="id"),
+    }
+
+
+def credit_job(
+    protocol: str,
+    tables: dict[str, TableSource],
+    key_bits: int,
+    epochs: int,
+    validation: dict,
+    *,
+    out_dim: int = 16,
+    hidden: list[int] | None = None,
+    batch: int = 256,
+) -> dict:
+    """The job spec (as a dict) that trains on `credit_tables`: bank active, shop passive,
+    a source layer of `out_dim`, a binary top of `hidden` ([32] if None), test keys below
+    2048 bits."""
+    parties = [
+        {"id": pid, "role": role, "data": tables[pid].model_dump(exclude_none=True)}
+        for pid, role in (("bank", "active"), ("shop", "passive"))
+    ]
+    return {
+        "job": f"credit-{protocol}",
+        "parties": parties,
+        "protocol": protocol,
+        "crypto": {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048},
+        "model": {
+            "source": {"out_dim": out_dim},
+            "top": {"hidden": [32] if hidden is None else hidden, "task": "binary"},
+        },
+        "train": {"epochs": epochs, "batch_size": batch},
+        "validation": validation,
     }
 
 

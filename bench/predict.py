@@ -53,8 +53,9 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from credit_data import credit_arrays, credit_tables
+from credit_data import credit_arrays, credit_job, credit_tables
 from floor import Counts, MatmulCounter, cores, time_primitives
+from procs import tree_cpu_seconds
 from prometheus_client.parser import text_string_to_metric_families
 from vfl.cli.local import LocalTopology, spec_to_yaml
 from vfl.cli.progress import follow
@@ -72,21 +73,8 @@ ONLINE_SEQUENTIAL, ONLINE_CLIENTS, ONLINE_SECONDS = 200, 8, 10.0
 
 
 def job_spec(protocol: str, key_bits: int, tables: dict) -> JobSpec:
-    parties = [
-        {"id": pid, "role": role, "data": tables[pid].model_dump(exclude_none=True)}
-        for pid, role in (("bank", "active"), ("shop", "passive"))
-    ]
-    return parse_spec(
-        {
-            "job": f"credit-{protocol}",
-            "parties": parties,
-            "protocol": protocol,
-            "crypto": {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048},
-            "model": {"source": {"out_dim": OUT_DIM}, "top": {"hidden": TOP, "task": "binary"}},
-            "train": {"epochs": 1, "batch_size": TRAIN_BATCH},
-            "validation": {"every": 10_000},
-        }
-    )
+    model = {"out_dim": OUT_DIM, "hidden": TOP, "batch": TRAIN_BATCH}
+    return parse_spec(credit_job(protocol, tables, key_bits, 1, {"every": 10_000}, **model))
 
 
 class Federation:
@@ -168,31 +156,11 @@ class Federation:
     def party_cpu_seconds(self) -> float:
         """CPU seconds the party daemons and their processes (pools, helpers) used so far."""
         pids = [proc.pid for name, proc in self.topology.procs if name.startswith("party-")]
-        return sum(_tree_cpu_seconds(pid) for pid in pids)
+        return sum(tree_cpu_seconds(pid) for pid in pids)
 
     def close(self) -> None:
         self.topology.stop()
         self.client.close()
-
-
-def _tree_cpu_seconds(pid: int) -> float:
-    """User + system seconds of a process, its reaped children and its living descendants
-    (Linux /proc; 0 where a process is gone). A child belongs to the thread that started
-    it, so every thread's `children` list is read (a pool started by a job thread is
-    not the main thread's)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return 0.0
-    children = set()
-    for task in tasks:
-        try:
-            children.update((task / "children").read_text().split())
-        except OSError:  # the thread ended meanwhile
-            continue
-    seconds = sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    return seconds + sum(_tree_cpu_seconds(int(child)) for child in children)
 
 
 def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch: int):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from vfl.cli.commands import actions
 from vfl.proto.rpc import COORDINATOR_ID
 from vfl.secure.pki.certs import PartyFiles, init_ca
 from vfl.secure.pki.federation import ADMIN_ID, export_bundle, issue_identity, load_identity
@@ -75,8 +76,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """`vfl certs init DIR`, `request --party ID`, `sign CA_DIR REQ.csr`, `issue DIR --party ID`."""
-    certs = sub.add_parser("certs", help="federation CA and certificates for mutual TLS")
-    certs_sub = certs.add_subparsers(dest="action", required=True)
+    certs_sub = actions(sub, "certs", help="federation CA and certificates for mutual TLS")
     init = certs_sub.add_parser("init", help="create a federation CA in DIR")
     init.add_argument("dir", help="CA folder (ca.crt, ca.key)")
     init.add_argument("--days", type=int, default=3650, help="CA validity")

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from vfl.cli import certs
+from vfl.cli.commands import actions
 from vfl.contract.logs import configure_daemon_logging
 from vfl.coordinator.errors import CoordinatorError
 from vfl.proto.rpc import COORDINATOR_ID
@@ -156,8 +157,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--port-file", help="write the bound port here once serving")
         sp.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)
 
-    co = sub.add_parser("coordinator", help="the coordinator daemon")
-    co_sub = co.add_subparsers(dest="action", required=True)
+    co_sub = actions(sub, "coordinator", help="the coordinator daemon")
     cs = co_sub.add_parser("serve", help="serve the coordinator")
     cs.add_argument("--db", default="jobs.sqlite", help="SQLite job store (created if absent)")
     cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
@@ -185,8 +185,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     daemon_flags(cs)
     cs.set_defaults(fn=cmd_coordinator_serve)
 
-    pa = sub.add_parser("party", help="the party daemon")
-    pa_sub = pa.add_subparsers(dest="action", required=True)
+    pa_sub = actions(sub, "party", help="the party daemon")
     ps = pa_sub.add_parser("serve", help="serve a party next to its data")
     ps.add_argument("--config", required=True, help="party.yaml")
     ps.add_argument("--listen", help="override the config's listen address")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from vfl.cli.commands import actions
+
 
 def cmd_synth_ctr(args: argparse.Namespace) -> int:
     from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
@@ -48,8 +50,7 @@ def cmd_synth_ctr(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    data = sub.add_parser("data", help="data tools")
-    data_sub = data.add_subparsers(dest="action", required=True)
+    data_sub = actions(sub, "data", help="data tools")
     sc = data_sub.add_parser("synth-ctr", help="write a synthetic Criteo-like vertical split")
     sc.add_argument("--rows", type=int, default=100_000)
     sc.add_argument("--out", required=True, help="output folder")

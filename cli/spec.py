@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from vfl.cli.commands import actions
 from vfl.contract.errors import SpecError
 
 
@@ -34,8 +35,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    spec = sub.add_parser("spec", help="job spec tools")
-    spec_sub = spec.add_subparsers(dest="action", required=True)
+    spec_sub = actions(sub, "spec", help="job spec tools")
     check = spec_sub.add_parser("check", help="validate a job spec file (exit 0 ok, 2 invalid)")
     check.add_argument("spec", help="job.yaml")
     check.set_defaults(fn=cmd_check)

@@ -100,7 +100,7 @@ def _report(life: Lifecycle, job_id: str, party: str, **event) -> None:
 
 def test_the_log_names_every_jobs_end_its_reason_and_each_cancellation(tmp_path, caplog) -> None:
     # Prepare
-    caplog.set_level(logging.INFO, logger="coordinator")
+    caplog.set_level(logging.INFO, logger="vfl.coordinator")
     store = JobStore(tmp_path / "jobs.sqlite")
     life = Lifecycle(store, PeerClients())
     # Execute: a job whose parties never registered, one cancelled (twice), one a party

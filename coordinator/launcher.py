@@ -1,0 +1,234 @@
+"""Launching jobs on their parties: a new job, a paused one resumed from its newest common
+checkpoint, and after a restart the jobs the coordinator had submitted or was running.
+
+A launch runs in the background (`coordinator.background`): PrepareJob at every party,
+then StartJob. Until every party has answered PrepareJob, a party may not hold the job
+yet, so the health monitor only checks that its parties answer (`Launcher.holds_job`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Protocol
+
+import grpc
+from vfl.contract.errors import SpecError
+from vfl.contract.logs import job_context
+from vfl.contract.spec import JobSpec
+from vfl.contract.states import ALIGNING, FAILED, PAUSED, RUNNING, SUBMITTED, JobState, state_name
+from vfl.coordinator.background import Background
+from vfl.coordinator.errors import CoordinatorError, PartyUnavailable
+from vfl.coordinator.party_control import PartyControl
+from vfl.coordinator.specs import SpecCache
+from vfl.coordinator.store import JobStore
+from vfl.proto import coordinator_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+class Ending(Protocol):
+    """How a launch ends a job it cannot run (`Lifecycle`)."""
+
+    def end(self, job_id: str, state: JobState, reason: str, background: bool = False) -> None:
+        """Move a job to an end state and abort it everywhere."""
+
+    def pause(self, job_id: str, spec: JobSpec, reason: str) -> None:
+        """Pause a job (its parties keep their checkpoints)."""
+
+
+class Launcher:
+    """Args:
+    store: the job database.
+    control: the control plane to the parties.
+    specs: the jobs' parsed specs.
+    threads: where launches run.
+    results: held while a job's result changes (shared with the report folding).
+    ending: ends or pauses a job a launch cannot run.
+    """
+
+    def __init__(
+        self,
+        store: JobStore,
+        control: PartyControl,
+        specs: SpecCache,
+        threads: Background,
+        results: threading.Lock,
+        ending: Ending,
+    ) -> None:
+        self._store = store
+        self._control = control
+        self._specs = specs
+        self._threads = threads
+        self._results = results
+        self._ending = ending
+        self._lock = threading.Lock()
+        # jobs being launched whose parties have not all answered PrepareJob yet
+        self._unprepared: set[str] = set()
+
+    def spawn(self, job_id: str) -> None:
+        """Launch a stored job in the background."""
+        self._threads.run(self._launch, job_id)
+
+    def holds_job(self, job_id: str) -> bool:
+        """Whether the parties of `job_id` must hold it by now (all answered PrepareJob)."""
+        with self._lock:
+            return job_id not in self._unprepared
+
+    def resume_pending(self) -> None:
+        """After a restart: launch jobs that were submitted but not yet started, and look
+        after the jobs that were running (`_recover`) in the background."""
+        for job_id in self._store.in_states(SUBMITTED):
+            self.spawn(job_id)
+        running = self._store.in_states(*RUNNING)
+        if running:
+            self._threads.run(self._recover, running)
+
+    def resume(self, job_id: str) -> tuple[JobState, int]:
+        """Launch a paused job again after the newest round every party has checkpointed
+        (from the start if no party has any); returns its state and that round.
+
+        Raises:
+            UnknownJob: no such job.
+            CoordinatorError: the job is not paused, or a party holds no usable checkpoint
+                of the round the others hold (the message names each party and its rounds).
+            PartyUnavailable: a party is not registered or does not answer.
+        """
+        with job_context(job_id):
+            record = self._store.get(job_id)
+            if record.state != PAUSED:
+                raise CoordinatorError(
+                    f"job {job_id} is {state_name(record.state)}; only a paused job can be resumed"
+                )
+            spec = self._specs.spec(job_id)
+            addresses = self._control.addresses(spec)
+            self._control.check_answering(spec, addresses)
+            held = self._control.checkpoints(job_id, record.spec_json, spec, addresses)
+            rnd = resume_round(job_id, held)
+            self._restart(job_id, rnd)
+            log.info("resuming after round %d", rnd)
+            self._threads.run(self._launch, job_id, rnd)
+            return ALIGNING, rnd
+
+    def auto_resume(self) -> None:
+        """Resume paused jobs whose parties all answer again (`serve --auto-resume`)."""
+        for job_id in self._store.in_states(PAUSED):
+            try:
+                spec = self._specs.spec(job_id)
+                addresses = self._control.addresses(spec)
+                for p in spec.parties:
+                    self._control.running_jobs(p.id, addresses[p.id])  # answers at all?
+            except (PartyUnavailable, grpc.RpcError):
+                continue
+            try:
+                self.resume(job_id)
+            except (CoordinatorError, SpecError) as exc:
+                log.warning("job %s: automatic resume failed: %s", job_id, exc)
+
+    def _restart(self, job_id: str, rnd: int) -> None:
+        """Move a paused job back to ALIGNING, to run again after round `rnd`.
+
+        Raises:
+            CoordinatorError: the job is no longer paused.
+        """
+        why = f"resumed after round {rnd}" if rnd else "resumed from the start"
+        with self._results:
+            result = pb.JobResult()
+            result.CopyFrom(self._store.get(job_id).result)
+            result.resumed_from = rnd
+            result.started_at = time.time()
+            result.ClearField("parties")  # every party runs (and reports its end) again
+            if not self._store.set_state(job_id, ALIGNING, why, result, expect=PAUSED):
+                raise CoordinatorError(f"job {job_id} changed state meanwhile; try again")
+
+    def _recover(self, job_ids: list[str]) -> None:
+        """Re-attach to jobs every party still trains; pause the others (a launch this
+        coordinator did not finish, or parties that lost the job), dropping what the
+        parties prepared. Jobs whose parties do not answer are left to the health monitor."""
+        for job_id in job_ids:
+            with job_context(job_id):
+                try:
+                    spec = self._specs.spec(job_id)
+                    addresses = self._control.addresses(spec)
+                    infos = {p.id: self._control.info(p.id, addresses[p.id]) for p in spec.parties}
+                except (PartyUnavailable, grpc.RpcError):
+                    continue
+                finished = set(self._store.get(job_id).result.parties)
+                idle = [
+                    pid
+                    for pid, info in infos.items()
+                    if pid not in finished and job_id not in info.started_jobs
+                ]
+                if not idle:
+                    log.info("re-attached: every party still runs the job")
+                    continue
+                self._ending.pause(
+                    job_id,
+                    spec,
+                    f"the coordinator restarted and part{'ies' if len(idle) > 1 else 'y'} "
+                    f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job",
+                )
+
+    def _launch(self, job_id: str, resume_round: int = 0) -> None:
+        with job_context(job_id):
+            self._launch_job(job_id, resume_round)
+
+    def _launch_job(self, job_id: str, resume_round: int) -> None:
+        record = self._store.get(job_id)
+        spec = self._specs.spec(job_id)
+        with self._lock:
+            self._unprepared.add(job_id)
+        try:
+            addresses = self._control.addresses(spec)
+            if not resume_round:
+                started = pb.JobResult(job=job_id, started_at=time.time())
+                self._store.set_state(job_id, ALIGNING, result=started)
+            self._control.prepare_all(job_id, record.spec_json, spec, addresses, resume_round)
+            with self._lock:  # from now on every party holds the job (prepared)
+                self._unprepared.discard(job_id)
+            ended = self._store.get(job_id)
+            if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
+                self._control.abort_all(job_id, spec, ended.reason)
+                return
+            self._control.start_all(job_id, spec, addresses)
+            log.info("started on %d parties", len(spec.parties))
+        except PartyUnavailable as exc:
+            self._ending.end(job_id, FAILED, str(exc))
+        except Exception:
+            log.exception("launch failed unexpectedly")
+            self._ending.end(
+                job_id, FAILED, "the coordinator failed to launch the job (see its log)"
+            )
+        finally:
+            with self._lock:
+                self._unprepared.discard(job_id)
+
+
+def resume_round(job_id: str, held: dict[str, dict[int, str]]) -> int:
+    """The newest round every party holds a usable checkpoint of; 0 if no party holds one.
+
+    Raises:
+        CoordinatorError: some party holds usable checkpoints but they share no round with
+            another party's (names each party with the rounds it holds and why not).
+    """
+    usable = {
+        pid: {r for r, problem in rounds.items() if not problem} for pid, rounds in held.items()
+    }
+    common = set.intersection(*usable.values()) if usable else set()
+    if common:
+        return max(common)
+    if not any(usable.values()):
+        return 0
+    lines = []
+    for pid, rounds in held.items():
+        shown = ", ".join(
+            f"{r}" + (f" (unusable: {problem})" if problem else "")
+            for r, problem in sorted(rounds.items())
+        )
+        lines.append(f"party '{pid}' holds {('rounds ' + shown) if rounds else 'no checkpoint'}")
+    raise CoordinatorError(
+        f"job {job_id} cannot be resumed: no round is checkpointed at every party; "
+        + "; ".join(lines)
+        + ". Restore the missing checkpoints, or submit the job again"
+    )

@@ -1,0 +1,109 @@
+"""Submitting jobs: a training job's spec checked and stored, a prediction with a trained
+model, and where a model scores online. Each stored job is launched in the background
+(`coordinator.launcher`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from vfl.contract.errors import SpecError
+from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.contract.spec.predict import PredictSpec
+from vfl.contract.states import SUCCEEDED, state_name
+from vfl.coordinator.errors import CoordinatorError, PartyUnavailable, UnknownModel
+from vfl.coordinator.models import deleted_on
+from vfl.coordinator.specs import SpecCache
+from vfl.coordinator.store import JobStore
+
+log = logging.getLogger(__name__)
+
+
+class Submissions:
+    """Args:
+    store: the job database.
+    specs: the jobs' parsed specs (a submitted job's is kept).
+    launch: launches a stored job in the background (`Launcher.spawn`).
+    """
+
+    def __init__(self, store: JobStore, specs: SpecCache, launch: Callable[[str], None]) -> None:
+        self._store = store
+        self._specs = specs
+        self._launch = launch
+
+    def submit(self, spec_yaml: str) -> str:
+        """Validate and store a job, then launch it in the background.
+
+        Raises:
+            SpecError: the spec is invalid or names data by path.
+        """
+        spec = parse_spec_text(spec_yaml)
+        paths = [p.id for p in spec.parties if p.data.path is not None]
+        if paths:
+            raise SpecError(
+                f"parties {paths} name their data by 'path'; a job submitted to running "
+                "daemons names a dataset each party's config exposes: data: {dataset: NAME} "
+                "(`vfl run` accepts paths because it starts the parties itself)"
+            )
+        job_id = self._store.create(spec.job, spec_yaml, spec.to_json())
+        self._specs.keep(job_id, spec)
+        log.info("job %s submitted (%s, %d parties)", job_id, spec.protocol, len(spec.parties))
+        self._launch(job_id)
+        return job_id
+
+    def submit_prediction(self, request: PredictSpec, spec_yaml: str) -> str:
+        """Store and launch a job that scores `request.data` with model `request.model`.
+
+        Raises:
+            UnknownJob: no job trained such a model.
+            CoordinatorError: the job did not succeed, or is itself a prediction.
+            UnknownModel: the model was deleted.
+            SpecError: the datasets do not name exactly the model's parties.
+        """
+        spec = self._trained(request.model).for_prediction(request)
+        job_id = self._store.create(spec.job, spec_yaml, spec.to_json())
+        self._specs.keep(job_id, spec)
+        log.info("job %s submitted (prediction with model %s)", job_id, request.model)
+        self._launch(job_id)
+        return job_id
+
+    def locate_model(self, model_id: str) -> tuple[str, str]:
+        """The active party of model `model_id` and the address it registered (where
+        `vfl score` asks for scores).
+
+        Raises:
+            UnknownJob: no job trained such a model.
+            CoordinatorError: the job did not succeed, or is itself a prediction.
+            PartyUnavailable: the active party never registered here.
+        """
+        active = self._trained(model_id).active.id
+        address = self._store.parties().get(active)
+        if address is None:
+            raise PartyUnavailable(
+                f"party '{active}', the active party of model {model_id}, has not registered "
+                "with this coordinator; start its daemon, or pass its address with --party"
+            )
+        return active, address
+
+    def _trained(self, model_id: str) -> JobSpec:
+        """The spec of the training job that left model `model_id`.
+
+        Raises:
+            UnknownJob: no such job. CoordinatorError: it left no model.
+            UnknownModel: the model was deleted.
+        """
+        record = self._store.get(model_id)
+        trained = self._specs.spec(model_id)
+        if trained.predict is not None or record.state != SUCCEEDED:
+            what = "a prediction" if trained.predict is not None else state_name(record.state)
+            raise CoordinatorError(
+                f"job {model_id} is {what}, so it left no model; score with a training "
+                "job that SUCCEEDED (see `vfl models`)"
+            )
+        deletion = self._store.model_deletion(model_id)
+        if deletion is not None:
+            raise UnknownModel(
+                f"model {model_id} was deleted on {deleted_on(deletion)}; train it again "
+                "(`vfl submit` its training spec) and score with the new model"
+            )
+        return trained
