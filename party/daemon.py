@@ -6,6 +6,7 @@ every domain error is a `PartyError` or `SecureError` that the servicer maps to 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -15,7 +16,7 @@ from vfl.contract.errors import ContractError, SpecError
 from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.config import PartyConfig
-from vfl.party.errors import JobError, PartyError, ShuttingDown, shareable
+from vfl.party.errors import JobError, PartyError, shareable
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
 from vfl.party.job import PartyJob
@@ -24,14 +25,12 @@ from vfl.party.report_sender import ReportSender
 from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest, ModelStore
-from vfl.party.transport.audit import AuditLog
-from vfl.party.transport.grpc_channel import GrpcChannel
-from vfl.party.transport.ping import PING_JOB, PingResult, ping_peers
+from vfl.party.transport.endpoint import Endpoint
+from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
-from vfl.party.transport.wan import ShapedChannel
 from vfl.proto.rpc import PeerClients
-from vfl.secure.channel import EnvelopeHook, Mailbox, decode_payload
-from vfl.secure.errors import ChannelClosed, PayloadError, SecureError
+from vfl.secure.channel import Channel, Mailbox
+from vfl.secure.errors import ChannelClosed, ChannelError, SecureError
 from vfl.secure.executor import make_executor
 from vfl.secure.paillier.pool_cache import PoolCache
 from vfl.secure.source_layers.common import keep_saved_tables
@@ -55,7 +54,7 @@ class DaemonOptions:
 class RunningJob:
     job: PartyJob | PredictJob
     mailbox: Mailbox
-    channel: GrpcChannel | ShapedChannel
+    channel: Channel
     thread: threading.Thread | None = None
     state: str = "PREPARED"
     prepared_at: float = field(default_factory=time.monotonic)
@@ -73,7 +72,6 @@ class PartyDaemon:
     ) -> None:
         self.config = config
         self.options = options or DaemonOptions()
-        self._clients = clients
         self._coordinator = coordinator
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -81,7 +79,6 @@ class PartyDaemon:
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
-        self._stopping = False  # `stopping()` was called: envelopes are refused
         self.state = None if config.state_dir is None else StateDir.create(config.state_dir)
         # the party's executor, shared by its jobs (a Ray one joins its cluster at the first
         # job), and the obfuscator pools it keeps for them, filled while no job runs
@@ -98,11 +95,14 @@ class PartyDaemon:
         self.metrics = PartyMetrics(  # served by `--metrics`
             self.jobs_by_state, dict if pools is None else pools.ready_counts
         )
+        self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
+            config.party_id, clients, self._deliver, self.metrics.envelope, self.options.audit_dir
+        )
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
             config,
             self.state,
-            self._session_channel,
+            functools.partial(self.endpoint.channel, send_timeout=timeout),
             ScoringPeers(clients, timeout),
             lambda: self.address,
             timeout,
@@ -208,7 +208,8 @@ class PartyDaemon:
         if isinstance(job, PartyJob):
             job.peers = {p.id: addresses[p.id] for p in spec.parties if p.id != me}
         mailbox = Mailbox()
-        channel = self._channel(job_id, spec, mailbox, addresses)
+        network = spec.network if spec.network is not None else self.options.network
+        channel = self.endpoint.channel(job_id, mailbox, addresses, spec.train.timeout_s, network)
         with self._lock:
             old = self._jobs.get(job_id)
             if old is not None and old.thread is not None:
@@ -300,101 +301,44 @@ class PartyDaemon:
     # --- data plane ----------------------------------------------------------------
 
     def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        """Deliver one envelope of a job or an online scoring session; returns False for
-        a duplicate tag.
+        """Take one envelope of a job or an online scoring session (`Endpoint.push`);
+        returns False for a duplicate tag.
 
         Raises:
             JobError: unknown job, wrong receiver, or a sender that is not in the job.
             AccessDenied: a sender that is not in the scoring session.
+            ShuttingDown: the daemon is stopping.
         """
-        if receiver != self.config.party_id:
-            raise JobError(
-                f"envelope for party '{receiver}' reached party "
-                f"'{self.config.party_id}'; check the peer addresses"
-            )
-        if job_id == PING_JOB:
-            return self._answer_ping(sender, tag, data)
-        with self._lock:
-            if self._stopping:
-                raise ShuttingDown(
-                    f"party '{receiver}' is shutting down; envelope '{tag}' is not taken "
-                    "(the job pauses and can resume once the party is back)"
-                )
-            if job_id in self._ended:
-                raise JobError(
-                    f"job {job_id} already ended on party '{receiver}' ({self._ended[job_id]}); "
-                    f"envelope '{tag}' from '{sender}' came late or was replayed and is dropped"
-                )
-            running = self._jobs.get(job_id)
-        if running is None:
-            fresh = self.online.deliver(job_id, sender, tag, data)
-            if fresh is None:
-                raise JobError(f"job {job_id} is not known to party '{receiver}'")
-            return fresh
-        if sender not in {p.id for p in running.job.spec.parties} or sender == receiver:
-            raise JobError(f"party '{sender}' is not a peer in job {job_id}")
-        return running.mailbox.put(sender, tag, data)
+        return self.endpoint.push(job_id, sender, receiver, tag, data)
 
     def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
         """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
         config's `peers:` names, else the one given (as a job's addresses are chosen)."""
-        addresses = {p: self.config.peers.get(p, a) for p, a in peers.items()}
-        me = self.config.party_id
-        return ping_peers(me, addresses, self._clients, self._hook(PING_JOB))
+        return self.endpoint.check_peers({p: self.config.peers.get(p, a) for p, a in peers.items()})
 
-    def _answer_ping(self, sender: str, tag: str, data: bytes) -> bool:
-        """Take a peer's ping (a `Ping` payload and nothing else).
+    def _deliver(self, job_id: str, sender: str, tag: str, data: bytes) -> bool | None:
+        """File an envelope with its job, else with its online scoring session; None if
+        neither is here.
 
         Raises:
-            PayloadError: the envelope is not a ping.
+            JobError: the job ended here, or `sender` is not a peer in it.
+            AccessDenied: a sender that is not in the scoring session.
         """
-        if decode_payload(data).WhichOneof("kind") != "ping":
-            raise PayloadError(f"envelope '{tag}' for job {PING_JOB} must be a ping")
-        self._hook(PING_JOB)("received", sender, self.config.party_id, tag, data)
-        return True
+        me = self.config.party_id
+        with self._lock:
+            if job_id in self._ended:
+                raise JobError(
+                    f"job {job_id} already ended on party '{me}' ({self._ended[job_id]}); "
+                    f"envelope '{tag}' from '{sender}' came late or was replayed and is dropped"
+                )
+            running = self._jobs.get(job_id)
+        if running is None:
+            return self.online.deliver(job_id, sender, tag, data)
+        if sender not in {p.id for p in running.job.spec.parties} or sender == me:
+            raise JobError(f"party '{sender}' is not a peer in job {job_id}")
+        return running.mailbox.put(sender, tag, data)
 
     # --- internals ---
-
-    def _channel(self, job_id: str, spec: JobSpec, mailbox: Mailbox, addresses: dict[str, str]):
-        me = self.config.party_id
-        channel = GrpcChannel(
-            me,
-            job_id,
-            mailbox,
-            addresses,
-            self._clients,
-            hook=self._hook(job_id),
-            send_timeout=spec.train.timeout_s,
-        )
-        profile = spec.network if spec.network is not None else self.options.network
-        return channel if profile is None else ShapedChannel(channel, profile)
-
-    def _session_channel(
-        self, session_id: str, mailbox: Mailbox, addresses: dict[str, str]
-    ) -> GrpcChannel:
-        """The data-plane channel of an online scoring session (audited like a job's)."""
-        return GrpcChannel(
-            self.config.party_id,
-            session_id,
-            mailbox,
-            addresses,
-            self._clients,
-            hook=self._hook(session_id),
-            send_timeout=self.options.scoring_timeout_s,
-        )
-
-    def _hook(self, job_id: str) -> EnvelopeHook:
-        """What sees each envelope of a job or session: the metrics, and the audit log."""
-        count = self.metrics.envelope
-        if not self.options.audit_dir:
-            return count
-        audit = AuditLog(self.options.audit_dir, self.config.party_id, job_id)
-
-        def both(direction: str, sender: str, receiver: str, tag: str, data: bytes) -> None:
-            count(direction, sender, receiver, tag, data)
-            audit(direction, sender, receiver, tag, data)
-
-        return both
 
     def _ended_as(self, job_id: str, how: str) -> None:
         """Remember how a job ended (call with the lock held); forget the oldest."""
@@ -427,8 +371,7 @@ class PartyDaemon:
         """The daemon is about to stop its jobs and its server: from now on peers'
         envelopes are refused as unavailable (`ShuttingDown`), so that their jobs pause
         instead of failing on a job this party ended only because it stops."""
-        with self._lock:
-            self._stopping = True
+        self.endpoint.stop_taking()
 
     def close(self) -> None:
         """Release the executor (its local processes, or its Ray connection) and the kept
@@ -476,5 +419,7 @@ class PartyDaemon:
                 if not self._busy:
                     self._idle(True)
             running.mailbox.close("job finished")
-            if isinstance(running.channel, ShapedChannel):
-                running.channel.close()
+            try:
+                running.channel.close()  # a failed job's envelopes in flight fail at once
+            except ChannelError as exc:
+                log.debug("party %s: envelopes of the ended job not delivered: %s", party, exc)
