@@ -17,7 +17,6 @@ from vfl.secure.pki.certs import CertError, PartyFiles, party_id_from_cert
 from vfl.secure.pki.rotation import IdentityWatch
 
 Tls = PartyFiles | IdentityWatch  # a process's TLS identity: its files, or them watched
-Context = grpc.ServicerContext | grpc.aio.ServicerContext
 
 COORDINATOR_ID = "coordinator"  # the identity in the coordinator's certificate
 
@@ -39,7 +38,7 @@ def watch(tls: Tls | None) -> IdentityWatch | None:
     return IdentityWatch(tls)
 
 
-def caller_party(context: Context) -> str | None:
+def caller_party(context: grpc.ServicerContext | grpc.aio.ServicerContext) -> str | None:
     """The party id named by the caller's certificate; None on an insecure server.
 
     Raises:
@@ -54,7 +53,7 @@ def caller_party(context: Context) -> str | None:
     return party_id_from_cert(pems[0])
 
 
-def _identify(context: Context) -> str | None | Problem:
+def _identify(context: grpc.ServicerContext | grpc.aio.ServicerContext) -> str | None | Problem:
     """The caller's identity (None: insecure), or the problem that it has none."""
     try:
         return caller_party(context)
@@ -75,7 +74,9 @@ async def identify_caller_async(context: grpc.aio.ServicerContext) -> str | None
     return caller
 
 
-def _caller_problem(context: Context, party: str, action: str) -> Problem | None:
+def _caller_problem(
+    context: grpc.ServicerContext | grpc.aio.ServicerContext, party: str, action: str
+) -> Problem | None:
     caller = _identify(context)
     if isinstance(caller, tuple):
         return caller
