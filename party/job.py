@@ -181,9 +181,7 @@ class PartyJob:
         # the ids of the rows validated on, in the order of `validation_outputs`
         val_ids = aligned_ids[len(order) :] if self.test_table is not None else aligned_ids
         result["validation_ids"] = [val_ids[i] for i in plan.val_rows]
-        flush = getattr(channel, "flush", None)
-        if flush is not None:  # an emulated WAN may still hold the last envelopes
-            flush()
+        channel.close()  # done with it: an emulated WAN delivers the last envelopes first
         log_tasks(self.executor, self.party_id)
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent

@@ -56,6 +56,14 @@ class Channel(Protocol):
         """Block until `peer`'s envelope with `tag` arrives; raise ChannelTimeout after
         `timeout` seconds, ChannelClosed if the job is cancelled."""
 
+    def close(self) -> None:
+        """Deliver what the channel still holds (an emulated WAN's envelopes in flight),
+        then release it: its job is done with it. Idempotent.
+
+        Raises:
+            ChannelError: an envelope it held could not be delivered.
+        """
+
 
 class Mailbox:
     """Envelopes received by one party for one job, keyed by (sender, tag).
@@ -177,3 +185,6 @@ class InProcessChannel:
         if self._hook:
             self._hook("received", peer, self.party_id, tag, data)
         return decode_payload(data)
+
+    def close(self) -> None:
+        """Nothing to deliver (a send delivers at once); the hub owns the mailboxes."""

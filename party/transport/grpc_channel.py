@@ -97,3 +97,7 @@ class GrpcChannel:
         if self._hook:
             self._hook("received", peer, self.party_id, tag, data)
         return decode_payload(data)
+
+    def close(self) -> None:
+        """Nothing to deliver (a send returns once the peer took the envelope); the
+        mailbox and the channels to the peers are the daemon's."""

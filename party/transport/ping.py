@@ -3,7 +3,7 @@
 A ping travels as a job's envelopes do (the `Push` RPC, over the party's TLS channel to
 the address it would use in a job, its certificate checked against the peer's id), under
 the reserved job id `PING_JOB`; its payload is a `Ping` of random bytes and nothing else.
-The receiving daemon answers it without a job (`party.daemon.PartyDaemon.push`).
+The receiving daemon answers it without a job (`party.transport.endpoint.Endpoint.push`).
 """
 
 from __future__ import annotations

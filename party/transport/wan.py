@@ -105,6 +105,7 @@ class ShapedChannel:
         self._profile = profile
         self._links: dict[str, _Link] = {}
         self._lock = threading.Lock()
+        self._closed = False
         self.party_id = inner.party_id
         self.stats = inner.stats
 
@@ -128,7 +129,20 @@ class ShapedChannel:
         for link in links:
             link.flush(timeout)
 
-    def close(self) -> None:
+    def close(self, timeout: float = 300.0) -> None:
+        """Deliver every envelope still in flight (`flush`), then stop the links; the
+        second call does nothing.
+
+        Raises:
+            ChannelError: a delivery failed, or a link did not drain within `timeout`.
+        """
         with self._lock:
-            for link in self._links.values():
-                link.close()
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.flush(timeout)
+        finally:
+            with self._lock:
+                for link in self._links.values():
+                    link.close()

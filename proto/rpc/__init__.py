@@ -1,0 +1,85 @@
+"""gRPC plumbing shared by both daemons and the CLI, in four modules:
+
+    dial      the client side: message limits, dialing, channel caches, failures explained
+    serve     the server side: servers, binding with mutual TLS, requests that do not parse
+    identity  who is calling and who we are: TLS identities, callers' certificates, version
+    status    errors to statuses: how a servicer answers a call that failed
+
+Party daemons serve on a thread pool (`make_server`); the coordinator serves on `grpc.aio`
+(`make_aio_server`), so that clients following jobs hold no thread. Every servicer helper
+that answers with a status has both forms, sharing one decision: `check_caller` /
+`check_caller_async`, `call_with_status` / `call_with_status_async`, and `ParseCheck` /
+`AioParseCheck`. Callers import the names from here.
+"""
+
+from vfl.proto.rpc.dial import (
+    CHUNK_BYTES,
+    MAX_ENVELOPE_BYTES,
+    MAX_MESSAGE_BYTES,
+    MAX_RECONNECT_BACKOFF_MS,
+    ChannelCache,
+    PeerClients,
+    channel_options,
+    dial,
+    explain,
+    handshake_failed,
+    host_of,
+)
+from vfl.proto.rpc.identity import (
+    COORDINATOR_ID,
+    VERSION,
+    Tls,
+    caller_party,
+    check_caller,
+    check_caller_async,
+    identify_caller_async,
+    watch,
+)
+from vfl.proto.rpc.serve import (
+    AioParseCheck,
+    ParseCheck,
+    bind,
+    make_aio_server,
+    make_server,
+    server_credentials,
+)
+from vfl.proto.rpc.status import (
+    Codes,
+    Problem,
+    call_with_status,
+    call_with_status_async,
+    status_of,
+)
+
+__all__ = [
+    "CHUNK_BYTES",
+    "COORDINATOR_ID",
+    "MAX_ENVELOPE_BYTES",
+    "MAX_MESSAGE_BYTES",
+    "MAX_RECONNECT_BACKOFF_MS",
+    "VERSION",
+    "AioParseCheck",
+    "ChannelCache",
+    "Codes",
+    "ParseCheck",
+    "PeerClients",
+    "Problem",
+    "Tls",
+    "bind",
+    "call_with_status",
+    "call_with_status_async",
+    "caller_party",
+    "channel_options",
+    "check_caller",
+    "check_caller_async",
+    "dial",
+    "explain",
+    "handshake_failed",
+    "host_of",
+    "identify_caller_async",
+    "make_aio_server",
+    "make_server",
+    "server_credentials",
+    "status_of",
+    "watch",
+]
