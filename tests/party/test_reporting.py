@@ -41,7 +41,7 @@ def _stored_job(db: Path, state=TRAINING, reason: str = "") -> str:
 
 
 def _party_logs(caplog, level: int) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name.startswith("party") and r.levelno == level]
+    return [r for r in caplog.records if r.name.startswith("vfl.party") and r.levelno == level]
 
 
 @pytest.mark.grpc
@@ -49,7 +49,7 @@ def test_training_never_waits_for_an_absent_coordinator_and_done_waits_for_it(
     tmp_path, caplog
 ) -> None:
     # Prepare: a party whose coordinator address has no listener (yet)
-    caplog.set_level(logging.INFO, logger="party")
+    caplog.set_level(logging.INFO, logger="vfl.party")
     port = _free_port()
     job_id = _stored_job(tmp_path / "jobs.sqlite")
     client = CoordinatorClient(f"127.0.0.1:{port}")
