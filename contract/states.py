@@ -12,9 +12,18 @@ DELETED, shown in lower case ("available").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeAlias
+
 from vfl.proto import coordinator_pb2 as pb
 
-JobState = pb.JobState.ValueType
+# A state's value: an int at run time; the type checker reads the enum's class from the
+# generated stubs, where the run-time `ValueType` is not declared.
+if TYPE_CHECKING:
+    JobState: TypeAlias = pb.JobState
+    ModelState: TypeAlias = pb.ModelState
+else:
+    JobState = pb.JobState.ValueType
+    ModelState = pb.ModelState.ValueType
 
 SUBMITTED = pb.JOB_STATE_SUBMITTED
 ALIGNING = pb.JOB_STATE_ALIGNING
@@ -45,8 +54,6 @@ def state_from_name(name: str) -> JobState:
     """
     return pb.JobState.Value(_PREFIX + name)
 
-
-ModelState = pb.ModelState.ValueType
 
 AVAILABLE = pb.MODEL_STATE_AVAILABLE
 INCOMPLETE = pb.MODEL_STATE_INCOMPLETE

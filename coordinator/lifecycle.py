@@ -176,7 +176,7 @@ class Lifecycle:
         elif moved and outcome.state == SUCCEEDED:
             rounds = outcome.result.rounds
             log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
-        elif moved:
+        elif moved and outcome.state is not None:
             log.info("job %s %s (reported by %s)", job_id, state_name(outcome.state), party_id)
         return self.store.get(job_id).terminal
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -93,7 +93,7 @@ def serve_metrics(
 class _Callback(Collector):
     """A gauge family computed at each scrape by `read` (label value -> number)."""
 
-    def __init__(self, name: str, doc: str, label: str, read: Callable[[], dict[str, float]]):
+    def __init__(self, name: str, doc: str, label: str, read: Callable[[], Mapping[str, float]]):
         self._name, self._doc, self._label, self._read = name, doc, label, read
 
     def collect(self) -> Iterator[Metric]:
@@ -107,7 +107,7 @@ class CoordinatorMetrics:
     """The coordinator's metrics. Args: `jobs_by_state` and `parties` read the store."""
 
     def __init__(
-        self, jobs_by_state: Callable[[], dict[str, float]], parties: Callable[[], int]
+        self, jobs_by_state: Callable[[], Mapping[str, float]], parties: Callable[[], int]
     ) -> None:
         self.registry = CollectorRegistry()
         self.registry.register(

@@ -111,7 +111,7 @@ class Models:
 
     def records(self) -> list[JobRecord]:
         """The training jobs that SUCCEEDED (the models), deleted ones included."""
-        return [r for r in self._store.list() if self._is_model(r)]
+        return [r for r in self._store.jobs() if self._is_model(r)]
 
     def record(self, model_id: str) -> JobRecord:
         """The training job of model `model_id`.
@@ -131,7 +131,7 @@ class Models:
             )
         return record
 
-    def list(self, records: list[JobRecord]) -> list[pb.ModelSummary]:
+    def summaries(self, records: list[JobRecord]) -> list[pb.ModelSummary]:
         """The summaries of the models `records` (of `records()`) not deleted everywhere.
         Every party of them is asked once, all at once; deletes still pending at a party
         that answered are done now."""
@@ -164,7 +164,7 @@ class Models:
         log.info("model %s: delete requested (pending at %s)", record.job_id, deletion.pending)
         answered = self._control.delete_model_parts(record.job_id, deletion.pending)
         deletion = self._dropped(deletion, [p for p, held in answered.items() if held is not None])
-        answers = {p: None if held is None else [] for p, held in answered.items()}
+        answers: Answers = {p: None if held is None else [] for p, held in answered.items()}
         return summarise(record, spec, answers, deletion)
 
     def pending_at(self, party_id: str) -> list[str]:

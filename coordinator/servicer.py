@@ -81,7 +81,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
 
     @unary("reads", lambda records: pb.ListJobsResponse(jobs=[summary(r) for r in records]))
     def ListJobs(self, caller: str | None, request: pb.ListJobsRequest) -> list[JobRecord]:  # noqa: N802
-        return self._access.visible(caller, self._store.list())
+        return self._access.visible(caller, self._store.jobs())
 
     @unary("reads", view)
     def GetJob(self, caller: str | None, request: pb.GetJobRequest) -> JobRecord:  # noqa: N802
@@ -120,7 +120,7 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         self, caller: str | None, request: pb.ListModelsRequest
     ) -> list[pb.ModelSummary]:
         models = self._life.models
-        return models.list(self._access.visible(caller, models.records()))
+        return models.summaries(self._access.visible(caller, models.records()))
 
     @unary("commands", lambda model: pb.GetModelResponse(model=model))
     def GetModel(self, caller: str | None, request: pb.GetModelRequest) -> pb.ModelSummary:  # noqa: N802

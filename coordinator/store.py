@@ -141,9 +141,20 @@ class JobStore:
         if row is None:
             raise UnknownJob(f"no job '{job_id}'; list jobs with `vfl jobs`")
         result = json_format.Parse(row[8], pb.JobResult())
-        return JobRecord(*row[:4], state_from_name(row[4]), *row[5:8], result)
+        job_id, name, spec_yaml, spec_json, state, reason, created, updated = row[:8]
+        return JobRecord(
+            job_id,
+            name,
+            spec_yaml,
+            spec_json,
+            state_from_name(state),
+            reason,
+            created,
+            updated,
+            result,
+        )
 
-    def list(self) -> list[JobRecord]:
+    def jobs(self) -> list[JobRecord]:
         with self._lock:
             ids = [r[0] for r in self._db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
         return [self.get(i) for i in ids]

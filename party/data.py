@@ -20,13 +20,14 @@ import csv
 from array import array
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
 
-Features = np.ndarray | sp.csr_matrix
+Features: TypeAlias = np.ndarray | sp.csr_matrix
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def load_table(cfg: TableSource, name: str) -> Table:
 
 def _non_finite(x: Features) -> tuple[int, int] | None:
     """(row, column) of the first NaN or infinite feature, if any (nonzeros only when sparse)."""
-    if sp.issparse(x):
+    if not isinstance(x, np.ndarray):  # CSR
         bad = np.flatnonzero(~np.isfinite(x.data))
         if not len(bad):
             return None
@@ -112,7 +113,7 @@ def with_columns(table: Table, names: tuple[str, ...], what: str) -> Table:
     x = table.features
     where = {n: j for j, n in enumerate(names)}
     to = np.array([where.get(n, -1) for n in table.feature_names], dtype=np.int64)
-    if not sp.issparse(x) or (len(to) and not np.any(to >= 0)):
+    if isinstance(x, np.ndarray) or (len(to) and not np.any(to >= 0)):
         raise DataError(
             f"{what}: its feature columns {_names(table.feature_names)} differ from the "
             f"training columns {_names(names)} (names, order and count must match; LIBSVM "

@@ -149,9 +149,7 @@ class PartyJob:
         return psi.positions, psi
 
     def run(self, channel: Channel, reporter: Reporter) -> dict:
-        if self.table is None:
-            self.prepare()
-        table = self.table
+        table = self.prepare() if self.table is None else self.table
         started = time.monotonic()
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, table, "psi")

@@ -35,7 +35,7 @@ class Dashboard:
 
     def jobs(self, caller: str | None) -> list[dict[str, Any]]:
         """The jobs `caller` may list, newest first, with their progress."""
-        records = self._access.visible(caller, self._store.list())
+        records = self._access.visible(caller, self._store.jobs())
         out = []
         for record in reversed(records):
             r = record.result
@@ -104,7 +104,8 @@ class Dashboard:
         """The models `caller` may list (each party asked, 3 s at most)."""
         models = self._life.models
         return [
-            model_to_plain(m) for m in models.list(self._access.visible(caller, models.records()))
+            model_to_plain(m)
+            for m in models.summaries(self._access.visible(caller, models.records()))
         ]
 
 

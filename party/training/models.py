@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import TypeAlias, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,7 +30,7 @@ def _generator(seed: int, salt: str) -> torch.Generator:
     return torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(salt.encode())) % 2**63)
 
 
-def _reinit(module: nn.Module, gen: torch.Generator) -> nn.Module:
+def _reinit(module: M, gen: torch.Generator) -> M:
     """Torch's default initialisation, drawn from `gen`."""
     with torch.no_grad():
         for layer in module.modules():
@@ -56,7 +57,8 @@ def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float):
     return torch.optim.SGD(params, lr=lr)
 
 
-Rows = torch.Tensor | sp.csr_matrix  # a batch of numeric features: dense, or CSR
+M = TypeVar("M", bound=nn.Module)
+Rows: TypeAlias = torch.Tensor | sp.csr_matrix  # a batch of numeric features: dense, or CSR
 
 
 class Inputs:
@@ -116,6 +118,16 @@ class Inputs:
         x = self.x[rows]
         cat = None if self.cat is None else self.cat[torch.as_tensor(rows, dtype=torch.int64)]
         return (x if self.sparse else torch.from_numpy(x)), cat
+
+    def codes(self, rows: np.ndarray) -> np.ndarray:
+        """The categorical codes of `rows`, as int64.
+
+        Raises:
+            ValueError: these inputs have no categorical columns.
+        """
+        if self.cat is None:
+            raise ValueError("these inputs have no categorical columns")
+        return self.cat[torch.as_tensor(rows, dtype=torch.int64)].numpy()
 
     def features(self, rows: np.ndarray) -> np.ndarray | sp.csr_matrix:
         """The numeric features of `rows` as float64: CSR when sparse, else an array."""
@@ -185,6 +197,28 @@ class Bottom(nn.Module):
         if embedded:
             h = h + torch.cat(embedded, dim=1) @ first.weight[:, d:].t()
         return self.mlp[1:](h)
+
+
+def label_rows(y: torch.Tensor | None, rows: np.ndarray) -> torch.Tensor:
+    """The encoded labels of `rows`.
+
+    Raises:
+        ValueError: the trainer holds no labels (one built only to score).
+    """
+    if y is None:
+        raise ValueError("a trainer built to score holds no labels to train or validate on")
+    return y[rows]
+
+
+def leaf_grad(leaf: torch.Tensor) -> torch.Tensor:
+    """The gradient `backward()` left on `leaf` (a tensor that requires grad), detached.
+
+    Raises:
+        ValueError: no gradient reached `leaf` (it was not part of the loss).
+    """
+    if leaf.grad is None:
+        raise ValueError("no gradient reached a cut-layer activation: it is not in the loss")
+    return leaf.grad.detach().clone()
 
 
 def seeded_bottom(

@@ -49,6 +49,8 @@ def make(
     blind = ctx.spec.protocol == "blindfl"
     if role != "active":
         return BlindPassiveTrainer(ctx) if blind else PassiveTrainer(ctx)
+    if labels is None:
+        raise ValueError("the active party trains with its labels")
     task = make_task(ctx.spec.model.top.task, labels[ctx.plan.train_rows])
     if blind:
         return BlindActiveTrainer(ctx, labels, val_labels, task)

@@ -31,7 +31,14 @@ from vfl.party.training.blindfl.common import (
     trained_config,
 )
 from vfl.party.training.context import RoleContext, train_rounds
-from vfl.party.training.models import Inputs, make_optimizer, mlp_forward, seeded_mlp
+from vfl.party.training.models import (
+    Inputs,
+    label_rows,
+    leaf_grad,
+    make_optimizer,
+    mlp_forward,
+    seeded_mlp,
+)
 from vfl.party.training.split.active import history_entry
 from vfl.party.training.task import Task
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
@@ -57,7 +64,11 @@ def _out_width(state: dict[str, Any]) -> int:
 
 class BlindActiveTrainer:
     def __init__(
-        self, ctx: RoleContext, labels: np.ndarray, val_labels: np.ndarray, task: Task
+        self,
+        ctx: RoleContext,
+        labels: np.ndarray | None,
+        val_labels: np.ndarray | None,
+        task: Task,
     ) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
@@ -243,7 +254,7 @@ class BlindActiveTrainer:
     def _top_step(self, z: torch.Tensor, rows: np.ndarray, cached_g=None):
         """One update of the top model (and B's own part) on Z; returns (loss, dL/dZ)."""
         leaf = z.clone().requires_grad_(True)
-        losses = self.task.losses(self._out(leaf, self.ctx.inputs, rows), self.y[rows])
+        losses = self.task.losses(self._out(leaf, self.ctx.inputs, rows), label_rows(self.y, rows))
         if cached_g is None:
             loss = losses.mean()
         else:
@@ -253,7 +264,7 @@ class BlindActiveTrainer:
         loss.backward()
         if self.opt is not None:
             self.opt.step()
-        return float(loss.detach()), leaf.grad.detach().clone()
+        return float(loss.detach()), leaf_grad(leaf)
 
     def step(self, rnd: int, rows: np.ndarray) -> float:
         tag = f"train/r{rnd}"
@@ -279,7 +290,7 @@ class BlindActiveTrainer:
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
             out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows, "val")
-        self.metrics = self.task.evaluate(out, self.val_y[rows])
+        self.metrics = self.task.evaluate(out, label_rows(self.val_y, rows))
         self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)

@@ -110,7 +110,7 @@ def load_layer(ctx: RoleContext, name: str, layer: SavedLayer | None, state: dic
             f"party '{ctx.party_id}': its checkpoint {has} a '{name}' source layer, which "
             "its data does not call for now; restart the job"
         )
-    if layer is not None:
+    if layer is not None and saved is not None:
         layer.load_state_dict(saved)
 
 

@@ -156,7 +156,8 @@ class BlindPassiveTrainer:
         """`score` of each (tag, rows) in turn (the active party may send the next
         batch's m1 early; it waits in the mailbox)."""
         for tag, rows in batches:
-            yield self.score(tag, inputs, rows)
+            self.score(tag, inputs, rows)
+            yield
 
     def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, row_set: str | None = None):
         """One forward (and for `row_set` "train" the backward) of `rows` of `inputs`."""
@@ -164,7 +165,7 @@ class BlindPassiveTrainer:
         if self.src is not None:
             self.src.forward(tag, x, self.row_sets.ref(row_set, rows))
         if self.embed is not None:
-            self.embed.forward(f"{tag}/emb", inputs.take(rows)[1].numpy())
+            self.embed.forward(f"{tag}/emb", inputs.codes(rows))
         if row_set != "train":
             return None
         m3 = None if self.src is None else self.src.backward(tag, self.lr, x)

@@ -15,14 +15,25 @@ import torch
 from vfl.celu.weighting import active_local_loss
 from vfl.celu.workset import CachedBatch
 from vfl.party.training.context import RoleContext, train_rounds
-from vfl.party.training.models import Inputs, make_optimizer, seeded_bottom, seeded_mlp
+from vfl.party.training.models import (
+    Inputs,
+    label_rows,
+    leaf_grad,
+    make_optimizer,
+    seeded_bottom,
+    seeded_mlp,
+)
 from vfl.party.training.task import Task
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
 class ActiveTrainer:
     def __init__(
-        self, ctx: RoleContext, labels: np.ndarray, val_labels: np.ndarray, task: Task
+        self,
+        ctx: RoleContext,
+        labels: np.ndarray | None,
+        val_labels: np.ndarray | None,
+        task: Task,
     ) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
@@ -113,10 +124,10 @@ class ActiveTrainer:
         acts = self._recv_acts(f"train/r{rnd}/act", len(rows))
         with self.ctx.lock:
             leaves = [a.clone().requires_grad_(True) for a in acts]
-            loss = self.task.losses(self._forward(rows, leaves), self.y[rows]).mean()
+            loss = self.task.losses(self._forward(rows, leaves), label_rows(self.y, rows)).mean()
             self.opt.zero_grad()
             loss.backward()
-            grads = [a.grad.detach().clone() for a in leaves]
+            grads = [leaf_grad(a) for a in leaves]
             self.opt.step()
         for p, g in zip(self.passives, grads, strict=True):
             self.ctx.channel.send(p, f"train/r{rnd}/grad", tensor_to_payload(g.numpy()))
@@ -126,7 +137,7 @@ class ActiveTrainer:
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
         rows, acts = entry.activation
         leaves = [a.clone().requires_grad_(True) for a in acts]
-        losses = self.task.losses(self._forward(rows, leaves), self.y[rows])
+        losses = self.task.losses(self._forward(rows, leaves), label_rows(self.y, rows))
         loss, _ = active_local_loss(losses, leaves, entry.derivative, self.xi)
         self.opt.zero_grad()
         loss.backward()
@@ -138,7 +149,7 @@ class ActiveTrainer:
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
             out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
-        self.metrics = self.task.evaluate(out, self.val_y[rows])
+        self.metrics = self.task.evaluate(out, label_rows(self.val_y, rows))
         self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)

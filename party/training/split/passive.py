@@ -106,4 +106,5 @@ class PassiveTrainer:
     ) -> Iterator[None]:
         """`score` of each (tag, rows) in turn."""
         for tag, rows in batches:
-            yield self.score(tag, inputs, rows)
+            self.score(tag, inputs, rows)
+            yield
