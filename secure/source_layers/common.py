@@ -52,7 +52,7 @@ class PartyCrypto:
         encrypts every backward step; a passive party of the MatMul layer only at setup).
 
         Raises:
-            KeyError_: no key pair given and `config.key_bits` is below the minimum.
+            PaillierKeyError: no key pair given and `config.key_bits` is below the minimum.
         """
         self.config = config
         self.keypair = keypair or generate_keypair(party_id, config)
@@ -438,7 +438,7 @@ class LayerRole:
         """`own_pool`: see `PartyCrypto`.
 
         Raises:
-            KeyError_: no key pair given and `config.key_bits` is below the minimum.
+            PaillierKeyError: no key pair given and `config.key_bits` is below the minimum.
         """
         self.channel, self.config, self.seed = channel, config, seed
         self._init = init or {}

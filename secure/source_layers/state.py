@@ -19,8 +19,8 @@ secret and are rebuilt, in 0.1 s); the obfuscators ready in its pools are not (t
 refill). Not state either: the values a forward step keeps for its backward step
 (checkpoints are taken between rounds).
 
-Loading raises `StateError` naming what does not fit (or `KeyError_` for a key below the
-minimum size).
+Loading raises `StateError` naming what does not fit (or `PaillierKeyError` for a key
+below the minimum size).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import numpy as np
 from gmpy2 import mpz
 from vfl.secure.config import SecureConfig, check_key_bits
-from vfl.secure.errors import KeyError_, PayloadError, SecureError, StateError
+from vfl.secure.errors import PaillierKeyError, PayloadError, SecureError, StateError
 from vfl.secure.paillier.cipher_matrix import join_blob, split_blob
 from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
 
@@ -79,7 +79,7 @@ def public_key_from_state(
 
     Raises:
         StateError: not an odd modulus of `config.key_bits` bits, or a malformed h_s.
-        KeyError_: below the minimum key size.
+        PaillierKeyError: below the minimum key size.
     """
     n = mpz(int.from_bytes(bytes(data), "big"))
     if n < 3 or n % 2 == 0:
@@ -95,7 +95,7 @@ def public_key_from_state(
         return PublicKey(n, owner)
     try:
         return PublicKey(n, owner, mpz(int.from_bytes(bytes(h_s), "big")))
-    except KeyError_ as exc:
+    except PaillierKeyError as exc:
         raise StateError(f"the saved public key of '{owner}' is corrupt: {exc}") from None
 
 
@@ -115,7 +115,7 @@ def keypair_from_state(state: LayerState, owner: str, config: SecureConfig) -> K
     Raises:
         StateError: the key pair of another party, of another size, or corrupt (h_s
             included).
-        KeyError_: below the minimum key size.
+        PaillierKeyError: below the minimum key size.
     """
     with reading(f"the saved key pair of '{owner}'"):
         saved_owner = str(state["owner"])
@@ -129,7 +129,7 @@ def keypair_from_state(state: LayerState, owner: str, config: SecureConfig) -> K
     warn_if_test_key(public)
     try:
         return KeyPair(public, PrivateKey(public, p, q))
-    except KeyError_ as exc:
+    except PaillierKeyError as exc:
         raise StateError(f"the saved key pair of '{owner}' is corrupt: {exc}") from None
 
 

@@ -84,7 +84,7 @@ class ActiveEmbedLayer(LayerRole):
         Raises:
             ConfigError: empty or duplicate passive ids, fields missing, bad dimensions,
                 or a configuration without room for this layer's scales.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         ids = check_passive_ids(channel, passive_ids)
         if set(fields_per_passive) != set(ids):
@@ -103,7 +103,7 @@ class ActiveEmbedLayer(LayerRole):
         """Exchange keys and parameters with every passive party and initialise the shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: a peer sent something unusable or
+            PayloadError, PaillierKeyError, ChannelError: a peer sent something unusable or
                 nothing at all.
             InputError, EncodingError: an initial share is malformed or too large.
         """
@@ -224,7 +224,7 @@ class ActiveEmbedLayer(LayerRole):
 
         Raises:
             StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
+            PaillierKeyError: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
         what = "the saved state of the active Embed-MatMul layer"

@@ -103,7 +103,7 @@ class PassiveEmbedLayer(LayerRole):
 
         Raises:
             ConfigError: no fields, a vocabulary size < 1, emb_dim or out_dim < 1.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         if emb_dim < 1 or out_dim < 1:
             raise ConfigError(f"need emb_dim >= 1 and out_dim >= 1, got {emb_dim}, {out_dim}")
@@ -119,7 +119,7 @@ class PassiveEmbedLayer(LayerRole):
         """Exchange keys and parameters with the active party and initialise the shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: the active party sent something
+            PayloadError, PaillierKeyError, ChannelError: the active party sent something
                 unusable (other sizes, key size or fields) or nothing at all.
             InputError, EncodingError: an initial share is malformed or too large.
         """
@@ -170,7 +170,7 @@ class PassiveEmbedLayer(LayerRole):
 
         Raises:
             StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
+            PaillierKeyError: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
         what = "the saved state of a passive Embed-MatMul layer"

@@ -115,7 +115,7 @@ class ActiveSourceLayer(LayerRole):
 
         Raises:
             ConfigError: empty or duplicate passive ids, bad dimensions.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         ids = check_passive_ids(channel, passive_ids)
         if in_dim < 0 or out_dim < 1:
@@ -141,7 +141,7 @@ class ActiveSourceLayer(LayerRole):
         """Exchange keys and parameters with every passive party and initialise shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: a peer sent something unusable or
+            PayloadError, PaillierKeyError, ChannelError: a peer sent something unusable or
                 nothing at all.
         """
         own, p = self._crypto.own, tag_prefix
@@ -425,7 +425,7 @@ class ActiveSourceLayer(LayerRole):
 
         Raises:
             StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
+            PaillierKeyError: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
         what = "the saved state of the active MatMul layer"

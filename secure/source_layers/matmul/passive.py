@@ -110,7 +110,7 @@ class PassiveSourceLayer(LayerRole):
 
         Raises:
             ConfigError: bad dimensions or step factors.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         if in_dim < 1 or out_dim < 1:
             raise ConfigError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
@@ -131,7 +131,7 @@ class PassiveSourceLayer(LayerRole):
         """Exchange keys and parameters with the active party and initialise shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: the active party sent something
+            PayloadError, PaillierKeyError, ChannelError: the active party sent something
                 unusable (mismatched out_dim or key size, bad key) or nothing at all.
         """
         b, p, timeout, own = self.active_id, tag_prefix, self.config.timeout_s, self._crypto.own
@@ -190,7 +190,7 @@ class PassiveSourceLayer(LayerRole):
 
         Raises:
             StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
+            PaillierKeyError: a saved key below the minimum size.
             SecureError: setup() or load_state_dict() has run already.
         """
         what = "the saved state of a passive MatMul layer"
