@@ -34,7 +34,7 @@ from vfl.secure.channel import EnvelopeHook, Mailbox, decode_payload
 from vfl.secure.errors import ChannelClosed, PayloadError, SecureError
 from vfl.secure.executor import make_executor
 from vfl.secure.paillier.pool_cache import PoolCache
-from vfl.secure.source_layers.common import keep_saved_tables
+from vfl.secure.source_layers.crypto import keep_saved_tables
 
 log = logging.getLogger(__name__)
 

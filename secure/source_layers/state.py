@@ -40,12 +40,14 @@ from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_tes
 LayerState: TypeAlias = dict[str, Any]  # noqa: UP040
 
 
-class _Params(Protocol):
+class LayerParamsLike(Protocol):
+    """What the parameters of either layer (a frozen dataclass) have in common here."""
+
     @property
     def passive_ids(self) -> tuple[str, ...]: ...
 
 
-P = TypeVar("P", bound=_Params)
+P = TypeVar("P", bound=LayerParamsLike)
 
 
 @contextmanager

@@ -26,16 +26,8 @@ from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
 from vfl.secure.paillier.encoding import decode, encode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import (
-    InitialShares,
-    LayerRole,
-    Pending,
-    check_passive_ids,
-    check_step,
-    flat,
-    initial_share,
-    shaped,
-)
+from vfl.secure.source_layers.checks import check_passive_ids, check_step, initial_share
+from vfl.secure.source_layers.common import InitialShares, Pending, flat, shaped
 from vfl.secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
 from vfl.secure.source_layers.embed.link import PassiveLink
 from vfl.secure.source_layers.embed.setup import (
@@ -45,15 +37,13 @@ from vfl.secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from vfl.secure.source_layers.embed.tables import table_rows
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import relay_pair_seeds
 from vfl.secure.source_layers.sharing import private_rng
 from vfl.secure.source_layers.state import (
     LayerState,
-    modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
 from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -61,8 +51,11 @@ from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 log = logging.getLogger(__name__)
 
 
-class ActiveEmbedLayer(LayerRole):
+class ActiveEmbedLayer(LayerRole[EmbedParams]):
     """Party B's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
+
+    _params_type = EmbedParams
+    _saved_as = "the saved state of the active Embed-MatMul layer"
 
     def __init__(
         self,
@@ -203,34 +196,24 @@ class ActiveEmbedLayer(LayerRole):
         for link in self._links.values():
             link.apply_weight_step(tag, own)
 
-    def state_dict(self) -> LayerState:
-        """The parameters, and per passive party its fields, public key, [[W]]_A and
-        [[W^T]]_A, as plain values (`secure.source_layers.state`); call between rounds.
+    def _saved(self) -> tuple[EmbedParams, LayerState]:
+        """Per passive party its fields' vocabulary sizes, and its public key, [[W]]_A and
+        [[W^T]]_A (`PassiveLink.state_dict`).
 
         Raises:
             SecureError: setup() has not run.
         """
         self._require_setup()
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(self.params),
+        return self.params, {
             "fields": {pid: list(sizes) for pid, sizes in self.fields.items()},
             "links": {pid: link.state_dict() for pid, link in self._links.items()},
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return bool(self._links)
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            PaillierKeyError: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of the active Embed-MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(EmbedParams, state, key, bool(self._links), what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: EmbedParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             fields = {pid: tuple(int(v) for v in sizes) for pid, sizes in state["fields"].items()}
             if params != self.params or fields != self.fields:

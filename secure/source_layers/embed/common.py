@@ -13,15 +13,9 @@ from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import encode
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import PublicKey
-from vfl.secure.source_layers.common import (
-    InitialShares,
-    PartyCrypto,
-    check_init,
-    flat,
-    recv_cipher,
-    send_cipher,
-    shaped,
-)
+from vfl.secure.source_layers.checks import check_init
+from vfl.secure.source_layers.common import InitialShares, flat, recv_cipher, send_cipher, shaped
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 
 class VocabularyError(InputError):

@@ -22,14 +22,8 @@ from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
 from vfl.secure.paillier.encoding import encode
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair, PublicKey
-from vfl.secure.source_layers.common import (
-    InitialShares,
-    LayerRole,
-    Pending,
-    check_active_key_bits,
-    check_lr,
-    initial_share,
-)
+from vfl.secure.source_layers.checks import check_active_key_bits, check_lr, initial_share
+from vfl.secure.source_layers.common import InitialShares, Pending
 from vfl.secure.source_layers.embed.common import (
     Wire,
     add_plain_rows,
@@ -50,6 +44,7 @@ from vfl.secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from vfl.secure.source_layers.embed.tables import EncryptedTables, segment_rows
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import agree_pair_seeds
 from vfl.secure.source_layers.sharing import ZeroSumMasks, private_rng
 from vfl.secure.source_layers.state import (
@@ -58,10 +53,8 @@ from vfl.secure.source_layers.state import (
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 
@@ -83,8 +76,11 @@ class _State:
     masks: ZeroSumMasks
 
 
-class PassiveEmbedLayer(LayerRole):
+class PassiveEmbedLayer(LayerRole[EmbedParams]):
     """Party A_k's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
+
+    _params_type = EmbedParams
+    _saved_as = "the saved state of a passive Embed-MatMul layer"
 
     def __init__(
         self,
@@ -144,20 +140,16 @@ class PassiveEmbedLayer(LayerRole):
         self._state = _State(params, he_b, wire, h_lay, d_lay, q_a, q_b, w_rows, masks)
         log.info("passive embed layer %s: setup done", p)
 
-    def state_dict(self) -> LayerState:
-        """Q^A, [[Q^B]]_B, [[W]]_B, the parameters, B's public key and the zero-sum masks'
-        seeds and counter, as plain values (`secure.source_layers.state`); call between
-        rounds.
+    def _saved(self) -> tuple[EmbedParams, LayerState]:
+        """B's public key, Q^A, [[Q^B]]_B, [[W]]_B and the zero-sum masks' seeds and
+        counter.
 
         Raises:
             SecureError: setup() has not run.
         """
         st = self._require_setup()
         key_b = st.he_b.pk
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(st.params),
+        return st.params, {
             "active_key": modulus_state(key_b),
             "q_a": [q.copy() for q in st.q_a],
             "q_b": [cipher_state(table, key_b) for table in st.q_b.tables],
@@ -165,18 +157,11 @@ class PassiveEmbedLayer(LayerRole):
             "masks": st.masks.state_dict(),
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return self._state is not None
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            PaillierKeyError: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of a passive Embed-MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(EmbedParams, state, key, self._state is not None, what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: EmbedParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             params.check()
             self._check_params(params, self.vocab_sizes)

@@ -26,21 +26,22 @@ from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import decode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import (
-    Features,
-    InitialShares,
-    LayerRole,
-    Pending,
-    RowRef,
+from vfl.secure.source_layers.checks import (
     check_features,
     check_init,
     check_lr,
     check_passive_ids,
     check_step,
+    initial_share,
+)
+from vfl.secure.source_layers.common import (
+    Features,
+    InitialShares,
+    Pending,
+    RowRef,
     encrypt_matrix,
     exponents,
     flat,
-    initial_share,
     pack_real,
     recv_cipher,
     send_cipher,
@@ -50,6 +51,7 @@ from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.row_packing import ShiftedCopies
 from vfl.secure.source_layers.matmul.row_shares import RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import relay_pair_seeds
 from vfl.secure.source_layers.sharing import private_rng, statistical_masks
 from vfl.secure.source_layers.state import (
@@ -58,10 +60,8 @@ from vfl.secure.source_layers.state import (
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.source_layers.steps import SourceOptimizer
 from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
@@ -93,8 +93,11 @@ class _InFlight:
     local: list[int]  # X_B V_B + b, packed
 
 
-class ActiveSourceLayer(LayerRole):
+class ActiveSourceLayer(LayerRole[LayerParams]):
     """Party B's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
+
+    _params_type = LayerParams
+    _saved_as = "the saved state of the active MatMul layer"
 
     def __init__(
         self,
@@ -393,9 +396,9 @@ class ActiveSourceLayer(LayerRole):
         self._v_b = opt.own_step("v_b", self._v_b, np.asarray(x.T @ g), lr)
         self._bias = opt.own_step("bias", self._bias, g.sum(axis=0), lr)
 
-    def state_dict(self) -> LayerState:
-        """B's shares V_B and b, the parameters, and per passive party its public key and
-        [[U_B^k]], as plain values (`secure.source_layers.state`); call between rounds.
+    def _saved(self) -> tuple[LayerParams, LayerState]:
+        """B's shares V_B and b, its optimiser, and per passive party its public key,
+        feature count and scale, and [[U_B^k]].
 
         Raises:
             SecureError: setup() has not run.
@@ -410,28 +413,18 @@ class ActiveSourceLayer(LayerRole):
             }
             for pid, link in self._links.items()
         }
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(self.params),
+        return self.params, {
             "v_b": self._v_b.copy(),
             "bias": self._bias.copy(),
             "optimizer": self.optimizer.state_dict(),
             "links": links,
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return bool(self._links)
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            PaillierKeyError: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of the active MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(LayerParams, state, key, bool(self._links), what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: LayerParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             params.packer_checked()
             if replace(self.params, rows_per_cipher=params.rows_per_cipher) != params:

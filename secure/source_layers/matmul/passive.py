@@ -23,19 +23,20 @@ from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import Packer
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import (
-    Features,
-    InitialShares,
-    LayerRole,
-    Pending,
-    RowRef,
+from vfl.secure.source_layers.checks import (
     check_active_key_bits,
     check_features,
     check_lr,
+    initial_share,
+)
+from vfl.secure.source_layers.common import (
+    Features,
+    InitialShares,
+    Pending,
+    RowRef,
     encrypt_matrix,
     exponents,
     flat,
-    initial_share,
     pack_real,
     recv_cipher,
     send_cipher,
@@ -45,6 +46,7 @@ from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
 from vfl.secure.source_layers.matmul.row_shares import RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_payload
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import agree_pair_seeds
 from vfl.secure.source_layers.sharing import ZeroSumMasks, private_rng
 from vfl.secure.source_layers.state import (
@@ -53,10 +55,8 @@ from vfl.secure.source_layers.state import (
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.source_layers.steps import scaled_columns
 from vfl.secure.wire.ciphertexts import ciphertexts_from_payload
@@ -88,8 +88,11 @@ class _State:
         return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
 
 
-class PassiveSourceLayer(LayerRole):
+class PassiveSourceLayer(LayerRole[LayerParams]):
     """Party A_k's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
+
+    _params_type = LayerParams
+    _saved_as = "the saved state of a passive MatMul layer"
 
     def __init__(
         self,
@@ -165,19 +168,14 @@ class PassiveSourceLayer(LayerRole):
         self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
         log.info("passive source layer %s: setup done", p)
 
-    def state_dict(self) -> LayerState:
-        """U_A, U_B^k, [[V_A]]_B, the parameters, B's public key and the zero-sum masks'
-        seeds and counter, as plain values (`secure.source_layers.state`); call between
-        rounds.
+    def _saved(self) -> tuple[LayerParams, LayerState]:
+        """B's public key, U_A, U_B^k, [[V_A]]_B and the zero-sum masks' seeds and counter.
 
         Raises:
             SecureError: setup() has not run.
         """
         st = self._require_setup()
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(st.params),
+        return st.params, {
             "active_key": modulus_state(st.he_b.pk),
             "u_a": st.u_a.copy(),
             "u_b": st.u_b.copy(),
@@ -185,18 +183,11 @@ class PassiveSourceLayer(LayerRole):
             "masks": st.masks.state_dict(),
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return self._state is not None
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            PaillierKeyError: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of a passive MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(LayerParams, state, key, self._state is not None, what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: LayerParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             self._check_params(params)
             packer = params.packer_checked()

@@ -15,7 +15,7 @@ from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.fixed_base import HIDING_BITS, MIN_POSITIONS, ObfuscatorTable, positions
 from vfl.secure.paillier.keys import generate_keypair
 from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 from tests.support.secure import config_for_tests
 

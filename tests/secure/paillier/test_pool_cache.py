@@ -13,7 +13,7 @@ from vfl.secure.executor import LocalExecutor
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
 from vfl.secure.paillier.pool_cache import PoolCache
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 from tests.support.secure import config_for_tests
 

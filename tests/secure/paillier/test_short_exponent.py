@@ -20,7 +20,7 @@ from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import PrivateKey, PublicKey, keypair_from_phe
 from vfl.secure.paillier.obfuscators import ObfuscatorPool
 from vfl.secure.paillier.short_exponent import ShortExponentTable, exponent_bits
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 from tests.support.secure import TEST_KEY_BITS, config_for_tests
 

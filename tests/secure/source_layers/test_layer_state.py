@@ -10,7 +10,7 @@ from gmpy2 import mpz
 from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import PaillierKeyError, SecureError, StateError
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.crypto import PartyCrypto
 from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
 from vfl.secure.source_layers.state import int_bytes, keypair_from_state, keypair_state
