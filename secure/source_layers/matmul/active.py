@@ -8,7 +8,8 @@ B decrypts only the aggregate of the m2_k. Backward: m3 = [[eta G D]]_B to every
 (D: B's per-column step sizes, `source_layers.steps`), and V_B and b take a step of
 B's optimiser on X_B^T G and sum_i G_i in plaintext.
 m1 and m2 carry `rows_per_cipher` batch rows per ciphertext (`matmul.row_packing`): B
-keeps [[U_B^k]] shifted by 0..k-1 rows; m3 keeps one row per ciphertext.
+keeps [[U_B^k]] shifted by 0..k-1 rows, with the rest of its state for A_k, in a
+`PassiveLink` (`matmul.link`, which makes m1); m3 keeps one row per ciphertext.
 """
 
 from __future__ import annotations
@@ -17,12 +18,10 @@ import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.sparse as sp
 from gmpy2 import mpz
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, SecureError, StateError
-from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import decode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
@@ -48,19 +47,15 @@ from vfl.secure.source_layers.common import (
     shaped,
 )
 from vfl.secure.source_layers.matmul import row_shares
-from vfl.secure.source_layers.matmul.row_packing import ShiftedCopies
+from vfl.secure.source_layers.matmul.link import PassiveLink
 from vfl.secure.source_layers.matmul.row_shares import RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
 from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import relay_pair_seeds
-from vfl.secure.source_layers.sharing import private_rng, statistical_masks
+from vfl.secure.source_layers.sharing import private_rng
 from vfl.secure.source_layers.state import (
     LayerState,
     array_from_state,
-    cipher_from_state,
-    cipher_state,
-    modulus_state,
-    public_key_from_state,
     reading,
 )
 from vfl.secure.source_layers.steps import SourceOptimizer
@@ -69,18 +64,6 @@ from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 from vfl.secure.wire.payload import Payload
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Link:
-    """B's state for one passive party."""
-
-    party_id: str
-    he: Paillier  # under that party's public key
-    in_dim: int
-    feature_bits: int
-    enc_u_b: CipherMatrix  # [[U_B^k]] under that party's key
-    u_b_copies: ShiftedCopies  # [[U_B^k]] shifted by 0..k-1 rows (`row_packing`)
 
 
 @dataclass
@@ -128,7 +111,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         self.packer = self.params.packer()
         super().__init__(channel, config, seed, init, keypair, own_pool=True)
         self._ids = ids
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, PassiveLink] = {}
         self._v_b = np.zeros((in_dim, out_dim))
         self._bias = np.zeros(out_dim)
         self._pending: Pending[Features] = Pending("pass x explicitly")
@@ -147,7 +130,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             PayloadError, PaillierKeyError, ChannelError: a peer sent something unusable or
                 nothing at all.
         """
-        own, p = self._crypto.own, tag_prefix
+        own, p, timeout = self._crypto.own, tag_prefix, self.config.timeout_s
         for pid in self._ids:
             self.channel.send(pid, f"{p}/pk", public_key_to_payload(own.pk))
         peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
@@ -161,9 +144,10 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             scale = self.params.weight_bits(bits)
             send_cipher(self.channel, pid, f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
         keys = {pid: he.pk for pid, (he, _, _) in peers.items()}
-        relay_pair_seeds(self.channel, p, keys, self.config.timeout_s)
-        for pid, (he, in_dim, bits) in peers.items():
-            self._links[pid] = self._receive_u_b(p, pid, he, in_dim, bits)
+        relay_pair_seeds(self.channel, p, keys, timeout)
+        for pid, info in peers.items():
+            link = PassiveLink.receive(self.channel, p, info, self.params, self.packer, timeout)
+            self._links[pid] = link
         self._init_own_shares(rng)
         log.info("active source layer %s: setup with %d passive parties", p, len(peers))
 
@@ -174,22 +158,6 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         info = self.channel.recv(pid, f"{p}/params", self.config.timeout_s)
         in_dim, bits = passive_info_from_payload(info, self.params, pid)
         return self._crypto.add_peer(key), in_dim, bits
-
-    def _receive_u_b(self, p: str, pid: str, he: Paillier, in_dim: int, bits: int) -> _Link:
-        """[[U_B^k]] from passive party `pid`, with its row-shifted copies."""
-        scale = self.params.weight_bits(self.config.feature_bits)
-        enc_u_b = recv_cipher(
-            self.channel,
-            pid,
-            f"{p}/u_b",
-            he.pk,
-            (self.in_dim, self.cols),
-            self.packer.slots,
-            scale,
-            self.config.timeout_s,
-        )
-        copies = ShiftedCopies(enc_u_b.rows, self.params.layout(), he.pk.nsquare, he.threads)
-        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
 
     def _init_own_shares(self, rng: np.random.Generator) -> None:
         self._v_b = initial_share(self._init, "V_B", self.in_dim, self.out_dim, rng)
@@ -227,7 +195,11 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         groups = layout.groups(x.shape[0])
         if rows is None:
             exps = exponents(x, self.config.feature_bits)
-            masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
+            matmul = self._crypto.matmul
+            masks = [
+                link.send_m1(self.channel, tag, matmul, exps, groups)
+                for link in self._links.values()
+            ]
         else:
             masks = [self._row_masks_of(rows, pid, x.shape[0]) for pid in self._links]
         local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
@@ -272,18 +244,6 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             total = own.add(total, flat(m2.rows)) if total else flat(m2.rows)
         return total
 
-    def _send_m1(self, tag: str, link: _Link, exps: sp.csr_matrix, n: int) -> list[list[int]]:
-        """Send m1 = [[X_B U_B^k - R_k]]_Ak and return the mask R_k."""
-        he, cols = link.he, self.cols
-        e = link.u_b_copies.product(self._crypto.matmul, exps, cols)
-        masks = statistical_masks(n, cols, self.packer.mask_bits)
-        m1 = he.rerandomize(he.add_plain(flat(e), [-r for r in flat(masks)]))
-        matrix = CipherMatrix(
-            shaped(m1, cols), cols, he.pk, self.packer.slots, self.params.output_bits
-        )
-        send_cipher(self.channel, link.party_id, f"{tag}/m1", matrix)
-        return masks
-
     def _chunks(self) -> RowChunks:
         p = self.params
         return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
@@ -303,25 +263,11 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
-        chunks, n = self._chunks(), x.shape[0]
-        layout, exps, cols = chunks.layout(), exponents(x, self.config.feature_bits), self.cols
-        tables = {}
-        for pid, link in self._links.items():
-            he = link.he
-            copies = ShiftedCopies(link.enc_u_b.rows, layout, he.pk.nsquare, he.threads)
-            masks = chunks.masks(n, cols)
-            plain = flat(chunks.setup_masks(masks))
-            e = flat(copies.product(self._crypto.matmul, exps, cols))
-            m1 = he.rerandomize(he.add_plain(e, [-r for r in plain]))
-            step = row_shares.CHUNK_CIPHERTEXTS * cols
-            for part, start in enumerate(range(0, len(m1), step)):
-                values = m1[start : start + step]
-                matrix = CipherMatrix(
-                    shaped(values, cols), cols, he.pk, self.packer.slots, self.params.output_bits
-                )
-                send_cipher(self.channel, pid, f"{tag}/{name}/s{part}", matrix)
-            tables[pid] = masks
-        self._row_masks[name] = tables
+        chunks, exps = self._chunks(), exponents(x, self.config.feature_bits)
+        self._row_masks[name] = {
+            pid: link.send_rows(self.channel, f"{tag}/{name}", self._crypto.matmul, exps, chunks)
+            for pid, link in self._links.items()
+        }
 
     def _row_masks_of(self, rows: RowRef, pid: str, n: int) -> list[list[int]]:
         """R of the rows of a precomputed set, grouped as m2 groups them."""
@@ -404,15 +350,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             SecureError: setup() has not run.
         """
         self._require_setup()
-        links = {
-            pid: {
-                "key": modulus_state(link.he.pk),
-                "in_dim": link.in_dim,
-                "feature_bits": link.feature_bits,
-                "u_b": cipher_state(link.enc_u_b.rows, link.he.pk),
-            }
-            for pid, link in self._links.items()
-        }
+        links = {pid: link.state_dict() for pid, link in self._links.items()}
         return self.params, {
             "v_b": self._v_b.copy(),
             "bias": self._bias.copy(),
@@ -434,22 +372,12 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             self._bias = array_from_state(state["bias"], (self.out_dim,), what)
             if state.get("optimizer") is not None:  # None: saved before optimisers
                 self.optimizer.load_state_dict(state["optimizer"])
-            links = {pid: self._load_link(pid, state["links"][pid], what) for pid in self._ids}
+            saved = state["links"]
+            links = {
+                pid: PassiveLink.restore(saved[pid], pid, self._crypto, params, what)
+                for pid in self._ids
+            }
         self._links = links
-
-    def _load_link(self, pid: str, saved: LayerState, what: str) -> _Link:
-        key = public_key_from_state(saved["key"], pid, self.config)
-        in_dim, bits = int(saved["in_dim"]), int(saved["feature_bits"])
-        if in_dim < 1 or not 0 <= bits <= 32:
-            raise StateError(f"{what}: party '{pid}' has in_dim={in_dim}, feature_bits={bits}")
-        self.params.grad_bits(bits)
-        shape = (self.in_dim, self.cols)
-        rows = cipher_from_state(saved["u_b"], key, shape, f"{what}: [[U_B]] of '{pid}'")
-        he = self._crypto.add_peer(key)
-        scale = self.params.weight_bits(self.config.feature_bits)
-        enc_u_b = CipherMatrix(rows, self.cols, key, self.packer.slots, scale)
-        copies = ShiftedCopies(rows, self.params.layout(), key.nsquare, he.threads)
-        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
 
     def _require_setup(self) -> None:
         if len(self._links) != len(self._ids):
