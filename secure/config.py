@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vfl.secure.errors import ConfigError, PaillierKeyError
-from vfl.secure.executor import BlockExecutor
+from vfl.secure.executor_base import BlockExecutor
 from vfl.secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048

@@ -33,7 +33,13 @@ from concurrent.futures import ThreadPoolExecutor
 import gmpy2
 from gmpy2 import mpz
 from vfl.secure.errors import PaillierKeyError
-from vfl.secure.executor import DECRYPT, RERANDOMIZE_FULL, RERANDOMIZE_TABLE, BlockExecutor, Shared
+from vfl.secure.executor_base import (
+    DECRYPT,
+    RERANDOMIZE_FULL,
+    RERANDOMIZE_TABLE,
+    BlockExecutor,
+    Shared,
+)
 from vfl.secure.paillier.blocks import (
     WorkerTable,
     blob,
