@@ -19,8 +19,9 @@ from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, StateError
 from vfl.secure.paillier.cipher_matmul import CipherMatmul
 from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.gate import Gate
 from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, generate_keypair
-from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
 from vfl.secure.paillier.pool_cache import PoolCache
 from vfl.secure.source_layers.state import LayerState, SavedTable, tables_from_state, tables_state
 
