@@ -25,10 +25,13 @@ Key size: 2048 bits unless `allow_insecure_test_keys` is set explicitly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from vfl.secure.errors import ConfigError, PaillierKeyError
-from vfl.secure.executor_base import BlockExecutor
-from vfl.secure.paillier.counters import OpCounts
+
+if TYPE_CHECKING:  # annotations only: vfl.secure.paillier imports this module
+    from vfl.secure.executor_base import BlockExecutor
+    from vfl.secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512

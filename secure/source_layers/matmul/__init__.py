@@ -6,9 +6,12 @@ Weights are additively shared and never exist in one place:
 Per step: forward m1 (B -> A_k), m2 (A_k -> B); backward m3 = [[eta G D]]_B (B -> A_k;
 D: B's per-column step sizes, `secure.source_layers.steps`).
 
-    ActiveSourceLayer   party B, holds the labels       (`secure.source_layers.matmul.active`)
-    PassiveSourceLayer  party A_k                        (`secure.source_layers.matmul.passive`)
-    setup messages and protocol parameters               (`secure.source_layers.matmul.setup`)
+    ActiveSourceLayer   party B, holds the labels             (`matmul.active`)
+    PassiveSourceLayer  party A_k                              (`matmul.passive`)
+    B's state and m1 for one passive party                     (`matmul.link`)
+    setup messages and protocol parameters                     (`matmul.setup`)
+    several batch rows per ciphertext of m1 and m2             (`matmul.row_packing`)
+    m1 once per row of a set used again and again              (`matmul.row_shares`)
 
 Aggregation over K >= 2 passive parties: each A_k adds a pairwise zero-sum mask to its
 m2 (seeds relayed by B, encrypted under the receiving passive party's key), and B
