@@ -1,6 +1,6 @@
 """What every role of both source layers shares: the types of its inputs, fixed-point
-packing and the ciphertext send/receive steps, and the values a forward step keeps for
-its backward step (`Pending`)."""
+packing, the ciphertext messages to and from one peer (`Wire`), and the values a forward
+step keeps for its backward step (`Pending`)."""
 
 from __future__ import annotations
 
@@ -50,32 +50,42 @@ def shaped(values: Sequence[T], cols: int) -> list[list[T]]:
     return [list(values[i : i + cols]) for i in range(0, len(values), cols)]
 
 
-def send_cipher(channel: Channel, peer: str, tag: str, matrix: CipherMatrix) -> None:
-    channel.send(peer, tag, ciphertexts_to_payload(matrix))
+class Wire:
+    """Ciphertext messages between this party and one peer, checked on receipt; while a
+    receive waits, the party's obfuscator pools may refill in the background."""
 
+    def __init__(
+        self, channel: Channel, peer: str, timeout: float | None, crypto: PartyCrypto
+    ) -> None:
+        self.channel, self.peer, self.timeout, self.crypto = channel, peer, timeout, crypto
 
-def recv_cipher(
-    channel: Channel,
-    peer: str,
-    tag: str,
-    key: PublicKey,
-    shape: tuple[int | None, int | None],
-    slots: int,
-    scale_bits: int,
-    timeout: float | None,
-    *,
-    crypto: PartyCrypto | None = None,
-) -> CipherMatrix:
-    """Receive and check a ciphertext matrix (see `ciphertexts_from_payload`); with
-    `crypto`, its obfuscator pools may refill in the background during the wait.
+    def send(self, tag: str, matrix: CipherMatrix) -> None:
+        """Raises:
+        ChannelError: the message cannot be delivered (see `Channel.send`).
+        """
+        self.channel.send(self.peer, tag, ciphertexts_to_payload(matrix))
 
-    Raises:
-        PayloadError: the payload is not what this step expects.
-        ChannelError: nothing arrived in time, or the job was closed.
-    """
-    with crypto.waiting() if crypto is not None else nullcontext():
-        payload = channel.recv(peer, tag, timeout)
-    return ciphertexts_from_payload(payload, key, shape=shape, slots=slots, scale_bits=scale_bits)
+    def recv(
+        self,
+        tag: str,
+        key: PublicKey,
+        shape: tuple[int | None, int | None],
+        slots: int,
+        scale: int,
+        *,
+        refill: bool = True,
+    ) -> CipherMatrix:
+        """The ciphertext matrix `tag`, checked (`ciphertexts_from_payload`); `refill`:
+        the pools may refill in the background while this waits (the MatMul layer's
+        setup waits without).
+
+        Raises:
+            PayloadError: wrong kind, key, width, shape, count, slots or scale.
+            ChannelError: nothing arrived in time, or the job was closed.
+        """
+        with self.crypto.waiting() if refill else nullcontext():
+            payload = self.channel.recv(self.peer, tag, self.timeout)
+        return ciphertexts_from_payload(payload, key, shape=shape, slots=slots, scale_bits=scale)
 
 
 def encrypt_matrix(

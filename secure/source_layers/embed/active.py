@@ -27,8 +27,8 @@ from vfl.secure.paillier.encoding import decode, encode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
 from vfl.secure.source_layers.checks import check_passive_ids, check_step, initial_share
-from vfl.secure.source_layers.common import InitialShares, Pending, flat, shaped
-from vfl.secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
+from vfl.secure.source_layers.common import InitialShares, Pending, Wire, flat, shaped
+from vfl.secure.source_layers.embed.common import encode_table, encrypt_rows, initial_tables
 from vfl.secure.source_layers.embed.link import PassiveLink
 from vfl.secure.source_layers.embed.setup import (
     EmbedParams,

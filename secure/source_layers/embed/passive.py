@@ -23,9 +23,8 @@ from vfl.secure.paillier.encoding import encode
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair, PublicKey
 from vfl.secure.source_layers.checks import check_active_key_bits, check_lr, initial_share
-from vfl.secure.source_layers.common import InitialShares, Pending
+from vfl.secure.source_layers.common import InitialShares, Pending, Wire
 from vfl.secure.source_layers.embed.common import (
-    Wire,
     add_plain_rows,
     add_rows,
     check_codes,

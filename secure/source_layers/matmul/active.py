@@ -38,12 +38,11 @@ from vfl.secure.source_layers.common import (
     InitialShares,
     Pending,
     RowRef,
+    Wire,
     encrypt_matrix,
     exponents,
     flat,
     pack_real,
-    recv_cipher,
-    send_cipher,
     shaped,
 )
 from vfl.secure.source_layers.matmul import row_shares
@@ -139,15 +138,15 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         for pid in self._ids:
             self.channel.send(pid, f"{p}/params", self.params.to_payload())
         rng = private_rng(self.seed, self._crypto.keypair.private, "active")
+        wires = {pid: Wire(self.channel, pid, timeout, self._crypto) for pid in self._ids}
         for pid, (_, in_dim, bits) in peers.items():
             v_a = initial_share(self._init, f"V_A/{pid}", in_dim, self.out_dim, rng)
             scale = self.params.weight_bits(bits)
-            send_cipher(self.channel, pid, f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
+            wires[pid].send(f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
         keys = {pid: he.pk for pid, (he, _, _) in peers.items()}
         relay_pair_seeds(self.channel, p, keys, timeout)
         for pid, info in peers.items():
-            link = PassiveLink.receive(self.channel, p, info, self.params, self.packer, timeout)
-            self._links[pid] = link
+            self._links[pid] = PassiveLink.receive(wires[pid], p, info, self.params, self.packer)
         self._init_own_shares(rng)
         log.info("active source layer %s: setup with %d passive parties", p, len(peers))
 
@@ -196,10 +195,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         if rows is None:
             exps = exponents(x, self.config.feature_bits)
             matmul = self._crypto.matmul
-            masks = [
-                link.send_m1(self.channel, tag, matmul, exps, groups)
-                for link in self._links.values()
-            ]
+            masks = [link.send_m1(tag, matmul, exps, groups) for link in self._links.values()]
         else:
             masks = [self._row_masks_of(rows, pid, x.shape[0]) for pid in self._links]
         local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
@@ -229,18 +225,9 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
     def _receive_m2_sum(self, tag: str, groups: int) -> list[mpz]:
         """The homomorphic sum of every passive party's m2 (flat)."""
         own, total = self._crypto.own, list[mpz]()
-        for pid in self._links:
-            m2 = recv_cipher(
-                self.channel,
-                pid,
-                f"{tag}/m2",
-                own.pk,
-                (groups, self.cols),
-                self.packer.slots,
-                self.params.output_bits,
-                self.config.timeout_s,
-                crypto=self._crypto,
-            )
+        shape, slots, f_z = (groups, self.cols), self.packer.slots, self.params.output_bits
+        for link in self._links.values():
+            m2 = link.wire.recv(f"{tag}/m2", own.pk, shape, slots, f_z)
             total = own.add(total, flat(m2.rows)) if total else flat(m2.rows)
         return total
 
@@ -265,7 +252,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         x = check_features(x, self.in_dim)
         chunks, exps = self._chunks(), exponents(x, self.config.feature_bits)
         self._row_masks[name] = {
-            pid: link.send_rows(self.channel, f"{tag}/{name}", self._crypto.matmul, exps, chunks)
+            pid: link.send_rows(f"{tag}/{name}", self._crypto.matmul, exps, chunks)
             for pid, link in self._links.items()
         }
 
@@ -372,9 +359,11 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             self._bias = array_from_state(state["bias"], (self.out_dim,), what)
             if state.get("optimizer") is not None:  # None: saved before optimisers
                 self.optimizer.load_state_dict(state["optimizer"])
-            saved = state["links"]
+            saved, timeout = state["links"], self.config.timeout_s
             links = {
-                pid: PassiveLink.restore(saved[pid], pid, self._crypto, params, what)
+                pid: PassiveLink.restore(
+                    Wire(self.channel, pid, timeout, self._crypto), saved[pid], params, what
+                )
                 for pid in self._ids
             }
         self._links = links

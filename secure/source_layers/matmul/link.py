@@ -17,14 +17,12 @@ from dataclasses import dataclass
 
 import scipy.sparse as sp
 from gmpy2 import mpz
-from vfl.secure.channel import Channel
 from vfl.secure.errors import StateError
 from vfl.secure.paillier.cipher_matmul import CipherMatmul
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import Packer
 from vfl.secure.paillier.engine import Paillier
-from vfl.secure.source_layers.common import flat, recv_cipher, send_cipher, shaped
-from vfl.secure.source_layers.crypto import PartyCrypto
+from vfl.secure.source_layers.common import Wire, flat, shaped
 from vfl.secure.source_layers.matmul.row_packing import ShiftedCopies
 from vfl.secure.source_layers.matmul.row_shares import CHUNK_CIPHERTEXTS, RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams
@@ -43,7 +41,7 @@ class PassiveLink:
     """B's view of one passive party: its key context, feature count and scale, and
     [[U_B^k]] under its key with its row-shifted copies."""
 
-    party_id: str
+    wire: Wire  # to and from that party
     he: Paillier  # under that party's public key
     in_dim: int
     feature_bits: int
@@ -55,7 +53,7 @@ class PassiveLink:
     @classmethod
     def of(
         cls,
-        party_id: str,
+        wire: Wire,
         he: Paillier,
         in_dim: int,
         feature_bits: int,
@@ -65,17 +63,16 @@ class PassiveLink:
     ) -> PassiveLink:
         """The link of a received or restored [[U_B^k]] (its copies shifted now)."""
         copies = ShiftedCopies(enc_u_b.rows, params.layout(), he.pk.nsquare, he.threads)
-        return cls(party_id, he, in_dim, feature_bits, enc_u_b, copies, params, packer)
+        return cls(wire, he, in_dim, feature_bits, enc_u_b, copies, params, packer)
 
     @classmethod
     def receive(
         cls,
-        channel: Channel,
+        wire: Wire,
         prefix: str,
         info: tuple[Paillier, int, int],
         params: LayerParams,
         packer: Packer,
-        timeout: float | None,
     ) -> PassiveLink:
         """The link of a passive party once its [[U_B^k]] (`<prefix>/u_b`) arrives;
         `info`: its key context, feature count and feature scale.
@@ -84,25 +81,23 @@ class PassiveLink:
             PayloadError, ChannelError: [[U_B^k]] is malformed or missing.
         """
         he, in_dim, bits = info
-        pid, cols = he.pk.owner, packer.columns(params.out_dim)
         scale = params.weight_bits(params.active_feature_bits)
-        shape = (params.active_in_dim, cols)
-        enc_u_b = recv_cipher(
-            channel, pid, f"{prefix}/u_b", he.pk, shape, packer.slots, scale, timeout
-        )
-        return cls.of(pid, he, in_dim, bits, enc_u_b, params, packer)
+        shape = (params.active_in_dim, packer.columns(params.out_dim))
+        tag = f"{prefix}/u_b"
+        enc_u_b = wire.recv(tag, he.pk, shape, packer.slots, scale, refill=False)
+        return cls.of(wire, he, in_dim, bits, enc_u_b, params, packer)
 
     @classmethod
-    def restore(
-        cls, saved: LayerState, pid: str, crypto: PartyCrypto, params: LayerParams, what: str
-    ) -> PassiveLink:
-        """The link of passive party `pid` from its `state_dict()` (its key joins `crypto`).
+    def restore(cls, wire: Wire, saved: LayerState, params: LayerParams, what: str) -> PassiveLink:
+        """The link of the passive party at the other end of `wire` from its
+        `state_dict()` (its key joins the party's crypto bundle).
 
         Raises:
             StateError: a bad feature count or scale, or [[U_B^k]] of another shape or key.
             PaillierKeyError: the saved key is below the minimum size.
             PayloadError: the party's feature scale leaves no room for its [[eta G]].
         """
+        pid, crypto = wire.peer, wire.crypto
         key = public_key_from_state(saved["key"], pid, crypto.config)
         in_dim, bits = int(saved["in_dim"]), int(saved["feature_bits"])
         if in_dim < 1 or not 0 <= bits <= 32:
@@ -115,7 +110,11 @@ class PassiveLink:
         he = crypto.add_peer(key)
         scale = params.weight_bits(params.active_feature_bits)
         enc_u_b = CipherMatrix(rows, cols, key, packer.slots, scale)
-        return cls.of(pid, he, in_dim, bits, enc_u_b, params, packer)
+        return cls.of(wire, he, in_dim, bits, enc_u_b, params, packer)
+
+    @property
+    def party_id(self) -> str:
+        return self.wire.peer
 
     @property
     def cols(self) -> int:
@@ -131,21 +130,16 @@ class PassiveLink:
         }
 
     def send_m1(
-        self, channel: Channel, tag: str, matmul: CipherMatmul, exps: sp.csr_matrix, groups: int
+        self, tag: str, matmul: CipherMatmul, exps: sp.csr_matrix, groups: int
     ) -> list[list[int]]:
         """Send m1 = [[X_B U_B^k - R_k]]_Ak for a batch of `groups` row groups; return R_k."""
         product = flat(self.u_b_copies.product(matmul, exps, self.cols))
         masks = statistical_masks(groups, self.cols, self.packer.mask_bits)
-        self._send(channel, f"{tag}/m1", self._masked(product, flat(masks)))
+        self._send(f"{tag}/m1", self._masked(product, flat(masks)))
         return masks
 
     def send_rows(
-        self,
-        channel: Channel,
-        tag: str,
-        matmul: CipherMatmul,
-        exps: sp.csr_matrix,
-        chunks: RowChunks,
+        self, tag: str, matmul: CipherMatmul, exps: sp.csr_matrix, chunks: RowChunks
     ) -> list[list[int]]:
         """Send the m1 of every row of a set (`exps`: all its rows), in messages
         `<tag>/s<i>` of `CHUNK_CIPHERTEXTS` rows of ciphertexts; return each row's R_i."""
@@ -156,7 +150,7 @@ class PassiveLink:
         m1 = self._masked(flat(copies.product(matmul, exps, cols)), plain)
         step = CHUNK_CIPHERTEXTS * cols
         for part, start in enumerate(range(0, len(m1), step)):
-            self._send(channel, f"{tag}/s{part}", m1[start : start + step])
+            self._send(f"{tag}/s{part}", m1[start : start + step])
         return masks
 
     def _masked(self, product: list[mpz], masks: list[int]) -> list[mpz]:
@@ -164,9 +158,9 @@ class PassiveLink:
         he = self.he
         return he.rerandomize(he.add_plain(product, [-r for r in masks]))
 
-    def _send(self, channel: Channel, tag: str, values: list[mpz]) -> None:
+    def _send(self, tag: str, values: list[mpz]) -> None:
         cols, pk = self.cols, self.he.pk
         matrix = CipherMatrix(
             shaped(values, cols), cols, pk, self.packer.slots, self.params.output_bits
         )
-        send_cipher(channel, self.party_id, tag, matrix)
+        self.wire.send(tag, matrix)

@@ -34,12 +34,11 @@ from vfl.secure.source_layers.common import (
     InitialShares,
     Pending,
     RowRef,
+    Wire,
     encrypt_matrix,
     exponents,
     flat,
     pack_real,
-    recv_cipher,
-    send_cipher,
     shaped,
 )
 from vfl.secure.source_layers.matmul import row_shares
@@ -129,6 +128,7 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         self._state: _State | None = None
         self._pending: Pending[Features] = Pending("pass x explicitly")
         self._row_shares: dict[str, list[list[int]]] = {}  # set -> S_i per row
+        self._wire = Wire(channel, active_id, config.timeout_s, self._crypto)
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
@@ -149,17 +149,10 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         u_a = initial_share(self._init, "U_A", self.in_dim, self.out_dim, rng)
         u_b = initial_share(self._init, "U_B", params.active_in_dim, self.out_dim, rng)
         enc_u_b = encrypt_matrix(own, packer, u_b, params.weight_bits(params.active_feature_bits))
-        send_cipher(self.channel, b, f"{p}/u_b", enc_u_b)
-        v_a = recv_cipher(
-            self.channel,
-            b,
-            f"{p}/v_a",
-            key_b,
-            (self.in_dim, packer.columns(self.out_dim)),
-            packer.slots,
-            params.weight_bits(self.config.feature_bits),
-            timeout,
-        )
+        self._wire.send(f"{p}/u_b", enc_u_b)
+        shape = (self.in_dim, packer.columns(self.out_dim))
+        scale = params.weight_bits(self.config.feature_bits)
+        v_a = self._wire.recv(f"{p}/v_a", key_b, shape, packer.slots, scale, refill=False)
         packed = packed_products(
             v_a.rows, params.layout(), self.in_dim, key_b.nsquare, he_b.threads
         )
@@ -238,23 +231,14 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
             plain = [a + m for a, m in zip(plain, zero_sum, strict=True)]
         m2 = he_b.rerandomize(he_b.add_plain(flat(xv), plain))
         matrix = CipherMatrix(shaped(m2, cols), cols, he_b.pk, st.packer.slots, f_z)
-        send_cipher(self.channel, self.active_id, f"{tag}/m2", matrix)
+        self._wire.send(f"{tag}/m2", matrix)
         self._pending.remember(tag, x)
 
     def _m1(self, st: _State, tag: str, groups: int) -> list[int]:
         """S = Dec(m1) of this step (flat)."""
         own = self._crypto.own
-        m1 = recv_cipher(
-            self.channel,
-            self.active_id,
-            f"{tag}/m1",
-            own.pk,
-            (groups, st.cols),
-            st.packer.slots,
-            st.params.output_bits,
-            self.config.timeout_s,
-            crypto=self._crypto,
-        )
+        shape, slots = (groups, st.cols), st.packer.slots
+        m1 = self._wire.recv(f"{tag}/m1", own.pk, shape, slots, st.params.output_bits)
         return own.decrypt(flat(m1.rows))
 
     def _shares_of(self, st: _State, rows: RowRef, x: Features) -> list[int]:
@@ -277,22 +261,13 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
             SecureError: setup() has not run.
         """
         st = self._require_setup()
-        chunks, own, cols = st.chunks(), self._crypto.own, st.cols
+        chunks, own, cols, f_z = st.chunks(), self._crypto.own, st.cols, st.params.output_bits
         groups = -(-n // chunks.rows_per_cipher)
         plain: list[list[int]] = []
         for part, start in enumerate(range(0, groups, row_shares.CHUNK_CIPHERTEXTS)):
             count = min(row_shares.CHUNK_CIPHERTEXTS, groups - start)
-            m1 = recv_cipher(
-                self.channel,
-                self.active_id,
-                f"{tag}/{name}/s{part}",
-                own.pk,
-                (count, cols),
-                st.packer.slots,
-                st.params.output_bits,
-                self.config.timeout_s,
-                crypto=self._crypto,
-            )
+            shape, slots = (count, cols), st.packer.slots
+            m1 = self._wire.recv(f"{tag}/{name}/s{part}", own.pk, shape, slots, f_z)
             plain.extend(shaped(own.decrypt(flat(m1.rows)), cols))
         self._row_shares[name] = chunks.split(plain, n)
 
@@ -327,17 +302,8 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         st = self._require_setup()
         x = self._pending.take(tag) if x is None else check_features(x, self.in_dim)
         check_lr(lr)
-        m3 = recv_cipher(
-            self.channel,
-            self.active_id,
-            f"{tag}/m3",
-            st.he_b.pk,
-            (x.shape[0], st.cols),
-            st.packer.slots,
-            self._grad_bits(st),
-            self.config.timeout_s,
-            crypto=self._crypto,
-        )
+        shape, slots = (x.shape[0], st.cols), st.packer.slots
+        m3 = self._wire.recv(f"{tag}/m3", st.he_b.pk, shape, slots, self._grad_bits(st))
         self._apply(st, m3, x)
         return m3
 
