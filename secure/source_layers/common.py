@@ -43,10 +43,12 @@ def pack_real(packer: Packer, values: np.ndarray, scale_bits: int) -> list[list[
 
 
 def flat(rows: Sequence[Sequence[T]]) -> list[T]:
+    """Rows of values as one list, row after row."""
     return [value for row in rows for value in row]
 
 
 def shaped(values: Sequence[T], cols: int) -> list[list[T]]:
+    """A flat list as rows of `cols` values (the inverse of `flat`)."""
     return [list(values[i : i + cols]) for i in range(0, len(values), cols)]
 
 
@@ -57,6 +59,7 @@ class Wire:
     def __init__(
         self, channel: Channel, peer: str, timeout: float | None, crypto: PartyCrypto
     ) -> None:
+        """`timeout`: the deadline of every receive (None: the channel's default)."""
         self.channel, self.peer, self.timeout, self.crypto = channel, peer, timeout, crypto
 
     def send(self, tag: str, matrix: CipherMatrix) -> None:

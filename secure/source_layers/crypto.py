@@ -227,6 +227,9 @@ def _restored(pool: ObfuscatorPool, saved: SavedTable | None) -> ObfuscatorPool:
 
 
 def _restore(pool: ObfuscatorPool, saved: SavedTable) -> None:
+    """Raises:
+    StateError: the saved bases do not fit the pool's key.
+    """
     try:
         pool.restore(saved.bases)
     except ConfigError as exc:

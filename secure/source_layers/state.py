@@ -1,12 +1,13 @@
 """A source layer's state between rounds as plain values, for checkpoints.
 
 Each layer role's `state_dict()` returns, and its `load_state_dict()` takes, a dict of
-ints, strings, bytes, lists and numpy arrays only: a ciphertext matrix is one blob of
-fixed-width big-endian integers (its wire form, `cipher_state`), a public key its
-modulus (a peer's h_s is not kept: only its owner uses it), the layer parameters their
-fields. `load_state_dict()` replaces `setup()` when
-a job resumes: nothing is exchanged, and every ciphertext a party holds stays under the
-restored keys of its peers.
+ints, strings, bytes, lists and numpy arrays only (`secure.source_layers.role.LayerRole`:
+its key, obfuscator tables and parameters, then the role's own fields): a ciphertext
+matrix is one blob of fixed-width big-endian integers (its wire form, `cipher_state`), a
+public key its modulus (a peer's h_s is not kept: only its owner uses it), the layer
+parameters their fields. `load_state_dict()` replaces `setup()` when a job resumes:
+nothing is exchanged, and every ciphertext a party holds stays under the restored keys
+of its peers.
 
 A party's own key pair is not part of a layer's state (both layers of a party share
 it): its owner saves it once (`keypair_state`: the primes and h_s, which a state
@@ -66,11 +67,13 @@ def reading(what: str) -> Iterator[None]:
 
 
 def int_bytes(value: int | mpz) -> bytes:
+    """A non-negative integer as big-endian bytes (at least one)."""
     value = int(value)
     return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
 
 
 def modulus_state(key: PublicKey) -> bytes:
+    """How a state names a public key: its modulus."""
     return int_bytes(key.n)
 
 

@@ -230,5 +230,8 @@ class ActiveEmbedLayer(LayerRole[EmbedParams]):
         return link
 
     def _require_setup(self) -> None:
+        """Raises:
+        SecureError: setup() (or load_state_dict()) has not run.
+        """
         if len(self._links) != len(self._ids):
             raise SecureError("call setup() before forward() or backward()")

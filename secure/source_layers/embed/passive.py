@@ -198,6 +198,12 @@ class PassiveEmbedLayer(LayerRole[EmbedParams]):
         return q_a, encode(w_a, params.weight_bits)
 
     def _check_params(self, params: EmbedParams, expected: tuple[int, ...]) -> None:
+        """`expected`: the vocabulary sizes the active party expects of this party.
+
+        Raises:
+            PayloadError: the active party's layer has other sizes, does not name this
+                party, uses another key size or expects other fields.
+        """
         me = self.channel.party_id
         sizes = (params.out_dim, params.emb_dim) == (self.out_dim, self.emb_dim)
         if not sizes or me not in params.passive_ids:
@@ -303,6 +309,11 @@ class PassiveEmbedLayer(LayerRole[EmbedParams]):
         st.q_b.add(codes, negated(segment_rows(lay, p_t.tolist())), s_t.rows)
 
     def _require_setup(self) -> _State:
+        """This party's state after setup.
+
+        Raises:
+            SecureError: setup() (or load_state_dict()) has not run.
+        """
         if self._state is None:
             raise SecureError("call setup() before forward() or backward()")
         return self._state

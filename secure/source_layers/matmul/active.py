@@ -47,7 +47,6 @@ from vfl.secure.source_layers.common import (
 )
 from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.link import PassiveLink
-from vfl.secure.source_layers.matmul.row_shares import RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
 from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import relay_pair_seeds
@@ -231,14 +230,10 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             total = own.add(total, flat(m2.rows)) if total else flat(m2.rows)
         return total
 
-    def _chunks(self) -> RowChunks:
-        p = self.params
-        return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
-
     def precompute_pays(self, uses: int) -> bool:
         """Whether rows that go forward `uses` times are cheaper with `precompute`."""
         self._require_setup()
-        return row_shares.worth_it(uses, self._chunks(), self.params.layout())
+        return self.params.precompute_pays(uses)
 
     def precompute(self, tag: str, name: str, x: Features) -> None:
         """Send every passive party the m1 of all rows of set `name` (features `x`) once,
@@ -250,7 +245,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
-        chunks, exps = self._chunks(), exponents(x, self.config.feature_bits)
+        chunks, exps = self.params.row_chunks(), exponents(x, self.config.feature_bits)
         self._row_masks[name] = {
             pid: link.send_rows(f"{tag}/{name}", self._crypto.matmul, exps, chunks)
             for pid, link in self._links.items()
@@ -259,12 +254,12 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
     def _row_masks_of(self, rows: RowRef, pid: str, n: int) -> list[list[int]]:
         """R of the rows of a precomputed set, grouped as m2 groups them."""
         table = self._row_masks.get(rows[0], {}).get(pid)
-        k, row_bits = self.params.rows_per_cipher, self._chunks().row_bits
+        k, row_bits = self.params.rows_per_cipher, self.params.row_chunks().row_bits
         return row_shares.grouped_rows(table, rows, n, k, row_bits)
 
     def rows_state(self) -> LayerState:
         """The per-row masks R_i of every precomputed set (training state, not the model)."""
-        bits = self._chunks().spacing
+        bits = self.params.row_chunks().spacing
         return {
             name: {pid: row_shares.to_state(masks, bits) for pid, masks in tables.items()}
             for name, tables in self._row_masks.items()
@@ -274,7 +269,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         """Raises:
         StateError: per-row masks saved for another layer or parties.
         """
-        bits, what = self._chunks().spacing, "the saved per-row masks of the MatMul layer"
+        bits, what = self.params.row_chunks().spacing, "the saved per-row masks of the MatMul layer"
         with reading(what):
             self._row_masks = {
                 str(name): {
@@ -369,5 +364,8 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         self._links = links
 
     def _require_setup(self) -> None:
+        """Raises:
+        SecureError: setup() (or load_state_dict()) has not run.
+        """
         if len(self._links) != len(self._ids):
             raise SecureError("call setup() before forward() or backward()")

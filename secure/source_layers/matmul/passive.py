@@ -2,8 +2,8 @@
 
 Forward: compute [[X_A V_A]]_B (cost O(nnz(X_A)), before m1 arrives), decrypt m1 to
 S = X_B U_B^k - R_k, add the plaintexts X_A U_A + S (+ the zero-sum mask M_k when
-K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G]]_B and update only the
-rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= (X_A C)^T [[eta G D]]
+K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G D]]_B and update only
+the rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= (X_A C)^T [[eta G D]]
 (C: this party's own per-feature step factors, `source_layers.steps`; D: B's).
 With row packing (`matmul.row_packing`) m1 and m2 carry k rows per ciphertext; A either
 keeps [[V_A]] shifted by 0..k-1 rows (few features) or folds each group's rows of
@@ -43,7 +43,6 @@ from vfl.secure.source_layers.common import (
 )
 from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
-from vfl.secure.source_layers.matmul.row_shares import RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_payload
 from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import agree_pair_seeds
@@ -81,10 +80,6 @@ class _State:
     @property
     def cols(self) -> int:
         return self.packer.columns(self.params.out_dim)
-
-    def chunks(self) -> RowChunks:
-        p = self.params
-        return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
 
 
 class PassiveSourceLayer(LayerRole[LayerParams]):
@@ -197,6 +192,10 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
 
     def _check_params(self, params: LayerParams) -> None:
+        """Raises:
+        PayloadError: the active party's layer has another width, does not name this
+            party, uses another key size, or leaves no room for this party's [[eta G]].
+        """
         me = self.channel.party_id
         if params.out_dim != self.out_dim or me not in params.passive_ids:
             raise PayloadError(
@@ -244,13 +243,13 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
     def _shares_of(self, st: _State, rows: RowRef, x: Features) -> list[int]:
         """The S_i of a precomputed set's rows, grouped as m2 groups them (flat)."""
         table = self._row_shares.get(rows[0])
-        k, row_bits = st.params.rows_per_cipher, st.chunks().row_bits
+        k, row_bits = st.params.rows_per_cipher, st.params.row_chunks().row_bits
         return flat(row_shares.grouped_rows(table, rows, x.shape[0], k, row_bits))
 
     def precompute_pays(self, uses: int) -> bool:
         """Whether rows that go forward `uses` times are cheaper with `precompute`."""
         st = self._require_setup()
-        return row_shares.worth_it(uses, st.chunks(), st.params.layout())
+        return st.params.precompute_pays(uses)
 
     def precompute(self, tag: str, name: str, n: int) -> None:
         """Receive the m1 of all `n` rows of set `name` from the active party (its
@@ -261,20 +260,20 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
             SecureError: setup() has not run.
         """
         st = self._require_setup()
-        chunks, own, cols, f_z = st.chunks(), self._crypto.own, st.cols, st.params.output_bits
+        chunks, own, cols = st.params.row_chunks(), self._crypto.own, st.cols
+        slots, f_z = st.packer.slots, st.params.output_bits
         groups = -(-n // chunks.rows_per_cipher)
         plain: list[list[int]] = []
         for part, start in enumerate(range(0, groups, row_shares.CHUNK_CIPHERTEXTS)):
             count = min(row_shares.CHUNK_CIPHERTEXTS, groups - start)
-            shape, slots = (count, cols), st.packer.slots
-            m1 = self._wire.recv(f"{tag}/{name}/s{part}", own.pk, shape, slots, f_z)
+            m1 = self._wire.recv(f"{tag}/{name}/s{part}", own.pk, (count, cols), slots, f_z)
             plain.extend(shaped(own.decrypt(flat(m1.rows)), cols))
         self._row_shares[name] = chunks.split(plain, n)
 
     def rows_state(self) -> LayerState:
         """The S_i of every precomputed set (training state, not the model)."""
         st = self._require_setup()
-        bits = st.chunks().spacing
+        bits = st.params.row_chunks().spacing
         return {name: row_shares.to_state(s, bits) for name, s in self._row_shares.items()}
 
     def load_rows_state(self, state: LayerState) -> None:
@@ -282,20 +281,22 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         StateError: per-row shares saved for another layer.
         """
         st = self._require_setup()
-        bits, what = st.chunks().spacing, "the saved per-row shares of a MatMul layer"
+        bits, what = st.params.row_chunks().spacing, "the saved per-row shares of a MatMul layer"
         with reading(what):
             self._row_shares = {
                 str(name): row_shares.from_state(saved, bits, what) for name, saved in state.items()
             }
 
     def backward(self, tag: str, lr: float, x: Features | None = None) -> CipherMatrix:
-        """Receive m3 = [[eta G]]_B, apply it, and return it (e.g. for a CELU cache).
+        """Receive m3 = [[eta G D]]_B, apply it, and return it (e.g. for a CELU cache).
 
         The active party folds its learning rate into m3, so the step applied is exactly
-        X_A^T [[eta G]]; `lr` is checked (positive, finite) but does not rescale it.
-        `x` defaults to the features of the forward step `tag` (else the latest one).
+        (X_A C)^T m3 (C: `step_factors`); `lr` is checked (positive, finite) but does not
+        rescale it. `x` defaults to the features of the forward step `tag` (else the
+        latest one).
 
         Raises:
+            InputError: bad features or lr.
             PayloadError, ChannelError: bad or missing m3.
             SecureError: setup() has not run, or no forward step to take x from.
         """
@@ -343,6 +344,11 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         st.v_a_packed.add(present.tolist(), delta)
 
     def _require_setup(self) -> _State:
+        """This party's state after setup.
+
+        Raises:
+            SecureError: setup() (or load_state_dict()) has not run.
+        """
         if self._state is None:
             raise SecureError("call setup() before forward() or backward()")
         return self._state
