@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import InitialShares
+from vfl.secure.source_layers.common import InitialShares, Wire
 from vfl.secure.source_layers.crypto import PartyCrypto
 from vfl.secure.source_layers.state import (
     LayerParamsLike,
@@ -69,6 +69,10 @@ class LayerRole(ABC, Generic[P]):
     def close(self) -> None:
         """Stop background work (obfuscator refills, matmul processes)."""
         self._crypto.close()
+
+    def _wire_to(self, peer: str) -> Wire:
+        """The ciphertext messages to and from `peer` (receives wait `timeout_s`)."""
+        return Wire(self.channel, peer, self.config.timeout_s, self._crypto)
 
     def state_dict(self) -> LayerState:
         """This role's state as plain values (the module doc, `secure.source_layers.state`);

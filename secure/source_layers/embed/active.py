@@ -27,7 +27,7 @@ from vfl.secure.paillier.encoding import decode, encode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
 from vfl.secure.source_layers.checks import check_passive_ids, check_step, initial_share
-from vfl.secure.source_layers.common import InitialShares, Pending, Wire, flat, shaped
+from vfl.secure.source_layers.common import InitialShares, Pending, flat, shaped
 from vfl.secure.source_layers.embed.common import encode_table, encrypt_rows, initial_tables
 from vfl.secure.source_layers.embed.link import PassiveLink
 from vfl.secure.source_layers.embed.setup import (
@@ -110,8 +110,7 @@ class ActiveEmbedLayer(LayerRole[EmbedParams]):
         w_b = {pid: self._send_shares(pid, p) for pid in self._ids}
         relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
         for pid, he in peers.items():
-            wire = Wire(self.channel, pid, timeout, self._crypto)
-            link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
+            link = self._new_link(pid, he)
             link.receive_weights(p, w_b[pid])
             self._links[pid] = link
         log.info("active embed layer %s: setup with %d passive parties", p, len(peers))
@@ -223,11 +222,14 @@ class ActiveEmbedLayer(LayerRole[EmbedParams]):
 
     def _load_link(self, pid: str, saved: LayerState, what: str) -> PassiveLink:
         key = public_key_from_state(saved["key"], pid, self.config)
-        wire = Wire(self.channel, pid, self.config.timeout_s, self._crypto)
-        he = self._crypto.add_peer(key)
-        link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
+        link = self._new_link(pid, self._crypto.add_peer(key))
         link.load_state_dict(saved, what)
         return link
+
+    def _new_link(self, pid: str, he: Paillier) -> PassiveLink:
+        """The link to passive party `pid` (`he`: its key's context), without weights yet."""
+        fields = len(self.fields[pid])
+        return PassiveLink(self._wire_to(pid), he, self.params, fields, self._crypto.matmul)
 
     def _require_setup(self) -> None:
         """Raises:

@@ -125,7 +125,7 @@ class PassiveEmbedLayer(LayerRole[EmbedParams]):
         self._check_params(params, expected)
         self.channel.send(b, f"{p}/pk", public_key_to_payload(own.pk))
         self.channel.send(b, f"{p}/params", vocab_payload(self.vocab_sizes, self.config.key_bits))
-        wire, fields = Wire(self.channel, b, timeout, self._crypto), len(self.vocab_sizes)
+        wire, fields = self._wire_to(b), len(self.vocab_sizes)
         h_lay, d_lay, f_w = params.h_layout(), params.d_layout(fields), params.weight_bits
         q_a, w_a = self._own_shares(params)
         wire.send(f"{p}/w_a", encrypt_rows(own, h_lay.pack(w_a), h_lay.slots, f_w))
@@ -171,7 +171,7 @@ class PassiveEmbedLayer(LayerRole[EmbedParams]):
             w_b = cipher_from_state(state["w_b"], key_b, shape, f"{what}: [[W]]")
             masks = ZeroSumMasks.from_state(state["masks"])
         he_b = self._crypto.add_peer(key_b)
-        wire = Wire(self.channel, self.active_id, self.config.timeout_s, self._crypto)
+        wire = self._wire_to(self.active_id)
         self._state = _State(params, he_b, wire, h_lay, d_lay, q_a, tables, w_b, masks)
 
     def _load_tables(

@@ -38,7 +38,6 @@ from vfl.secure.source_layers.common import (
     InitialShares,
     Pending,
     RowRef,
-    Wire,
     encrypt_matrix,
     exponents,
     flat,
@@ -137,7 +136,7 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         for pid in self._ids:
             self.channel.send(pid, f"{p}/params", self.params.to_payload())
         rng = private_rng(self.seed, self._crypto.keypair.private, "active")
-        wires = {pid: Wire(self.channel, pid, timeout, self._crypto) for pid in self._ids}
+        wires = {pid: self._wire_to(pid) for pid in self._ids}
         for pid, (_, in_dim, bits) in peers.items():
             v_a = initial_share(self._init, f"V_A/{pid}", in_dim, self.out_dim, rng)
             scale = self.params.weight_bits(bits)
@@ -354,11 +353,9 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
             self._bias = array_from_state(state["bias"], (self.out_dim,), what)
             if state.get("optimizer") is not None:  # None: saved before optimisers
                 self.optimizer.load_state_dict(state["optimizer"])
-            saved, timeout = state["links"], self.config.timeout_s
+            saved = state["links"]
             links = {
-                pid: PassiveLink.restore(
-                    Wire(self.channel, pid, timeout, self._crypto), saved[pid], params, what
-                )
+                pid: PassiveLink.restore(self._wire_to(pid), saved[pid], params, what)
                 for pid in self._ids
             }
         self._links = links

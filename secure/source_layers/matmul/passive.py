@@ -34,7 +34,6 @@ from vfl.secure.source_layers.common import (
     InitialShares,
     Pending,
     RowRef,
-    Wire,
     encrypt_matrix,
     exponents,
     flat,
@@ -123,7 +122,7 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         self._state: _State | None = None
         self._pending: Pending[Features] = Pending("pass x explicitly")
         self._row_shares: dict[str, list[list[int]]] = {}  # set -> S_i per row
-        self._wire = Wire(channel, active_id, config.timeout_s, self._crypto)
+        self._wire = self._wire_to(active_id)
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
