@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:  # pool_cache -> keys -> config -> this module
     from vfl.secure.paillier.pool_cache import PoolCache
 
-S = TypeVar("S")
-B = TypeVar("B")
-R = TypeVar("R")
+S = TypeVar("S")  # what a task shares with every block (a key, a table)
+B = TypeVar("B")  # a block of work
+R = TypeVar("R")  # a block's result
 
 
 # Operations a task can do, and one-core milliseconds per item at 2048 bits

@@ -17,15 +17,12 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from multiprocessing.shared_memory import SharedMemory
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-from vfl.secure.executor_base import BlockExecutor, Shared
+from vfl.secure.executor_base import B, BlockExecutor, R, S, Shared
 
 _SHARED_MEMORY_BYTES = 1 << 20  # arrays from this size are shared, not sent per task
-S = TypeVar("S")
-B = TypeVar("B")
-R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 

@@ -15,15 +15,12 @@ import socket
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any
 
 from vfl.secure.errors import ExecutorError
-from vfl.secure.executor_base import BlockExecutor, Shared
+from vfl.secure.executor_base import B, BlockExecutor, R, S, Shared
 
 RAY_INSTALL = 'pip install -e ".[ray]"'
-S = TypeVar("S")
-B = TypeVar("B")
-R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
