@@ -19,7 +19,7 @@ from vfl.party.state.models import ModelStore
 from vfl.secure.errors import SecureError
 from vfl.secure.executor import make_executor
 from vfl.secure.paillier.pool_cache import PoolCache
-from vfl.secure.source_layers.common import keep_saved_tables
+from vfl.secure.source_layers.crypto import keep_saved_tables
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,11 @@
 """The `Channel` the protocols are written against, and its in-process implementation.
 
-A channel sends and receives `Payload` protobufs tagged by step name, e.g.
-`train/e0/b17/act`. Tags make retransmission idempotent (a repeated tag is dropped by the
-receiving `Mailbox`) and every exchange auditable. A gRPC implementation lives in
-`party/transport.py`; the protocols never see it.
+A channel sends and receives `Payload` protobufs tagged by step name, e.g. `train/r17/m1`
+(the MatMul layer's m1 of training round 17). Tags make retransmission idempotent (a
+repeated tag is dropped by the receiving `Mailbox`) and every exchange auditable (an
+`EnvelopeHook` sees each envelope). The party daemon's gRPC implementation,
+`vfl.party.transport.grpc_channel.GrpcChannel`, fills a `Mailbox` too; the protocols
+never see it.
 """
 
 from __future__ import annotations
@@ -50,11 +52,22 @@ class Channel(Protocol):
     stats: ChannelStats
 
     def send(self, peer: str, tag: str, payload: Payload) -> None:
-        """Deliver `payload` to `peer` under `tag` (at most once per tag)."""
+        """Deliver `payload` to `peer` under `tag` (at most once per tag).
+
+        Raises:
+            ChannelError: the envelope cannot be delivered (the peer is unreachable, or
+                the job was closed).
+        """
 
     def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
-        """Block until `peer`'s envelope with `tag` arrives; raise ChannelTimeout after
-        `timeout` seconds, ChannelClosed if the job is cancelled."""
+        """Block until `peer`'s envelope with `tag` arrives (`timeout` None: the
+        channel's default deadline).
+
+        Raises:
+            ChannelTimeout: nothing arrived within `timeout` seconds.
+            ChannelClosed: the job was cancelled or the channel closed.
+            PayloadError: the envelope is not a valid `Payload`.
+        """
 
     def close(self) -> None:
         """Deliver what the channel still holds (an emulated WAN's envelopes in flight),
@@ -83,7 +96,12 @@ class Mailbox:
         self._max_pending_bytes = max_pending_bytes
 
     def put(self, sender: str, tag: str, data: bytes) -> bool:
-        """Store one envelope's payload bytes. Returns False if the tag was a duplicate."""
+        """Store one envelope's payload bytes. Returns False if the tag was a duplicate.
+
+        Raises:
+            ChannelClosed: the mailbox is closed.
+            PayloadError: the envelopes waiting to be read would exceed `max_pending_bytes`.
+        """
         key = (sender, tag)
         with self._cond:
             if self._closed_reason is not None:
@@ -104,6 +122,14 @@ class Mailbox:
             return True
 
     def get(self, sender: str, tag: str, timeout: float | None = None) -> bytes:
+        """The payload bytes of `sender`'s envelope `tag`, once it arrives; they leave the
+        mailbox (the tag stays known, so a retransmission of it is dropped).
+
+        Raises:
+            ChannelTimeout: nothing arrived within `timeout` seconds (None:
+                `DEFAULT_TIMEOUT_S`).
+            ChannelClosed: the mailbox was closed before it arrived.
+        """
         key = (sender, tag)
         deadline = time.monotonic() + (DEFAULT_TIMEOUT_S if timeout is None else timeout)
         with self._cond:
@@ -123,6 +149,8 @@ class Mailbox:
             return data
 
     def close(self, reason: str) -> None:
+        """Refuse new envelopes and wake every waiting `get` with `ChannelClosed`
+        (`reason` goes into its message; the first reason given stays)."""
         with self._cond:
             if self._closed_reason is None:
                 self._closed_reason = reason
@@ -134,6 +162,9 @@ class Mailbox:
 
 
 def decode_payload(data: bytes) -> Payload:
+    """Raises:
+    PayloadError: `data` is not a serialized `Payload`.
+    """
     payload = Payload()
     try:
         payload.ParseFromString(data)
@@ -153,10 +184,12 @@ class InProcessHub:
         self.mailboxes: dict[str, Mailbox] = {}
 
     def channel(self, party_id: str, hook: EnvelopeHook | None = None) -> InProcessChannel:
+        """A new mailbox for `party_id` and its channel (`hook` sees its envelopes)."""
         self.mailboxes[party_id] = Mailbox()
         return InProcessChannel(self, party_id, hook)
 
     def close(self, reason: str) -> None:
+        """Close every party's mailbox (see `Mailbox.close`)."""
         for box in self.mailboxes.values():
             box.close(reason)
 
@@ -171,6 +204,10 @@ class InProcessChannel:
         self.stats = ChannelStats()
 
     def send(self, peer: str, tag: str, payload: Payload) -> None:
+        """Raises:
+        PayloadError: `peer` has no mailbox on the hub, or its mailbox is full.
+        ChannelClosed: the peer's mailbox is closed.
+        """
         data = payload.SerializeToString()
         if peer not in self._hub.mailboxes:
             raise PayloadError(f"unknown peer '{peer}'")
@@ -180,6 +217,10 @@ class InProcessChannel:
         self.stats.count_sent(len(data))
 
     def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
+        """Raises:
+        ChannelTimeout, ChannelClosed: see `Mailbox.get`.
+        PayloadError: the envelope is not a valid `Payload`.
+        """
         data = self._hub.mailboxes[self.party_id].get(peer, tag, timeout)
         self.stats.count_received(len(data))
         if self._hook:

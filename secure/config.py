@@ -25,10 +25,13 @@ Key size: 2048 bits unless `allow_insecure_test_keys` is set explicitly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from vfl.secure.errors import ConfigError, KeyError_
-from vfl.secure.executor import BlockExecutor
-from vfl.secure.paillier.counters import OpCounts
+from vfl.secure.errors import ConfigError, PaillierKeyError
+
+if TYPE_CHECKING:  # annotations only: vfl.secure.paillier imports this module
+    from vfl.secure.executor_base import BlockExecutor
+    from vfl.secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048
 MIN_TEST_KEY_BITS = 512
@@ -100,7 +103,7 @@ class SecureConfig:
 
     def __post_init__(self) -> None:
         """Raises:
-        KeyError_: key_bits below 2048 without `allow_insecure_test_keys`, or below 512.
+        PaillierKeyError: key_bits below 2048 without `allow_insecure_test_keys`, or below 512.
         ConfigError: any other setting out of range.
         """
         check_key_bits(self.key_bits, self.allow_insecure_test_keys, "this party")
@@ -129,10 +132,10 @@ def check_key_bits(bits: int, allow_insecure_test_keys: bool, whose: str) -> Non
     """Check a modulus size against the minimum.
 
     Raises:
-        KeyError_: `bits` below 2048 (or below 512 with `allow_insecure_test_keys`).
+        PaillierKeyError: `bits` below 2048 (or below 512 with `allow_insecure_test_keys`).
     """
     if bits < MIN_TEST_KEY_BITS or (bits < MIN_KEY_BITS and not allow_insecure_test_keys):
-        raise KeyError_(
+        raise PaillierKeyError(
             f"the Paillier key of {whose} has {bits} bits; the minimum is {MIN_KEY_BITS} "
             f"(keys of {MIN_TEST_KEY_BITS}..{MIN_KEY_BITS - 1} bits only for tests, with "
             "SecureConfig(allow_insecure_test_keys=True))"

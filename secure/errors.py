@@ -6,7 +6,7 @@ SecureError                 base of everything raised here
 │   └── ChannelClosed       the job was cancelled or the channel closed
 ├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
 ├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
-├── KeyError_               a key is missing, malformed or below the minimum size
+├── PaillierKeyError        a Paillier key is missing, malformed or below the minimum size
 ├── StateError              a source layer's saved state does not fit the layer it is
 │                           loaded into (another key, size, shape or corrupt values)
 ├── CertError               a CA or certificate is missing, invalid, expired or would be
@@ -50,8 +50,9 @@ class PayloadError(SecureError):
     """A payload does not match what the protocol step expects."""
 
 
-class KeyError_(SecureError):  # noqa: N801 - avoid shadowing the builtin KeyError
-    """A key is missing, malformed or too small."""
+class PaillierKeyError(SecureError):
+    """A Paillier key is missing (a private key this context does not hold), malformed
+    (a modulus, h_s or factors that do not fit) or below the minimum size."""
 
 
 class StateError(SecureError):

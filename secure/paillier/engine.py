@@ -32,8 +32,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 from gmpy2 import mpz
-from vfl.secure.errors import KeyError_
-from vfl.secure.executor import DECRYPT, RERANDOMIZE_FULL, RERANDOMIZE_TABLE, BlockExecutor, Shared
+from vfl.secure.errors import PaillierKeyError
+from vfl.secure.executor_base import (
+    DECRYPT,
+    RERANDOMIZE_FULL,
+    RERANDOMIZE_TABLE,
+    BlockExecutor,
+    Shared,
+)
 from vfl.secure.paillier.blocks import (
     WorkerTable,
     blob,
@@ -150,10 +156,10 @@ class Paillier:
         """Decrypt to signed integers in (-n/2, n/2].
 
         Raises:
-            KeyError_: this context does not hold the private key.
+            PaillierKeyError: this context does not hold the private key.
         """
         if self.sk is None:
-            raise KeyError_(
+            raise PaillierKeyError(
                 f"cannot decrypt under the key of '{self.pk.owner}': its private key is "
                 "not held here"
             )

@@ -23,7 +23,7 @@ import gmpy2
 from gmpy2 import mpz
 from phe import paillier
 from vfl.secure.config import MIN_KEY_BITS, SecureConfig, check_key_bits
-from vfl.secure.errors import KeyError_
+from vfl.secure.errors import PaillierKeyError
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,14 @@ class PublicKey:
 
     def __post_init__(self) -> None:
         """Raises:
-        KeyError_: h_s is not an element of Z_{n^2}^* other than 1.
+        PaillierKeyError: h_s is not an element of Z_{n^2}^* other than 1.
         """
         object.__setattr__(self, "n", mpz(self.n))
         object.__setattr__(self, "nsquare", self.n * self.n)
         if self.h_s is not None:
             h_s = mpz(self.h_s)
             if not 1 < h_s < self.nsquare or gmpy2.gcd(h_s, self.n) != 1:
-                raise KeyError_(
+                raise PaillierKeyError(
                     f"the public key of '{self.owner}' has a malformed h_s (it must be a unit "
                     "mod n^2 other than 1); the key is corrupt or not from this software"
                 )
@@ -82,11 +82,11 @@ class PrivateKey:
 
     def __post_init__(self) -> None:
         """Raises:
-        KeyError_: the factors do not match n, or h_s is not an n-th residue.
+        PaillierKeyError: the factors do not match n, or h_s is not an n-th residue.
         """
         p, q = sorted((mpz(self.p), mpz(self.q)))
         if p * q != self.public_key.n or p == q:
-            raise KeyError_("private key factors do not match the public modulus")
+            raise PaillierKeyError("private key factors do not match the public modulus")
         values = {"p": p, "q": q, "psquare": p * p, "qsquare": q * q}
         values["hp"] = _h_function(p, values["psquare"], self.public_key.n)
         values["hq"] = _h_function(q, values["qsquare"], self.public_key.n)
@@ -96,7 +96,7 @@ class PrivateKey:
             object.__setattr__(self, name, value)
         h_s = self.public_key.h_s
         if h_s is not None and not self.is_nth_residue(h_s):
-            raise KeyError_(
+            raise PaillierKeyError(
                 f"h_s of the key of '{self.public_key.owner}' is not an n-th residue: its "
                 "encryptions would not decrypt; the key is corrupt"
             )
@@ -133,7 +133,7 @@ def generate_keypair(owner: str, config: SecureConfig) -> KeyPair:
     and the public base h_s of short-exponent obfuscators (see the module doc).
 
     Raises:
-        KeyError_: the configured size is below the minimum (see `check_key_bits`).
+        PaillierKeyError: the configured size is below the minimum (see `check_key_bits`).
     """
     check_key_bits(config.key_bits, config.allow_insecure_test_keys, owner)
     p, q = blum_primes(config.key_bits)
@@ -188,7 +188,7 @@ def keypair_from_phe(
     h_s, so its owner's obfuscators stay statistical.
 
     Raises:
-        KeyError_: the key is below the minimum size or does not match its factors.
+        PaillierKeyError: the key is below the minimum size or does not match its factors.
     """
     public = PublicKey(mpz(pk.n), owner)
     check_key_bits(public.bits, config.allow_insecure_test_keys, owner)

@@ -11,12 +11,16 @@ the pool may split any request between itself and its helpers.
 
 The helper is a daemon "spawn" process owned by its `ObfuscatorWorker` and stopped by
 `close()` (or when the object is garbage collected): a script that uses helpers needs
-the usual `if __name__ == "__main__":` guard.
+the usual `if __name__ == "__main__":` guard. A pool's helpers, together, are its
+`ObfuscatorHelpers`: they start once the pool has its table, and a pool whose helper
+dies, or whose helpers cannot start, carries on alone.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import threading
 import weakref
 from multiprocessing.connection import Connection
 
@@ -26,6 +30,7 @@ from vfl.secure.paillier.keys import PrivateKey, PublicKey
 from vfl.secure.paillier.short_exponent import ShortExponentTable
 
 _READY = b"ready"
+log = logging.getLogger(__name__)
 
 
 class ObfuscatorWorker:
@@ -84,6 +89,77 @@ class ObfuscatorWorker:
     def close(self) -> None:
         """Stop the helper process."""
         self._finalizer()
+
+
+class ObfuscatorHelpers:
+    """The helper processes of one pool, which split each request with the pool."""
+
+    def __init__(self, count: int) -> None:
+        """`count`: processes to start (fewer once one cannot start; none once one dies)."""
+        self.count = count
+        self.workers: list[ObfuscatorWorker] = []
+        self._lock = threading.Lock()
+
+    def start(
+        self,
+        public_key: PublicKey,
+        private_key: PrivateKey | None,
+        table: ObfuscatorTable | ShortExponentTable,
+        stop: threading.Event,
+    ) -> None:
+        """Start the missing helper processes with copies of `table` (none once `stop`
+        is set)."""
+        if len(self.workers) >= self.count or stop.is_set():
+            return
+        with self._lock:
+            try:
+                while len(self.workers) < self.count and not stop.is_set():
+                    self.workers.append(ObfuscatorWorker(public_key, private_key, table))
+            except (AssertionError, OSError) as exc:  # e.g. inside a daemonic process
+                log.warning("no obfuscator helper processes (%s); the pool works alone", exc)
+                self.count = len(self.workers)
+
+    def sample(self, table: ObfuscatorTable | ShortExponentTable, count: int) -> list[mpz]:
+        """`count` obfuscators from `table`, shared with the ready helpers unless another
+        thread uses them (the caller computes its share meanwhile)."""
+        if not self.workers or count < 2 or not self._lock.acquire(blocking=False):
+            return table.sample(count)
+        try:
+            try:
+                workers = [worker for worker in self.workers if worker.ready()]
+                share = count // (len(workers) + 1)
+                for worker in workers:
+                    worker.request(share)
+                out = table.sample(count - share * len(workers))
+                for worker in workers:
+                    out.extend(worker.receive())
+            except (EOFError, OSError):  # a helper died: carry on without helpers
+                log.warning("an obfuscator helper process failed; continuing without helpers")
+                self._close()
+                self.count = 0
+                return table.sample(count)
+            return out
+        finally:
+            self._lock.release()
+
+    def ready(self, timeout: float = 0.0) -> bool:
+        """Whether every helper process is ready (waits up to `timeout` seconds each)."""
+        with self._lock:
+            try:
+                return all(worker.ready(timeout) for worker in self.workers)
+            except (EOFError, OSError):
+                return False
+
+    def close(self) -> None:
+        """Stop the helper processes."""
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        """Stop the helpers (the caller holds the lock)."""
+        for worker in self.workers:
+            worker.close()
+        self.workers.clear()
 
 
 def _stop(conn: Connection, process: multiprocessing.process.BaseProcess) -> None:

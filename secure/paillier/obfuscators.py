@@ -22,79 +22,40 @@ assumption, for the owner's fresh encryptions for the other party only); then
 "fixed-base" means fixed-base tables of h_s and "full" two CRT exponentiations.
 
 Table products hold the GIL (gmpy2 releases it only inside big powmods), so threads
-cannot share them out; `helpers` processes (`secure.paillier.obfuscator_worker`) with copies of
-the table take a share of every request instead (2 cores: ~2x).
+cannot share them out; `helpers` processes (`secure.paillier.obfuscator_worker`) with
+copies of the table take a share of every request instead (2 cores: ~2x).
 
 Background refill runs in one daemon thread per pool, once the pool is in use (prepared
-or taken from: a pool nobody draws from costs nothing), and only while its `gate` event
-is set: a refill thread that ran while the party computes would take half of the
-interpreter from it. `PartyCrypto` sets the gate only while the party waits for a peer
-message; the few obfuscators in flight when the gate closes cost ~3 ms. (The thread is
-not niced: a low-priority thread that holds the GIL when a busy machine preempts it
-would stall the foreground for a whole scheduling round.)
+or taken from: a pool nobody draws from costs nothing), and only while its `gate`
+(`secure.paillier.gate`) is open: a refill thread that ran while the party computes
+would take half of the interpreter from it. `PartyCrypto` holds the gate open only while
+the party waits for a peer message; the few obfuscators in flight when the gate closes
+cost ~3 ms. (The thread is not niced: a low-priority thread that holds the GIL when a
+busy machine preempts it would stall the foreground for a whole scheduling round.)
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import secrets
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 from gmpy2 import mpz
 from vfl.secure.config import OBFUSCATOR_METHODS as METHODS
 from vfl.secure.errors import ConfigError
 from vfl.secure.paillier.fixed_base import ObfuscatorTable, parallel_powmod, positions
+from vfl.secure.paillier.gate import Gate
 from vfl.secure.paillier.keys import PrivateKey, PublicKey
-from vfl.secure.paillier.obfuscator_worker import ObfuscatorWorker
+from vfl.secure.paillier.obfuscator_worker import ObfuscatorHelpers
 from vfl.secure.paillier.short_exponent import (
     ShortExponentTable,
     short_exponent_powers,
     short_table_cost,
 )
 
-log = logging.getLogger(__name__)
-
 _BATCH = 16
 _STEP = 4  # table obfuscators per background step: the gate closes within ~3 ms
-
-
-class Gate:
-    """Open while anyone holds it open; background refills gated by it run only then."""
-
-    def __init__(self) -> None:
-        self._holders = 0
-        self._changed = threading.Condition()
-
-    def open(self) -> None:
-        with self._changed:
-            self._holders += 1
-            self._changed.notify_all()
-
-    def close(self) -> None:
-        with self._changed:
-            self._holders = max(0, self._holders - 1)
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Hold the gate open for the block."""
-        self.open()
-        try:
-            yield
-        finally:
-            self.close()
-
-    def is_set(self) -> bool:
-        with self._changed:
-            return self._holders > 0
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the gate is open (up to `timeout` seconds); whether it is."""
-        with self._changed:
-            return self._changed.wait_for(lambda: self._holders > 0, timeout)
 
 
 class ObfuscatorPool:
@@ -142,9 +103,7 @@ class ObfuscatorPool:
         self._spent = 0  # full exponentiation batches' obfuscators (ski-rental rule)
         self._stop = threading.Event()
         self._filler: threading.Thread | None = None
-        self._helpers = helpers
-        self._workers: list[ObfuscatorWorker] = []
-        self._workers_lock = threading.Lock()
+        self._helpers = ObfuscatorHelpers(helpers)
 
     @property
     def method(self) -> str:
@@ -240,46 +199,13 @@ class ObfuscatorPool:
             return []
         table = self._table_for(count)
         if table is not None:
-            return self._sample(table, count)
+            return self._helpers.sample(table, count)
         self._spent += count
         return self._full(count, self._threads)
 
-    def _sample(self, table: ObfuscatorTable | ShortExponentTable, count: int) -> list[mpz]:
-        """From the table, shared with the helper processes unless another thread uses
-        them (the caller computes its share meanwhile)."""
-        if not self._workers or count < 2 or not self._workers_lock.acquire(blocking=False):
-            return table.sample(count)
-        try:
-            try:
-                workers = [worker for worker in self._workers if worker.ready()]
-                share = count // (len(workers) + 1)
-                for worker in workers:
-                    worker.request(share)
-                out = table.sample(count - share * len(workers))
-                for worker in workers:
-                    out.extend(worker.receive())
-            except (EOFError, OSError):  # a helper died: carry on without helpers
-                log.warning("an obfuscator helper process failed; continuing without helpers")
-                self._close_workers()
-                self._helpers = 0
-                return table.sample(count)
-            return out
-        finally:
-            self._workers_lock.release()
-
     def helpers_ready(self, timeout: float = 0.0) -> bool:
         """Whether every helper process is ready (waits up to `timeout` seconds each)."""
-        with self._workers_lock:
-            try:
-                return all(worker.ready(timeout) for worker in self._workers)
-            except (EOFError, OSError):
-                return False
-
-    def _close_workers(self) -> None:
-        """Stop the helpers (the caller holds the workers lock)."""
-        for worker in self._workers:
-            worker.close()
-        self._workers.clear()
+        return self._helpers.ready(timeout)
 
     def prepare(self) -> None:
         """Build the fixed-base tables (from restored bases, if any) and start the helper
@@ -291,16 +217,9 @@ class ObfuscatorPool:
         self._start_helpers()
 
     def _start_helpers(self) -> None:
-        """Start the missing helper processes (the table exists)."""
-        if len(self._workers) >= self._helpers or self._stop.is_set() or self._table is None:
-            return
-        with self._workers_lock:
-            try:
-                while len(self._workers) < self._helpers and not self._stop.is_set():
-                    self._workers.append(ObfuscatorWorker(self._pk, self._sk, self._table))
-            except (AssertionError, OSError) as exc:  # e.g. inside a daemonic process
-                log.warning("no obfuscator helper processes (%s); the pool works alone", exc)
-                self._helpers = len(self._workers)
+        """Start the missing helper processes (once the table exists)."""
+        if self._table is not None:
+            self._helpers.start(self._pk, self._sk, self._table, self._stop)
 
     def _table_for(self, count: int) -> ObfuscatorTable | ShortExponentTable | None:
         if self._method != "fixed-base":
@@ -376,7 +295,9 @@ class ObfuscatorPool:
                     self._filler = None  # under the lock: a `take` from now on starts a new one
                     return
             table = self._table if self._method == "fixed-base" else None
-            batch = self._sample(table, _STEP) if table is not None else self._full(_BATCH, 1)
+            batch = (
+                self._helpers.sample(table, _STEP) if table is not None else self._full(_BATCH, 1)
+            )
             with self._lock:
                 self._ready.extend(batch)
 
@@ -391,8 +312,7 @@ class ObfuscatorPool:
         filler = self._filler
         if filler is not None:
             filler.join()
-        with self._workers_lock:
-            self._close_workers()
+        self._helpers.close()
 
     def _full(self, count: int, threads: int) -> list[mpz]:
         """`count` obfuscators by full exponentiation (GIL-free, over `threads`)."""

@@ -30,8 +30,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from vfl.secure.paillier.gate import Gate
 from vfl.secure.paillier.keys import PublicKey
-from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
 
 _STEP = 4  # obfuscators per filling step: ~6 ms at 2048 bits
 QUIET_S = 1.0  # the filling waits this long after the last online scoring batch

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 from gmpy2 import mpz
-from vfl.secure.errors import KeyError_
+from vfl.secure.errors import PaillierKeyError
 from vfl.secure.paillier.fixed_base import ProductTable
 from vfl.secure.paillier.keys import PrivateKey
 
@@ -62,11 +62,11 @@ def _base_halves(private: PrivateKey) -> list[tuple[mpz, mpz, mpz]]:
     """(h_s mod p^2, p^2, p - 1) and likewise for q.
 
     Raises:
-        KeyError_: the key has no h_s.
+        PaillierKeyError: the key has no h_s.
     """
     h_s = private.public_key.h_s
     if h_s is None:
-        raise KeyError_(
+        raise PaillierKeyError(
             f"the key of '{private.public_key.owner}' has no h_s: use statistical obfuscators"
         )
     return [
@@ -85,7 +85,7 @@ class ShortExponentTable:
 
     def __init__(self, private_key: PrivateKey) -> None:
         """Raises:
-        KeyError_: the key has no h_s.
+        PaillierKeyError: the key has no h_s.
         """
         self._sk = private_key
         self._halves = []
@@ -126,7 +126,7 @@ def short_exponent_powers(private: PrivateKey, count: int, threads: int) -> list
     the GIL: the two halves run in parallel threads).
 
     Raises:
-        KeyError_: the key has no h_s.
+        PaillierKeyError: the key has no h_s.
     """
     halves = _base_halves(private)
     exps = _exponents(private, count)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from vfl.secure.errors import PayloadError, PsiError
-from vfl.secure.executor import PSI_POINT, BlockExecutor
+from vfl.secure.executor_base import PSI_POINT, BlockExecutor
 
 POINT_BYTES = 32
 POINT_DTYPE = f"S{POINT_BYTES}"

@@ -86,7 +86,8 @@ def agree_pair_seeds(
     Returns {other party: (+1 if this party comes first in the order else -1, seed)}.
 
     Raises:
-        PayloadError, KeyError_, ChannelError: a relayed key or seed is unusable or missing.
+        PayloadError, PaillierKeyError, ChannelError: a relayed key or seed is unusable or
+            missing.
     """
     me, timeout, order = channel.party_id, config.timeout_s, list(ids)
     others = [pid for pid in order if pid != me]

@@ -1,12 +1,13 @@
 """A source layer's state between rounds as plain values, for checkpoints.
 
 Each layer role's `state_dict()` returns, and its `load_state_dict()` takes, a dict of
-ints, strings, bytes, lists and numpy arrays only: a ciphertext matrix is one blob of
-fixed-width big-endian integers (its wire form, `cipher_state`), a public key its
-modulus (a peer's h_s is not kept: only its owner uses it), the layer parameters their
-fields. `load_state_dict()` replaces `setup()` when
-a job resumes: nothing is exchanged, and every ciphertext a party holds stays under the
-restored keys of its peers.
+ints, strings, bytes, lists and numpy arrays only (`secure.source_layers.role.LayerRole`:
+its key, obfuscator tables and parameters, then the role's own fields): a ciphertext
+matrix is one blob of fixed-width big-endian integers (its wire form, `cipher_state`), a
+public key its modulus (a peer's h_s is not kept: only its owner uses it), the layer
+parameters their fields. `load_state_dict()` replaces `setup()` when a job resumes:
+nothing is exchanged, and every ciphertext a party holds stays under the restored keys
+of its peers.
 
 A party's own key pair is not part of a layer's state (both layers of a party share
 it): its owner saves it once (`keypair_state`: the primes and h_s, which a state
@@ -19,8 +20,8 @@ secret and are rebuilt, in 0.1 s); the obfuscators ready in its pools are not (t
 refill). Not state either: the values a forward step keeps for its backward step
 (checkpoints are taken between rounds).
 
-Loading raises `StateError` naming what does not fit (or `KeyError_` for a key below the
-minimum size).
+Loading raises `StateError` naming what does not fit (or `PaillierKeyError` for a key
+below the minimum size).
 """
 
 from __future__ import annotations
@@ -33,19 +34,21 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 import numpy as np
 from gmpy2 import mpz
 from vfl.secure.config import SecureConfig, check_key_bits
-from vfl.secure.errors import KeyError_, PayloadError, SecureError, StateError
+from vfl.secure.errors import PaillierKeyError, PayloadError, SecureError, StateError
 from vfl.secure.paillier.cipher_matrix import join_blob, split_blob
 from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
 
 LayerState: TypeAlias = dict[str, Any]  # noqa: UP040
 
 
-class _Params(Protocol):
+class LayerParamsLike(Protocol):
+    """What the parameters of either layer (a frozen dataclass) have in common here."""
+
     @property
     def passive_ids(self) -> tuple[str, ...]: ...
 
 
-P = TypeVar("P", bound=_Params)
+P = TypeVar("P", bound=LayerParamsLike)
 
 
 @contextmanager
@@ -64,11 +67,13 @@ def reading(what: str) -> Iterator[None]:
 
 
 def int_bytes(value: int | mpz) -> bytes:
+    """A non-negative integer as big-endian bytes (at least one)."""
     value = int(value)
     return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
 
 
 def modulus_state(key: PublicKey) -> bytes:
+    """How a state names a public key: its modulus."""
     return int_bytes(key.n)
 
 
@@ -79,7 +84,7 @@ def public_key_from_state(
 
     Raises:
         StateError: not an odd modulus of `config.key_bits` bits, or a malformed h_s.
-        KeyError_: below the minimum key size.
+        PaillierKeyError: below the minimum key size.
     """
     n = mpz(int.from_bytes(bytes(data), "big"))
     if n < 3 or n % 2 == 0:
@@ -95,7 +100,7 @@ def public_key_from_state(
         return PublicKey(n, owner)
     try:
         return PublicKey(n, owner, mpz(int.from_bytes(bytes(h_s), "big")))
-    except KeyError_ as exc:
+    except PaillierKeyError as exc:
         raise StateError(f"the saved public key of '{owner}' is corrupt: {exc}") from None
 
 
@@ -115,7 +120,7 @@ def keypair_from_state(state: LayerState, owner: str, config: SecureConfig) -> K
     Raises:
         StateError: the key pair of another party, of another size, or corrupt (h_s
             included).
-        KeyError_: below the minimum key size.
+        PaillierKeyError: below the minimum key size.
     """
     with reading(f"the saved key pair of '{owner}'"):
         saved_owner = str(state["owner"])
@@ -129,7 +134,7 @@ def keypair_from_state(state: LayerState, owner: str, config: SecureConfig) -> K
     warn_if_test_key(public)
     try:
         return KeyPair(public, PrivateKey(public, p, q))
-    except KeyError_ as exc:
+    except PaillierKeyError as exc:
         raise StateError(f"the saved key pair of '{owner}' is corrupt: {exc}") from None
 
 

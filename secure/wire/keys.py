@@ -9,7 +9,7 @@ from __future__ import annotations
 from gmpy2 import mpz
 from vfl.proto import common_pb2
 from vfl.secure.config import SecureConfig, check_key_bits
-from vfl.secure.errors import KeyError_, PayloadError
+from vfl.secure.errors import PaillierKeyError, PayloadError
 from vfl.secure.paillier.keys import PublicKey, warn_if_test_key
 
 Payload = common_pb2.Payload
@@ -32,7 +32,7 @@ def public_key_from_payload(payload: Payload, owner: str, config: SecureConfig) 
 
     Raises:
         PayloadError: not a public-key payload, or it names another owner.
-        KeyError_: the modulus is malformed (even, empty) or below the minimum size, or
+        PaillierKeyError: the modulus is malformed (even, empty) or below the minimum size, or
             h_s is malformed (not a unit mod n^2 other than 1).
     """
     kind = payload.WhichOneof("kind")
@@ -46,7 +46,7 @@ def public_key_from_payload(payload: Payload, owner: str, config: SecureConfig) 
         )
     n = mpz(int.from_bytes(message.n, "big"))
     if n < 3 or n % 2 == 0:
-        raise KeyError_(f"public key of '{owner}' is not an odd modulus; regenerate it")
+        raise PaillierKeyError(f"public key of '{owner}' is not an odd modulus; regenerate it")
     check_key_bits(int(n.bit_length()), config.allow_insecure_test_keys, owner)
     h_s = mpz(int.from_bytes(message.h_s, "big")) if message.h_s else None
     key = PublicKey(n, owner, h_s)

@@ -134,7 +134,7 @@ class BlindActiveTrainer:
 
         Raises:
             CheckpointError: the checkpoint holds other layers than the layouts call for.
-            StateError, KeyError_: a layer's saved state does not fit it.
+            StateError, PaillierKeyError: a layer's saved state does not fit it.
         """
         self.load_model(state)
         if self.src is not None and state.get("rows"):

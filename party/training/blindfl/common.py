@@ -91,7 +91,7 @@ def saved_keypair(ctx: RoleContext, config: SecureConfig, state: dict[str, Any])
     """This party's own key pair from its checkpoint (never from anywhere else).
 
     Raises:
-        StateError, KeyError_: the key pair of another party or size, or corrupt.
+        StateError, PaillierKeyError: the key pair of another party or size, or corrupt.
     """
     return keypair_from_state(state["keypair"], ctx.party_id, config)
 
@@ -101,7 +101,7 @@ def load_layer(ctx: RoleContext, name: str, layer: SavedLayer | None, state: dic
 
     Raises:
         CheckpointError: the checkpoint has that layer and the party not, or the reverse.
-        StateError, KeyError_: the saved state does not fit the layer.
+        StateError, PaillierKeyError: the saved state does not fit the layer.
     """
     saved = state.get(name)
     if (layer is None) != (saved is None):

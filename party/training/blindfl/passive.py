@@ -70,7 +70,7 @@ class BlindPassiveTrainer:
 
         Raises:
             CheckpointError: the checkpoint holds other layers than this party runs.
-            StateError, KeyError_: a layer's saved state does not fit it.
+            StateError, PaillierKeyError: a layer's saved state does not fit it.
         """
         self.load_model(state)
         if self.src is not None and state.get("rows"):

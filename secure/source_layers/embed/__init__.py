@@ -8,9 +8,12 @@ B adds Z_emb to the Z of its MatMul layer. The state is shared, never in one pla
     W               A holds [[W]]_B; B holds [[W]]_A and [[W^T]]_A (its transpose,
                     packed along F*k, for lr G W^T); neither holds W in plaintext
 
-    ActiveEmbedLayer   party B, holds G        (`secure.source_layers.embed.active`)
-    PassiveEmbedLayer  party A_k, holds codes  (`secure.source_layers.embed.passive`)
-    parameters, scales and layouts             (`embed.setup`, `embed.packing`)
+    ActiveEmbedLayer   party B, holds G                 (`embed.active`)
+    PassiveEmbedLayer  party A_k, holds codes           (`embed.passive`)
+    B's state and steps for one passive party           (`embed.link`)
+    A's encrypted tables [[Q^B]]: lookups, updates      (`embed.tables`)
+    parameters, scales and layouts                      (`embed.setup`, `embed.packing`)
+    input checks and ciphertext helpers of both roles   (`embed.common`)
 
 Messages per step (per passive party; see the two role modules): forward e (A -> B),
 c (B -> A), z (A -> B); backward m3, pb, de, st (B -> A), then y, phi, phit (A -> B).

@@ -26,17 +26,9 @@ from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
 from vfl.secure.paillier.encoding import decode, encode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import (
-    InitialShares,
-    LayerRole,
-    Pending,
-    check_passive_ids,
-    check_step,
-    flat,
-    initial_share,
-    shaped,
-)
-from vfl.secure.source_layers.embed.common import Wire, encode_table, encrypt_rows, initial_tables
+from vfl.secure.source_layers.checks import check_passive_ids, check_step, initial_share
+from vfl.secure.source_layers.common import InitialShares, Pending, flat, shaped
+from vfl.secure.source_layers.embed.common import encode_table, encrypt_rows, initial_tables
 from vfl.secure.source_layers.embed.link import PassiveLink
 from vfl.secure.source_layers.embed.setup import (
     EmbedParams,
@@ -45,15 +37,13 @@ from vfl.secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from vfl.secure.source_layers.embed.tables import table_rows
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import relay_pair_seeds
 from vfl.secure.source_layers.sharing import private_rng
 from vfl.secure.source_layers.state import (
     LayerState,
-    modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
 from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
@@ -61,8 +51,11 @@ from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 log = logging.getLogger(__name__)
 
 
-class ActiveEmbedLayer(LayerRole):
+class ActiveEmbedLayer(LayerRole[EmbedParams]):
     """Party B's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
+
+    _params_type = EmbedParams
+    _saved_as = "the saved state of the active Embed-MatMul layer"
 
     def __init__(
         self,
@@ -84,7 +77,7 @@ class ActiveEmbedLayer(LayerRole):
         Raises:
             ConfigError: empty or duplicate passive ids, fields missing, bad dimensions,
                 or a configuration without room for this layer's scales.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         ids = check_passive_ids(channel, passive_ids)
         if set(fields_per_passive) != set(ids):
@@ -103,7 +96,7 @@ class ActiveEmbedLayer(LayerRole):
         """Exchange keys and parameters with every passive party and initialise the shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: a peer sent something unusable or
+            PayloadError, PaillierKeyError, ChannelError: a peer sent something unusable or
                 nothing at all.
             InputError, EncodingError: an initial share is malformed or too large.
         """
@@ -117,8 +110,7 @@ class ActiveEmbedLayer(LayerRole):
         w_b = {pid: self._send_shares(pid, p) for pid in self._ids}
         relay_pair_seeds(self.channel, p, {pid: he.pk for pid, he in peers.items()}, timeout)
         for pid, he in peers.items():
-            wire = Wire(self.channel, pid, timeout, self._crypto)
-            link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
+            link = self._new_link(pid, he)
             link.receive_weights(p, w_b[pid])
             self._links[pid] = link
         log.info("active embed layer %s: setup with %d passive parties", p, len(peers))
@@ -203,34 +195,24 @@ class ActiveEmbedLayer(LayerRole):
         for link in self._links.values():
             link.apply_weight_step(tag, own)
 
-    def state_dict(self) -> LayerState:
-        """The parameters, and per passive party its fields, public key, [[W]]_A and
-        [[W^T]]_A, as plain values (`secure.source_layers.state`); call between rounds.
+    def _saved(self) -> tuple[EmbedParams, LayerState]:
+        """Per passive party its fields' vocabulary sizes, and its public key, [[W]]_A and
+        [[W^T]]_A (`PassiveLink.state_dict`).
 
         Raises:
             SecureError: setup() has not run.
         """
         self._require_setup()
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(self.params),
+        return self.params, {
             "fields": {pid: list(sizes) for pid, sizes in self.fields.items()},
             "links": {pid: link.state_dict() for pid, link in self._links.items()},
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return bool(self._links)
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of the active Embed-MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(EmbedParams, state, key, bool(self._links), what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: EmbedParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             fields = {pid: tuple(int(v) for v in sizes) for pid, sizes in state["fields"].items()}
             if params != self.params or fields != self.fields:
@@ -240,12 +222,18 @@ class ActiveEmbedLayer(LayerRole):
 
     def _load_link(self, pid: str, saved: LayerState, what: str) -> PassiveLink:
         key = public_key_from_state(saved["key"], pid, self.config)
-        wire = Wire(self.channel, pid, self.config.timeout_s, self._crypto)
-        he = self._crypto.add_peer(key)
-        link = PassiveLink(wire, he, self.params, len(self.fields[pid]), self._crypto.matmul)
+        link = self._new_link(pid, self._crypto.add_peer(key))
         link.load_state_dict(saved, what)
         return link
 
+    def _new_link(self, pid: str, he: Paillier) -> PassiveLink:
+        """The link to passive party `pid` (`he`: its key's context), without weights yet."""
+        fields = len(self.fields[pid])
+        return PassiveLink(self._wire_to(pid), he, self.params, fields, self._crypto.matmul)
+
     def _require_setup(self) -> None:
+        """Raises:
+        SecureError: setup() (or load_state_dict()) has not run.
+        """
         if len(self._links) != len(self._ids):
             raise SecureError("call setup() before forward() or backward()")

@@ -1,5 +1,5 @@
 """What both roles of the Embed-MatMul layer share: input checks, initial shares and
-ciphertext helpers."""
+row-wise ciphertext helpers."""
 
 from __future__ import annotations
 
@@ -7,21 +7,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from gmpy2 import mpz
-from vfl.secure.channel import Channel
 from vfl.secure.errors import EncodingError, InputError
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import encode
 from vfl.secure.paillier.engine import Paillier
-from vfl.secure.paillier.keys import PublicKey
-from vfl.secure.source_layers.common import (
-    InitialShares,
-    PartyCrypto,
-    check_init,
-    flat,
-    recv_cipher,
-    send_cipher,
-    shaped,
-)
+from vfl.secure.source_layers.checks import check_init
+from vfl.secure.source_layers.common import InitialShares, flat, shaped
 
 
 class VocabularyError(InputError):
@@ -126,32 +117,3 @@ def negated(values: list[list[int]]) -> list[list[int]]:
 def decrypt_rows(he: Paillier, matrix: CipherMatrix) -> list[list[int]]:
     """Decrypt a ciphertext matrix to rows of signed packed integers."""
     return shaped(he.decrypt(flat(matrix.rows)), matrix.cols) if matrix.rows else []
-
-
-class Wire:
-    """Ciphertext messages between this party and one peer, checked on receipt; while a
-    receive waits, the party's obfuscator pools may refill in the background."""
-
-    def __init__(
-        self, channel: Channel, peer: str, timeout: float | None, crypto: PartyCrypto
-    ) -> None:
-        self.channel, self.peer, self.timeout, self.crypto = channel, peer, timeout, crypto
-
-    def send(self, tag: str, matrix: CipherMatrix) -> None:
-        send_cipher(self.channel, self.peer, tag, matrix)
-
-    def recv(
-        self,
-        tag: str,
-        key: PublicKey,
-        shape: tuple[int | None, int | None],
-        slots: int,
-        scale: int,
-    ) -> CipherMatrix:
-        """Raises:
-        PayloadError: wrong kind, key, width, shape, count, slots or scale.
-        ChannelError: nothing arrived in time, or the job was closed.
-        """
-        return recv_cipher(
-            self.channel, self.peer, tag, key, shape, slots, scale, self.timeout, crypto=self.crypto
-        )

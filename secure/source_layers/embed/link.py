@@ -12,9 +12,8 @@ from gmpy2 import mpz
 from vfl.secure.errors import PayloadError, SecureError
 from vfl.secure.paillier.cipher_matmul import CipherMatmul
 from vfl.secure.paillier.engine import Paillier
-from vfl.secure.source_layers.common import shaped
+from vfl.secure.source_layers.common import Wire, shaped
 from vfl.secure.source_layers.embed.common import (
-    Wire,
     add_plain_rows,
     add_rows,
     decrypt_rows,

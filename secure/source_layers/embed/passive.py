@@ -22,16 +22,9 @@ from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
 from vfl.secure.paillier.encoding import encode
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair, PublicKey
-from vfl.secure.source_layers.common import (
-    InitialShares,
-    LayerRole,
-    Pending,
-    check_active_key_bits,
-    check_lr,
-    initial_share,
-)
+from vfl.secure.source_layers.checks import check_active_key_bits, check_lr, initial_share
+from vfl.secure.source_layers.common import InitialShares, Pending, Wire
 from vfl.secure.source_layers.embed.common import (
-    Wire,
     add_plain_rows,
     add_rows,
     check_codes,
@@ -50,6 +43,7 @@ from vfl.secure.source_layers.embed.setup import (
     vocab_payload,
 )
 from vfl.secure.source_layers.embed.tables import EncryptedTables, segment_rows
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import agree_pair_seeds
 from vfl.secure.source_layers.sharing import ZeroSumMasks, private_rng
 from vfl.secure.source_layers.state import (
@@ -58,10 +52,8 @@ from vfl.secure.source_layers.state import (
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 
@@ -83,8 +75,11 @@ class _State:
     masks: ZeroSumMasks
 
 
-class PassiveEmbedLayer(LayerRole):
+class PassiveEmbedLayer(LayerRole[EmbedParams]):
     """Party A_k's side of the Embed-MatMul layer (see `secure.source_layers.embed`)."""
+
+    _params_type = EmbedParams
+    _saved_as = "the saved state of a passive Embed-MatMul layer"
 
     def __init__(
         self,
@@ -103,7 +98,7 @@ class PassiveEmbedLayer(LayerRole):
 
         Raises:
             ConfigError: no fields, a vocabulary size < 1, emb_dim or out_dim < 1.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         if emb_dim < 1 or out_dim < 1:
             raise ConfigError(f"need emb_dim >= 1 and out_dim >= 1, got {emb_dim}, {out_dim}")
@@ -119,7 +114,7 @@ class PassiveEmbedLayer(LayerRole):
         """Exchange keys and parameters with the active party and initialise the shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: the active party sent something
+            PayloadError, PaillierKeyError, ChannelError: the active party sent something
                 unusable (other sizes, key size or fields) or nothing at all.
             InputError, EncodingError: an initial share is malformed or too large.
         """
@@ -130,7 +125,7 @@ class PassiveEmbedLayer(LayerRole):
         self._check_params(params, expected)
         self.channel.send(b, f"{p}/pk", public_key_to_payload(own.pk))
         self.channel.send(b, f"{p}/params", vocab_payload(self.vocab_sizes, self.config.key_bits))
-        wire, fields = Wire(self.channel, b, timeout, self._crypto), len(self.vocab_sizes)
+        wire, fields = self._wire_to(b), len(self.vocab_sizes)
         h_lay, d_lay, f_w = params.h_layout(), params.d_layout(fields), params.weight_bits
         q_a, w_a = self._own_shares(params)
         wire.send(f"{p}/w_a", encrypt_rows(own, h_lay.pack(w_a), h_lay.slots, f_w))
@@ -144,20 +139,16 @@ class PassiveEmbedLayer(LayerRole):
         self._state = _State(params, he_b, wire, h_lay, d_lay, q_a, q_b, w_rows, masks)
         log.info("passive embed layer %s: setup done", p)
 
-    def state_dict(self) -> LayerState:
-        """Q^A, [[Q^B]]_B, [[W]]_B, the parameters, B's public key and the zero-sum masks'
-        seeds and counter, as plain values (`secure.source_layers.state`); call between
-        rounds.
+    def _saved(self) -> tuple[EmbedParams, LayerState]:
+        """B's public key, Q^A, [[Q^B]]_B, [[W]]_B and the zero-sum masks' seeds and
+        counter.
 
         Raises:
             SecureError: setup() has not run.
         """
         st = self._require_setup()
         key_b = st.he_b.pk
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(st.params),
+        return st.params, {
             "active_key": modulus_state(key_b),
             "q_a": [q.copy() for q in st.q_a],
             "q_b": [cipher_state(table, key_b) for table in st.q_b.tables],
@@ -165,18 +156,11 @@ class PassiveEmbedLayer(LayerRole):
             "masks": st.masks.state_dict(),
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return self._state is not None
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of a passive Embed-MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(EmbedParams, state, key, self._state is not None, what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: EmbedParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             params.check()
             self._check_params(params, self.vocab_sizes)
@@ -187,7 +171,7 @@ class PassiveEmbedLayer(LayerRole):
             w_b = cipher_from_state(state["w_b"], key_b, shape, f"{what}: [[W]]")
             masks = ZeroSumMasks.from_state(state["masks"])
         he_b = self._crypto.add_peer(key_b)
-        wire = Wire(self.channel, self.active_id, self.config.timeout_s, self._crypto)
+        wire = self._wire_to(self.active_id)
         self._state = _State(params, he_b, wire, h_lay, d_lay, q_a, tables, w_b, masks)
 
     def _load_tables(
@@ -214,6 +198,12 @@ class PassiveEmbedLayer(LayerRole):
         return q_a, encode(w_a, params.weight_bits)
 
     def _check_params(self, params: EmbedParams, expected: tuple[int, ...]) -> None:
+        """`expected`: the vocabulary sizes the active party expects of this party.
+
+        Raises:
+            PayloadError: the active party's layer has other sizes, does not name this
+                party, uses another key size or expects other fields.
+        """
         me = self.channel.party_id
         sizes = (params.out_dim, params.emb_dim) == (self.out_dim, self.emb_dim)
         if not sizes or me not in params.passive_ids:
@@ -319,6 +309,11 @@ class PassiveEmbedLayer(LayerRole):
         st.q_b.add(codes, negated(segment_rows(lay, p_t.tolist())), s_t.rows)
 
     def _require_setup(self) -> _State:
+        """This party's state after setup.
+
+        Raises:
+            SecureError: setup() (or load_state_dict()) has not run.
+        """
         if self._state is None:
             raise SecureError("call setup() before forward() or backward()")
         return self._state

@@ -8,7 +8,8 @@ B decrypts only the aggregate of the m2_k. Backward: m3 = [[eta G D]]_B to every
 (D: B's per-column step sizes, `source_layers.steps`), and V_B and b take a step of
 B's optimiser on X_B^T G and sum_i G_i in plaintext.
 m1 and m2 carry `rows_per_cipher` batch rows per ciphertext (`matmul.row_packing`): B
-keeps [[U_B^k]] shifted by 0..k-1 rows; m3 keeps one row per ciphertext.
+keeps [[U_B^k]] shifted by 0..k-1 rows, with the rest of its state for A_k, in a
+`PassiveLink` (`matmul.link`, which makes m1); m3 keeps one row per ciphertext.
 """
 
 from __future__ import annotations
@@ -17,51 +18,42 @@ import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.sparse as sp
 from gmpy2 import mpz
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, SecureError, StateError
-from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import decode, to_signed
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import (
-    Features,
-    InitialShares,
-    LayerRole,
-    Pending,
-    RowRef,
+from vfl.secure.source_layers.checks import (
     check_features,
     check_init,
     check_lr,
     check_passive_ids,
     check_step,
+    initial_share,
+)
+from vfl.secure.source_layers.common import (
+    Features,
+    InitialShares,
+    Pending,
+    RowRef,
     encrypt_matrix,
     exponents,
     flat,
-    initial_share,
     pack_real,
-    recv_cipher,
-    send_cipher,
     shaped,
 )
 from vfl.secure.source_layers.matmul import row_shares
-from vfl.secure.source_layers.matmul.row_packing import ShiftedCopies
-from vfl.secure.source_layers.matmul.row_shares import RowChunks
+from vfl.secure.source_layers.matmul.link import PassiveLink
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import relay_pair_seeds
-from vfl.secure.source_layers.sharing import private_rng, statistical_masks
+from vfl.secure.source_layers.sharing import private_rng
 from vfl.secure.source_layers.state import (
     LayerState,
     array_from_state,
-    cipher_from_state,
-    cipher_state,
-    modulus_state,
-    params_state,
-    public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.source_layers.steps import SourceOptimizer
 from vfl.secure.wire.ciphertexts import ciphertexts_to_payload
@@ -69,18 +61,6 @@ from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 from vfl.secure.wire.payload import Payload
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class _Link:
-    """B's state for one passive party."""
-
-    party_id: str
-    he: Paillier  # under that party's public key
-    in_dim: int
-    feature_bits: int
-    enc_u_b: CipherMatrix  # [[U_B^k]] under that party's key
-    u_b_copies: ShiftedCopies  # [[U_B^k]] shifted by 0..k-1 rows (`row_packing`)
 
 
 @dataclass
@@ -93,8 +73,11 @@ class _InFlight:
     local: list[int]  # X_B V_B + b, packed
 
 
-class ActiveSourceLayer(LayerRole):
+class ActiveSourceLayer(LayerRole[LayerParams]):
     """Party B's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
+
+    _params_type = LayerParams
+    _saved_as = "the saved state of the active MatMul layer"
 
     def __init__(
         self,
@@ -115,7 +98,7 @@ class ActiveSourceLayer(LayerRole):
 
         Raises:
             ConfigError: empty or duplicate passive ids, bad dimensions.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         ids = check_passive_ids(channel, passive_ids)
         if in_dim < 0 or out_dim < 1:
@@ -125,7 +108,7 @@ class ActiveSourceLayer(LayerRole):
         self.packer = self.params.packer()
         super().__init__(channel, config, seed, init, keypair, own_pool=True)
         self._ids = ids
-        self._links: dict[str, _Link] = {}
+        self._links: dict[str, PassiveLink] = {}
         self._v_b = np.zeros((in_dim, out_dim))
         self._bias = np.zeros(out_dim)
         self._pending: Pending[Features] = Pending("pass x explicitly")
@@ -141,10 +124,10 @@ class ActiveSourceLayer(LayerRole):
         """Exchange keys and parameters with every passive party and initialise shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: a peer sent something unusable or
+            PayloadError, PaillierKeyError, ChannelError: a peer sent something unusable or
                 nothing at all.
         """
-        own, p = self._crypto.own, tag_prefix
+        own, p, timeout = self._crypto.own, tag_prefix, self.config.timeout_s
         for pid in self._ids:
             self.channel.send(pid, f"{p}/pk", public_key_to_payload(own.pk))
         peers = {pid: self._receive_peer(pid, p) for pid in self._ids}
@@ -153,14 +136,15 @@ class ActiveSourceLayer(LayerRole):
         for pid in self._ids:
             self.channel.send(pid, f"{p}/params", self.params.to_payload())
         rng = private_rng(self.seed, self._crypto.keypair.private, "active")
+        wires = {pid: self._wire_to(pid) for pid in self._ids}
         for pid, (_, in_dim, bits) in peers.items():
             v_a = initial_share(self._init, f"V_A/{pid}", in_dim, self.out_dim, rng)
             scale = self.params.weight_bits(bits)
-            send_cipher(self.channel, pid, f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
+            wires[pid].send(f"{p}/v_a", encrypt_matrix(own, self.packer, v_a, scale))
         keys = {pid: he.pk for pid, (he, _, _) in peers.items()}
-        relay_pair_seeds(self.channel, p, keys, self.config.timeout_s)
-        for pid, (he, in_dim, bits) in peers.items():
-            self._links[pid] = self._receive_u_b(p, pid, he, in_dim, bits)
+        relay_pair_seeds(self.channel, p, keys, timeout)
+        for pid, info in peers.items():
+            self._links[pid] = PassiveLink.receive(wires[pid], p, info, self.params, self.packer)
         self._init_own_shares(rng)
         log.info("active source layer %s: setup with %d passive parties", p, len(peers))
 
@@ -171,22 +155,6 @@ class ActiveSourceLayer(LayerRole):
         info = self.channel.recv(pid, f"{p}/params", self.config.timeout_s)
         in_dim, bits = passive_info_from_payload(info, self.params, pid)
         return self._crypto.add_peer(key), in_dim, bits
-
-    def _receive_u_b(self, p: str, pid: str, he: Paillier, in_dim: int, bits: int) -> _Link:
-        """[[U_B^k]] from passive party `pid`, with its row-shifted copies."""
-        scale = self.params.weight_bits(self.config.feature_bits)
-        enc_u_b = recv_cipher(
-            self.channel,
-            pid,
-            f"{p}/u_b",
-            he.pk,
-            (self.in_dim, self.cols),
-            self.packer.slots,
-            scale,
-            self.config.timeout_s,
-        )
-        copies = ShiftedCopies(enc_u_b.rows, self.params.layout(), he.pk.nsquare, he.threads)
-        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
 
     def _init_own_shares(self, rng: np.random.Generator) -> None:
         self._v_b = initial_share(self._init, "V_B", self.in_dim, self.out_dim, rng)
@@ -224,7 +192,8 @@ class ActiveSourceLayer(LayerRole):
         groups = layout.groups(x.shape[0])
         if rows is None:
             exps = exponents(x, self.config.feature_bits)
-            masks = [self._send_m1(tag, link, exps, groups) for link in self._links.values()]
+            matmul = self._crypto.matmul
+            masks = [link.send_m1(tag, matmul, exps, groups) for link in self._links.values()]
         else:
             masks = [self._row_masks_of(rows, pid, x.shape[0]) for pid in self._links]
         local = flat(pack_real(self.packer, layout.group_values(x @ self._v_b + self._bias), f_z))
@@ -254,41 +223,16 @@ class ActiveSourceLayer(LayerRole):
     def _receive_m2_sum(self, tag: str, groups: int) -> list[mpz]:
         """The homomorphic sum of every passive party's m2 (flat)."""
         own, total = self._crypto.own, list[mpz]()
-        for pid in self._links:
-            m2 = recv_cipher(
-                self.channel,
-                pid,
-                f"{tag}/m2",
-                own.pk,
-                (groups, self.cols),
-                self.packer.slots,
-                self.params.output_bits,
-                self.config.timeout_s,
-                crypto=self._crypto,
-            )
+        shape, slots, f_z = (groups, self.cols), self.packer.slots, self.params.output_bits
+        for link in self._links.values():
+            m2 = link.wire.recv(f"{tag}/m2", own.pk, shape, slots, f_z)
             total = own.add(total, flat(m2.rows)) if total else flat(m2.rows)
         return total
-
-    def _send_m1(self, tag: str, link: _Link, exps: sp.csr_matrix, n: int) -> list[list[int]]:
-        """Send m1 = [[X_B U_B^k - R_k]]_Ak and return the mask R_k."""
-        he, cols = link.he, self.cols
-        e = link.u_b_copies.product(self._crypto.matmul, exps, cols)
-        masks = statistical_masks(n, cols, self.packer.mask_bits)
-        m1 = he.rerandomize(he.add_plain(flat(e), [-r for r in flat(masks)]))
-        matrix = CipherMatrix(
-            shaped(m1, cols), cols, he.pk, self.packer.slots, self.params.output_bits
-        )
-        send_cipher(self.channel, link.party_id, f"{tag}/m1", matrix)
-        return masks
-
-    def _chunks(self) -> RowChunks:
-        p = self.params
-        return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
 
     def precompute_pays(self, uses: int) -> bool:
         """Whether rows that go forward `uses` times are cheaper with `precompute`."""
         self._require_setup()
-        return row_shares.worth_it(uses, self._chunks(), self.params.layout())
+        return self.params.precompute_pays(uses)
 
     def precompute(self, tag: str, name: str, x: Features) -> None:
         """Send every passive party the m1 of all rows of set `name` (features `x`) once,
@@ -300,35 +244,21 @@ class ActiveSourceLayer(LayerRole):
         """
         self._require_setup()
         x = check_features(x, self.in_dim)
-        chunks, n = self._chunks(), x.shape[0]
-        layout, exps, cols = chunks.layout(), exponents(x, self.config.feature_bits), self.cols
-        tables = {}
-        for pid, link in self._links.items():
-            he = link.he
-            copies = ShiftedCopies(link.enc_u_b.rows, layout, he.pk.nsquare, he.threads)
-            masks = chunks.masks(n, cols)
-            plain = flat(chunks.setup_masks(masks))
-            e = flat(copies.product(self._crypto.matmul, exps, cols))
-            m1 = he.rerandomize(he.add_plain(e, [-r for r in plain]))
-            step = row_shares.CHUNK_CIPHERTEXTS * cols
-            for part, start in enumerate(range(0, len(m1), step)):
-                values = m1[start : start + step]
-                matrix = CipherMatrix(
-                    shaped(values, cols), cols, he.pk, self.packer.slots, self.params.output_bits
-                )
-                send_cipher(self.channel, pid, f"{tag}/{name}/s{part}", matrix)
-            tables[pid] = masks
-        self._row_masks[name] = tables
+        chunks, exps = self.params.row_chunks(), exponents(x, self.config.feature_bits)
+        self._row_masks[name] = {
+            pid: link.send_rows(f"{tag}/{name}", self._crypto.matmul, exps, chunks)
+            for pid, link in self._links.items()
+        }
 
     def _row_masks_of(self, rows: RowRef, pid: str, n: int) -> list[list[int]]:
         """R of the rows of a precomputed set, grouped as m2 groups them."""
         table = self._row_masks.get(rows[0], {}).get(pid)
-        k, row_bits = self.params.rows_per_cipher, self._chunks().row_bits
+        k, row_bits = self.params.rows_per_cipher, self.params.row_chunks().row_bits
         return row_shares.grouped_rows(table, rows, n, k, row_bits)
 
     def rows_state(self) -> LayerState:
         """The per-row masks R_i of every precomputed set (training state, not the model)."""
-        bits = self._chunks().spacing
+        bits = self.params.row_chunks().spacing
         return {
             name: {pid: row_shares.to_state(masks, bits) for pid, masks in tables.items()}
             for name, tables in self._row_masks.items()
@@ -338,7 +268,7 @@ class ActiveSourceLayer(LayerRole):
         """Raises:
         StateError: per-row masks saved for another layer or parties.
         """
-        bits, what = self._chunks().spacing, "the saved per-row masks of the MatMul layer"
+        bits, what = self.params.row_chunks().spacing, "the saved per-row masks of the MatMul layer"
         with reading(what):
             self._row_masks = {
                 str(name): {
@@ -393,45 +323,27 @@ class ActiveSourceLayer(LayerRole):
         self._v_b = opt.own_step("v_b", self._v_b, np.asarray(x.T @ g), lr)
         self._bias = opt.own_step("bias", self._bias, g.sum(axis=0), lr)
 
-    def state_dict(self) -> LayerState:
-        """B's shares V_B and b, the parameters, and per passive party its public key and
-        [[U_B^k]], as plain values (`secure.source_layers.state`); call between rounds.
+    def _saved(self) -> tuple[LayerParams, LayerState]:
+        """B's shares V_B and b, its optimiser, and per passive party its public key,
+        feature count and scale, and [[U_B^k]].
 
         Raises:
             SecureError: setup() has not run.
         """
         self._require_setup()
-        links = {
-            pid: {
-                "key": modulus_state(link.he.pk),
-                "in_dim": link.in_dim,
-                "feature_bits": link.feature_bits,
-                "u_b": cipher_state(link.enc_u_b.rows, link.he.pk),
-            }
-            for pid, link in self._links.items()
-        }
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(self.params),
+        links = {pid: link.state_dict() for pid, link in self._links.items()}
+        return self.params, {
             "v_b": self._v_b.copy(),
             "bias": self._bias.copy(),
             "optimizer": self.optimizer.state_dict(),
             "links": links,
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return bool(self._links)
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of the active MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(LayerParams, state, key, bool(self._links), what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: LayerParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             params.packer_checked()
             if replace(self.params, rows_per_cipher=params.rows_per_cipher) != params:
@@ -441,23 +353,16 @@ class ActiveSourceLayer(LayerRole):
             self._bias = array_from_state(state["bias"], (self.out_dim,), what)
             if state.get("optimizer") is not None:  # None: saved before optimisers
                 self.optimizer.load_state_dict(state["optimizer"])
-            links = {pid: self._load_link(pid, state["links"][pid], what) for pid in self._ids}
+            saved = state["links"]
+            links = {
+                pid: PassiveLink.restore(self._wire_to(pid), saved[pid], params, what)
+                for pid in self._ids
+            }
         self._links = links
 
-    def _load_link(self, pid: str, saved: LayerState, what: str) -> _Link:
-        key = public_key_from_state(saved["key"], pid, self.config)
-        in_dim, bits = int(saved["in_dim"]), int(saved["feature_bits"])
-        if in_dim < 1 or not 0 <= bits <= 32:
-            raise StateError(f"{what}: party '{pid}' has in_dim={in_dim}, feature_bits={bits}")
-        self.params.grad_bits(bits)
-        shape = (self.in_dim, self.cols)
-        rows = cipher_from_state(saved["u_b"], key, shape, f"{what}: [[U_B]] of '{pid}'")
-        he = self._crypto.add_peer(key)
-        scale = self.params.weight_bits(self.config.feature_bits)
-        enc_u_b = CipherMatrix(rows, self.cols, key, self.packer.slots, scale)
-        copies = ShiftedCopies(rows, self.params.layout(), key.nsquare, he.threads)
-        return _Link(pid, he, in_dim, bits, enc_u_b, copies)
-
     def _require_setup(self) -> None:
+        """Raises:
+        SecureError: setup() (or load_state_dict()) has not run.
+        """
         if len(self._links) != len(self._ids):
             raise SecureError("call setup() before forward() or backward()")

@@ -2,8 +2,8 @@
 
 Forward: compute [[X_A V_A]]_B (cost O(nnz(X_A)), before m1 arrives), decrypt m1 to
 S = X_B U_B^k - R_k, add the plaintexts X_A U_A + S (+ the zero-sum mask M_k when
-K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G]]_B and update only the
-rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= (X_A C)^T [[eta G D]]
+K >= 2), re-randomise, send m2. Backward: receive m3 = [[eta G D]]_B and update only
+the rows of [[V_A]]_B whose features occur in the batch: [[V_A]] -= (X_A C)^T [[eta G D]]
 (C: this party's own per-feature step factors, `source_layers.steps`; D: B's).
 With row packing (`matmul.row_packing`) m1 and m2 carry k rows per ciphertext; A either
 keeps [[V_A]] shifted by 0..k-1 rows (few features) or folds each group's rows of
@@ -23,28 +23,27 @@ from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import Packer
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair
-from vfl.secure.source_layers.common import (
-    Features,
-    InitialShares,
-    LayerRole,
-    Pending,
-    RowRef,
+from vfl.secure.source_layers.checks import (
     check_active_key_bits,
     check_features,
     check_lr,
+    initial_share,
+)
+from vfl.secure.source_layers.common import (
+    Features,
+    InitialShares,
+    Pending,
+    RowRef,
     encrypt_matrix,
     exponents,
     flat,
-    initial_share,
     pack_real,
-    recv_cipher,
-    send_cipher,
     shaped,
 )
 from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
-from vfl.secure.source_layers.matmul.row_shares import RowChunks
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_payload
+from vfl.secure.source_layers.role import LayerRole
 from vfl.secure.source_layers.seeds import agree_pair_seeds
 from vfl.secure.source_layers.sharing import ZeroSumMasks, private_rng
 from vfl.secure.source_layers.state import (
@@ -53,10 +52,8 @@ from vfl.secure.source_layers.state import (
     cipher_from_state,
     cipher_state,
     modulus_state,
-    params_state,
     public_key_from_state,
     reading,
-    restored_params,
 )
 from vfl.secure.source_layers.steps import scaled_columns
 from vfl.secure.wire.ciphertexts import ciphertexts_from_payload
@@ -83,13 +80,12 @@ class _State:
     def cols(self) -> int:
         return self.packer.columns(self.params.out_dim)
 
-    def chunks(self) -> RowChunks:
-        p = self.params
-        return RowChunks.of(p.out_dim, self.packer.slots, p.slot_bits, p.stat_bits, p.key_bits)
 
-
-class PassiveSourceLayer(LayerRole):
+class PassiveSourceLayer(LayerRole[LayerParams]):
     """Party A_k's side of the MatMul source layer (see the module doc and docs/protocols.md §4)."""
+
+    _params_type = LayerParams
+    _saved_as = "the saved state of a passive MatMul layer"
 
     def __init__(
         self,
@@ -110,7 +106,7 @@ class PassiveSourceLayer(LayerRole):
 
         Raises:
             ConfigError: bad dimensions or step factors.
-            KeyError_: no key pair given and the configured key size is too small.
+            PaillierKeyError: no key pair given and the configured key size is too small.
         """
         if in_dim < 1 or out_dim < 1:
             raise ConfigError(f"need in_dim >= 1 and out_dim >= 1, got {in_dim}, {out_dim}")
@@ -126,12 +122,13 @@ class PassiveSourceLayer(LayerRole):
         self._state: _State | None = None
         self._pending: Pending[Features] = Pending("pass x explicitly")
         self._row_shares: dict[str, list[list[int]]] = {}  # set -> S_i per row
+        self._wire = self._wire_to(active_id)
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
 
         Raises:
-            PayloadError, KeyError_, ChannelError: the active party sent something
+            PayloadError, PaillierKeyError, ChannelError: the active party sent something
                 unusable (mismatched out_dim or key size, bad key) or nothing at all.
         """
         b, p, timeout, own = self.active_id, tag_prefix, self.config.timeout_s, self._crypto.own
@@ -146,17 +143,10 @@ class PassiveSourceLayer(LayerRole):
         u_a = initial_share(self._init, "U_A", self.in_dim, self.out_dim, rng)
         u_b = initial_share(self._init, "U_B", params.active_in_dim, self.out_dim, rng)
         enc_u_b = encrypt_matrix(own, packer, u_b, params.weight_bits(params.active_feature_bits))
-        send_cipher(self.channel, b, f"{p}/u_b", enc_u_b)
-        v_a = recv_cipher(
-            self.channel,
-            b,
-            f"{p}/v_a",
-            key_b,
-            (self.in_dim, packer.columns(self.out_dim)),
-            packer.slots,
-            params.weight_bits(self.config.feature_bits),
-            timeout,
-        )
+        self._wire.send(f"{p}/u_b", enc_u_b)
+        shape = (self.in_dim, packer.columns(self.out_dim))
+        scale = params.weight_bits(self.config.feature_bits)
+        v_a = self._wire.recv(f"{p}/v_a", key_b, shape, packer.slots, scale, refill=False)
         packed = packed_products(
             v_a.rows, params.layout(), self.in_dim, key_b.nsquare, he_b.threads
         )
@@ -165,19 +155,14 @@ class PassiveSourceLayer(LayerRole):
         self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
         log.info("passive source layer %s: setup done", p)
 
-    def state_dict(self) -> LayerState:
-        """U_A, U_B^k, [[V_A]]_B, the parameters, B's public key and the zero-sum masks'
-        seeds and counter, as plain values (`secure.source_layers.state`); call between
-        rounds.
+    def _saved(self) -> tuple[LayerParams, LayerState]:
+        """B's public key, U_A, U_B^k, [[V_A]]_B and the zero-sum masks' seeds and counter.
 
         Raises:
             SecureError: setup() has not run.
         """
         st = self._require_setup()
-        return {
-            "key": modulus_state(self._crypto.keypair.public),
-            "obfuscators": self._crypto.tables_state(),
-            "params": params_state(st.params),
+        return st.params, {
             "active_key": modulus_state(st.he_b.pk),
             "u_a": st.u_a.copy(),
             "u_b": st.u_b.copy(),
@@ -185,18 +170,11 @@ class PassiveSourceLayer(LayerRole):
             "masks": st.masks.state_dict(),
         }
 
-    def load_state_dict(self, state: LayerState) -> None:
-        """Continue from a `state_dict()` instead of running `setup()`: nothing is sent.
+    def _started(self) -> bool:
+        return self._state is not None
 
-        Raises:
-            StateError: saved with another key pair or for another layer, or corrupt.
-            KeyError_: a saved key below the minimum size.
-            SecureError: setup() or load_state_dict() has run already.
-        """
-        what = "the saved state of a passive MatMul layer"
-        key = self._crypto.keypair.public
-        params = restored_params(LayerParams, state, key, self._state is not None, what)
-        self._crypto.restore_tables(state.get("obfuscators"))
+    def _load_saved(self, params: LayerParams, state: LayerState) -> None:
+        what = self._saved_as
         with reading(what):
             self._check_params(params)
             packer = params.packer_checked()
@@ -213,6 +191,10 @@ class PassiveSourceLayer(LayerRole):
         self._state = _State(params, packer, he_b, u_a, u_b, v_a, packed, masks)
 
     def _check_params(self, params: LayerParams) -> None:
+        """Raises:
+        PayloadError: the active party's layer has another width, does not name this
+            party, uses another key size, or leaves no room for this party's [[eta G]].
+        """
         me = self.channel.party_id
         if params.out_dim != self.out_dim or me not in params.passive_ids:
             raise PayloadError(
@@ -247,35 +229,26 @@ class PassiveSourceLayer(LayerRole):
             plain = [a + m for a, m in zip(plain, zero_sum, strict=True)]
         m2 = he_b.rerandomize(he_b.add_plain(flat(xv), plain))
         matrix = CipherMatrix(shaped(m2, cols), cols, he_b.pk, st.packer.slots, f_z)
-        send_cipher(self.channel, self.active_id, f"{tag}/m2", matrix)
+        self._wire.send(f"{tag}/m2", matrix)
         self._pending.remember(tag, x)
 
     def _m1(self, st: _State, tag: str, groups: int) -> list[int]:
         """S = Dec(m1) of this step (flat)."""
         own = self._crypto.own
-        m1 = recv_cipher(
-            self.channel,
-            self.active_id,
-            f"{tag}/m1",
-            own.pk,
-            (groups, st.cols),
-            st.packer.slots,
-            st.params.output_bits,
-            self.config.timeout_s,
-            crypto=self._crypto,
-        )
+        shape, slots = (groups, st.cols), st.packer.slots
+        m1 = self._wire.recv(f"{tag}/m1", own.pk, shape, slots, st.params.output_bits)
         return own.decrypt(flat(m1.rows))
 
     def _shares_of(self, st: _State, rows: RowRef, x: Features) -> list[int]:
         """The S_i of a precomputed set's rows, grouped as m2 groups them (flat)."""
         table = self._row_shares.get(rows[0])
-        k, row_bits = st.params.rows_per_cipher, st.chunks().row_bits
+        k, row_bits = st.params.rows_per_cipher, st.params.row_chunks().row_bits
         return flat(row_shares.grouped_rows(table, rows, x.shape[0], k, row_bits))
 
     def precompute_pays(self, uses: int) -> bool:
         """Whether rows that go forward `uses` times are cheaper with `precompute`."""
         st = self._require_setup()
-        return row_shares.worth_it(uses, st.chunks(), st.params.layout())
+        return st.params.precompute_pays(uses)
 
     def precompute(self, tag: str, name: str, n: int) -> None:
         """Receive the m1 of all `n` rows of set `name` from the active party (its
@@ -286,29 +259,20 @@ class PassiveSourceLayer(LayerRole):
             SecureError: setup() has not run.
         """
         st = self._require_setup()
-        chunks, own, cols = st.chunks(), self._crypto.own, st.cols
+        chunks, own, cols = st.params.row_chunks(), self._crypto.own, st.cols
+        slots, f_z = st.packer.slots, st.params.output_bits
         groups = -(-n // chunks.rows_per_cipher)
         plain: list[list[int]] = []
         for part, start in enumerate(range(0, groups, row_shares.CHUNK_CIPHERTEXTS)):
             count = min(row_shares.CHUNK_CIPHERTEXTS, groups - start)
-            m1 = recv_cipher(
-                self.channel,
-                self.active_id,
-                f"{tag}/{name}/s{part}",
-                own.pk,
-                (count, cols),
-                st.packer.slots,
-                st.params.output_bits,
-                self.config.timeout_s,
-                crypto=self._crypto,
-            )
+            m1 = self._wire.recv(f"{tag}/{name}/s{part}", own.pk, (count, cols), slots, f_z)
             plain.extend(shaped(own.decrypt(flat(m1.rows)), cols))
         self._row_shares[name] = chunks.split(plain, n)
 
     def rows_state(self) -> LayerState:
         """The S_i of every precomputed set (training state, not the model)."""
         st = self._require_setup()
-        bits = st.chunks().spacing
+        bits = st.params.row_chunks().spacing
         return {name: row_shares.to_state(s, bits) for name, s in self._row_shares.items()}
 
     def load_rows_state(self, state: LayerState) -> None:
@@ -316,37 +280,30 @@ class PassiveSourceLayer(LayerRole):
         StateError: per-row shares saved for another layer.
         """
         st = self._require_setup()
-        bits, what = st.chunks().spacing, "the saved per-row shares of a MatMul layer"
+        bits, what = st.params.row_chunks().spacing, "the saved per-row shares of a MatMul layer"
         with reading(what):
             self._row_shares = {
                 str(name): row_shares.from_state(saved, bits, what) for name, saved in state.items()
             }
 
     def backward(self, tag: str, lr: float, x: Features | None = None) -> CipherMatrix:
-        """Receive m3 = [[eta G]]_B, apply it, and return it (e.g. for a CELU cache).
+        """Receive m3 = [[eta G D]]_B, apply it, and return it (e.g. for a CELU cache).
 
         The active party folds its learning rate into m3, so the step applied is exactly
-        X_A^T [[eta G]]; `lr` is checked (positive, finite) but does not rescale it.
-        `x` defaults to the features of the forward step `tag` (else the latest one).
+        (X_A C)^T m3 (C: `step_factors`); `lr` is checked (positive, finite) but does not
+        rescale it. `x` defaults to the features of the forward step `tag` (else the
+        latest one).
 
         Raises:
+            InputError: bad features or lr.
             PayloadError, ChannelError: bad or missing m3.
             SecureError: setup() has not run, or no forward step to take x from.
         """
         st = self._require_setup()
         x = self._pending.take(tag) if x is None else check_features(x, self.in_dim)
         check_lr(lr)
-        m3 = recv_cipher(
-            self.channel,
-            self.active_id,
-            f"{tag}/m3",
-            st.he_b.pk,
-            (x.shape[0], st.cols),
-            st.packer.slots,
-            self._grad_bits(st),
-            self.config.timeout_s,
-            crypto=self._crypto,
-        )
+        shape, slots = (x.shape[0], st.cols), st.packer.slots
+        m3 = self._wire.recv(f"{tag}/m3", st.he_b.pk, shape, slots, self._grad_bits(st))
         self._apply(st, m3, x)
         return m3
 
@@ -386,6 +343,11 @@ class PassiveSourceLayer(LayerRole):
         st.v_a_packed.add(present.tolist(), delta)
 
     def _require_setup(self) -> _State:
+        """This party's state after setup.
+
+        Raises:
+            SecureError: setup() (or load_state_dict()) has not run.
+        """
         if self._state is None:
             raise SecureError("call setup() before forward() or backward()")
         return self._state

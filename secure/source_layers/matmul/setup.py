@@ -22,6 +22,7 @@ from vfl.secure.config import SecureConfig
 from vfl.secure.errors import PayloadError
 from vfl.secure.paillier.encoding import Packer
 from vfl.secure.source_layers.matmul.row_packing import RowLayout, choose_rows
+from vfl.secure.source_layers.matmul.row_shares import RowChunks, worth_it
 from vfl.secure.wire.payload import Payload, layer_setup_from_payload, layer_setup_to_payload
 
 _FIELDS = (
@@ -81,6 +82,15 @@ class LayerParams:
     def layout(self) -> RowLayout:
         """How batch rows share the ciphertexts of m1 and m2."""
         return RowLayout(self.rows_per_cipher, self.out_dim, self.slot_bits)
+
+    def row_chunks(self) -> RowChunks:
+        """How the setup m1 of a precomputed row set lays out rows (`matmul.row_shares`)."""
+        slots = self.packer().slots
+        return RowChunks.of(self.out_dim, slots, self.slot_bits, self.stat_bits, self.key_bits)
+
+    def precompute_pays(self, uses: int) -> bool:
+        """Whether rows that go forward `uses` times cost fewer ciphertexts with setup m1."""
+        return worth_it(uses, self.row_chunks(), self.layout())
 
     def weight_bits(self, feature_bits: int) -> int:
         """Scale f_V of a weight share over features at 2^feature_bits."""

@@ -10,7 +10,7 @@ from gmpy2 import mpz
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from vfl.secure.config import SecureConfig
-from vfl.secure.errors import KeyError_, PayloadError
+from vfl.secure.errors import PaillierKeyError, PayloadError
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import PublicKey, generate_keypair, keypair_from_phe
@@ -78,14 +78,14 @@ def test_obfuscators_are_fresh_encryptions_of_zero(he, test_keys):
 
 
 def test_decrypt_without_the_private_key_names_the_problem(public_he):
-    with pytest.raises(KeyError_, match="private key is not held here"):
+    with pytest.raises(PaillierKeyError, match="private key is not held here"):
         public_he.decrypt(public_he.encrypt([1]))
 
 
 def test_keys_below_2048_bits_need_the_explicit_test_setting():
-    with pytest.raises(KeyError_, match="minimum is 2048"):
+    with pytest.raises(PaillierKeyError, match="minimum is 2048"):
         SecureConfig(key_bits=1024)
-    with pytest.raises(KeyError_, match="minimum is 2048"):
+    with pytest.raises(PaillierKeyError, match="minimum is 2048"):
         SecureConfig(key_bits=256, allow_insecure_test_keys=True)
 
 
@@ -103,7 +103,7 @@ def test_public_key_payload_round_trip_and_checks(test_keys):
     assert public_key_from_payload(payload, "A1", config_for_tests()).n == key.n
     with pytest.raises(PayloadError, match="expected 'B'"):
         public_key_from_payload(payload, "B", config_for_tests())
-    with pytest.raises(KeyError_, match="minimum is 2048"):
+    with pytest.raises(PaillierKeyError, match="minimum is 2048"):
         public_key_from_payload(payload, "A1", SecureConfig())
 
 
@@ -116,16 +116,16 @@ def test_h_s_crosses_the_wire_and_a_malformed_one_is_refused(test_keys):
     for bad in (1, int(key.n) * 3, int(key.nsquare)):
         payload = public_key_to_payload(key)
         payload.public_key.h_s = bad.to_bytes((bad.bit_length() + 7) // 8, "big")
-        with pytest.raises(KeyError_, match="public key of 'A1' has a malformed h_s"):
+        with pytest.raises(PaillierKeyError, match="public key of 'A1' has a malformed h_s"):
             public_key_from_payload(payload, "A1", config_for_tests())
     payload.public_key.h_s = b"\x00"
-    with pytest.raises(KeyError_, match="malformed h_s"):
+    with pytest.raises(PaillierKeyError, match="malformed h_s"):
         public_key_from_payload(payload, "A1", config_for_tests())
 
 
 def test_keypair_from_phe_checks_the_minimum(test_keys):
     pk, sk = phe_form(test_keys["B"])
-    with pytest.raises(KeyError_, match="minimum is 2048"):
+    with pytest.raises(PaillierKeyError, match="minimum is 2048"):
         keypair_from_phe("B", pk, sk, SecureConfig())
 
 

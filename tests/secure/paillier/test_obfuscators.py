@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from vfl.secure.config import SecureConfig
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.fixed_base import HIDING_BITS, MIN_POSITIONS, ObfuscatorTable, positions
+from vfl.secure.paillier.gate import Gate
 from vfl.secure.paillier.keys import generate_keypair
-from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 from tests.support.secure import config_for_tests
 
@@ -115,7 +116,7 @@ def test_helper_processes_share_requests_and_stop_on_close(test_keys):
         pool = ObfuscatorPool(key.public, private, 0, 2, False, "fixed-base", helpers=1)
         pool.prepare()
         assert pool.helpers_ready(timeout=60)
-        worker = pool._workers[0]  # noqa: SLF001 - white-box: the helper is in use
+        worker = pool._helpers.workers[0]  # noqa: SLF001 - white-box: the helper is in use
         values = pool.compute(64)
         assert len(set(values)) == 64 and owner.decrypt(values) == [0] * 64
         pool.close()
@@ -127,11 +128,11 @@ def test_a_dead_helper_process_falls_back_to_the_pool_itself(test_keys, caplog):
     pool = ObfuscatorPool(key.public, None, 0, 2, False, "fixed-base", helpers=1)
     pool.prepare()
     assert pool.helpers_ready(timeout=60)
-    pool._workers[0]._process.kill()  # noqa: SLF001
-    pool._workers[0]._process.join()  # noqa: SLF001
+    pool._helpers.workers[0]._process.kill()  # noqa: SLF001
+    pool._helpers.workers[0]._process.join()  # noqa: SLF001
     values = pool.compute(16)
     assert len(set(values)) == 16 and "helper process failed" in caplog.text
-    assert pool.compute(4) and not pool._workers  # noqa: SLF001
+    assert pool.compute(4) and not pool._helpers.workers  # noqa: SLF001
     pool.close()
 
 

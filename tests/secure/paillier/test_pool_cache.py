@@ -11,9 +11,10 @@ import traceback
 
 from vfl.secure.executor import LocalExecutor
 from vfl.secure.paillier.engine import Paillier
-from vfl.secure.paillier.obfuscators import Gate, ObfuscatorPool
+from vfl.secure.paillier.gate import Gate
+from vfl.secure.paillier.obfuscators import ObfuscatorPool
 from vfl.secure.paillier.pool_cache import PoolCache
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 from tests.support.secure import config_for_tests
 

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from phe import paillier
 from vfl.secure.config import SecureConfig
-from vfl.secure.errors import ConfigError, KeyError_
+from vfl.secure.errors import ConfigError, PaillierKeyError
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import PrivateKey, PublicKey, keypair_from_phe
 from vfl.secure.paillier.obfuscators import ObfuscatorPool
 from vfl.secure.paillier.short_exponent import ShortExponentTable, exponent_bits
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.source_layers.crypto import PartyCrypto
 
 from tests.support.secure import TEST_KEY_BITS, config_for_tests
 
@@ -115,10 +115,10 @@ def test_malformed_or_foreign_h_s_is_refused(test_keys):
     key = test_keys["B"]
     n = key.public.n
     for bad in (mpz(0), mpz(1), n, key.private.p * 5, key.public.nsquare + 2):
-        with pytest.raises(KeyError_, match="malformed h_s"):
+        with pytest.raises(PaillierKeyError, match="malformed h_s"):
             PublicKey(n, "B", bad)
     not_a_residue = replace(key.public, h_s=mpz(n + 2))
-    with pytest.raises(KeyError_, match="not an n-th residue"):
+    with pytest.raises(PaillierKeyError, match="not an n-th residue"):
         PrivateKey(not_a_residue, key.private.p, key.private.q)
 
 

@@ -9,8 +9,8 @@ import pytest
 from gmpy2 import mpz
 from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 from vfl.secure.channel import InProcessHub
-from vfl.secure.errors import KeyError_, SecureError, StateError
-from vfl.secure.source_layers.common import PartyCrypto
+from vfl.secure.errors import PaillierKeyError, SecureError, StateError
+from vfl.secure.source_layers.crypto import PartyCrypto
 from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
 from vfl.secure.source_layers.state import int_bytes, keypair_from_state, keypair_state
@@ -193,7 +193,7 @@ def test_a_key_pair_round_trips_and_is_checked(test_keys) -> None:
         keypair_from_state(state, "B", config)
     with pytest.raises(StateError, match="has 1024 bits, this job uses 2048"):
         keypair_from_state(state, "A1", config_for_tests(key_bits=2048))
-    with pytest.raises(KeyError_, match="minimum"):
+    with pytest.raises(PaillierKeyError, match="minimum"):
         keypair_from_state(
             state, "A1", config_for_tests(key_bits=2048, allow_insecure_test_keys=False)
         )

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from vfl.proto import common_pb2
 from vfl.secure.channel import InProcessHub
 from vfl.secure.config import SecureConfig
-from vfl.secure.errors import KeyError_, PayloadError, SecureError
+from vfl.secure.errors import PaillierKeyError, PayloadError, SecureError
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import to_signed
 from vfl.secure.paillier.keys import generate_keypair
@@ -230,7 +230,7 @@ def test_setup_rejects_a_peer_key_below_the_minimum(test_keys):
     )
     strict = SecureConfig(workers=1, obfuscator_pool=0, background_refill=False)
     passive = PassiveSourceLayer(hub.channel("A1"), "B", 6, 5, strict, 0, keypair=test_keys["A1"])
-    with pytest.raises(KeyError_, match="1024 bits; the minimum is 2048"):
+    with pytest.raises(PaillierKeyError, match="1024 bits; the minimum is 2048"):
         failing_setup(active, passive, hub)
 
 
