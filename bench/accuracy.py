@@ -44,9 +44,9 @@ from pathlib import Path
 import numpy as np
 from credit_data import credit_tables
 from sparse_data import sparse_tables
-from vfl.cli.local import run_local
 from vfl.cli.progress import follow
 from vfl.contract.spec import TableSource, parse_spec
+from vfl.local.run import run_local
 
 REPO = Path(__file__).resolve().parent.parent
 FATE = REPO / "cli" / "data"

@@ -94,9 +94,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
-from vfl.cli.local import run_local
 from vfl.cli.progress import follow
 from vfl.contract.spec import parse_spec
+from vfl.local.run import run_local
 
 MODES: dict[str, dict[str, object]] = {
     "vanilla": {"mode": "none"},

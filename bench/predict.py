@@ -57,11 +57,11 @@ from credit_data import credit_arrays, credit_job, credit_tables
 from floor import Counts, MatmulCounter, cores, time_primitives
 from procs import tree_cpu_seconds
 from prometheus_client.parser import text_string_to_metric_families
-from vfl.cli.local import LocalTopology, spec_to_yaml
 from vfl.cli.progress import follow
 from vfl.contract.spec import JobSpec, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.coordinator.client import CoordinatorClient
+from vfl.local.run import LocalTopology, spec_to_yaml
 from vfl.proto import party_pb2, party_pb2_grpc
 from vfl.proto.rpc import COORDINATOR_ID, dial
 from vfl.secure.executor import ComputeConfig

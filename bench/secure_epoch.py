@@ -64,9 +64,9 @@ import numpy as np
 from epoch_cases import BATCH, CASES, embed_floor, matmul_floor
 from floor import Counts, cores, time_primitives
 from procs import Pinner
-from vfl.cli.local import run_local
 from vfl.cli.progress import follow
 from vfl.contract.spec import parse_spec
+from vfl.local.run import run_local
 
 
 # --- Running --------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 A bank (the labels and 10 features) and a shop (20 more features of the same people,
 FATE's breast data) train one model with `protocol: blindfl` (2048-bit Paillier keys) on
-a fresh local topology (`vfl.cli.local.started`), with live progress through PSI,
+a fresh local topology (`vfl.local.run.started`), with live progress through PSI,
 keying and training. On the same processes the demo then trains the same model with
 plaintext `split` learning (the insecure baseline, seconds), prints both validation
 metrics, summarises the wire audit the party daemons wrote of the secure job (bytes and
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 from vfl.cli import progress
-from vfl.cli.local import LocalRun, follow_or_cancel, started
 from vfl.cli.run import add_local_run_flags
 from vfl.contract.spec import JobSpec, load_spec
 from vfl.coordinator.client import JobView
+from vfl.local.run import LocalRun, follow_or_cancel, started
 from vfl.party.transport.audit import read_audit
 from vfl.party.transport.audit_check import (
     ALLOWED_KINDS,

@@ -1,5 +1,5 @@
 """`vfl run`: a whole job on this machine, the coordinator and every party as local
-processes (`vfl.cli.local`). `vfl demo` is `vfl.cli.demo`."""
+processes (`vfl.local.run`). `vfl demo` is `vfl.cli.demo`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from vfl.cli.jobs import finish
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from vfl.cli.local import run_local
     from vfl.contract.spec import load_spec
+    from vfl.local.run import run_local
 
     spec = load_spec(args.spec)
     party_args = ("--audit", str(Path(args.audit).resolve())) if args.audit else ()

@@ -22,7 +22,9 @@ def package_of(module: str) -> str | None:
     but `proto.rpc` (gRPC plumbing, beside the generated messages) counts on its own."""
     names = module.split(".")
     if names[0] == "vfl":
-        names = names[1:] or ["vfl"]
+        names = names[1:]
+        if not names or names[0] not in FOLDERS:
+            return "vfl"  # the root package: the public API
     if names[0] not in FOLDERS:
         return None
     if names[:2] == ["proto", "rpc"]:
@@ -39,7 +41,7 @@ def modules(repo: Path) -> dict[str, Path]:
                 continue
             rel = path.relative_to(repo).with_suffix("").parts
             rel = rel[:-1] if rel[-1] == "__init__" else rel
-            rel = (rel[1:] or rel) if rel[0] == "vfl" else rel
+            # vfl/ holds the root package itself; every other folder is vfl.<folder>
             found[".".join(rel)] = path
     return found
 

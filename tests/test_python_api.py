@@ -18,7 +18,7 @@ import vfl
 import yaml
 from vfl.contract.spec import JobSpec, parse_spec
 from vfl.coordinator.server import create_coordinator_server
-from vfl.local import _datasets
+from vfl.local.federation import _datasets
 from vfl.specs import as_spec, prediction_yaml
 
 from tests.support.data import FATE

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from vfl.cli.local import spec_to_yaml
 from vfl.contract.spec import DataSpec, load_spec
+from vfl.local.run import spec_to_yaml
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from vfl.cli.local import started
 from vfl.contract.spec import parse_spec_text
+from vfl.local.run import started
 from vfl.secure.pki.federation import load_identity
 
 from tests.support.data import FATE

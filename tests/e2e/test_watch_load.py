@@ -21,9 +21,9 @@ from pathlib import Path
 import grpc
 import pytest
 from vfl.cli import progress
-from vfl.cli.local import LocalTopology, spec_to_yaml
 from vfl.contract.spec import parse_spec_text
 from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.local.run import LocalTopology, spec_to_yaml
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 from tests.support.data import FATE

@@ -1,5 +1,5 @@
 """`vfl run` / `vfl demo` / `vfl.local_federation`: a coordinator and parties as local
-processes (`vfl.cli.topology`), with their folder, CA and an admin client; on Ctrl-C the
+processes (`vfl.local.topology`), with their folder, CA and an admin client; on Ctrl-C the
 launcher cancels the job and stops them.
 
 With `tls` (the default) the run gets its own federation CA in `<workdir>/tls` and every
@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from vfl.cli.topology import LocalTopology, as_datasets, spec_datasets
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.local.topology import LocalTopology, as_datasets, spec_datasets
 from vfl.proto.rpc import COORDINATOR_ID
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 from vfl.specs import spec_to_yaml

@@ -1,6 +1,6 @@
 """A federation on this machine for trying the API (a notebook, a test): a coordinator and
 party daemons as local processes with mutual TLS, and a `Client` connected to them as the
-operator `admin` (`vfl.cli.local.launched`, what `vfl run` starts).
+operator `admin` (`vfl.local.run.launched`, what `vfl run` starts).
 
     federation = vfl.local_federation({"bank": {"breast": "bank.csv"}, ...}, workdir="fed")
     client = federation.client
@@ -18,11 +18,11 @@ from os import PathLike, fspath
 from pathlib import Path
 from typing import Any, cast
 
-from vfl.cli.local import launched
-from vfl.cli.topology import as_datasets, spec_datasets
 from vfl.client import Client
 from vfl.contract.errors import SpecError
 from vfl.contract.spec import JobSpec, TableSource, explain
+from vfl.local.run import launched
+from vfl.local.topology import as_datasets, spec_datasets
 from vfl.specs import SpecLike, as_spec
 
 Table = TableSource | Mapping[str, Any] | str | PathLike[str]  # a path: a csv with column id
