@@ -28,90 +28,10 @@ Installed, every part of the platform lives under this one namespace:
     vfl.cli          the `vfl` command
 
 Each sub-package's `__init__` re-exports what is public (`__all__`); other names are
-private by convention. The names here load on first use (PEP 562): importing any part
-of the platform, e.g. a daemon, does not load the API, grpc or torch.
+private by convention. The names here load on first use (`__init__.pyi` lists them):
+importing any part of the platform, e.g. a daemon, does not load the API, grpc or torch.
 """
 
-from __future__ import annotations
+import lazy_loader
 
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from vfl.client import Client
-    from vfl.contract.spec import JobSpec, load_spec, parse_spec
-    from vfl.errors import (
-        AccessDenied,
-        CertError,
-        CoordinatorError,
-        CoordinatorLost,
-        CoordinatorUnavailable,
-        PartyUnavailable,
-        SpecError,
-        UnknownJob,
-        UnknownModel,
-    )
-    from vfl.local import LocalFederation, local_federation
-    from vfl.models import Model, ModelPart
-    from vfl.results import Job, JobResult, Prediction, Progress, Validation
-    from vfl.scoring import Score, Scores
-
-# where each public name lives (loaded on first use)
-_EXPORTS = {
-    "vfl.client": ("Client",),
-    "vfl.contract.spec": ("JobSpec", "load_spec", "parse_spec"),
-    "vfl.errors": (
-        "AccessDenied",
-        "CertError",
-        "CoordinatorError",
-        "CoordinatorLost",
-        "CoordinatorUnavailable",
-        "PartyUnavailable",
-        "SpecError",
-        "UnknownJob",
-        "UnknownModel",
-    ),
-    "vfl.local": ("LocalFederation", "local_federation"),
-    "vfl.models": ("Model", "ModelPart"),
-    "vfl.results": ("Job", "JobResult", "Prediction", "Progress", "Validation"),
-    "vfl.scoring": ("Score", "Scores"),
-}
-_MODULE = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = [
-    "AccessDenied",
-    "CertError",
-    "Client",
-    "CoordinatorError",
-    "CoordinatorLost",
-    "CoordinatorUnavailable",
-    "Job",
-    "JobResult",
-    "JobSpec",
-    "LocalFederation",
-    "Model",
-    "ModelPart",
-    "PartyUnavailable",
-    "Prediction",
-    "Progress",
-    "Score",
-    "Scores",
-    "SpecError",
-    "UnknownJob",
-    "UnknownModel",
-    "Validation",
-    "load_spec",
-    "local_federation",
-    "parse_spec",
-]
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use."""
-    if name not in _MODULE:
-        raise AttributeError(f"module 'vfl' has no attribute '{name}'")
-    return getattr(importlib.import_module(_MODULE[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

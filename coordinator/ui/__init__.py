@@ -11,35 +11,6 @@ fetched from elsewhere, so it works air-gapped.
     Dashboard                its read model
 """
 
-from __future__ import annotations
+import lazy_loader
 
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from vfl.coordinator.ui.dashboard import Dashboard
-    from vfl.coordinator.ui.server import UiServer, parse_listen
-
-# where each public name lives, imported on first use
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "vfl.coordinator.ui.dashboard": ("Dashboard",),
-    "vfl.coordinator.ui.server": ("UiServer", "parse_listen"),
-}
-_MODULE = {name: module for module, names in _EXPORTS.items() for name in names}
-
-__all__ = [
-    "Dashboard",
-    "UiServer",
-    "parse_listen",
-]
-
-
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (PEP 562)."""
-    if name not in _MODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_MODULE[name]), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -1,0 +1,5 @@
+# The public names of `vfl.cli`: for type checkers, and for `lazy_loader`,
+# which loads each from its module on first use (`__init__.py`).
+
+from .main import build_parser as build_parser
+from .main import main as main
