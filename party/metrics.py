@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -34,6 +35,8 @@ from vfl.contract.states import JobState
 from vfl.party.reporting import CoordinatorReporter
 from vfl.party.training.context import Instruments
 from vfl.secure.paillier.counters import OpCounts
+
+M = TypeVar("M", GaugeMetricFamily, CounterMetricFamily)
 
 ROUND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -51,26 +54,33 @@ class _Live(Collector):
         self._jobs_by_state, self._ops, self._ready = jobs_by_state, ops, ready
 
     def collect(self) -> Iterator[Metric]:
-        jobs = GaugeMetricFamily("vfl_party_jobs", "This party's jobs by state.", labels=["state"])
-        for state, count in sorted(self._jobs_by_state().items()):
-            jobs.add_metric([state], count)
-        yield jobs
-        ops = CounterMetricFamily(
-            "vfl_party_paillier_operations",
-            "Homomorphic operations done by this party's secure layers.",
-            labels=["op"],
+        yield _family(
+            GaugeMetricFamily("vfl_party_jobs", "This party's jobs by state.", labels=["state"]),
+            self._jobs_by_state(),
         )
-        for op, count in self._ops.snapshot().items():
-            ops.add_metric([op], count)
-        yield ops
-        ready = GaugeMetricFamily(
-            "vfl_party_obfuscators_ready",
-            "Obfuscators kept ready for a peer's key (by the key's owner).",
-            labels=["key"],
+        yield _family(
+            CounterMetricFamily(
+                "vfl_party_paillier_operations",
+                "Homomorphic operations done by this party's secure layers.",
+                labels=["op"],
+            ),
+            self._ops.snapshot(),
         )
-        for owner, count in sorted(self._ready().items()):
-            ready.add_metric([owner], count)
-        yield ready
+        yield _family(
+            GaugeMetricFamily(
+                "vfl_party_obfuscators_ready",
+                "Obfuscators kept ready for a peer's key (by the key's owner).",
+                labels=["key"],
+            ),
+            self._ready(),
+        )
+
+
+def _family(family: M, counts: Mapping[str, float]) -> M:
+    """`family` with one sample per label value of `counts`, in the label values' order."""
+    for value, count in sorted(counts.items()):
+        family.add_metric([value], count)
+    return family
 
 
 class PartyMetrics:

@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from vfl.contract.spec import TableSource
-from vfl.contract.states import JobState
 from vfl.party.data import Table
 from vfl.party.errors import DataError, ModelError, PartyError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.job import resolve_dataset
+from vfl.party.training.context import Reporter
 from vfl.party.training.models import Inputs
 from vfl.party.training.trainers import Trainer
 from vfl.secure.channel import Channel, Mailbox
@@ -50,16 +50,9 @@ def batch_tag(n: int) -> str:
     return f"score/b{n}"
 
 
-class SilentReporter:
-    """The `Reporter` of a scorer: an online session reports nothing to the coordinator."""
-
-    def stage(self, state: JobState) -> None: ...
-    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None: ...
-    def round(
-        self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
-    ) -> None: ...
-    def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
-    def checkpoint(self, rnd: int) -> None: ...
+class SilentReporter(Reporter):
+    """The `Reporter` of a scorer: an online session reports nothing to the coordinator
+    (every method is the protocol's, which does nothing)."""
 
 
 FileStamp = tuple[int, int, int]  # size, mtime (ns), inode of a dataset's file

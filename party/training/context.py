@@ -19,15 +19,25 @@ from vfl.secure.paillier.counters import OpCounts
 
 
 class Reporter(Protocol):
-    """Where a party's progress goes (`party.reporting.CoordinatorReporter`)."""
+    """Where a party's progress goes (`party.reporting.CoordinatorReporter`). Each method
+    does nothing here: a subclass reports what it needs (a scorer, nothing)."""
 
-    def stage(self, state: JobState) -> None: ...
-    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None: ...
+    def stage(self, state: JobState) -> None:
+        return None
+
+    def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None:
+        return None
+
     def round(
         self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
-    ) -> None: ...
-    def validation(self, rnd: int, metrics: dict[str, float]) -> None: ...
-    def checkpoint(self, rnd: int) -> None: ...
+    ) -> None:
+        return None
+
+    def validation(self, rnd: int, metrics: dict[str, float]) -> None:
+        return None
+
+    def checkpoint(self, rnd: int) -> None:
+        return None
 
 
 @dataclass(frozen=True)

@@ -199,17 +199,6 @@ class Bottom(nn.Module):
         return self.mlp[1:](h)
 
 
-def label_rows(y: torch.Tensor | None, rows: np.ndarray) -> torch.Tensor:
-    """The encoded labels of `rows`.
-
-    Raises:
-        ValueError: the trainer holds no labels (one built only to score).
-    """
-    if y is None:
-        raise ValueError("a trainer built to score holds no labels to train or validate on")
-    return y[rows]
-
-
 def leaf_grad(leaf: torch.Tensor) -> torch.Tensor:
     """The gradient `backward()` left on `leaf` (a tensor that requires grad), detached.
 

@@ -14,6 +14,30 @@ MAX_CLASSES = 1000
 
 
 @dataclass(frozen=True)
+class Labels:
+    """The active party's encoded labels of the training and of the validation rows; a
+    trainer built only to score holds neither."""
+
+    train: torch.Tensor | None = None
+    val: torch.Tensor | None = None
+
+    @staticmethod
+    def encoded(task: Task, train: np.ndarray | None, val: np.ndarray | None) -> Labels:
+        return Labels(*(None if raw is None else task.encode(raw) for raw in (train, val)))
+
+    def of(self, rows: np.ndarray, validation: bool = False) -> torch.Tensor:
+        """The labels of training rows `rows` (of validation rows with `validation`).
+
+        Raises:
+            ValueError: this trainer holds no labels (one built only to score).
+        """
+        y = self.val if validation else self.train
+        if y is None:
+            raise ValueError("a trainer built to score holds no labels to train or validate on")
+        return y[rows]
+
+
+@dataclass(frozen=True)
 class Task:
     """Encodes raw labels and turns model outputs into losses and metrics."""
 

@@ -11,7 +11,7 @@ from vfl.party.training.context import RoleContext
 from vfl.party.training.models import Inputs
 from vfl.party.training.split.active import ActiveTrainer
 from vfl.party.training.split.passive import PassiveTrainer
-from vfl.party.training.task import Task, make_task
+from vfl.party.training.task import Labels, Task, make_task
 
 
 class Trainer(Protocol):
@@ -52,9 +52,8 @@ def make(
     if labels is None:
         raise ValueError("the active party trains with its labels")
     task = make_task(ctx.spec.model.top.task, labels[ctx.plan.train_rows])
-    if blind:
-        return BlindActiveTrainer(ctx, labels, val_labels, task)
-    return ActiveTrainer(ctx, labels, val_labels, task)
+    encoded = Labels.encoded(task, labels, val_labels)
+    return (BlindActiveTrainer if blind else ActiveTrainer)(ctx, encoded, task)
 
 
 def for_scoring(ctx: RoleContext, role: str, task: Task | None) -> Trainer:
@@ -64,4 +63,4 @@ def for_scoring(ctx: RoleContext, role: str, task: Task | None) -> Trainer:
         return BlindPassiveTrainer(ctx) if blind else PassiveTrainer(ctx)
     if task is None:
         raise ValueError("the active party scores with the model's task")
-    return (BlindActiveTrainer if blind else ActiveTrainer)(ctx, None, None, task)
+    return (BlindActiveTrainer if blind else ActiveTrainer)(ctx, Labels(), task)

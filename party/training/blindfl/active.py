@@ -33,14 +33,13 @@ from vfl.party.training.blindfl.common import (
 from vfl.party.training.context import RoleContext, train_rounds
 from vfl.party.training.models import (
     Inputs,
-    label_rows,
     leaf_grad,
     make_optimizer,
     mlp_forward,
     seeded_mlp,
 )
 from vfl.party.training.split.active import history_entry
-from vfl.party.training.task import Task
+from vfl.party.training.task import Labels, Task
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
 from vfl.secure.source_layers.embed import ActiveEmbedLayer
 from vfl.secure.source_layers.matmul import ActiveSourceLayer
@@ -66,14 +65,12 @@ class BlindActiveTrainer:
     def __init__(
         self,
         ctx: RoleContext,
-        labels: np.ndarray | None,
-        val_labels: np.ndarray | None,
+        labels: Labels,
         task: Task,
     ) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
-        self.y = None if labels is None else task.encode(labels)
-        self.val_y = None if val_labels is None else task.encode(val_labels)
+        self.labels = labels
         h = s.model.source.out_dim
         self.config = secure_config(ctx, ctx.inputs)
         self.keypair: KeyPair | None = None  # shared by both layers
@@ -254,7 +251,7 @@ class BlindActiveTrainer:
     def _top_step(self, z: torch.Tensor, rows: np.ndarray, cached_g=None):
         """One update of the top model (and B's own part) on Z; returns (loss, dL/dZ)."""
         leaf = z.clone().requires_grad_(True)
-        losses = self.task.losses(self._out(leaf, self.ctx.inputs, rows), label_rows(self.y, rows))
+        losses = self.task.losses(self._out(leaf, self.ctx.inputs, rows), self.labels.of(rows))
         if cached_g is None:
             loss = losses.mean()
         else:
@@ -290,7 +287,7 @@ class BlindActiveTrainer:
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
             out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows, "val")
-        self.metrics = self.task.evaluate(out, label_rows(self.val_y, rows))
+        self.metrics = self.task.evaluate(out, self.labels.of(rows, validation=True))
         self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)

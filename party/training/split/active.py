@@ -17,13 +17,12 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.training.context import RoleContext, train_rounds
 from vfl.party.training.models import (
     Inputs,
-    label_rows,
     leaf_grad,
     make_optimizer,
     seeded_bottom,
     seeded_mlp,
 )
-from vfl.party.training.task import Task
+from vfl.party.training.task import Labels, Task
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
@@ -31,8 +30,7 @@ class ActiveTrainer:
     def __init__(
         self,
         ctx: RoleContext,
-        labels: np.ndarray | None,
-        val_labels: np.ndarray | None,
+        labels: Labels,
         task: Task,
     ) -> None:
         s = ctx.spec
@@ -40,8 +38,7 @@ class ActiveTrainer:
         self.passives = [p.id for p in s.passives]
         src = s.model.source
         self.width = src.out_dim
-        self.y = None if labels is None else task.encode(labels)
-        self.val_y = None if val_labels is None else task.encode(val_labels)
+        self.labels = labels
         self.bottom = (
             None
             if ctx.inputs.empty
@@ -124,7 +121,7 @@ class ActiveTrainer:
         acts = self._recv_acts(f"train/r{rnd}/act", len(rows))
         with self.ctx.lock:
             leaves = [a.clone().requires_grad_(True) for a in acts]
-            loss = self.task.losses(self._forward(rows, leaves), label_rows(self.y, rows)).mean()
+            loss = self.task.losses(self._forward(rows, leaves), self.labels.of(rows)).mean()
             self.opt.zero_grad()
             loss.backward()
             grads = [leaf_grad(a) for a in leaves]
@@ -137,7 +134,7 @@ class ActiveTrainer:
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
         rows, acts = entry.activation
         leaves = [a.clone().requires_grad_(True) for a in acts]
-        losses = self.task.losses(self._forward(rows, leaves), label_rows(self.y, rows))
+        losses = self.task.losses(self._forward(rows, leaves), self.labels.of(rows))
         loss, _ = active_local_loss(losses, leaves, entry.derivative, self.xi)
         self.opt.zero_grad()
         loss.backward()
@@ -149,7 +146,7 @@ class ActiveTrainer:
         rows = self.ctx.plan.val_rows
         with self.ctx.lock:
             out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
-        self.metrics = self.task.evaluate(out, label_rows(self.val_y, rows))
+        self.metrics = self.task.evaluate(out, self.labels.of(rows, validation=True))
         self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))
         self.ctx.reporter.validation(rnd, self.metrics)
