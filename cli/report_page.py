@@ -71,7 +71,7 @@ def _plot(series: list[Series], xlabel: str, title: str, by_round: bool) -> byte
 
 def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
     """The HTML page: header, result, timings, parties, curves, spec."""
-    view = JobView.from_proto(pb.GetJobResponse(job=report.job, result=report.result))
+    view = JobView.from_response(pb.GetJobResponse(job=report.job, result=report.result))
     spec = JobSpec.from_json(report.spec_json)
     r = report.result
     title = f"vfl job {view.job_id}"

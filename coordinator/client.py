@@ -11,15 +11,14 @@ from typing import Any
 
 import grpc
 from vfl.contract.states import JobState, model_state_name, state_name
-from vfl.proto import coordinator_pb2 as pb
-from vfl.proto import coordinator_pb2_grpc as pb_grpc
+from vfl.proto import coordinator_pb2 as pb, coordinator_pb2_grpc as pb_grpc
 from vfl.proto.rpc import COORDINATOR_ID, ChannelCache, Tls
 from vfl.proto.serde import to_plain
 
 
 @dataclass(frozen=True)
-class JobView:
-    """A job as a user sees it: its state by name ("TRAINING"), reason and typed result."""
+class Job:
+    """A job as the job list shows it: its state by name ("TRAINING"), reason, unix times."""
 
     job_id: str
     name: str
@@ -27,14 +26,23 @@ class JobView:
     reason: str
     created_at: float
     updated_at: float
+
+    @staticmethod
+    def from_proto(job: pb.JobSummary) -> Job:
+        return Job(
+            job.job_id, job.name, state_name(job.state), job.reason, job.created_at, job.updated_at
+        )
+
+
+@dataclass(frozen=True)
+class JobView(Job):
+    """A job as a user sees it: a `Job` with its typed result."""
+
     result: pb.JobResult
 
     @staticmethod
-    def from_proto(resp: pb.GetJobResponse) -> JobView:
-        j = resp.job
-        return JobView(
-            j.job_id, j.name, state_name(j.state), j.reason, j.created_at, j.updated_at, resp.result
-        )
+    def from_response(resp: pb.GetJobResponse) -> JobView:
+        return JobView(**vars(Job.from_proto(resp.job)), result=resp.result)
 
     def to_plain(self) -> dict[str, Any]:
         """The job as `vfl ... --json` prints it: its result's fields, its state and reason;
@@ -106,7 +114,7 @@ class CoordinatorClient:
 
     def get(self, job_id: str) -> JobView:
         resp = self._stub.GetJob(pb.GetJobRequest(job_id=job_id), timeout=self._timeout)
-        return JobView.from_proto(resp)
+        return JobView.from_response(resp)
 
     def job_report(self, job_id: str) -> pb.GetJobReportResponse:
         """The job with its spec and per-round curves (what `vfl report` draws)."""
@@ -116,7 +124,7 @@ class CoordinatorClient:
 
     def watch(self, job_id: str) -> Iterator[JobView]:
         for resp in self._stub.WatchJob(pb.WatchJobRequest(job_id=job_id)):
-            yield JobView.from_proto(resp)
+            yield JobView.from_response(resp)
 
     def cancel(self, job_id: str) -> str:
         """Cancel a job; returns the state it is in afterwards, by name."""

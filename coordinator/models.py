@@ -36,8 +36,7 @@ from vfl.contract.states import (
 from vfl.coordinator.errors import UnknownJob, UnknownModel
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.store import JobRecord, JobStore, ModelDeletion
-from vfl.proto import coordinator_pb2 as pb
-from vfl.proto import party_pb2
+from vfl.proto import coordinator_pb2 as pb, party_pb2
 
 log = logging.getLogger(__name__)
 

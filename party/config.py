@@ -41,8 +41,7 @@ import yaml
 from pydantic import ValidationError
 from vfl.contract.spec import TableSource, explain
 from vfl.party.errors import ConfigError
-from vfl.secure.errors import ConfigError as SecureConfigError
-from vfl.secure.errors import ExecutorError
+from vfl.secure.errors import ConfigError as SecureConfigError, ExecutorError
 from vfl.secure.executor import ComputeConfig, make_executor
 
 _TOP = {

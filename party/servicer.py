@@ -35,8 +35,7 @@ from vfl.party.errors import (
 )
 from vfl.party.inference.serving import NOT_AT_PEER, UNKNOWN_ID, Prediction
 from vfl.party.state.models import Manifest
-from vfl.proto import party_pb2 as pb
-from vfl.proto import party_pb2_grpc as pb_grpc
+from vfl.proto import party_pb2 as pb, party_pb2_grpc as pb_grpc
 from vfl.proto.rpc import (
     COORDINATOR_ID,
     MAX_ENVELOPE_BYTES,

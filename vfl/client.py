@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from vfl.contract.errors import SpecError
-from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.coordinator.client import CoordinatorClient, Job, JobView
 from vfl.coordinator.errors import UnknownJob, UnknownModel
 from vfl.errors import translated
 from vfl.models import Model
 from vfl.proto.rpc import COORDINATOR_ID
-from vfl.results import Job, JobResult, Progress
+from vfl.results import JobResult, Progress
 from vfl.scoring import Scores, score_at
 from vfl.secure.pki.certs import PartyFiles
 from vfl.secure.pki.federation import ADMIN_ID, load_identity

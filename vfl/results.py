@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vfl.contract.states import state_name
 from vfl.coordinator.client import JobView
 from vfl.proto import coordinator_pb2 as pb
 
@@ -130,21 +129,3 @@ class JobResult:
 
 def _prediction(p: pb.PredictionSummary) -> Prediction:
     return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output)
-
-
-@dataclass(frozen=True)
-class Job:
-    """A job as the job list shows it (unix times)."""
-
-    job_id: str
-    name: str
-    state: str
-    reason: str
-    created_at: float
-    updated_at: float
-
-    @staticmethod
-    def from_proto(job: pb.JobSummary) -> Job:
-        return Job(
-            job.job_id, job.name, state_name(job.state), job.reason, job.created_at, job.updated_at
-        )

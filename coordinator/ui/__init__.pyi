@@ -2,5 +2,4 @@
 # which loads each from its module on first use (`__init__.py`).
 
 from .dashboard import Dashboard as Dashboard
-from .server import UiServer as UiServer
-from .server import parse_listen as parse_listen
+from .server import UiServer as UiServer, parse_listen as parse_listen

@@ -64,7 +64,7 @@ class Dashboard:
         self._access.check_read(caller, job_id)
         full = report(self._store, record)
         return {
-            **JobView.from_proto(view(record)).to_plain(),
+            **JobView.from_response(view(record)).to_plain(),
             "name": record.name,
             "created_at": record.created_at,
             "updated_at": record.updated_at,

@@ -5,9 +5,5 @@ from .batch import PredictJob as PredictJob
 from .batcher import MicroBatcher as MicroBatcher
 from .model import LoadedModel as LoadedModel
 from .online import OnlineScoring as OnlineScoring
-from .serving import IdResult as IdResult
-from .serving import Prediction as Prediction
-from .serving import ServedModel as ServedModel
-from .session import ActiveSession as ActiveSession
-from .session import PassiveSession as PassiveSession
-from .session import Rows as Rows
+from .serving import IdResult as IdResult, Prediction as Prediction, ServedModel as ServedModel
+from .session import ActiveSession as ActiveSession, PassiveSession as PassiveSession, Rows as Rows

@@ -2,8 +2,6 @@
 # which loads each from its module on first use (`__init__.py`).
 
 from .context import RoleContext as RoleContext
-from .plan import Plan as Plan
-from .plan import make_plan as make_plan
-from .task import Task as Task
-from .task import make_task as make_task
+from .plan import Plan as Plan, make_plan as make_plan
+from .task import Task as Task, make_task as make_task
 from .trainers import Trainer as Trainer

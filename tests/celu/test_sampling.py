@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from vfl.celu.errors import WorksetError
 from vfl.celu.sampling import UniformSampler
 from vfl.celu.workset import WorksetTable

@@ -6,8 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 from vfl.celu.errors import WeightingError
 from vfl.celu.weighting import (

@@ -7,8 +7,7 @@ import sys
 import threading
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from vfl.celu.errors import CeluError, WorksetError
 from vfl.celu.sampling import UniformSampler
 from vfl.celu.workset import WorksetTable

@@ -18,8 +18,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 import yaml
-from vfl.cli import daemons, jobs
-from vfl.cli import main as cli
+from vfl.cli import daemons, jobs, main as cli
 from vfl.contract.spec import parse_spec_text
 from vfl.party.config import PartyConfig, load_party_config
 

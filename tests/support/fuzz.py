@@ -18,8 +18,7 @@ from google.protobuf.descriptor import FieldDescriptor as FD
 from google.protobuf.message_factory import GetMessageClass
 from hypothesis import strategies as st
 from vfl.contract.spec import parse_spec_text
-from vfl.proto import coordinator_pb2 as cpb
-from vfl.proto import party_pb2 as ppb
+from vfl.proto import coordinator_pb2 as cpb, party_pb2 as ppb
 
 from tests.support.jobs import job
 

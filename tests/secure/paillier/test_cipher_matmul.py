@@ -7,8 +7,7 @@ import random
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 from vfl.secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
 from vfl.secure.paillier.engine import Paillier

@@ -7,8 +7,7 @@ from dataclasses import replace
 
 import pytest
 from gmpy2 import mpz
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import PaillierKeyError, PayloadError
 from vfl.secure.paillier.cipher_matrix import CipherMatrix

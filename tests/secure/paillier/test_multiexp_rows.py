@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from gmpy2 import mpz
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 from vfl.secure.paillier import multiexp
 from vfl.secure.paillier.multiexp_rows import WINDOWS, estimated_cost, multiexp_rows

@@ -8,8 +8,7 @@ from collections import Counter
 import gmpy2
 import pytest
 from gmpy2 import mpz
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from vfl.secure.config import SecureConfig
 from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.fixed_base import HIDING_BITS, MIN_POSITIONS, ObfuscatorTable, positions

@@ -11,8 +11,7 @@ from dataclasses import replace
 import gmpy2
 import pytest
 from gmpy2 import mpz
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from phe import paillier
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, PaillierKeyError

@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from vfl.proto import common_pb2
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import PayloadError, PsiError

@@ -15,8 +15,12 @@ from vfl.secure.errors import PayloadError, SecureError
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
 from vfl.secure.paillier.encoding import to_signed
 from vfl.secure.paillier.keys import generate_keypair
-from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer, VocabularyError
-from vfl.secure.source_layers.embed import link as embed_link
+from vfl.secure.source_layers.embed import (
+    ActiveEmbedLayer,
+    PassiveEmbedLayer,
+    VocabularyError,
+    link as embed_link,
+)
 from vfl.secure.source_layers.embed.packing import (
     FieldLayout,
     SlotLayout,

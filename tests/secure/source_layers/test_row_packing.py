@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from vfl.secure.errors import PayloadError
 from vfl.secure.paillier.cipher_matmul import CipherMatmul
 from vfl.secure.paillier.encoding import Packer, to_signed
