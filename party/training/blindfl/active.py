@@ -62,12 +62,7 @@ def _out_width(state: dict[str, Any]) -> int:
 
 
 class BlindActiveTrainer:
-    def __init__(
-        self,
-        ctx: RoleContext,
-        labels: Labels,
-        task: Task,
-    ) -> None:
+    def __init__(self, ctx: RoleContext, labels: Labels, task: Task) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
         self.labels = labels

@@ -27,12 +27,7 @@ from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
 class ActiveTrainer:
-    def __init__(
-        self,
-        ctx: RoleContext,
-        labels: Labels,
-        task: Task,
-    ) -> None:
+    def __init__(self, ctx: RoleContext, labels: Labels, task: Task) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
         self.passives = [p.id for p in s.passives]
