@@ -1,7 +1,7 @@
 """`vfl`, the command line (`main`), a thin shell over the Python API (`vfl.Client`,
 `vfl.specs`, `vfl.scoring`, `vfl.watching`) and the daemons' entry points.
 
-    main, build_parser   the command and its arguments (`main`)
+    build_parser   the command's arguments (`main`; the entry point is `vfl.cli.main:main`)
 
 Each command is a module with `add_parser` (`jobs`, `models`, `predict`, `score`,
 `certs`, `run`, `demo`, ...); `vfl run` and `vfl demo` start their federation with

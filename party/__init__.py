@@ -3,7 +3,8 @@ runs its training role, keeps its model parts and scores with them.
 
     PartyConfig, load_party_config    its config file (`vfl party serve --config`)
     create_party_server, PartyServer  the running daemon (gRPC server, registration)
-    DaemonOptions, PartyDaemon        the daemon's logic: jobs, mailboxes, threads
+    DaemonOptions, PartyDaemon        the daemon's logic: prepare, start and end jobs, over its
+                                      job registry, data-plane endpoint and compute
     PartyError and its subclasses     what the party raises (`party.errors`)
 
 Sub-packages: `training` (the roles), `inference` (batch and online scoring), `state`
