@@ -17,6 +17,11 @@ from vfl.proto.rpc import CHUNK_BYTES, PeerClients, explain, handshake_failed
 from vfl.secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
 from vfl.secure.errors import ChannelClosed, ChannelError
 
+# A push that may go through on a retry: the peer is not reachable yet, or its server
+# cancelled the call as it stopped (this side never cancels a push). Retries end at the
+# send deadline; meanwhile the coordinator pauses the job if the peer stays away.
+_TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED})
+
 
 def chunks(
     job_id: str, tag: str, sender: str, receiver: str, data: bytes
@@ -80,9 +85,7 @@ class GrpcChannel:
                 return
             except grpc.RpcError as exc:
                 tls = self._clients.tls
-                retry = exc.code() == grpc.StatusCode.UNAVAILABLE and not handshake_failed(
-                    exc, tls is not None
-                )
+                retry = exc.code() in _TRANSIENT and not handshake_failed(exc, tls is not None)
                 if not retry or time.monotonic() + delay > deadline:
                     why = explain(exc, address, tls, peer)
                     raise ChannelError(
