@@ -1,8 +1,10 @@
-"""`vfl data synth-ctr`: a synthetic Criteo-like vertical split and a job spec for it."""
+"""`vfl data`: `synth-ctr` (a synthetic Criteo-like vertical split and a job spec for it)
+and `describe` (a party's own summary of one of its datasets, sent nowhere)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from vfl.cli.commands import actions
@@ -49,6 +51,39 @@ def cmd_synth_ctr(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_describe(args: argparse.Namespace) -> int:
+    """Print per column of a dataset in the party's config: type, missing share, distinct
+    values, min / median / max. Reads the file here; starts no daemon, opens no socket.
+
+    Raises:
+        ConfigError: the config is invalid or has no such dataset (lists its datasets).
+        DataError: the dataset's file is missing or unreadable.
+    """
+    from vfl.party.config import load_party_config
+    from vfl.party.describe import describe_dataset
+    from vfl.party.errors import ConfigError
+
+    config = load_party_config(args.config)
+    source = config.datasets.get(args.dataset)
+    if source is None:
+        known = ", ".join(sorted(config.datasets)) or "none"
+        raise ConfigError(
+            f"party config '{args.config}' has no dataset '{args.dataset}'; its datasets: {known}"
+        )
+    rows, columns = describe_dataset(source, args.dataset)
+    if args.json:
+        out = {"dataset": args.dataset, "rows": rows, "columns": [c.as_dict() for c in columns]}
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"dataset '{args.dataset}': {rows} rows, {len(columns)} columns ({source.path})")
+    width = max([6, *(len(c.name) for c in columns)])
+    print(f"{'column':<{width}}  {'type':<7}  {'missing':>7}  {'distinct':>8}  min / median / max")
+    for c in columns:
+        stats = " / ".join(f"{v:.6g}" for v in (c.min, c.median, c.max) if v is not None)
+        print(f"{c.name:<{width}}  {c.type:<7}  {c.missing:>7.1%}  {c.distinct:>8}  {stats}")
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     data_sub = actions(sub, "data", help="data tools")
     sc = data_sub.add_parser("synth-ctr", help="write a synthetic Criteo-like vertical split")
@@ -57,3 +92,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--seed", type=int, default=0)
     sc.add_argument("--vocab", type=int, default=1000, help="values per categorical field")
     sc.set_defaults(fn=cmd_synth_ctr)
+    de = data_sub.add_parser(
+        "describe",
+        help="per column of a dataset: type, missing share, distinct values, min/median/max "
+        "(run at the party; sends nothing)",
+    )
+    de.add_argument("--config", required=True, help="the party config (vfl party serve's)")
+    de.add_argument("dataset", help="a dataset the config lists")
+    de.add_argument("--json", action="store_true", help="print one JSON object")
+    de.set_defaults(fn=cmd_describe)

@@ -1,10 +1,11 @@
-"""Loading a party's rows: CSV (FATE hetero files) and LIBSVM (a9a split files).
+"""Loading a party's rows: CSV (FATE hetero files), Parquet and LIBSVM (a9a split files).
 
 `load_table` reads a `TableSource` (a party config's dataset: path, format, id, label,
 categorical columns; for `libsvm`, `id` is "auto" (a leading `@7`/`7` token is the id,
 otherwise the line number), "line" or "first", and any `label` means the file carries a
 label token). A `Table` holds ids (as text), a float32 feature matrix and, at the
-active party, the raw label column. CSV features are a dense array; LIBSVM features stay
+active party, the raw label column. CSV and Parquet go through the typed table reader
+(`party.reader`, pyarrow) and their features are a dense array; LIBSVM features stay
 a CSR matrix (`scipy.sparse`) from the file on, holding only the columns that occur in
 the file (named by their index, `f<index>`), so a table of 1e6 hashed columns takes
 memory in proportion to its nonzeros, never rows x columns. `with_columns` gives a table
@@ -16,7 +17,6 @@ dataset.
 
 from __future__ import annotations
 
-import csv
 from array import array
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
+from vfl.party.reader import ReadTable, read_table
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix
 
@@ -51,18 +52,20 @@ def load_table(cfg: TableSource, name: str) -> Table:
         DataError: missing file, unknown id or label column, non-numeric/NaN values, no rows.
     """
     path = Path(cfg.path)
-    if not path.is_file():
-        raise DataError(
-            f"dataset '{name}': file '{cfg.path}' does not exist; fix the path in the "
-            "party config (or the job spec for `vfl run`)",
-            public=f"dataset '{name}': its file does not exist; the party must fix its config",
-        )
-    if cfg.format == "csv":
-        table = _load_csv(path, cfg, name)
+    if cfg.format in ("csv", "parquet"):
+        table = _load_columns(read_table(cfg, name, typed=True), cfg)
     elif cfg.format == "libsvm":
+        if not path.is_file():
+            raise DataError(
+                f"dataset '{name}': file '{cfg.path}' does not exist; fix the path in the "
+                "party config (or the job spec for `vfl run`)",
+                public=f"dataset '{name}': its file does not exist; the party must fix its config",
+            )
         table = _load_libsvm(path, cfg, name)
     else:
-        raise DataError(f"dataset '{name}': unknown format '{cfg.format}'; use csv or libsvm")
+        raise DataError(
+            f"dataset '{name}': unknown format '{cfg.format}'; use csv, parquet or libsvm"
+        )
     if table.rows == 0:
         raise DataError(
             f"dataset '{name}': '{cfg.path}' has no data rows",
@@ -136,86 +139,32 @@ def _names(names: tuple[str, ...]) -> str:
     return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"
 
 
-def _load_csv(path: Path, cfg: TableSource, name: str) -> Table:
-    with path.open(newline="") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if not header:
-            raise DataError(
-                f"dataset '{name}': '{path}' is empty; a header row is needed",
-                public=f"dataset '{name}': its file is empty; a header row is needed",
-            )
-        header = [h.strip() for h in header]
-        rows = [r for r in reader if r]
-    id_col = _column(header, cfg.id, "id", name)
-    label_col = _column(header, cfg.label, "label", name) if cfg.label else None
-    cat_cols = [_column(header, c, "categorical", name) for c in cfg.categorical or ()]
-    feat_cols = [i for i in range(len(header)) if i not in (id_col, label_col, *cat_cols)]
-    for n, r in enumerate(rows):
-        if len(r) != len(header):
-            raise DataError(
-                f"dataset '{name}': line {n + 2} of '{path}' has {len(r)} cells, the header "
-                f"has {len(header)}; fix the row",
-                public=f"dataset '{name}': a row has another number of cells than the header",
-            )
-    ids = np.array([r[id_col].strip() for r in rows], dtype=object)
-    feats = _numeric(rows, feat_cols, header, name)
-    labels = (
-        _numeric(rows, [label_col], header, name)[:, 0].astype(np.float64)
-        if (label_col is not None)
-        else None
-    )
-    cats, cards = _categorical(rows, cat_cols, header, name)
-    return Table(ids, feats, labels, tuple(header[i] for i in feat_cols), cats, cards)
+def _load_columns(read: ReadTable, cfg: TableSource) -> Table:
+    """Today's `Table` from the typed columns: float32 features column by column from the
+    arrow buffers (never a Python object per cell), ids as text, integer codes."""
+    id_col = read.column(cfg.id, "id")
+    label_col = read.column(cfg.label, "label") if cfg.label else None
+    cat_cols = [read.column(c, "categorical") for c in cfg.categorical or ()]
+    skip = (id_col, label_col, *cat_cols)
+    feat_cols = [i for i in range(len(read.header)) if i not in skip]
+    feats = np.empty((read.rows, len(feat_cols)), dtype=np.float32)
+    for j, c in enumerate(feat_cols):
+        feats[:, j] = read.floats(c)
+    labels = read.floats(label_col) if label_col is not None else None
+    cats, cards = _categorical(read, cat_cols)
+    names = tuple(read.header[i] for i in feat_cols)
+    return Table(read.ids(id_col), feats, labels, names, cats, cards)
 
 
-def _categorical(rows: list[list[str]], cols: list[int], header: list[str], name: str):
+def _categorical(read: ReadTable, cols: list[int]) -> tuple[np.ndarray | None, tuple[int, ...]]:
     if not cols:
         return None, ()
-    out = np.empty((len(rows), len(cols)), dtype=np.int64)
+    out = np.empty((read.rows, len(cols)), dtype=np.int64)
     for j, c in enumerate(cols):
-        try:
-            out[:, j] = [int(r[c]) for r in rows]
-        except ValueError:
-            bad = next(n for n, r in enumerate(rows) if not r[c].strip().lstrip("-").isdigit())
-            raise DataError(
-                f"dataset '{name}': categorical column '{header[c]}' has {rows[bad][c]!r} "
-                f"at line {bad + 2}; categorical values must be integer codes (hash or "
-                "label-encode them)",
-                public=f"dataset '{name}': a categorical column holds a value that is not an "
-                "integer code",
-            ) from None
+        out[:, j] = read.codes(c)
     if out.size and out.min() < 0:
-        raise DataError(f"dataset '{name}': categorical codes must be >= 0")
+        raise DataError(f"dataset '{read.name}': categorical codes must be >= 0")
     return out, tuple(int(v) + 1 for v in out.max(axis=0))
-
-
-def _column(header: list[str], column: str | None, what: str, name: str) -> int:
-    if column not in header:
-        raise DataError(
-            f"dataset '{name}': {what} column '{column}' is not in the header "
-            f"({', '.join(header[:12])}{', ...' if len(header) > 12 else ''}); set "
-            f"'{what}' to one of these columns",
-            public=f"dataset '{name}': its header has no such {what} column; check the "
-            f"dataset's '{what}' setting",
-        )
-    return header.index(column)
-
-
-def _numeric(rows: list[list[str]], cols: list[int], header: list[str], name: str):
-    out = np.empty((len(rows), len(cols)), dtype=np.float64)
-    for j, c in enumerate(cols):
-        try:
-            out[:, j] = [float(r[c]) for r in rows]
-        except ValueError:
-            bad = next(n for n, r in enumerate(rows) if not _is_float(r[c]))
-            raise DataError(
-                f"dataset '{name}': column '{header[c]}' has the non-numeric value "
-                f"{rows[bad][c]!r} at line {bad + 2}; features must be numbers (encode "
-                "categories as integers, fill empty cells)",
-                public=f"dataset '{name}': a column holds a value that is not a number",
-            ) from None
-    return out.astype(np.float32) if cols and cols[0] is not None else out
 
 
 def _is_float(text: str) -> bool:

@@ -13,17 +13,21 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from vfl.contract.spec.fields import Label, SpecModel, Text
 
-Format = Literal["csv", "libsvm"]
+Format = Literal["csv", "parquet", "libsvm"]
 
 
 class TableColumns(SpecModel):
     """How to read a table; a field left out (None) takes the dataset's setting or default."""
 
-    format: Format | None = Field(None, description="csv (a header row, the default) or libsvm")
+    format: Format | None = Field(
+        None,
+        description="csv (a header row, the default), parquet (a file or a folder of "
+        ".parquet files) or libsvm",
+    )
     id: Text | None = Field(
         None,
-        description="csv: the id column (default 'id'); libsvm: 'auto' (default: a leading "
-        "'@7'/'7' token, else the line number), 'line' or 'first'",
+        description="csv, parquet: the id column (default 'id'); libsvm: 'auto' (default: a "
+        "leading '@7'/'7' token, else the line number), 'line' or 'first'",
     )
     label: Label = Field(
         None,
@@ -31,7 +35,7 @@ class TableColumns(SpecModel):
         "when the file carries a label token",
     )
     categorical: tuple[Text, ...] | None = Field(
-        None, description="csv columns of integer codes, fed through embeddings"
+        None, description="csv or parquet columns of integer codes, fed through embeddings"
     )
 
     def given(self) -> dict[str, Any]:

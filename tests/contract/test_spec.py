@@ -62,7 +62,7 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path) -> None:
         (GOOD.replace("protocol: split", "protocol: magic"), "'protocol' must be one of"),
         (GOOD.replace(", label: y", ""), "'data.label' must name its label column"),
         (
-            GOOD.replace("format: csv, id: id, label", "format: parquet, id: id, label"),
+            GOOD.replace("format: csv, id: id, label", "format: xlsx, id: id, label"),
             "'parties[0].data.format'",
         ),
         (GOOD.replace("top: {hidden: [32]", "top: {hidden: [0]"), "'model.top.hidden[0]'"),

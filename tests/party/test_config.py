@@ -31,7 +31,10 @@ def test_datasets_get_defaults_by_format_and_resolve_paths() -> None:
     ("dataset", "fragment"),
     [
         ({"format": "csv"}, "'datasets.d.path' is required"),
-        ({"path": "x", "format": "parquet"}, "'datasets.d.format' must be one of csv, libsvm"),
+        (
+            {"path": "x", "format": "xlsx"},
+            "'datasets.d.format' must be one of csv, parquet, libsvm",
+        ),
         (
             {"path": "x", "colour": "red"},
             "unknown field(s) 'datasets.d.colour' in datasets.d; allowed: categorical, format, "
