@@ -61,8 +61,12 @@ def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
 def main(argv: list[str] | None = None) -> int:
     import grpc
     from vfl.contract.errors import ContractError
-    from vfl.coordinator.errors import CoordinatorError, CoordinatorLost, PartyUnavailable
-    from vfl.errors import CoordinatorUnavailable
+    from vfl.coordinator.errors import (
+        CoordinatorError,
+        CoordinatorLost,
+        CoordinatorUnavailable,
+        PartyUnavailable,
+    )
     from vfl.party.errors import PartyError
     from vfl.secure.errors import SecureError
 

@@ -7,6 +7,7 @@ from .errors import (
     AccessDenied as AccessDenied,
     CoordinatorError as CoordinatorError,
     CoordinatorLost as CoordinatorLost,
+    CoordinatorUnavailable as CoordinatorUnavailable,
     PartyUnavailable as PartyUnavailable,
     StoreInUse as StoreInUse,
     UnknownJob as UnknownJob,

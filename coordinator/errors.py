@@ -6,7 +6,8 @@ CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecE
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
 ├── AccessDenied        the caller's identity may not do this (coordinator.access)
 ├── StoreInUse          another coordinator holds the job database
-└── CoordinatorLost     a client lost its connection to the coordinator mid-watch
+├── CoordinatorLost     a client lost its connection to the coordinator mid-watch
+└── CoordinatorUnavailable  a client could not reach the coordinator (names cause and fix)
 """
 
 from __future__ import annotations
@@ -38,3 +39,8 @@ class StoreInUse(CoordinatorError):
 
 class CoordinatorLost(CoordinatorError):
     """The coordinator went away (stopped or restarted) while a client followed a job."""
+
+
+class CoordinatorUnavailable(CoordinatorError):
+    """The coordinator could not be reached: not running, wrong address, or the TLS
+    handshake failed (the message names the cause and the fix)."""

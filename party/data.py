@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
-from vfl.party.reader import ReadTable, read_table
+from vfl.party.reader import ReadTable, existing, read_table
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix
 
@@ -51,17 +51,10 @@ def load_table(cfg: TableSource, name: str) -> Table:
     Raises:
         DataError: missing file, unknown id or label column, non-numeric/NaN values, no rows.
     """
-    path = Path(cfg.path)
     if cfg.format in ("csv", "parquet"):
         table = _load_columns(read_table(cfg, name, typed=True), cfg)
     elif cfg.format == "libsvm":
-        if not path.is_file():
-            raise DataError(
-                f"dataset '{name}': file '{cfg.path}' does not exist; fix the path in the "
-                "party config (or the job spec for `vfl run`)",
-                public=f"dataset '{name}': its file does not exist; the party must fix its config",
-            )
-        table = _load_libsvm(path, cfg, name)
+        table = _load_libsvm(existing(cfg, name), cfg, name)
     else:
         raise DataError(
             f"dataset '{name}': unknown format '{cfg.format}'; use csv, parquet or libsvm"

@@ -31,14 +31,10 @@ def read_table(source: TableSource, name: str, typed: bool = False) -> ReadTable
         DataError: a missing or unreadable file, an empty one, no such id, label or
             categorical column, a row with another number of cells than the header.
     """
-    path = Path(source.path)
+    path = existing(source, name)
     if source.format == "parquet":
-        if not path.exists():
-            _missing(source, name)
         read = _read_parquet(path, name)
     elif source.format == "csv":
-        if not path.is_file():
-            _missing(source, name)
         read = _read_csv(path, source, name, typed)
     else:
         raise DataError(
@@ -52,7 +48,15 @@ def read_table(source: TableSource, name: str, typed: bool = False) -> ReadTable
     return read
 
 
-def _missing(source: TableSource, name: str) -> None:
+def existing(source: TableSource, name: str) -> Path:
+    """The path of dataset `name`'s file (for Parquet, a file or a folder).
+
+    Raises:
+        DataError: it does not exist (names the path; its public form does not).
+    """
+    path = Path(source.path)
+    if path.is_file() or (source.format == "parquet" and path.is_dir()):
+        return path
     raise DataError(
         f"dataset '{name}': file '{source.path}' does not exist; fix the path in the "
         "party config (or the job spec for `vfl run`)",

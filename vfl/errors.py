@@ -23,6 +23,7 @@ from vfl.coordinator.errors import (
     AccessDenied,
     CoordinatorError,
     CoordinatorLost,
+    CoordinatorUnavailable,
     PartyUnavailable,
     UnknownJob,
     UnknownModel,
@@ -44,11 +45,6 @@ __all__ = [
 ]
 
 _UNREACHABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-
-
-class CoordinatorUnavailable(CoordinatorError):
-    """The coordinator could not be reached: not running, wrong address, or the TLS
-    handshake failed (the message names the cause and the fix)."""
 
 
 @contextmanager
