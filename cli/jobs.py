@@ -35,6 +35,8 @@ def add_client_flags(sp: argparse.ArgumentParser) -> None:
 
 def finish(view: JobView, as_json: bool) -> int:
     print(json.dumps(view.to_plain()) if as_json else progress.format_result(view))
+    if view.state == "FAILED" and view.result.refused:
+        return 2  # a party refused the job's input (its data, a model it does not fit)
     return 0 if view.state == "SUCCEEDED" else 1
 
 

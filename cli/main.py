@@ -2,7 +2,8 @@
 installs signal handlers.
 
 Exit codes: 0 success; 1 the job failed or was cancelled (or `vfl health`: not serving);
-2 bad input (spec, config, certificate, unknown job or model); 3 a daemon is unreachable,
+2 bad input (spec, config, certificate, unknown job or model, or a job that failed because
+a party refused its input at PREPARE: its data, a model it does not fit); 3 a daemon is unreachable,
 the TLS handshake failed, the coordinator went away while a job was followed, or `vfl
 models delete` could not reach a party (it still holds its part); 130
 interrupted (Ctrl-C stops `vfl watch` and `vfl submit --wait` watching, never the job;

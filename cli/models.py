@@ -11,6 +11,7 @@ import sys
 import time
 
 from vfl.cli.jobs import add_client_flags, client
+from vfl.cli.progress import drift_text
 from vfl.contract.states import DELETING, model_state_name
 from vfl.coordinator.client import model_to_plain
 from vfl.coordinator.errors import CoordinatorError
@@ -67,9 +68,9 @@ def _party_line(model: pb.ModelSummary, party: str) -> str:
         return f"{party}: holds its part"
     h = parts[party]
     key = f", key {h.key_fingerprint[:16]}" if h.key_fingerprint else ""
-    return (
-        f"{party}: holds its part ({h.role}, {h.columns} columns, kept {_when(h.created_at)}{key})"
-    )
+    kept = _when(h.created_at)
+    line = f"{party}: holds its part ({h.role}, {h.columns} columns, kept {kept}{key})"
+    return line + drift_text(h.drift)
 
 
 def format_model(model: pb.ModelSummary) -> str:

@@ -7,7 +7,7 @@ import sys
 
 from tqdm import tqdm
 from vfl.coordinator.client import CoordinatorClient, JobView
-from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2 as pb, party_pb2
 from vfl.watching import views
 
 STAGES = {
@@ -92,6 +92,9 @@ def format_result(view: JobView) -> str:
             f"({p.get('missing', 0)} missing at some party, not scored) with model {p['model']}"
         )
         lines.append(f"  scores: '{p.get('output', '')}' in the active party's output folder")
+        for party, totals in view.result.parties.items():
+            if totals.HasField("drift") and (text := drift_text(totals.drift)):
+                lines.append(f"  {party}: {text.removeprefix('; ')}")
     if r.get("metrics"):
         label = "metrics" if p else "validation"
         lines.append(f"  {label}: " + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items()))
@@ -106,3 +109,14 @@ def format_result(view: JobView) -> str:
         if r.get(key):  # progress so far: what a running job has not reached is left out
             lines.append(f"  {key}: {r[key]}")
     return "\n".join(lines)
+
+
+def drift_text(drift: party_pb2.DriftCounts) -> str:
+    """'; drift since: ...' when rows it scored left what its preprocessing was fitted on."""
+    counts = {
+        "out of range": drift.out_of_range,
+        "unknown categories": drift.unknown_categories,
+        "unexpected empty cells": drift.unexpected_missing,
+    }
+    shown = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+    return f"; drift in scored rows: {shown}" if shown else ""

@@ -4,6 +4,7 @@ CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecE
 ├── UnknownJob          no job with that id
 ├── UnknownModel        no model with that id (never trained, or deleted)
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
+│   └── PartyRefused    a party refused the job's input (its data, a model it does not fit)
 ├── AccessDenied        the caller's identity may not do this (coordinator.access)
 ├── StoreInUse          another coordinator holds the job database
 ├── CoordinatorLost     a client lost its connection to the coordinator mid-watch
@@ -27,6 +28,11 @@ class UnknownModel(CoordinatorError):
 
 class PartyUnavailable(CoordinatorError):
     """A party is not registered or does not answer."""
+
+
+class PartyRefused(PartyUnavailable):
+    """A party answered and refused to prepare the job: its data is malformed, does not fit
+    the model, or the job names what it does not expose (the user's input, not a fault)."""
 
 
 class AccessDenied(CoordinatorError):

@@ -19,7 +19,7 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import ALIGNING, FAILED, PAUSED, RUNNING, SUBMITTED, JobState, state_name
 from vfl.coordinator.background import Background
-from vfl.coordinator.errors import CoordinatorError, PartyUnavailable
+from vfl.coordinator.errors import CoordinatorError, PartyRefused, PartyUnavailable
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
@@ -193,6 +193,12 @@ class Launcher:
                 return
             self._control.start_all(job_id, spec, addresses)
             log.info("started on %d parties", len(spec.parties))
+        except PartyRefused as exc:  # the user's input: marked so that the CLI exits 2
+            with self._results:
+                refused = self._store.get(job_id).result
+                refused.refused = True
+                self._store.update_result(job_id, refused)
+            self._ending.end(job_id, FAILED, str(exc))
         except PartyUnavailable as exc:
             self._ending.end(job_id, FAILED, str(exc))
         except Exception:

@@ -90,6 +90,7 @@ def summarise(
                 created_at=part.created_at,
                 key_fingerprint=part.key_fingerprint,
                 columns=part.columns,
+                drift=part.drift,
             )
             for pid, part in parts.items()
         ],

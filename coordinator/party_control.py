@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import grpc
 from vfl.contract.spec import JobSpec
-from vfl.coordinator.errors import PartyUnavailable
+from vfl.coordinator.errors import PartyRefused, PartyUnavailable
 from vfl.coordinator.store import JobStore
 from vfl.proto import party_pb2
 from vfl.proto.rpc import PeerClients, explain
@@ -24,6 +24,12 @@ log = logging.getLogger(__name__)
 
 CONTROL_TIMEOUT_S = 60.0
 MODELS_TIMEOUT_S = 3.0  # how long `vfl models` waits for a party's answer
+# what a party answers when it refuses the input of a job (data, model, config), not a fault
+REFUSALS = (
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+)
 
 
 class PartyControl:
@@ -79,7 +85,8 @@ class PartyControl:
 
         Raises:
             PartyUnavailable: the first party (in spec order) that could not prepare,
-                once every party has answered.
+                once every party has answered; `PartyRefused` when it refused the job's
+                input.
         """
         peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
         request = party_pb2.PrepareJobRequest(
@@ -246,4 +253,6 @@ class PartyControl:
                     f"party '{party_id}' at {address} is not reachable ({exc.code().name}: "
                     f"{why}); check that its daemon is running and the address is right"
                 ) from None
+            if exc.code() in REFUSALS:
+                raise PartyRefused(f"party '{party_id}': {exc.details()}") from None
             raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None

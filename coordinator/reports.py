@@ -87,7 +87,10 @@ def apply_report(
 def _party_done(result: pb.JobResult, spec: JobSpec, party_id: str, done: pb.PartyDone) -> Outcome:
     result.parties[party_id].CopyFrom(
         pb.PartyTotals(
-            bytes_sent=done.bytes_sent, seconds=done.seconds, local_updates=done.local_updates
+            bytes_sent=done.bytes_sent,
+            seconds=done.seconds,
+            local_updates=done.local_updates,
+            drift=done.drift if done.HasField("drift") else None,
         )
     )
     if party_id == spec.active.id:

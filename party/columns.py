@@ -97,6 +97,18 @@ class ReadTable:
                 ) from None
         return out
 
+    def words(self, col: int) -> tuple[np.ndarray, tuple[str, ...]]:
+        """Column `col` as text: (int32 codes into the words, -1 for an empty cell; the
+        distinct stripped words)."""
+        column = self.data.column(col)
+        if not pa.types.is_string(column.type):
+            column = pc.cast(column, pa.string())
+        text = pc.utf8_trim_whitespace(column)
+        text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+        encoded = pc.dictionary_encode(text.combine_chunks())
+        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+        return codes.astype(np.int32), tuple(encoded.dictionary.to_pylist())
+
     def kind(self, col: int) -> Kind:
         """numeric (every present cell a number), text, or empty (no cell present)."""
         values = _numbers(self.data.column(col))

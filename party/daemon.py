@@ -82,6 +82,7 @@ class PartyDaemon:
             lambda: self.address,
             timeout,
             self.executor,
+            self._count_drift,
         )
 
     # --- control plane -------------------------------------------------------------
@@ -114,6 +115,17 @@ class PartyDaemon:
     def models(self) -> list[Manifest]:
         """The model parts this party keeps, oldest first (none without a state directory)."""
         return [] if self.state is None else ModelStore(self.state).list()
+
+    def drift(self, model_id: str) -> dict[str, int]:
+        """The drift counts of the rows this party scored with `model_id` (zeros without a
+        state directory)."""
+        return {} if self.state is None else ModelStore(self.state).drift(model_id)
+
+    def _count_drift(self, model_id: str, counts: dict[str, int]) -> None:
+        """Online scoring's drift: the party's metrics and its model store count it."""
+        self.metrics.count_drift(model_id, counts)
+        if self.state is not None:
+            ModelStore(self.state).add_drift(model_id, counts)
 
     def delete_model(self, model_id: str) -> bool:
         """Drop this party's part of `model_id`; returns whether it held one.

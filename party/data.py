@@ -18,7 +18,7 @@ dataset.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeAlias
 
@@ -45,41 +45,157 @@ class Table:
         return len(self.ids)
 
 
+@dataclass(frozen=True)
+class RawColumn:
+    """One column of a table before preprocessing: numeric (`values`, float32, NaN where
+    a cell is empty), text (`codes` into `words`, -1 where empty) or ignored. `source`
+    and `index`: where it was read (to name a value and its line in errors)."""
+
+    name: str
+    values: np.ndarray | None = None
+    codes: np.ndarray | None = None
+    words: tuple[str, ...] | None = None
+    ignored: bool = False
+    source: ReadTable | None = field(default=None, repr=False)
+    index: int = -1
+    strict: bool = False  # preprocess: none: integer codes only
+
+    @classmethod
+    def text(cls, read: ReadTable, col: int, strict: bool = False) -> RawColumn:
+        """Column `col` of `read` as text: stripped words, an empty cell as -1."""
+        codes, words = read.words(col)
+        return cls(read.header[col], None, codes, words, source=read, index=col, strict=strict)
+
+    def as_text(self) -> RawColumn:
+        """This column read as text (numbers in a column the model takes as categories)."""
+        if self.codes is not None or self.source is None:
+            return self
+        return RawColumn.text(self.source, self.index, self.strict)
+
+    def integer_codes(self, what: str) -> np.ndarray:
+        """The cells as integer codes (preprocess: none).
+
+        Raises:
+            DataError: a cell that is not an integer code (names the value and its line).
+        """
+        assert self.source is not None
+        return self.source.codes(self.index)
+
+    def where_row(self, row: int) -> str:
+        return "?" if self.source is None else self.source.where(row)
+
+    def first_word(self) -> tuple[str, str]:
+        """(the first present cell that is not a number, where it is)."""
+        if self.codes is None or self.words is None:
+            return "", "?"
+        for row in np.flatnonzero(self.codes >= 0):
+            word = self.words[self.codes[row]]
+            try:
+                float(word)
+            except ValueError:
+                return word, self.where_row(int(row))
+        return "", "?"
+
+    @property
+    def example(self) -> str:
+        return self.as_text().first_word()[0]
+
+    @property
+    def where(self) -> str:
+        return self.as_text().first_word()[1]
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A dataset's rows before preprocessing: ids, labels (if any) and either its typed
+    columns (CSV, Parquet) or a CSR matrix of its LIBSVM columns (`sparse`)."""
+
+    name: str
+    ids: np.ndarray  # dtype object (str)
+    labels: np.ndarray | None  # float64
+    columns: tuple[RawColumn, ...]
+    sparse: sp.csr_matrix | None = None
+    sparse_names: tuple[str, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        return len(self.ids)
+
+    def column(self, name: str) -> RawColumn:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(name)
+
+    def sparse_table(self) -> Table:
+        assert self.sparse is not None
+        return Table(self.ids, self.sparse, self.labels, self.sparse_names)
+
+
 def load_table(cfg: TableSource, name: str) -> Table:
-    """Load and check dataset `name` (the name only labels messages).
+    """Load and check dataset `name` (the name only labels messages), preprocessed as its
+    `preprocess:` setting says, fitted on every row (a job fits on its training rows:
+    `read_raw` and `party.preprocess.fit`).
 
     Raises:
-        DataError: missing file, unknown id or label column, non-numeric/NaN values, no rows.
+        DataError: missing file, unknown id or label column, non-numeric/NaN values (with
+            preprocess: none), no rows.
     """
+    from vfl.party.preprocess import fit  # noqa: PLC0415 - it builds on this module
+
+    raw = read_raw(cfg, name)
+    table, _ = fit(raw, None, cfg.preprocess or "auto").apply(raw, f"dataset '{name}'")
+    return table
+
+
+def read_raw(
+    cfg: TableSource, name: str, mode: str | None = None, schema: dict[str, str] | None = None
+) -> RawTable:
+    """Dataset `name` as raw typed columns, before preprocessing. `mode`: the preprocessing
+    it is read for (default: the dataset's `preprocess:`); with `none`, every feature must
+    be a number and every categorical cell an integer code, as before preprocessing
+    existed. `schema` (column -> numeric, categorical or ignore): the kinds a fitted model
+    reads (else the dataset's `columns:` and `categorical:`, then inference).
+
+    Raises:
+        DataError: missing file, unknown id, label or overridden column, a malformed value
+            (preprocess: none), a numeric override on a column of words, no rows.
+    """
+    mode = mode or cfg.preprocess or "auto"
     if cfg.format in ("csv", "parquet"):
-        table = _load_columns(read_table(cfg, name, typed=True), cfg)
+        raw = _raw_columns(read_table(cfg, name, typed=mode == "none"), cfg, mode, schema)
     elif cfg.format == "libsvm":
-        table = _load_libsvm(existing(cfg, name), cfg, name)
+        raw = _raw_libsvm(_load_libsvm(existing(cfg, name), cfg, name), name)
     else:
         raise DataError(
             f"dataset '{name}': unknown format '{cfg.format}'; use csv, parquet or libsvm"
         )
-    if table.rows == 0:
+    if raw.rows == 0:
         raise DataError(
             f"dataset '{name}': '{cfg.path}' has no data rows",
             public=f"dataset '{name}' has no data rows",
         )
-    bad = _non_finite(table.features)
+    bad = _non_finite(raw.sparse) if raw.sparse is not None and mode == "none" else None
+    for col in raw.columns if mode == "none" else ():
+        if col.values is not None and bad is None:
+            found = _non_finite(col.values[:, None])
+            bad = None if found is None else (found[0], raw.columns.index(col))
     if bad is not None:
         r, c = bad
+        column = raw.sparse_names[c] if raw.sparse is not None else raw.columns[c].name
         raise DataError(
-            f"dataset '{name}' ('{cfg.path}'): feature '{table.feature_names[c]}' is NaN or "
-            f"infinite at data row {r + 1}; clean or impute the column before training",
-            public=f"dataset '{name}': a feature is NaN or infinite; the party must clean or "
-            "impute it before training",
+            f"dataset '{name}' ('{cfg.path}'): feature '{column}' is NaN or infinite at data "
+            f"row {r + 1}; clean the column, or preprocess the dataset (preprocess: auto)",
+            public=f"dataset '{name}': a feature is NaN or infinite; the party must clean it "
+            "or preprocess the dataset",
         )
-    if table.labels is not None and not np.all(np.isfinite(table.labels)):
-        r = int(np.argwhere(~np.isfinite(table.labels))[0][0])
+    if raw.labels is not None and not np.all(np.isfinite(raw.labels)):
+        r = int(np.argwhere(~np.isfinite(raw.labels))[0][0])
         raise DataError(
             f"dataset '{name}' ('{cfg.path}'): label is NaN at data row {r + 1}",
             public=f"dataset '{name}': a label is NaN",
         )
-    return table
+    return raw
 
 
 def _non_finite(x: Features) -> tuple[int, int] | None:
@@ -132,32 +248,55 @@ def _names(names: tuple[str, ...]) -> str:
     return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"
 
 
-def _load_columns(read: ReadTable, cfg: TableSource) -> Table:
-    """Today's `Table` from the typed columns: float32 features column by column from the
-    arrow buffers (never a Python object per cell), ids as text, integer codes."""
+def _raw_columns(
+    read: ReadTable, cfg: TableSource, mode: str, schema: dict[str, str] | None
+) -> RawTable:
+    """The typed columns of a CSV or Parquet table, each numeric (float32, NaN where
+    empty), text (codes into its words) or ignored, by `schema`, else the dataset's
+    settings, else inference."""
     id_col = read.column(cfg.id, "id")
     label_col = read.column(cfg.label, "label") if cfg.label else None
-    cat_cols = [read.column(c, "categorical") for c in cfg.categorical or ()]
-    skip = (id_col, label_col, *cat_cols)
-    feat_cols = [i for i in range(len(read.header)) if i not in skip]
-    feats = np.empty((read.rows, len(feat_cols)), dtype=np.float32)
-    for j, c in enumerate(feat_cols):
-        feats[:, j] = read.floats(c)
+    overrides = dict(cfg.columns or {})
+    for column in cfg.categorical or ():
+        overrides.setdefault(column, "categorical")
+    if schema is None:
+        for column in overrides:
+            read.column(column, "overridden")
+    kinds = schema if schema is not None else overrides
+    columns = []
+    for c, column in enumerate(read.header):
+        if c in (id_col, label_col):
+            continue
+        kind = kinds.get(column)
+        if kind == "ignore":
+            columns.append(RawColumn(column, ignored=True))
+        elif kind == "categorical":
+            columns.append(RawColumn.text(read, c, strict=mode == "none"))
+        elif mode == "none":
+            columns.append(RawColumn(column, values=read.floats(c).astype(np.float32)))
+        else:
+            numbers = read.numbers(c)
+            if numbers is None and kind == "numeric" and schema is None:
+                text, where = RawColumn.text(read, c).first_word()
+                raise DataError(
+                    f"dataset '{read.name}': column '{column}' is set numeric but holds "
+                    f"{text!r} at {where}; fix the value, or drop the override",
+                    public=f"dataset '{read.name}': a column set numeric holds words",
+                )
+            if numbers is None:
+                columns.append(RawColumn.text(read, c))
+            else:
+                values = numbers.filled(np.nan).astype(np.float32)
+                columns.append(RawColumn(column, values=values, source=read, index=c))
     labels = read.floats(label_col) if label_col is not None else None
-    cats, cards = _categorical(read, cat_cols)
-    names = tuple(read.header[i] for i in feat_cols)
-    return Table(read.ids(id_col), feats, labels, names, cats, cards)
+    return RawTable(read.name, read.ids(id_col), labels, tuple(columns))
 
 
-def _categorical(read: ReadTable, cols: list[int]) -> tuple[np.ndarray | None, tuple[int, ...]]:
-    if not cols:
-        return None, ()
-    out = np.empty((read.rows, len(cols)), dtype=np.int64)
-    for j, c in enumerate(cols):
-        out[:, j] = read.codes(c)
-    if out.size and out.min() < 0:
-        raise DataError(f"dataset '{read.name}': categorical codes must be >= 0")
-    return out, tuple(int(v) + 1 for v in out.max(axis=0))
+def _raw_libsvm(table: Table, name: str) -> RawTable:
+    assert not isinstance(table.features, np.ndarray)
+    return RawTable(
+        name, table.ids, table.labels, (), sparse=table.features, sparse_names=table.feature_names
+    )
 
 
 def _is_float(text: str) -> bool:

@@ -1,7 +1,8 @@
 """What a party would be fitted on: a summary of each column of one of its datasets.
 
 `describe_dataset` reads a dataset through the typed table reader (`party.reader`) and
-gives, per column, its inferred type (id, label, numeric, text or empty), the share of
+gives, per column, its type as preprocessing would take it (id, label, numeric,
+categorical: words or a column set so, ignore: set so, or empty), the share of
 missing cells (empty, or NaN), the exact number of distinct present values and, for
 numbers, min / median / max. It runs at the party on its own data (`vfl data describe`)
 and sends nothing anywhere.
@@ -24,7 +25,7 @@ class ColumnSummary:
     """One column: its name, type, missing share, distinct values and numeric range."""
 
     name: str
-    type: str  # id | label | numeric | text | empty
+    type: str  # id | label | numeric | categorical | ignore | empty
     missing: float  # share of rows, 0..1
     distinct: int  # present values
     min: float | None = None
@@ -46,6 +47,9 @@ def describe_dataset(source: TableSource, name: str) -> tuple[int, list[ColumnSu
     roles = {read.column(source.id, "id"): "id"}
     if source.label:
         roles[read.column(source.label, "label")] = "label"
+    overrides = {c: "categorical" for c in source.categorical or ()} | dict(source.columns or {})
+    for column, kind in overrides.items():
+        roles.setdefault(read.column(column, "overridden"), kind)
     return read.rows, [_summary(read, c, roles.get(c)) for c in range(len(read.header))]
 
 
@@ -55,9 +59,9 @@ def _summary(read: ReadTable, col: int, role: str | None) -> ColumnSummary:
         ids = read.ids(col)
         missing = float(np.mean(ids == "")) if len(ids) else 0.0
         return ColumnSummary(name, "id", missing, len(set(ids[ids != ""])))
-    values = read.numbers(col)
+    values = read.numbers(col) if role != "categorical" else None
     if values is None:
-        return _text_summary(read, col, role or "text")
+        return _text_summary(read, col, role or "categorical")
     present = values.compressed()
     present = present[~np.isnan(present)]
     missing = (len(values) - len(present)) / len(values) if len(values) else 0.0

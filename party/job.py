@@ -12,8 +12,9 @@ from typing import NamedTuple
 import numpy as np
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
-from vfl.party.data import Table, load_table, with_columns
+from vfl.party.data import RawTable, Table, read_raw
 from vfl.party.errors import CheckpointError, DataError, JobError
+from vfl.party.preprocess import Preprocessor, check_secure_bounds, fit
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
 from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
@@ -101,13 +102,14 @@ class PartyJob:
         self.role = spec.party(party_id).role
         self.dataset = resolve_dataset(spec, party_id, datasets)
         self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
-        self.table: Table | None = None
-        self.test_table: Table | None = None
+        self.raw: RawTable | None = None  # the rows as read, until preprocessed
+        self.test_raw: RawTable | None = None
+        self.preprocessor: Preprocessor | None = None  # fitted on the training rows
         self.state, self.resume_round = state, resume_round
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
 
-    def prepare(self) -> Table:
+    def prepare(self) -> RawTable:
         """Load and check the data (and the checkpoint to resume from) before any party
         starts.
 
@@ -127,47 +129,50 @@ class PartyJob:
             self.resume = self.state.load(
                 self.job_id, self.resume_round, self.spec.spec_hash(), self.party_id
             )
-        self.table = self._load(self.dataset)
+        self.raw = self._load(self.dataset)
         if self.test_dataset is not None:
-            test = self._load(self.test_dataset)
-            where = f"test dataset '{self.test_dataset.name}'"
-            self.test_table = with_columns(test, self.table.feature_names, where)
-        return self.table
+            self.test_raw = self._load(self.test_dataset)
+        return self.raw
 
-    def _load(self, dataset: Dataset | None) -> Table:
+    def _load(self, dataset: Dataset | None) -> RawTable:
         if dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
-        table = load_table(dataset.source, dataset.name)
+        raw = read_raw(dataset.source, dataset.name)
+        if self.spec.protocol == "blindfl":  # before keys: the secure layer must hold them
+            check_secure_bounds(raw, dataset.source.preprocess, self.party_id)
         if self.role == "active":
-            if table.labels is None:
+            if raw.labels is None:
                 raise DataError(f"dataset '{dataset.name}' has no label column; set 'label'")
-            make_task(self.spec.model.top.task, table.labels)  # fail early on bad labels
-        return table
+            make_task(self.spec.model.top.task, raw.labels)  # fail early on bad labels
+        return raw
 
-    def _align(self, channel: Channel, table: Table, tag: str) -> tuple[np.ndarray, PsiResult]:
+    def _align(self, channel: Channel, table: RawTable, tag: str) -> tuple[np.ndarray, PsiResult]:
         psi = align_rows(channel, self.spec, self.party_id, table, tag, self.executor)
         return psi.positions, psi
 
     def run(self, channel: Channel, reporter: Reporter) -> dict:
-        table = self.prepare() if self.table is None else self.table
+        raw = self.prepare() if self.raw is None else self.raw
         started = time.monotonic()
         reporter.stage(ALIGNING)
-        order, psi = self._align(channel, table, "psi")
+        order, psi = self._align(channel, raw, "psi")
         test_size = 0
-        aligned_ids = [str(table.ids[i]) for i in order]
-        train = _inputs(table, order)
-        if self.test_table is not None:
-            test_order, test_psi = self._align(channel, self.test_table, "psi-test")
+        aligned_ids = [str(raw.ids[i]) for i in order]
+        if self.test_raw is not None:
+            test_order, test_psi = self._align(channel, self.test_raw, "psi-test")
             test_size = test_psi.intersection_size
-            aligned_ids += [str(self.test_table.ids[i]) for i in test_order]
-            val, val_labels = (
-                _inputs(self.test_table, test_order),
-                _labels(self.test_table, test_order),
-            )
+            aligned_ids += [str(self.test_raw.ids[i]) for i in test_order]
             plan = self._plan(len(order), len(test_order))
+            fit_rows = order
+        else:
+            plan = self._plan(len(order), None)
+            fit_rows = order[plan.train_rows]
+        table = self._preprocess(raw, fit_rows)
+        train = _inputs(table, order)
+        if self.test_raw is not None:
+            test = self._apply(self.test_raw, self.test_dataset)
+            val, val_labels = _inputs(test, test_order), _labels(test, test_order)
         else:
             val, val_labels = train, _labels(table, order)
-            plan = self._plan(len(order), None)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.executor = self.executor
@@ -177,13 +182,32 @@ class PartyJob:
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         result = self._train(ctx, _labels(table, order), val_labels, reporter)
         # the ids of the rows validated on, in the order of `validation_outputs`
-        val_ids = aligned_ids[len(order) :] if self.test_table is not None else aligned_ids
+        val_ids = aligned_ids[len(order) :] if self.test_raw is not None else aligned_ids
         result["validation_ids"] = [val_ids[i] for i in plan.val_rows]
         channel.close()  # done with it: an emulated WAN delivers the last envelopes first
         log_tasks(self.executor, self.party_id)
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result
+
+    def _preprocess(self, raw: RawTable, rows: np.ndarray) -> Table:
+        """The training rows' preprocessing (fitted on `rows`; on resume, the one fitted
+        before), applied to every row of `raw`."""
+        assert self.dataset is not None
+        saved = None if self.resume is None else self.resume.state.get("preprocess")
+        if saved is not None:
+            self.preprocessor = Preprocessor.model_validate_json(saved)
+        else:
+            self.preprocessor = fit(raw, rows, self.dataset.source.preprocess or "auto")
+        self.raw = None  # the preprocessed rows replace it
+        return self._apply(raw, self.dataset)
+
+    def _apply(self, raw: RawTable, dataset: Dataset | None) -> Table:
+        assert self.preprocessor is not None and dataset is not None
+        table, _ = self.preprocessor.apply(
+            raw, f"party '{self.party_id}': dataset '{dataset.name}'"
+        )
+        return table
 
     def _plan(self, rows: int, test_rows: int | None) -> Plan:
         t, v = self.spec.train, self.spec.validation
@@ -213,7 +237,7 @@ class PartyJob:
     def _keep_model(self, trainer: trainers.Trainer, rows: int) -> None:
         """Keep this party's part of the trained model in its model store (a party without
         a state directory keeps none)."""
-        if self.state is None or self.table is None:
+        if self.state is None or self.preprocessor is None:
             return
         manifest = Manifest(
             model_id=self.job_id,
@@ -221,7 +245,7 @@ class PartyJob:
             party_id=self.party_id,
             role=self.role,
             protocol=self.spec.protocol,
-            columns=model_columns(self.table, self.dataset),
+            columns=model_columns(self.preprocessor),
             spec_json=self.spec.to_json(),
             spec_hash=self.spec.spec_hash(),
             key_fingerprint=_fingerprint(trainer),
@@ -230,7 +254,9 @@ class PartyJob:
             rows=rows,
             peers=dict(self.peers),
         )
-        ModelStore(self.state).save(manifest, trainers.model_part(trainer))
+        part = trainers.model_part(trainer)
+        part["preprocess"] = self.preprocessor.model_dump_json()
+        ModelStore(self.state).save(manifest, part)
         log.info("party %s: kept its part of model %s", self.party_id, self.job_id)
 
     def _checkpoints(self, plan: Plan, aligned: str, reporter: Reporter) -> JobCheckpoints | None:
@@ -246,6 +272,7 @@ class PartyJob:
             plan.total_rounds,
             aligned,
             reporter.checkpoint,
+            self.preprocessor.model_dump_json() if self.preprocessor is not None else None,
         )
 
 
@@ -253,7 +280,7 @@ def align_rows(
     channel: Channel,
     spec: JobSpec,
     party_id: str,
-    table: Table,
+    table: RawTable | Table,
     tag: str,
     executor: BlockExecutor | None = None,
 ) -> PsiResult:
@@ -273,14 +300,15 @@ def align_rows(
     )
 
 
-def model_columns(table: Table, dataset: Dataset | None) -> tuple[Column, ...]:
-    """The columns a model reads from `table`, in order: its dense features, then its
-    categorical columns with the codes trained."""
-    dense = [Column(name=name, kind="dense") for name in table.feature_names]
-    names = () if dataset is None else dataset.source.categorical or ()
+def model_columns(preprocessor: Preprocessor) -> tuple[Column, ...]:
+    """The columns a model reads, in order: its numeric features, then its categorical
+    columns with their number of codes."""
+    if preprocessor.sparse is not None:
+        return tuple(Column(name=name, kind="dense") for name in preprocessor.sparse.names)
+    dense = [Column(name=c.name, kind="dense") for c in preprocessor.numeric]
     cats = [
-        Column(name=name, kind="categorical", cardinality=card)
-        for name, card in zip(names, table.cardinalities, strict=True)
+        Column(name=c.name, kind="categorical", cardinality=c.cardinality)
+        for c in preprocessor.categorical
     ]
     return tuple(dense + cats)
 

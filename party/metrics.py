@@ -113,6 +113,17 @@ class PartyMetrics:
             "vfl_party_psi_rows", "Rows in the intersections PSI found.", registry=r
         )
         self.psi_seconds = Counter("vfl_party_psi_seconds", "Seconds spent in PSI.", registry=r)
+        self.drift = Counter(
+            "vfl_party_drift",
+            "Cells of scored rows outside what the model's preprocessing was fitted on.",
+            ["model", "kind"],
+            registry=r,
+        )
+
+    def count_drift(self, model_id: str, counts: Mapping[str, int]) -> None:
+        """Count a scoring's drift (`party.preprocess.Drift.totals`) for `model_id`."""
+        for kind, n in counts.items():
+            self.drift.labels(model_id, kind).inc(n)
 
     def envelope(self, direction: str, sender: str, receiver: str, tag: str, data: bytes) -> None:
         """An `EnvelopeHook`: count one envelope sent or received."""
@@ -158,6 +169,9 @@ class MeteredReporter:
         self._inner.checkpoint(rnd)
 
     def done(self, result: Mapping[str, object]) -> None:
+        drift, model = result.get("drift"), result.get("model")
+        if isinstance(drift, Mapping) and isinstance(model, str):
+            self._metrics.count_drift(model, drift)
         self._inner.done(result)
 
     def failed(self, reason: str) -> None:

@@ -90,7 +90,7 @@ def _read_csv(path: Path, source: TableSource, name: str, typed: bool) -> ReadTa
     types: dict[str, pa.DataType] = {h: pa.float64() for h in header} if typed else {}
     types.update({c: pa.string() for c in (*(source.categorical or ()), source.id or "id")})
     try:
-        data = _parse_csv(path, header, types)
+        data = _parse_csv(path, header, types, typed)
     except pa.ArrowInvalid as exc:
         if "columns, got" in str(exc):
             _ragged(path, len(header), name)
@@ -100,15 +100,24 @@ def _read_csv(path: Path, source: TableSource, name: str, typed: bool) -> ReadTa
                 public=f"dataset '{name}': its file cannot be read as CSV",
             ) from None
         # a cell that is not a number: as text, so that `floats` names it and its line
-        data = _parse_csv(path, header, {h: pa.string() for h in header})
+        data = _parse_csv(path, header, {h: pa.string() for h in header}, typed)
     return ReadTable(name, str(path), header, data, csv=True)
 
 
-def _parse_csv(path: Path, header: tuple[str, ...], types: dict[str, pa.DataType]) -> pa.Table:
+def _parse_csv(
+    path: Path, header: tuple[str, ...], types: dict[str, pa.DataType], typed: bool
+) -> pa.Table:
+    """Typed: only an empty cell is missing (preprocess: none); else also the usual
+    markers of a missing value (NA, N/A, NULL, nan, ...), in text columns too."""
+    convert = (
+        pacsv.ConvertOptions(column_types=types, null_values=[""])
+        if typed
+        else pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)
+    )
     return pacsv.read_csv(
         path,
         read_options=pacsv.ReadOptions(column_names=list(header), skip_rows=1),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=[""]),
+        convert_options=convert,
     )
 
 

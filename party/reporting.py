@@ -17,7 +17,7 @@ from typing import Any
 
 from vfl.contract.states import JobState
 from vfl.party.report_sender import ReportSender
-from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2 as pb, party_pb2
 
 REPORT_INTERVAL_S = 0.5
 FINAL_WAIT_S = 3.0  # how long a job's end waits for the coordinator to take its last report
@@ -121,6 +121,7 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
         metrics=result.get("metrics", {}),
         history=history,
         prediction=pb.PredictionSummary(**result["prediction"]) if "prediction" in result else None,
+        drift=party_pb2.DriftCounts(**result["drift"]) if "drift" in result else None,
     )
 
 

@@ -148,9 +148,10 @@ def _from_coordinator(
     check_caller(context, COORDINATOR_ID, action)
 
 
-def _part(m: Manifest) -> pb.ModelPart:
-    """What may leave the party of one model part: no path, no column name."""
+def _part(m: Manifest, drift: dict[str, int]) -> pb.ModelPart:
+    """What may leave the party of one model part: no path, no column name, drift counts."""
     return pb.ModelPart(
+        drift=pb.DriftCounts(**drift),
         model_id=m.model_id,
         name=m.name,
         role=m.role,
@@ -211,7 +212,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     def ListModelParts(self, request, context):  # noqa: N802
         _from_coordinator(context, "list a party's models")
         parts = call(context, self._d.models, self._d)
-        return pb.ListModelPartsResponse(parts=[_part(m) for m in parts])
+        return pb.ListModelPartsResponse(parts=[_part(m, self._d.drift(m.model_id)) for m in parts])
 
     def DeleteModelPart(self, request, context):  # noqa: N802
         _from_coordinator(context, "delete a party's models")

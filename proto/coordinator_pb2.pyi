@@ -130,17 +130,19 @@ class ValidationPoint(_message.Message):
     def __init__(self, round: _Optional[int] = ..., seconds: _Optional[float] = ..., train_seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PartyTotals(_message.Message):
-    __slots__ = ("bytes_sent", "seconds", "local_updates")
+    __slots__ = ("bytes_sent", "seconds", "local_updates", "drift")
     BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    DRIFT_FIELD_NUMBER: _ClassVar[int]
     bytes_sent: int
     seconds: float
     local_updates: int
-    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ...) -> None: ...
+    drift: _party_pb2.DriftCounts
+    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ...) -> None: ...
 
 class JobResult(_message.Message):
-    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction")
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +182,7 @@ class JobResult(_message.Message):
     CHECKPOINT_ROUND_FIELD_NUMBER: _ClassVar[int]
     RESUMED_FROM_FIELD_NUMBER: _ClassVar[int]
     PREDICTION_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
     job: str
     started_at: float
     round: int
@@ -198,7 +201,8 @@ class JobResult(_message.Message):
     checkpoint_round: int
     resumed_from: int
     prediction: PredictionSummary
-    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ...) -> None: ...
+    refused: bool
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ...) -> None: ...
 
 class PredictionSummary(_message.Message):
     __slots__ = ("model", "rows", "scored", "missing", "output")
@@ -293,18 +297,20 @@ class ResumeJobResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[JobState, str]] = ..., round: _Optional[int] = ...) -> None: ...
 
 class ModelHolding(_message.Message):
-    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns")
+    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns", "drift")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     KEY_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    DRIFT_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     role: str
     created_at: float
     key_fingerprint: str
     columns: int
-    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ...) -> None: ...
+    drift: _party_pb2.DriftCounts
+    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ...) -> None: ...
 
 class ModelSummary(_message.Message):
     __slots__ = ("model_id", "name", "protocol", "state", "created_at", "metrics", "parties", "holders", "missing", "unreachable", "deleted_at", "parts")
@@ -469,7 +475,7 @@ class Validated(_message.Message):
     def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PartyDone(_message.Message):
-    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction")
+    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -484,6 +490,7 @@ class PartyDone(_message.Message):
     METRICS_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     PREDICTION_FIELD_NUMBER: _ClassVar[int]
+    DRIFT_FIELD_NUMBER: _ClassVar[int]
     rounds: int
     local_updates: int
     bytes_sent: int
@@ -491,7 +498,8 @@ class PartyDone(_message.Message):
     metrics: _containers.ScalarMap[str, float]
     history: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
     prediction: PredictionSummary
-    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ...) -> None: ...
+    drift: _party_pb2.DriftCounts
+    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ...) -> None: ...
 
 class Checkpointed(_message.Message):
     __slots__ = ("round",)

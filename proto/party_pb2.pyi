@@ -127,7 +127,7 @@ class ListCheckpointsResponse(_message.Message):
     def __init__(self, checkpoints: _Optional[_Iterable[_Union[CheckpointInfo, _Mapping]]] = ...) -> None: ...
 
 class ModelPart(_message.Message):
-    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns")
+    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns", "drift")
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -135,6 +135,7 @@ class ModelPart(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     KEY_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    DRIFT_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     name: str
     role: str
@@ -142,7 +143,18 @@ class ModelPart(_message.Message):
     created_at: float
     key_fingerprint: str
     columns: int
-    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ...) -> None: ...
+    drift: DriftCounts
+    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[DriftCounts, _Mapping]] = ...) -> None: ...
+
+class DriftCounts(_message.Message):
+    __slots__ = ("out_of_range", "unknown_categories", "unexpected_missing")
+    OUT_OF_RANGE_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_CATEGORIES_FIELD_NUMBER: _ClassVar[int]
+    UNEXPECTED_MISSING_FIELD_NUMBER: _ClassVar[int]
+    out_of_range: int
+    unknown_categories: int
+    unexpected_missing: int
+    def __init__(self, out_of_range: _Optional[int] = ..., unknown_categories: _Optional[int] = ..., unexpected_missing: _Optional[int] = ...) -> None: ...
 
 class ListModelPartsRequest(_message.Message):
     __slots__ = ()

@@ -68,13 +68,16 @@ class Validation:
 @dataclass(frozen=True)
 class Prediction:
     """What a prediction job scored: `scored` of the active party's `rows` (the others
-    are `missing` at some party), written as `output` in its output folder."""
+    are `missing` at some party), written as `output` in its output folder; `drift`, per
+    party, counts of its cells outside what its preprocessing was fitted on
+    (out_of_range, unknown_categories, unexpected_missing)."""
 
     model_id: str
     rows: int
     scored: int
     missing: int
     output: str
+    drift: dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class JobResult:
             bytes_sent=int(r.bytes_sent),
             local_updates=int(r.local_updates),
             history=tuple(Validation(int(h.round), h.seconds, dict(h.metrics)) for h in r.history),
-            prediction=_prediction(r.prediction) if r.HasField("prediction") else None,
+            prediction=_prediction(r) if r.HasField("prediction") else None,
         )
 
     @property
@@ -127,5 +130,14 @@ class JobResult:
         return self.state in ENDED
 
 
-def _prediction(p: pb.PredictionSummary) -> Prediction:
-    return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output)
+def _prediction(r: pb.JobResult) -> Prediction:
+    p = r.prediction
+    drift = {
+        party: {k: int(getattr(t.drift, k)) for k in DRIFT_KINDS}
+        for party, t in r.parties.items()
+        if t.HasField("drift")
+    }
+    return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output, drift)
+
+
+DRIFT_KINDS = ("out_of_range", "unknown_categories", "unexpected_missing")

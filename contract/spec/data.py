@@ -14,6 +14,8 @@ from pydantic import Field, model_validator
 from vfl.contract.spec.fields import Label, SpecModel, Text
 
 Format = Literal["csv", "parquet", "libsvm"]
+Preprocess = Literal["auto", "zscore", "none"]
+ColumnType = Literal["numeric", "categorical", "ignore"]
 
 
 class TableColumns(SpecModel):
@@ -35,7 +37,22 @@ class TableColumns(SpecModel):
         "when the file carries a label token",
     )
     categorical: tuple[Text, ...] | None = Field(
-        None, description="csv or parquet columns of integer codes, fed through embeddings"
+        None,
+        description="csv or parquet columns to treat as categories, fed through embeddings "
+        "(with preprocess: none they must hold integer codes)",
+    )
+    columns: dict[Text, ColumnType] | None = Field(
+        None,
+        description="type overrides of csv or parquet columns: numeric, categorical or ignore "
+        "(the rest are inferred: numbers are numeric, words categorical)",
+    )
+    preprocess: Preprocess | None = Field(
+        None,
+        description="auto (the default): fitted on the party's training rows; numbers "
+        "clipped to fitted quantiles, logged when skewed and non-negative, z-scored; empty "
+        "cells imputed with a missing-indicator column; words through a vocabulary with an "
+        "unknown bucket. zscore: the same with plain z-scores. none: features used as "
+        "they are (numbers only, no empty cells)",
     )
 
     def given(self) -> dict[str, Any]:
@@ -60,6 +77,8 @@ class TableSource(TableColumns):
         fmt = data.setdefault("format", "csv")
         data.setdefault("id", "auto" if fmt == "libsvm" else "id")
         data.setdefault("categorical", ())
+        data.setdefault("columns", {})
+        data.setdefault("preprocess", "auto")
         return data
 
 

@@ -22,7 +22,9 @@ from vfl.party.data import Table
 from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset
+from vfl.party.preprocess import Drift
 from vfl.party.state import StateDir
+from vfl.party.state.models import ModelStore
 from vfl.party.state.store import write_atomically
 from vfl.party.training.context import Reporter
 from vfl.party.training.models import Inputs
@@ -57,6 +59,7 @@ class PredictJob:
         self.model: LoadedModel | None = None
         self.table: Table | None = None
         self.inputs: Inputs | None = None
+        self.drift = Drift()
         self.executor = executor
 
     @property
@@ -82,7 +85,7 @@ class PredictJob:
             )
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
-        self.table, self.inputs = self.model.read(self.dataset)
+        self.table, self.inputs, self.drift = self.model.read(self.dataset)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
         return self.table
@@ -134,7 +137,11 @@ class PredictJob:
             "rounds": len(batches),
             "seconds": round(time.monotonic() - begun, 3),
             "bytes_sent": channel.stats.bytes_sent,
+            "model": self.model.model_id,
+            "drift": self.drift.totals(order),  # the rows scored
         }
+        if self.state is not None:
+            ModelStore(self.state).add_drift(self.model.model_id, result["drift"])
         if self.role == "active":
             result.update(self._write(order, np.concatenate(outputs)))
         return result

@@ -1,8 +1,9 @@
 """One party's part of a stored model, loaded to score rows (batch or online).
 
-`LoadedModel.open` reads the part from the party's model store; `inputs` checks a table
-against the model's manifest (column names, order, kinds, categorical codes) before any
-computation; `scorer` builds the party's trainer in scoring mode on a job's channel.
+`LoadedModel.open` reads the part from the party's model store; `read` loads a dataset,
+checks its columns against those the model was trained on (before any computation) and
+preprocesses it as in training; `scorer` builds the party's trainer in scoring mode on a
+job's channel.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any
 
 import numpy as np
 from vfl.contract.spec import JobSpec
-from vfl.party.data import Table, load_table, with_columns
+from vfl.party.data import Table, read_raw
 from vfl.party.errors import DataError, ModelError, UnknownModel
 from vfl.party.job import Dataset
+from vfl.party.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest, ModelStore
 from vfl.party.training import trainers
@@ -51,50 +53,43 @@ class LoadedModel:
     def model_id(self) -> str:
         return self.manifest.model_id
 
-    def inputs(self, table: Table, dataset: str) -> Inputs:
-        """The model's inputs from `table`, checked against the manifest.
+    @property
+    def preprocessor(self) -> Preprocessor:
+        """The party's preprocessing fitted in training (a part kept before preprocessing
+        existed: its columns as they were, mode none)."""
+        saved = self.part.get("preprocess")
+        if saved is not None:
+            return Preprocessor.model_validate_json(saved)
+        columns = tuple(
+            Numeric(name=c.name, limit=None)
+            if c.kind == "dense"
+            else Categorical(name=c.name, cardinality=c.cardinality)
+            for c in self.manifest.columns
+        )
+        return Preprocessor(mode="none", columns=columns)
+
+    def read(self, dataset: Dataset) -> tuple[Table, Inputs, Drift]:
+        """Load `dataset` (a dataset of this party's config), preprocess it as in training
+        and give its inputs to the model, and what drifted from the training rows.
 
         Raises:
-            ModelError: the columns differ from the model's (names, order, kinds), or a
-                categorical code was never trained (the public form names no column).
+            DataError: it does not load. ModelError: its columns do not fit the model.
         """
-        m, party = self.manifest, self.manifest.party_id
-        where = f"party '{party}': dataset '{dataset}' does not fit model {m.model_id}"
-        try:  # LIBSVM rows: by column index (unseen columns dropped, missing ones zero)
-            features = with_columns(table, m.dense_columns, where).features
+        m, pre = self.manifest, self.preprocessor
+        schema = pre.kinds() if pre.sparse is None else None
+        raw = read_raw(dataset.source, dataset.name, pre.mode, schema)
+        if raw.sparse is not None and pre.sparse is None:  # a LIBSVM part kept before
+            names = m.dense_columns
+            pre = Preprocessor(
+                mode="none", sparse=SparseScales(names=names, scales=(1.0,) * len(names))
+            )
+        where = f"party '{m.party_id}': dataset '{dataset.name}' does not fit model {m.model_id}"
+        try:
+            table, drift = pre.apply(raw, where)
         except DataError as exc:
             raise ModelError(str(exc), public=exc.public) from None
-        cats = m.categorical_columns
-        have = 0 if table.categorical is None else table.categorical.shape[1]
-        if have != len(cats):
-            raise ModelError(
-                f"{where}: it has {have} categorical column(s), the model "
-                f"{len(cats)} ({_short(tuple(c.name for c in cats))}); set the dataset's "
-                "'categorical' columns as in training",
-                public=f"{where}: it has {have} categorical column(s), the model {len(cats)}",
-            )
-        for j, col in enumerate(cats):
-            codes = table.categorical[:, j] if table.categorical is not None else None
-            if codes is not None and codes.size and int(codes.max()) >= col.cardinality:
-                row = int(np.argmax(codes >= col.cardinality))
-                raise ModelError(
-                    f"{where}: categorical column '{col.name}' has code {int(codes[row])} "
-                    f"(id {table.ids[row]}), but the model was trained on codes "
-                    f"0..{col.cardinality - 1} and has no unknown bucket; map unseen values "
-                    "to a trained code",
-                    public=f"{where}: a categorical column holds a code the model was not "
-                    "trained on (it has no unknown bucket)",
-                )
-        return Inputs(features, table.categorical, tuple(c.cardinality for c in cats))
-
-    def read(self, dataset: Dataset) -> tuple[Table, Inputs]:
-        """Load `dataset` (a dataset of this party's config) and its inputs to the model.
-
-        Raises:
-            DataError: it does not load. ModelError: it does not fit the model.
-        """
-        table = load_table(dataset.source, dataset.name)
-        return table, self.inputs(table, dataset.name)
+        inputs = Inputs(table.features, table.categorical, table.cardinalities)
+        return table, inputs, drift
 
     def scorer(
         self,
@@ -130,8 +125,3 @@ class LoadedModel:
         trainer = trainers.for_scoring(ctx, self.manifest.role, self.manifest.task)
         trainer.load_model(self.part)
         return trainer
-
-
-def _short(names: tuple[str, ...]) -> str:
-    shown = ", ".join(names[:8])
-    return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"

@@ -17,6 +17,7 @@ the active party's own address in `OpenScoring` (passive party).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from vfl.party.inference.serving import Prediction, ServedModel, check_request
 from vfl.party.inference.session import (
     MAX_BATCH_IDS,
     ActiveSession,
+    DriftSink,
     PassiveSession,
     Rows,
     SilentReporter,
@@ -75,17 +77,23 @@ class OnlineScoring:
         address: Callable[[], str],
         timeout_s: float,
         executor: BlockExecutor | None = None,
+        on_drift: Callable[[str, dict[str, int]], None] | None = None,
     ) -> None:
         """`executor`: the party's (its processes and kept obfuscator pools), for every
-        session's Paillier work; None: each session's own."""
+        session's Paillier work; None: each session's own. `on_drift`: told (model id,
+        drift counts) of the rows each micro-batch scored that drifted."""
         self.config, self.state, self.timeout_s = config, state, timeout_s
-        self.executor = executor
+        self.executor, self._on_drift = executor, on_drift
         self._channel, self._peers, self._address = channel, peers, address
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()  # one model loads at a time
         self._served: dict[str, ServedModel] = {}
         self._links: dict[str, Link] = {}
         self._passive: dict[str, tuple[str, PassiveSession]] = {}  # session -> (model, it)
+
+    def _drift_sink(self, model_id: str) -> DriftSink | None:
+        on_drift = self._on_drift
+        return None if on_drift is None else functools.partial(on_drift, model_id)
 
     def _foreground(self) -> AbstractContextManager[object]:
         """A scoring batch: the party's kept pools pause their filling meanwhile."""
@@ -207,7 +215,14 @@ class OnlineScoring:
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
         )
         session = ActiveSession(
-            session_id, channel, scorer, rows, where, self.timeout_s, self._foreground
+            session_id,
+            channel,
+            scorer,
+            rows,
+            where,
+            self.timeout_s,
+            self._foreground,
+            self._drift_sink(model.model_id),
         )
         with self._lock:
             self._links[session_id] = link
@@ -271,7 +286,14 @@ class OnlineScoring:
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
         )
         session = PassiveSession(
-            session_id, model, channel, link.mailbox, scorer, rows, foreground=self._foreground
+            session_id,
+            model,
+            channel,
+            link.mailbox,
+            scorer,
+            rows,
+            foreground=self._foreground,
+            count_drift=self._drift_sink(model_id),
         )
         with self._lock:
             self._links[session_id] = link

@@ -19,7 +19,7 @@ import logging
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from vfl.contract.spec import TableSource
@@ -27,6 +27,7 @@ from vfl.party.data import Table
 from vfl.party.errors import DataError, ModelError, PartyError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.job import resolve_dataset
+from vfl.party.preprocess import Drift
 from vfl.party.training.context import Reporter
 from vfl.party.training.models import Inputs
 from vfl.party.training.trainers import Trainer
@@ -67,6 +68,9 @@ def file_stamp(path: str) -> FileStamp | None:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
 
+DriftSink = Callable[[dict[str, int]], None]  # told the drift counts of rows scored
+
+
 @dataclass(frozen=True)
 class Rows:
     """A party's rows for online scoring: its model inputs and where each id lies; and,
@@ -79,6 +83,7 @@ class Rows:
     path: str | None = None
     stamp: FileStamp | None = None
     zero_row: bool = False
+    drift: Drift = field(default_factory=Drift)
 
     @classmethod
     def load(cls, model: LoadedModel, datasets: dict[str, TableSource], zero_row: bool) -> Rows:
@@ -94,8 +99,8 @@ class Rows:
         if dataset is None:
             raise ModelError(f"model {model.model_id} names no dataset for party '{me}'")
         stamp = file_stamp(dataset.source.path)  # before reading: a change meanwhile shows
-        table, inputs = model.read(dataset)
-        rows = cls.of(model, table, dataset.name, zero_row, inputs)
+        table, inputs, drift = model.read(dataset)
+        rows = cls.of(table, inputs, dataset.name, zero_row, drift)
         path = dataset.source.path
         return replace(rows, datasets=datasets, path=path, stamp=stamp, zero_row=zero_row)
 
@@ -117,23 +122,25 @@ class Rows:
         log.info("model %s: its dataset changed, %d rows", model.model_id, len(rows.index))
         return rows
 
+    def count_drift(self, rows: np.ndarray, sink: DriftSink | None) -> None:
+        """Tell `sink` the drift counts of `rows` (positions of held rows), if any."""
+        if sink is None or not len(self.drift.per_row):
+            return
+        counts = self.drift.totals(rows)
+        if any(counts.values()):
+            sink(counts)
+
     @classmethod
     def of(
-        cls,
-        model: LoadedModel,
-        table: Table,
-        dataset: str,
-        zero_row: bool,
-        inputs: Inputs | None = None,
+        cls, table: Table, inputs: Inputs, dataset: str, zero_row: bool, drift: Drift | None = None
     ) -> Rows:
-        """The inputs of `table` checked against `model` (with a row of zeros after the
-        last one when `zero_row`: a passive party scores it for ids it lacks); `inputs`:
-        the table's inputs if already checked (`LoadedModel.read`).
+        """`inputs`, the model's inputs of `table` (`LoadedModel.read`), by id (with a row of
+        zeros after the last one when `zero_row`: a passive party scores it for ids it
+        lacks); `drift`: what they drifted from the training rows.
 
         Raises:
-            ModelError: the table does not fit the model. DataError: duplicate ids.
+            DataError: duplicate ids.
         """
-        inputs = inputs or model.inputs(table, dataset)
         index = {str(i): r for r, i in enumerate(table.ids)}
         if len(index) != table.rows:
             raise DataError(
@@ -142,7 +149,7 @@ class Rows:
             )
         if zero_row:
             inputs = inputs.with_zero_row()
-        return cls(inputs, index)
+        return cls(inputs, index, drift=drift or Drift())
 
 
 class ActiveSession:
@@ -158,11 +165,14 @@ class ActiveSession:
         passives: dict[str, str],  # party id -> address
         timeout: float,
         foreground: Foreground = nullcontext,
+        count_drift: DriftSink | None = None,
     ) -> None:
         """`foreground`: marks each micro-batch as latency-bound (background work of the
-        party, such as filling its kept obfuscator pools, pauses meanwhile)."""
+        party, such as filling its kept obfuscator pools, pauses meanwhile); `count_drift`:
+        told the drift counts of each micro-batch's rows that drifted."""
         self.session_id, self.channel, self.scorer, self.rows = session_id, channel, scorer, rows
         self.passives, self.timeout, self.foreground = passives, timeout, foreground
+        self.count_drift = count_drift
         self.batches = 0
 
     def score(self, ids: list[str]) -> tuple[np.ndarray, dict[int, list[str]]]:
@@ -181,6 +191,7 @@ class ActiveSession:
         for peer in self.passives:
             self.channel.send(peer, f"{tag}/ids", ids_to_payload(ids))
         rows = np.array([self.rows.index[i] for i in ids], dtype=np.int64)
+        self.rows.count_drift(rows, self.count_drift)
         out = self.scorer.score(tag, self.rows.inputs, rows)
         lacking: dict[int, list[str]] = {}
         for peer in self.passives:
@@ -209,6 +220,7 @@ class PassiveSession:
         rows: Rows,
         idle_s: float = PASSIVE_IDLE_S,
         foreground: Foreground = nullcontext,
+        count_drift: DriftSink | None = None,
     ) -> None:
         """`foreground`: as for `ActiveSession`, around each micro-batch once its ids came.
         A micro-batch with an id this party lacks reads the rows anew if the dataset's
@@ -217,7 +229,7 @@ class PassiveSession:
         self.session_id, self.model = session_id, model
         self.channel, self.mailbox, self.scorer, self.rows = channel, mailbox, scorer, rows
         self.active = model.spec.active.id
-        self.idle_s = idle_s
+        self.idle_s, self.count_drift = idle_s, count_drift
         self.batches = 0
 
     def serve(self) -> None:
@@ -249,6 +261,8 @@ class PassiveSession:
         found = [self.rows.index.get(i) for i in ids]
         lacks = np.array([p for p, r in enumerate(found) if r is None], dtype=np.int64)
         rows = np.array([zero if r is None else r for r in found], dtype=np.int64)
+        held = np.array([r for r in found if r is not None], dtype=np.int64)
+        self.rows.count_drift(held, self.count_drift)
         self.channel.send(self.active, f"{tag}/lacks", indices_to_payload(lacks))
         self.scorer.score(tag, self.rows.inputs, rows)
 

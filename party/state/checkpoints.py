@@ -46,6 +46,7 @@ class JobCheckpoints:
         every, total_rounds: the schedule (`checkpoint_every`, the plan's last round).
         aligned: `aligned_hash` of this party's aligned rows.
         on_saved: told each round saved (the progress report to the coordinator).
+        preprocess: the party's fitted preprocessing (JSON), kept for a resume to apply.
     """
 
     def __init__(
@@ -58,11 +59,13 @@ class JobCheckpoints:
         total_rounds: int,
         aligned: str,
         on_saved: Callable[[int], None],
+        preprocess: str | None = None,
     ) -> None:
         self._state, self._job_id, self._party_id = state, job_id, party_id
         self._spec_hash = spec.spec_hash()
         self._every, self._total = every, total_rounds
         self._aligned, self._on_saved = aligned, on_saved
+        self._preprocess = preprocess
 
     def due(self, rnd: int) -> bool:
         return self._every > 0 and (rnd % self._every == 0 or rnd == self._total)
@@ -74,7 +77,7 @@ class JobCheckpoints:
             self._spec_hash,
             self._party_id,
             rnd,
-            {"trainer": state, "aligned": self._aligned},
+            {"trainer": state, "aligned": self._aligned, "preprocess": self._preprocess},
         )
         path = self._state.save(ck)
         log.info(

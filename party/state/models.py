@@ -2,6 +2,7 @@
 
     <state_dir>/models/<model_id>/manifest.json   what the part is (readable, no secrets)
     <state_dir>/models/<model_id>/part.ckpt       the part itself (checkpoint format)
+    <state_dir>/models/<model_id>/drift.json      drift counts of the rows it scored since
 
 The model id is the training job's id. The part is what this party needs to score: its
 bottom model (`split`) or its key pair, shares and ciphertexts (`blindfl`), and at the
@@ -13,6 +14,7 @@ an unfinished write and is not listed.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import time
 from pathlib import Path
@@ -26,6 +28,8 @@ from vfl.party.training.task import Task
 
 MANIFEST = "manifest.json"
 PART = "part.ckpt"
+DRIFT = "drift.json"
+DRIFT_KINDS = ("out_of_range", "unknown_categories", "unexpected_missing")
 
 
 class Column(BaseModel):
@@ -142,6 +146,25 @@ class ModelStore:
             except (ValidationError, OSError):
                 continue
         return sorted(found, key=lambda m: (m.created_at, m.model_id))
+
+    def drift(self, model_id: str) -> dict[str, int]:
+        """The drift counts of the rows `model_id` scored here since it was kept (zeros
+        when none were counted or the file is unreadable)."""
+        try:
+            saved = json.loads((self.folder(model_id) / DRIFT).read_text())
+        except (OSError, ValueError):
+            saved = {}
+        return {k: int(saved.get(k, 0)) if isinstance(saved, dict) else 0 for k in DRIFT_KINDS}
+
+    def add_drift(self, model_id: str, counts: dict[str, int]) -> dict[str, int]:
+        """Add `counts` (`party.preprocess.Drift.totals`) to `model_id`'s drift counts."""
+        total = self.drift(model_id)
+        for kind in DRIFT_KINDS:
+            total[kind] += int(counts.get(kind, 0))
+        folder = self.folder(model_id)
+        if folder.is_dir():
+            write_atomically(folder / DRIFT, json.dumps(total).encode())
+        return total
 
     def delete(self, model_id: str) -> bool:
         """Drop this party's part of `model_id`; returns whether it held one."""

@@ -23,7 +23,7 @@ def test_describe_prints_type_missing_distinct_and_range(tmp_path, capsys) -> No
     assert lines["id"] == ["id", "id", "0.0%", "4"]
     assert lines["y"] == ["y", "label", "0.0%", "2", "0", "/", "0.5", "/", "1"]
     assert lines["age"] == ["age", "numeric", "25.0%", "3", "30", "/", "40", "/", "50"]
-    assert lines["city"] == ["city", "text", "25.0%", "2"]
+    assert lines["city"] == ["city", "categorical", "25.0%", "2"]
     assert lines["income"][1:] == ["numeric", "25.0%", "3", "1.5", "/", "2.5", "/", "4"]
 
 
@@ -34,7 +34,7 @@ def test_describe_json_is_one_object(tmp_path, capsys) -> None:
     cols = {c["name"]: c for c in out["columns"]}
     assert cols["city"] == {
         "name": "city",
-        "type": "text",
+        "type": "categorical",
         "missing": 0.25,
         "distinct": 2,
         "min": None,
@@ -42,6 +42,14 @@ def test_describe_json_is_one_object(tmp_path, capsys) -> None:
         "max": None,
     }
     assert (cols["age"]["min"], cols["age"]["median"], cols["age"]["max"]) == (30, 40, 50)
+
+
+def test_describe_shows_the_types_the_dataset_sets(tmp_path, capsys) -> None:
+    dataset = "{path: d.csv, label: y, columns: {age: categorical, income: ignore}}"
+    assert main(["data", "describe", "--config", _config(tmp_path, dataset), "loans"]) == 0
+    lines = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
+    assert lines["age"][1:4] == ["categorical", "25.0%", "3"]
+    assert lines["income"][1] == "ignore"
 
 
 def test_describe_reads_parquet(tmp_path, capsys) -> None:

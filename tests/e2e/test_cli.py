@@ -138,7 +138,7 @@ def test_run_missing_file_fails_the_job(tmp_path) -> None:
     job = write_job(tmp_path / "job.yaml")
     job.write_text(job.read_text().replace("breast_hetero_host.csv", "nope.csv"))
     out = vfl("run", str(job), "--json", env=_temp(tmp_path))
-    assert out.returncode == 1
+    assert out.returncode == 2  # the job FAILED on its input: a party refused it
     result = json.loads(out.stdout)
     assert result["state"] == "FAILED" and "its file does not exist" in result["reason"]
     assert "nope.csv" not in result["reason"]
@@ -148,7 +148,8 @@ def test_run_missing_file_fails_the_job(tmp_path) -> None:
 
 
 def test_a_partys_data_error_reaches_the_job_without_its_paths_or_columns(tmp_path) -> None:
-    # Prepare: the shop's table, in a private folder, has a NaN in one column
+    # Prepare: the shop's table, in a private folder, has a NaN in one column, and the
+    # shop takes its features as they are (preprocess: none)
     rows = (FATE / "breast_hetero_host.csv").read_text().splitlines()
     column = rows[0].split(",")[3]
     cells = rows[1].split(",")
@@ -157,11 +158,14 @@ def test_a_partys_data_error_reaches_the_job_without_its_paths_or_columns(tmp_pa
     table.parent.mkdir()
     table.write_text("\n".join([rows[0], ",".join(cells), *rows[2:]]) + "\n")
     job = write_job(tmp_path / "job.yaml")
-    job.write_text(job.read_text().replace(f"{FATE}/breast_hetero_host.csv", str(table)))
+    job.write_text(
+        job.read_text().replace(f"{FATE}/breast_hetero_host.csv", f"{table}, preprocess: none")
+    )
     # Execute
     out = vfl("run", str(job), "--json", "--workdir", str(tmp_path / "run"))
-    # Assert: the reason names the party and the problem; the shop's own log has it all
-    assert out.returncode == 1, out.stderr
+    # Assert: the reason names the party and the problem (exit code 2: the input is wrong);
+    # the shop's own log has it all
+    assert out.returncode == 2, out.stderr
     reason = json.loads(out.stdout)["reason"]
     assert "party 'shop'" in reason and "NaN or infinite" in reason
     assert "details in the log of party 'shop'" in reason

@@ -68,7 +68,7 @@ def topology(request, tmp_path: Path, wide_csv: Path):
             address,
             datasets={
                 "breast": TableSource(path=str(FATE / "breast_hetero_host.csv")),
-                "nan": TableSource(path=str(nan)),
+                "nan": TableSource(path=str(nan), preprocess="none"),
                 "short": TableSource(path=str(short)),
                 "dup": TableSource(path=str(dup)),
             },

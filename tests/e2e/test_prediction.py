@@ -30,13 +30,13 @@ JOB = {
 }
 
 
-def swapped_columns(folder) -> str:
-    """The shop's table with its first two feature columns swapped."""
+def renamed_column(folder) -> str:
+    """The shop's table with its first feature column under another name."""
     with (FATE / "breast_hetero_host.csv").open() as fh:
         header, *rows = list(csv.reader(fh))
-    path = folder / "swapped.csv"
+    path = folder / "renamed.csv"
     with path.open("w", newline="") as fh:
-        csv.writer(fh).writerows([[header[0], header[2], header[1], *header[3:]], *rows])
+        csv.writer(fh).writerows([[header[0], "x0_new", *header[2:]], *rows])
     return str(path)
 
 
@@ -47,7 +47,7 @@ def federation(tmp_path_factory):
     daemons = Daemons(workdir)
     daemons.start_coordinator()
     datasets = breast_datasets_config()
-    datasets["shop"]["swapped"] = {"path": swapped_columns(workdir)}
+    datasets["shop"]["renamed"] = {"path": renamed_column(workdir)}
     for party, sets in datasets.items():
         daemons.start_party(party, sets, audit=workdir / "audit")
     try:
@@ -103,11 +103,12 @@ def test_bad_predictions_are_named_errors_and_no_daemon_dies(federation):
     # a malformed --data
     out, _ = predict(daemons, model, "--data", "bank")
     assert out.returncode == 2 and "PARTY=DATASET" in out.stderr
-    # columns in another order: the job fails at PrepareJob, naming party and dataset only
-    out, result = predict(daemons, model, "--data", "bank=breast", "--data", "shop=swapped")
-    assert out.returncode == 1 and result["state"] == "FAILED"
+    # a column the model lacks: the job fails at PrepareJob (exit code 2: the input is
+    # wrong), naming party and dataset only
+    out, result = predict(daemons, model, "--data", "bank=breast", "--data", "shop=renamed")
+    assert out.returncode == 2 and result["state"] == "FAILED"
     assert "party 'shop'" in result["reason"] and "does not fit model" in result["reason"]
-    assert "swapped.csv" not in result["reason"] and "x1" not in result["reason"]
+    assert "renamed.csv" not in result["reason"] and "x0" not in result["reason"]
     assert not [r for r in read_audit(daemons.workdir / "audit") if r["job"] == result["job"]]
     # the same output name twice: refused before scoring
     first, _ = predict(daemons, model, "--data", "bank=breast", "--data", "shop=breast")

@@ -10,8 +10,11 @@ import pytest
 import torch
 from gmpy2 import mpz
 from vfl.contract.spec import parse_spec
+from vfl.party.data import read_raw
 from vfl.party.errors import CheckpointError
+from vfl.party.preprocess import fit
 from vfl.party.state import Checkpoint, StateDir
+from vfl.party.state.models import ModelStore
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import ChannelClosed
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
@@ -155,3 +158,34 @@ def test_resuming_on_changed_rows_is_refused(tmp_path) -> None:
     fewer["shop"]["d"] = fewer["shop"]["d"].model_copy(update={"path": str(host)})
     with pytest.raises(CheckpointError, match="aligned rows differ"):
         run_inprocess(spec, fewer, states=states, resume_round=total)
+
+
+def test_a_resumed_job_applies_the_preprocessing_fitted_before_the_crash(tmp_path) -> None:
+    # Prepare: a run that dies after the checkpoint of round 20
+    spec = parse_spec(SPEC)
+    states = {p: StateDir(tmp_path / p) for p in ("bank", "shop")}
+    hub = InProcessHub()
+
+    def die(direction, sender, receiver, tag, data) -> None:
+        if tag == "train/r21/grad":
+            hub.close("killed")
+
+    with pytest.raises(ChannelClosed):
+        run_inprocess(spec, breast(), hook=die, states=states, hub=hub)
+    fitted = states["shop"].load("job", 20, spec.spec_hash(), "shop").state["preprocess"]
+    # the shop's values change meanwhile (same ids): a new fit would differ
+    changed = breast()
+    lines = open(changed["shop"]["d"].path).read().splitlines()
+    rows = [lines[0]] + [
+        ",".join([r.split(",")[0], str(float(r.split(",")[1]) * 1000), *r.split(",")[2:]])
+        for r in lines[1:]
+    ]
+    host = tmp_path / "host.csv"
+    host.write_text("\n".join(rows) + "\n")
+    changed["shop"]["d"] = changed["shop"]["d"].model_copy(update={"path": str(host)})
+    refit = fit(read_raw(changed["shop"]["d"], "d"), None, "auto").model_dump_json()
+    # Execute
+    run_inprocess(spec, changed, states=states, resume_round=20)
+    # Assert: the model keeps the preprocessing of the checkpoint, not a new fit
+    _, part = ModelStore(states["shop"]).load("job", "shop")
+    assert part["preprocess"] == fitted != refit

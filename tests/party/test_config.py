@@ -37,8 +37,8 @@ def test_datasets_get_defaults_by_format_and_resolve_paths() -> None:
         ),
         (
             {"path": "x", "colour": "red"},
-            "unknown field(s) 'datasets.d.colour' in datasets.d; allowed: categorical, format, "
-            "id, label, path",
+            "unknown field(s) 'datasets.d.colour' in datasets.d; allowed: categorical, columns, "
+            "format, id, label, path, preprocess",
         ),
         ("x.csv", "'datasets.d' must be a mapping"),
     ],

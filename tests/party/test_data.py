@@ -13,8 +13,8 @@ from tests.support.data import shared_data
 
 def test_breast_csv(breast_files) -> None:
     guest, host = breast_files
-    g = load_table(TableSource(path=str(guest), label="y"), "g")
-    h = load_table(TableSource(path=str(host)), "h")
+    g = load_table(TableSource(preprocess="none", path=str(guest), label="y"), "g")
+    h = load_table(TableSource(preprocess="none", path=str(host)), "h")
     assert g.features.shape == (569, 10) and set(g.labels) == {0.0, 1.0}
     assert h.features.shape == (569, 20) and h.labels is None
     assert list(g.ids) == list(h.ids)
@@ -22,8 +22,10 @@ def test_breast_csv(breast_files) -> None:
 
 def test_a9a_libsvm_split_files() -> None:
     guest, host = shared_data("a9a", "a9a.guest"), shared_data("a9a", "a9a.host")
-    g = load_table(TableSource(path=str(guest), format="libsvm", id="auto", label="y"), "g")
-    h = load_table(TableSource(path=str(host), format="libsvm", id="auto"), "h")
+    g = load_table(
+        TableSource(preprocess="none", path=str(guest), format="libsvm", id="auto", label="y"), "g"
+    )
+    h = load_table(TableSource(preprocess="none", path=str(host), format="libsvm", id="auto"), "h")
     assert g.rows == h.rows == 32561 and g.ids[5] == "5" and set(g.labels) == {-1.0, 1.0}
     assert h.features.sum(axis=1).max() <= 14
 
@@ -31,7 +33,9 @@ def test_a9a_libsvm_split_files() -> None:
 def test_libsvm_line_number_ids(tmp_path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:0.5 3:1\n-1 2:2\n")
-    t = load_table(TableSource(path=str(f), format="libsvm", id="auto", label="y"), "d")
+    t = load_table(
+        TableSource(preprocess="none", path=str(f), format="libsvm", id="auto", label="y"), "d"
+    )
     assert list(t.ids) == ["0", "1"] and t.feature_names == ("f1", "f2", "f3")
     assert t.features.toarray().tolist() == [[0.5, 0, 1], [0, 2, 0]]
 
@@ -39,7 +43,7 @@ def test_libsvm_line_number_ids(tmp_path) -> None:
 def test_libsvm_keeps_only_the_columns_that_occur_and_maps_others_by_name(tmp_path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("a 7:0.5 900000:1\nb 3:2 7:1\n")
-    t = load_table(TableSource(path=str(f), format="libsvm", id="first"), "d")
+    t = load_table(TableSource(preprocess="none", path=str(f), format="libsvm", id="first"), "d")
     assert sp.isspmatrix_csr(t.features) and t.feature_names == ("f3", "f7", "f900000")
     assert t.features.toarray().tolist() == [[0, 0.5, 1], [2, 1, 0]]
     # Execute: rows to score with the columns of a model trained on f7, f8 and f3
@@ -47,7 +51,7 @@ def test_libsvm_keeps_only_the_columns_that_occur_and_maps_others_by_name(tmp_pa
     # Assert: f900000 never trained (dropped), f8 absent here (zeros)
     assert scored.features.toarray().tolist() == [[0.5, 0, 0], [1, 0, 2]]
     (tmp_path / "c.csv").write_text("id,x1,x2\n1,0.5,1\n")
-    dense = load_table(TableSource(path=str(tmp_path / "c.csv")), "c")
+    dense = load_table(TableSource(preprocess="none", path=str(tmp_path / "c.csv")), "c")
     with pytest.raises(DataError, match="feature columns"):
         with_columns(dense, ("x2", "x1"), "dataset 'c'")  # CSV columns must match exactly
 
@@ -68,20 +72,22 @@ def test_bad_csv(tmp_path, content, cfg, fragment) -> None:
     f = tmp_path / "bad.csv"
     f.write_text(content)
     with pytest.raises(DataError) as err:
-        load_table(TableSource(path=str(f), **cfg), "bad")
+        load_table(TableSource(preprocess="none", path=str(f), **cfg), "bad")
     assert fragment in str(err.value)
 
 
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(DataError, match="does not exist"):
-        load_table(TableSource(path=str(tmp_path / "none.csv")), "x")
+        load_table(TableSource(preprocess="none", path=str(tmp_path / "none.csv")), "x")
 
 
 def test_bad_libsvm_pair(tmp_path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:0.5 x:y\n")
     with pytest.raises(DataError, match="index:value"):
-        load_table(TableSource(path=str(f), format="libsvm", id="auto", label="y"), "d")
+        load_table(
+            TableSource(preprocess="none", path=str(f), format="libsvm", id="auto", label="y"), "d"
+        )
 
 
 HEADER = "cust_no,default_flag,secret_income,secret_age"
@@ -109,7 +115,7 @@ def test_a_data_errors_public_form_names_no_file_column_or_value(tmp_path, conte
     # what a data error says across organisations: the dataset and the kind of problem
     path = tmp_path / "private_table.csv"
     path.write_text(content)
-    source = TableSource(path=str(path), **{"id": "cust_no", **cfg})
+    source = TableSource(preprocess="none", path=str(path), **{"id": "cust_no", **cfg})
     with pytest.raises(DataError) as err:
         load_table(source, "loans")
     public = err.value.public

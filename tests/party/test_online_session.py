@@ -11,10 +11,10 @@ import pytest
 from vfl.contract.spec import TableSource, parse_spec
 from vfl.contract.spec.predict import parse_predict_text
 from vfl.party.config import parse_party_config
-from vfl.party.data import load_table
 from vfl.party.errors import ConfigError, DataError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.session import ActiveSession, PassiveSession, Rows, SilentReporter
+from vfl.party.job import Dataset
 from vfl.party.state import StateDir
 from vfl.secure.channel import InProcessHub, Mailbox
 from vfl.secure.errors import PayloadError
@@ -76,8 +76,8 @@ def test_a_session_scores_as_the_batch_prediction_and_names_a_lacking_party(
     sides = {}
     for pid in ("bank", "s1", "s2"):
         model = LoadedModel.open(states[pid], "job", pid)
-        table = load_table(datasets[pid]["d"], "d")
-        rows = Rows.of(model, table, "d", zero_row=pid != "bank")
+        table, inputs, _ = model.read(Dataset("d", datasets[pid]["d"]))
+        rows = Rows.of(table, inputs, "d", zero_row=pid != "bank")
         channel = hub.channel(pid)
         scorer = model.scorer(channel, rows.inputs, SilentReporter(), 64, timeout_s=30)
         sides[pid] = (model, channel, scorer, rows)
@@ -116,15 +116,16 @@ def test_rows_refuse_duplicate_ids_and_add_a_row_of_zeros_for_passive_parties(
 ) -> None:
     datasets, states = three_parties
     model = LoadedModel.open(states["s1"], "job", "s1")
-    table = load_table(datasets["s1"]["d"], "d")
-    rows = Rows.of(model, table, "d", zero_row=True)
+    table, inputs, _ = model.read(Dataset("d", datasets["s1"]["d"]))
+    rows = Rows.of(table, inputs, "d", zero_row=True)
     assert rows.inputs.rows == table.rows + 1 and not rows.inputs.x[-1].any()
     assert rows.index["133"] == 0
     lines = Path(datasets["s1"]["d"].path).read_text().splitlines()
     dup = tmp_path / "dup.csv"
     dup.write_text("\n".join([*lines, lines[3]]) + "\n")
     with pytest.raises(DataError, match="1 duplicate id"):
-        Rows.of(model, load_table(TableSource(path=str(dup)), "dup"), "dup", zero_row=True)
+        table, inputs, _ = model.read(Dataset("dup", TableSource(path=str(dup))))
+        Rows.of(table, inputs, "dup", zero_row=True)
 
 
 def test_ids_travel_as_their_own_payload_kind_with_checks() -> None:

@@ -14,6 +14,8 @@ import torch
 from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.party.errors import ModelError
+from vfl.party.inference.model import LoadedModel
+from vfl.party.job import Dataset
 from vfl.party.state import StateDir
 from vfl.party.state.models import ModelStore
 
@@ -159,15 +161,22 @@ def test_columns_that_do_not_match_the_model_are_a_named_error(tmp_path):
     spec, states, _ = trained("split", tmp_path)
     with (FATE / "breast_hetero_host.csv").open() as fh:
         header, *rows = list(csv.reader(fh))
-    swapped = [header[0], header[2], header[1], *header[3:]]
-    path = tmp_path / "swapped.csv"
+    renamed = [header[0], "x0_new", *header[2:]]
+    path = tmp_path / "renamed.csv"
     with path.open("w", newline="") as fh:
-        csv.writer(fh).writerows([swapped, *rows])
+        csv.writer(fh).writerows([renamed, *rows])
     data = {**breast(), "shop": {"d": TableSource(path=str(path))}}
     with pytest.raises(ModelError) as err:
         predict(spec, states, data)
-    assert "does not fit model job" in str(err.value) and "x1, x0" in str(err.value)
-    assert "x1" not in err.value.public and str(path) not in err.value.public
+    text = str(err.value)
+    assert "does not fit model job" in text and "lacks the model's column(s) 'x0'" in text
+    assert "not trained on 'x0_new'" in text
+    assert "x0" not in err.value.public and str(path) not in err.value.public
+    # the same columns in another order are the same columns: matched by name
+    swapped = [header[0], header[2], header[1], *header[3:]]
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows([swapped, *[[r[0], r[2], r[1], *r[3:]] for r in rows]])
+    assert predict(spec, states, data)["bank"]["prediction"]["scored"] == 569
 
 
 def test_a_model_a_party_no_longer_holds_is_a_named_error(tmp_path):
@@ -194,11 +203,11 @@ def test_a_stored_split_model_scores_as_its_plaintext_forward(tmp_path):
     predict(spec, states)
     _, bank = ModelStore(states["bank"]).load("job", "bank")
     _, shop = ModelStore(states["shop"]).load("job", "shop")
-    x = {}
-    for party, name in (("bank", "breast_hetero_guest.csv"), ("shop", "breast_hetero_host.csv")):
-        with (FATE / name).open() as fh:
-            rows = list(csv.DictReader(fh))
-        x[party] = {r["id"]: [float(r[k]) for k in r if k.startswith("x")] for r in rows}
+    x = {}  # each party's model inputs: its rows preprocessed as its part says
+    for party in ("bank", "shop"):
+        model = LoadedModel.open(states[party], "job", party)
+        table, inputs, _ = model.read(Dataset("d", breast()[party]["d"]))
+        x[party] = dict(zip(table.ids, inputs.x.astype(np.float64).tolist(), strict=True))
     got = scores(states)
     row_id = next(iter(got))
 
@@ -212,7 +221,7 @@ def test_a_stored_split_model_scores_as_its_plaintext_forward(tmp_path):
     assert float(got[row_id]["score"]) == pytest.approx(float(torch.sigmoid(out)), abs=1e-5)
 
 
-def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_refused(
+def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_counted(
     tmp_path,
 ):
     # Prepare: the passive party's categorical fields go through the Embed-MatMul layer
@@ -229,10 +238,11 @@ def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_r
     expected = 1 / (1 + np.exp(-adv["validation_outputs"][:, 0]))
     for row_id, p in zip(adv["validation_ids"], expected, strict=True):
         assert rows[row_id] == pytest.approx(p, abs=1e-4)
-    # a code the model never saw, with no unknown bucket: refused by name
+    # a code the model never saw: scored through the unknown bucket, and counted
     text = (tmp_path / "p.csv").read_text().splitlines()
     text[5] = text[5].rsplit(",", 1)[0] + ",8"
     (tmp_path / "p.csv").write_text("\n".join(text) + "\n")
-    with pytest.raises(ModelError, match="'C3' has code 8.*codes 0..7 and has no unknown bucket"):
-        again = PredictSpec(model="job", data={"adv": "d", "pub": "d"}, out="again")
-        run_inprocess(spec.for_prediction(again), datasets, states=states)
+    again = PredictSpec(model="job", data={"adv": "d", "pub": "d"}, out="again")
+    got = run_inprocess(spec.for_prediction(again), datasets, states=states)
+    assert got["adv"]["prediction"]["scored"] == 1200
+    assert got["pub"]["drift"]["unknown_categories"] == 1

@@ -54,12 +54,17 @@ def test_a_parquet_folder_of_two_files_is_one_table(breast_files, tmp_path) -> N
 def test_ids_stay_text_and_categoricals_are_codes(tmp_path) -> None:
     f = tmp_path / "d.csv"
     f.write_text("id,y,x, c\n007,1, 0.5 ,3\n0010,0,-2e3,0\n")
-    t = load_table(TableSource(path=str(f), label="y", categorical=["c"]), "d")
+    t = load_table(TableSource(preprocess="none", path=str(f), label="y", categorical=["c"]), "d")
     assert list(t.ids) == ["007", "0010"] and t.feature_names == ("x",)
     assert t.features.tolist() == [[0.5], [-2000.0]] and t.labels.tolist() == [1.0, 0.0]
     assert t.categorical.tolist() == [[3], [0]] and t.cardinalities == (4,)
     _parquet_of(f, tmp_path / "d.parquet")
-    p = load_table(TableSource(path=str(tmp_path / "d.parquet"), format="parquet", label="y"), "d")
+    p = load_table(
+        TableSource(
+            preprocess="none", path=str(tmp_path / "d.parquet"), format="parquet", label="y"
+        ),
+        "d",
+    )
     assert list(p.ids) == ["007", "0010"]
 
 
@@ -79,7 +84,7 @@ def test_bad_cells_name_column_and_line(tmp_path, content, fragment) -> None:
     f.write_text(content)
     cat = ["c"] if ",c\n" in content else []
     with pytest.raises(DataError) as err:
-        load_table(TableSource(path=str(f), label="y", categorical=cat), "bad")
+        load_table(TableSource(preprocess="none", path=str(f), label="y", categorical=cat), "bad")
     assert fragment in str(err.value)
     assert str(f) not in err.value.public and "paris" not in err.value.public
 
@@ -91,19 +96,26 @@ def test_a_word_after_the_first_block_is_named_with_its_line(tmp_path) -> None:
     rows[150_000] = "150000,0,n/a"
     f.write_text("id,y,x\n" + "\n".join(rows) + "\n")
     with pytest.raises(DataError, match="non-numeric value 'n/a' at line 150002") as err:
-        load_table(TableSource(path=str(f), label="y"), "long")
+        load_table(TableSource(preprocess="none", path=str(f), label="y"), "long")
     assert err.value.public == "dataset 'long': a column holds a value that is not a number"
 
 
 def test_parquet_errors_name_the_row(tmp_path) -> None:
     pq.write_table(pa.table({"id": ["a", "b"], "x": ["1", "many"]}), tmp_path / "d.parquet")
     with pytest.raises(DataError, match="non-numeric value 'many' at row 2"):
-        load_table(TableSource(path=str(tmp_path / "d.parquet"), format="parquet"), "d")
+        load_table(
+            TableSource(preprocess="none", path=str(tmp_path / "d.parquet"), format="parquet"), "d"
+        )
     with pytest.raises(DataError, match="does not exist"):
-        load_table(TableSource(path=str(tmp_path / "none"), format="parquet"), "d")
+        load_table(
+            TableSource(preprocess="none", path=str(tmp_path / "none"), format="parquet"), "d"
+        )
     (tmp_path / "junk.parquet").write_text("not parquet")
     with pytest.raises(DataError, match="cannot be read as Parquet"):
-        load_table(TableSource(path=str(tmp_path / "junk.parquet"), format="parquet"), "d")
+        load_table(
+            TableSource(preprocess="none", path=str(tmp_path / "junk.parquet"), format="parquet"),
+            "d",
+        )
 
 
 def test_kinds_are_inferred_without_typing(tmp_path) -> None:

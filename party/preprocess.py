@@ -1,0 +1,418 @@
+"""Per-party preprocessing: fitted on the party's own training rows, kept with its model
+part, applied identically in training, validation, batch prediction and online scoring.
+
+`fit(raw, rows, mode)` learns a `Preprocessor` from the training rows `rows` of a
+`RawTable` (`party.data.read_raw`); `Preprocessor.apply(raw)` turns any table of the same
+columns into the model's inputs (a `Table`) and counts drift. The fitted statistics are
+the party's own: nothing of them leaves it (the other parties learn the number of input
+columns, as they did before). A `Preprocessor` is JSON (pydantic), never pickle.
+
+Modes (a dataset's `preprocess:`):
+
+    auto    numbers: empty cells imputed with the training median (plus a 0/1
+            missing-indicator column when the training rows had empty cells), a log
+            (log1p) for non-negative columns whose skewness exceeds `LOG_SKEW`, clipped to
+            the training quantiles `CLIP_QUANTILE`..1-`CLIP_QUANTILE`, then z-scored;
+            0/1 columns stay as they are. Words: categorical, through a vocabulary of the
+            values seen at least `MIN_COUNT` times (at most `MAX_CATEGORIES`, the most
+            frequent); code 0 is the unknown bucket, 1 an empty cell.
+    zscore  the same, with plain z-scores (no log, no quantile clip): the comparison.
+    none    the features as they are: numbers only, no empty cells, categorical columns
+            of integer codes (codes 0..max seen in training).
+
+Every mode but `none` bounds its outputs to +-`Z_LIMIT`, so the secure layer of
+`protocol: blindfl` always holds them. LIBSVM (sparse) tables keep their sparsity: a
+column whose largest magnitude exceeds 1 is divided by it; 0/1 columns stay as they are.
+
+Drift: `apply` counts, per column, values outside the fitted range, categories that fall
+into the unknown bucket and empty cells in a column that had none in training. These are
+not errors; a missing or extra column, or a numeric column that now holds words, is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import numpy as np
+import scipy.sparse as sp
+from pydantic import BaseModel, ConfigDict, Field
+from vfl.contract.spec.data import Preprocess
+from vfl.party.data import RawColumn, RawTable, Table
+from vfl.party.errors import DataError
+
+Z_LIMIT = 8.0  # |input| after preprocessing (auto, zscore)
+LOG_SKEW = 1.0  # a non-negative column more skewed than this is logged
+CLIP_QUANTILE = 0.001
+MIN_COUNT = 2  # a category seen fewer times in training goes to the unknown bucket
+MAX_CATEGORIES = 1000
+UNKNOWN, EMPTY = 0, 1  # the codes of a category never fitted and of an empty cell
+MISSING_SUFFIX = " (missing)"
+SECURE_LIMIT = 64.0  # |feature| the blindfl source layers hold: |Z| < 128 at their fixed point
+
+
+class _Fitted(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Numeric(_Fitted):
+    """A numeric column: raw value -> impute -> [log1p] -> clip -> z-score."""
+
+    name: str
+    kind: Literal["numeric"] = "numeric"
+    fill: float = 0.0  # the raw value an empty cell takes (the training median)
+    indicator: bool = False  # a missing-indicator column follows the features
+    log: bool = False
+    lo: float | None = None  # clip bounds, after the log (None: no clip)
+    hi: float | None = None
+    center: float = 0.0
+    scale: float = 1.0
+    min: float | None = None  # the training rows' range of raw values (drift)
+    max: float | None = None
+    limit: float | None = Z_LIMIT  # None: outputs unbounded (mode none)
+
+
+class Categorical(_Fitted):
+    """A categorical column: a vocabulary (codes 2.. in order; 0 unknown, 1 empty), or,
+    in mode none, integer codes 0..cardinality-1 as the file holds them."""
+
+    name: str
+    kind: Literal["categorical"] = "categorical"
+    vocabulary: tuple[str, ...] | None = None  # None: the file's own integer codes
+    cardinality: int
+
+
+class Ignored(_Fitted):
+    name: str
+    kind: Literal["ignore"] = "ignore"
+
+
+Column = Annotated[Numeric | Categorical | Ignored, Field(discriminator="kind")]
+
+
+class SparseScales(_Fitted):
+    """A LIBSVM table's columns (by index name) and the divisor of each."""
+
+    names: tuple[str, ...]
+    scales: tuple[float, ...]
+
+
+DRIFT_KINDS = ("out_of_range", "unknown_categories", "unexpected_missing")
+
+
+@dataclass
+class Drift:
+    """What `apply` counted: per column, values outside the fitted range, categories sent
+    to the unknown bucket, empty cells where the training rows had none (logged at the
+    party only); per row, how many cells of each kind (`per_row`, rows x 3, in the order
+    of `DRIFT_KINDS`), so that a scoring counts the rows it scored."""
+
+    rows: int = 0
+    out_of_range: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, int] = field(default_factory=dict)
+    per_row: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
+
+    def __post_init__(self) -> None:
+        if len(self.per_row) != self.rows:
+            self.per_row = np.zeros((self.rows, len(DRIFT_KINDS)), dtype=np.int32)
+
+    def totals(self, rows: np.ndarray | None = None) -> dict[str, int]:
+        """Counts by kind, over every row or over `rows` (positions)."""
+        counts = self.per_row if rows is None else self.per_row[rows]
+        return {k: int(v) for k, v in zip(DRIFT_KINDS, counts.sum(axis=0), strict=True)}
+
+    def count(self, kind: int, name: str, mask: np.ndarray) -> None:
+        """Count the cells `mask` (a boolean per row) of column `name` as drift `kind`."""
+        n = int(np.count_nonzero(mask))
+        if not n:
+            return
+        into = (self.out_of_range, self.unknown, self.missing)[kind]
+        into[name] = into.get(name, 0) + n
+        self.per_row[:, kind] += mask
+
+
+OUT_OF_RANGE, UNKNOWN_CATEGORY, UNEXPECTED_MISSING = range(3)
+
+
+class Preprocessor(_Fitted):
+    """One party's fitted preprocessing of one dataset's columns."""
+
+    mode: Preprocess
+    columns: tuple[Column, ...] = ()
+    sparse: SparseScales | None = None
+
+    def kinds(self) -> dict[str, str]:
+        """column name -> numeric | categorical | ignore, as fitted (a dense table)."""
+        return {c.name: c.kind for c in self.columns}
+
+    @property
+    def numeric(self) -> tuple[Numeric, ...]:
+        return tuple(c for c in self.columns if isinstance(c, Numeric))
+
+    @property
+    def categorical(self) -> tuple[Categorical, ...]:
+        return tuple(c for c in self.columns if isinstance(c, Categorical))
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        if self.sparse is not None:
+            return self.sparse.names
+        nums = self.numeric
+        return tuple(c.name for c in nums) + tuple(
+            c.name + MISSING_SUFFIX for c in nums if c.indicator
+        )
+
+    @property
+    def input_columns(self) -> int:
+        """How many input columns the model reads (what the other parties learn)."""
+        return len(self.feature_names) + len(self.categorical)
+
+    def apply(self, raw: RawTable, what: str) -> tuple[Table, Drift]:
+        """`raw` as the model's inputs, and what drifted (`what` names the table in errors).
+
+        Raises:
+            DataError: its columns differ from the fitted ones (a column missing, an
+                extra one, a numeric column holding words), or (mode none) a categorical
+                code beyond those trained.
+        """
+        drift = Drift(raw.rows)
+        if self.sparse is not None:
+            return self._apply_sparse(raw, what, drift), drift
+        self._check_columns(raw, what)
+        nums = self.numeric
+        extra = sum(c.indicator for c in nums)
+        feats = np.empty((raw.rows, len(nums) + extra), dtype=np.float32)
+        k = len(nums)
+        for j, col in enumerate(nums):
+            values = raw.column(col.name).values
+            assert values is not None  # _check_columns
+            feats[:, j], missing = _numeric(col, values, drift)
+            if col.indicator:
+                feats[:, k] = missing
+                k += 1
+        cats = self.categorical
+        codes = np.empty((raw.rows, len(cats)), dtype=np.int64) if cats else None
+        for j, cat in enumerate(cats):
+            assert codes is not None
+            codes[:, j] = _codes(cat, raw.column(cat.name), what, drift)
+        table = Table(
+            raw.ids,
+            feats,
+            raw.labels,
+            self.feature_names,
+            codes,
+            tuple(c.cardinality for c in cats),
+        )
+        return table, drift
+
+    def _check_columns(self, raw: RawTable, what: str) -> None:
+        fitted = {c.name: c for c in self.columns}
+        have = {c.name: c for c in raw.columns}
+        lacking = [n for n, c in fitted.items() if n not in have and c.kind != "ignore"]
+        extra = [n for n in have if n not in fitted]
+        if lacking or extra:
+            parts = []
+            if lacking:
+                parts.append(f"lacks the model's column(s) {_names(lacking)}")
+            if extra:
+                parts.append(f"has column(s) the model was not trained on {_names(extra)}")
+            raise DataError(
+                f"{what}: it {' and '.join(parts)}; give it the training columns "
+                "(set 'columns: {NAME: ignore}' on the dataset for a column to leave out)",
+                public=f"{what}: its columns differ from the training columns (a column is "
+                "missing or extra); the party must give it the training columns",
+            )
+        for col in self.numeric:
+            raw_col = have[col.name]
+            if raw_col.values is None:
+                raise DataError(
+                    f"{what}: column '{col.name}' held numbers in training and now holds "
+                    f"words ({raw_col.example!r} at {raw_col.where}); give it numbers, or "
+                    "train the model again with the column as categorical",
+                    public=f"{what}: a column that held numbers in training now holds words",
+                )
+
+    def _apply_sparse(self, raw: RawTable, what: str, drift: Drift) -> Table:
+        from vfl.party.data import with_columns  # noqa: PLC0415 - one module, both ways
+
+        assert self.sparse is not None and raw.sparse is not None
+        table = with_columns(raw.sparse_table(), self.sparse.names, what)
+        x = sp.csr_matrix(table.features, dtype=np.float32, copy=True)
+        scales = np.asarray(self.sparse.scales, dtype=np.float32)
+        x.data /= scales[x.indices]
+        outside = np.abs(x.data) > 1
+        if outside.any():
+            rows = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
+            for j in np.unique(x.indices[outside]):
+                hit = outside & (x.indices == j)
+                mask = np.zeros(x.shape[0], dtype=bool)
+                mask[rows[hit]] = True
+                drift.count(OUT_OF_RANGE, self.sparse.names[j], mask)
+            if self.mode != "none":
+                np.clip(x.data, -Z_LIMIT, Z_LIMIT, out=x.data)
+        return Table(table.ids, x, table.labels, self.sparse.names)
+
+
+def fit(raw: RawTable, rows: np.ndarray | None, mode: Preprocess) -> Preprocessor:
+    """The preprocessing of `raw` fitted on its rows `rows` (None: every row)."""
+    if raw.sparse is not None:
+        return _fit_sparse(raw, rows, mode)
+    columns: list[Numeric | Categorical | Ignored] = []
+    for col in raw.columns:
+        if col.ignored:
+            columns.append(Ignored(name=col.name))
+        elif col.values is not None:
+            values = col.values if rows is None else col.values[rows]
+            columns.append(_fit_numeric(col.name, values, mode))
+        elif mode == "none":
+            codes = col.integer_codes(f"dataset '{raw.name}'")
+            if codes.size and codes.min() < 0:
+                raise DataError(f"dataset '{raw.name}': categorical codes must be >= 0")
+            top = int(codes.max(initial=-1))  # every row's: the codes are the file's own
+            columns.append(Categorical(name=col.name, cardinality=top + 1))
+        else:
+            columns.append(_fit_vocabulary(col, rows))
+    return Preprocessor(mode=mode, columns=tuple(columns))
+
+
+def _fit_numeric(name: str, values: np.ndarray, mode: Preprocess) -> Numeric | Ignored:
+    if mode == "none":
+        return Numeric(name=name, limit=None)
+    x = values.astype(np.float64)
+    missing = np.isnan(x)
+    present = x[~missing & np.isfinite(x)]
+    if not len(present):
+        return Ignored(name=name)  # no value to learn from
+    lo_raw, hi_raw = float(present.min()), float(present.max())
+    fill, indicator = float(np.median(present)), bool(missing.any())
+    common = {"name": name, "fill": fill, "indicator": indicator, "min": lo_raw, "max": hi_raw}
+    if np.all((present == 0) | (present == 1)):
+        return Numeric(**common, lo=0.0, hi=1.0)  # a 0/1 column stays as it is
+    log = mode == "auto" and lo_raw >= 0 and _skewness(present) > LOG_SKEW
+    t = np.log1p(present) if log else present
+    lo = hi = None
+    if mode == "auto":
+        lo, hi = (float(v) for v in np.quantile(t, [CLIP_QUANTILE, 1 - CLIP_QUANTILE]))
+        t = np.clip(t, lo, hi)
+    center, scale = float(t.mean()), float(t.std())
+    return Numeric(**common, log=log, lo=lo, hi=hi, center=center, scale=scale or 1.0)
+
+
+def _skewness(x: np.ndarray) -> float:
+    sd = x.std()
+    return 0.0 if sd == 0 else float(np.mean(((x - x.mean()) / sd) ** 3))
+
+
+def _fit_vocabulary(col: RawColumn, rows: np.ndarray | None) -> Categorical:
+    assert col.codes is not None and col.words is not None
+    words = col.words
+    codes = col.codes if rows is None else col.codes[rows]
+    counts = np.bincount(codes[codes >= 0], minlength=len(words))
+    order = sorted(
+        (i for i in range(len(words)) if counts[i] >= MIN_COUNT),
+        key=lambda i: (-counts[i], words[i]),
+    )[:MAX_CATEGORIES]
+    vocabulary = tuple(words[i] for i in order)
+    return Categorical(name=col.name, vocabulary=vocabulary, cardinality=len(vocabulary) + 2)
+
+
+def _fit_sparse(raw: RawTable, rows: np.ndarray | None, mode: Preprocess) -> Preprocessor:
+    assert raw.sparse is not None
+    x = raw.sparse if rows is None else raw.sparse[rows]
+    if mode == "none":
+        scales = np.ones(x.shape[1])
+    else:
+        top = np.asarray(abs(x).max(axis=0).todense()).ravel()
+        scales = np.where(top > 1, top, 1.0)
+    names = raw.sparse_names
+    sparse = SparseScales(names=names, scales=tuple(float(s) for s in scales))
+    return Preprocessor(mode=mode, sparse=sparse)
+
+
+def check_secure_bounds(raw: RawTable, mode: Preprocess | None, party_id: str) -> None:
+    """Make sure `protocol: blindfl`'s secure layer can hold `raw`'s features: preprocessed
+    ones are bounded by construction; with `preprocess: none`, every value must lie within
+    +-`SECURE_LIMIT`.
+
+    Raises:
+        DataError: a column beyond it (names the party, dataset, column and the fix).
+    """
+    if mode != "none":
+        return
+    if raw.sparse is not None:
+        data = np.abs(raw.sparse.data)
+        if not data.size or data.max() <= SECURE_LIMIT:
+            return
+        at = int(np.argmax(data))
+        column = raw.sparse_names[int(raw.sparse.indices[at])]
+        _beyond(raw, party_id, column, float(data[at]))
+    for col in raw.columns:
+        if col.values is not None and col.values.size:
+            top = float(np.nanmax(np.abs(col.values)))
+            if top > SECURE_LIMIT:
+                _beyond(raw, party_id, col.name, top)
+
+
+def _beyond(raw: RawTable, party_id: str, column: str, top: float) -> None:
+    message = (
+        f"party '{party_id}': dataset '{raw.name}': column '{column}' holds values up to "
+        f"{top:g}, beyond the +-{SECURE_LIMIT:g} that protocol blindfl's secure layer holds; "
+        "remove 'preprocess: none' from the dataset (the default preprocessing scales "
+        "every column) or scale the column yourself"
+    )
+    raise DataError(message, public=message)
+
+
+def _numeric(col: Numeric, values: np.ndarray, drift: Drift) -> tuple[np.ndarray, np.ndarray]:
+    """(the column's model input, its 0/1 missing indicator)."""
+    x = values.astype(np.float64)
+    missing = np.isnan(x)
+    if col.limit is None:  # mode none: as the file holds it (read_raw refused empty cells)
+        return x, missing
+    if missing.any():
+        if not col.indicator:
+            drift.count(UNEXPECTED_MISSING, col.name, missing)
+        x[missing] = col.fill
+    if col.min is not None and col.max is not None:
+        drift.count(OUT_OF_RANGE, col.name, (x < col.min) | (x > col.max))
+    if col.log:
+        x = np.log1p(np.maximum(x, 0.0))
+    if col.lo is not None and col.hi is not None:
+        x = np.clip(x, col.lo, col.hi)
+    z = (x - col.center) / col.scale
+    return np.clip(z, -col.limit, col.limit), missing
+
+
+def _codes(cat: Categorical, col: RawColumn, what: str, drift: Drift) -> np.ndarray:
+    if col.codes is None or col.words is None:  # numbers in a categorical column: as text
+        col = col.as_text()
+    assert col.codes is not None and col.words is not None
+    if cat.vocabulary is None:  # mode none: integer codes as the file holds them
+        codes = col.integer_codes(what)
+        bad = codes >= cat.cardinality
+        if bad.any():
+            row = int(np.argmax(bad))
+            raise DataError(
+                f"{what}: categorical column '{cat.name}' has code {int(codes[row])} at "
+                f"{col.where_row(row)}, but the model was trained on codes "
+                f"0..{cat.cardinality - 1} and has no unknown bucket (preprocess: none); map "
+                "unseen values to a trained code, or train with the default preprocessing",
+                public=f"{what}: a categorical column holds a code the model was not trained "
+                "on (it has no unknown bucket)",
+            )
+        return codes
+    index = {w: i + 2 for i, w in enumerate(cat.vocabulary)}
+    lookup = np.array([index.get(w, UNKNOWN) for w in col.words], dtype=np.int64)
+    out = np.full(len(col.codes), EMPTY, dtype=np.int64)
+    present = col.codes >= 0
+    out[present] = lookup[col.codes[present]] if len(lookup) else UNKNOWN
+    drift.count(UNKNOWN_CATEGORY, cat.name, out == UNKNOWN)
+    return out
+
+
+def _names(names: Iterable[str]) -> str:
+    names = list(names)
+    shown = ", ".join(f"'{n}'" for n in names[:8])
+    return f"{shown}{', ...' if len(names) > 8 else ''}"
