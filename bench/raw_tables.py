@@ -53,9 +53,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from raw_data import raw_tables
-from table_load import run as vfl_run
 from vfl.contract.spec import TableColumns, TableSource
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from raw_data import raw_tables  # noqa: E402
+from table_load import run as vfl_run  # noqa: E402
 
 BENCH = Path(__file__).resolve().parent
 BREAST = BENCH / "data" / "breast_raw.csv"
