@@ -274,6 +274,8 @@ def table_lines(table: str, results: dict, args: argparse.Namespace) -> list[str
             aucs = [r["auc"] for r in runs if r["auc"] is not None]
             failed = [r for r in runs if r["auc"] is None]
             mean = f"{np.mean(aucs):.4f}" if aucs else "failed"
+            if aucs and failed:
+                mean += f" ({len(aucs)} of {len(runs)})"
             shown = [f"{r['auc']:.4f}" if r["auc"] is not None else "failed" for r in runs]
             cells += [mean, " ".join(shown)]
             for r in failed[:1]:
