@@ -16,20 +16,23 @@ Data sets (each split between an active "bank" and a passive "shop"):
             default 20,000), 20% held out
     a9a     the a9a.guest / a9a.host split, validated on the a9a.t test rows
             (VFL_SHARED_DATA, default /work/shared/data)
+    a9a3    a9a with the positive rows subsampled to ~3% (bench/a9a_data.py; the data
+            seed draws them), in the training and the test rows alike
 
 Every job uses the default spec (source out_dim 16, top [32], batch 256, lr 0.05,
-adagrad) except a9a's `out_dim: 1, top: []` (logistic regression); it
+adagrad) except a9a's and a9a3's `out_dim: 1, top: []` (logistic regression); it
 validates after every epoch. The keys are small test keys (--key-bits): the model and
 its accuracy do not depend on the key size, only the time does. Printed: the AUC after
 epoch 1 and after the last epoch (--epochs, default 3) for split and blindfl, and the
 differences blindfl - split.
 
-`--seeds` draws the synthetic data (credit, sparse) anew per seed; `--job-seeds` sets the
-jobs' `train.seed` (initial weights, shares and batch order), the data seed when not
-given. With more than one run per data set a summary line gives the mean difference and
-the worst single run: on data whose label needs an interaction between the parties'
-features the epoch at which training leaves a plateau depends on the initial weights,
-for split as for blindfl, so one run's difference says little (docs/protocols.md §4).
+`--seeds` draws the synthetic data (credit, sparse) and a9a3's positives anew per seed;
+`--job-seeds` sets the jobs' `train.seed` (initial weights, shares and batch order), the
+data seed when not given. With more than one run per data set a summary line gives the
+mean difference and the worst single run: on data whose label needs an interaction
+between the parties' features the epoch at which training leaves a plateau depends on
+the initial weights, for split as for blindfl, so one run's difference says little
+(docs/protocols.md §4).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from a9a_data import a9a3_tables
 from credit_data import credit_tables
 from sparse_data import sparse_tables
 from vfl.cli.progress import follow
@@ -52,8 +56,10 @@ REPO = Path(__file__).resolve().parent.parent
 FATE = REPO / "cli" / "data"
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
 BATCH = 256
-DATASETS = ("credit", "breast", "sparse", "a9a")
-SEEDED = ("credit", "sparse")  # synthetic: the seed draws the data
+DATASETS = ("credit", "breast", "sparse", "a9a", "a9a3")
+SEEDED = ("credit", "sparse", "a9a3")  # the seed draws the data
+LOGISTIC = ("a9a", "a9a3")  # out_dim 1, no hidden top layer: logistic regression
+TESTED = ("a9a", "a9a3")  # validated on their own test rows
 
 
 def _data(table: TableSource, test: str | None = None) -> dict:
@@ -77,6 +83,10 @@ def _tables(name: str, folder: Path, args: argparse.Namespace) -> tuple[dict, in
         bank = TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")
         shop = TableSource(path=str(FATE / "breast_hetero_host.csv"))
         return {"bank": _data(bank), "shop": _data(shop)}, 569
+    if name == "a9a3":
+        tables = a9a3_tables(folder, args.seed)
+        data = {p: _data(table, test) for p, (table, test) in tables.items()}
+        return data, sum(1 for _ in open(tables["bank"][0].path))
     svm = {"format": "libsvm"}
     bank = TableSource(path=str(A9A / "a9a.guest"), label="y", **svm)
     shop = TableSource(path=str(A9A / "a9a.host"), **svm)
@@ -87,7 +97,7 @@ def _tables(name: str, folder: Path, args: argparse.Namespace) -> tuple[dict, in
 
 
 def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Namespace) -> dict:
-    held_out = 0 if name == "a9a" else round(rows * 0.2)
+    held_out = 0 if name in TESTED else round(rows * 0.2)
     per_epoch = -(-(rows - held_out) // BATCH)
     spec = {
         "job": f"{name}-{protocol}",
@@ -100,7 +110,7 @@ def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Nam
         "train": {"epochs": args.epochs, "seed": args.job_seed},
         "validation": {"every": per_epoch},
     }
-    if name == "a9a":
+    if name in LOGISTIC:
         spec["model"] = {"source": {"out_dim": 1}, "top": {"hidden": []}}
     return spec
 

@@ -48,6 +48,15 @@ def seeded_mlp(seed: int, salt: str, in_dim: int, hidden: Sequence[int], out_dim
     return _reinit(mlp(in_dim, hidden, out_dim), _generator(seed, salt))
 
 
+def set_output_bias(net: nn.Sequential, bias: np.ndarray) -> None:
+    """Set the bias of `net`'s output layer (the last linear layer of `mlp()`)."""
+    last = net[-1]
+    if not isinstance(last, nn.Linear):
+        raise TypeError(f"an MLP ends with a linear layer, not {type(last).__name__}")
+    with torch.no_grad():
+        last.bias.copy_(torch.as_tensor(bias, dtype=last.bias.dtype))
+
+
 def make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float):
     params = list(params)
     if name == "adagrad":

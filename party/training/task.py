@@ -11,6 +11,7 @@ from vfl.party.errors import DataError
 from vfl.party.training import metrics
 
 MAX_CLASSES = 1000
+PRIOR_CLIP = 1e-4  # class rates of the initial output bias stay in [1e-4, 1 - 1e-4]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,23 @@ class Task:
         if self.kind == "binary":
             return torch.as_tensor(idx, dtype=torch.float32)
         return torch.as_tensor(idx, dtype=torch.int64)
+
+    def output_bias(self, target: torch.Tensor) -> np.ndarray:
+        """The output layer's initial bias for encoded training labels `target`: the
+        constant output that minimises the loss (binary: the log-odds of the positive
+        rate; multiclass: the log class frequencies, centred; regression: the mean), so
+        that training starts from the label prior instead of spending its first steps,
+        and the optimisers' first accumulated squares, on finding it
+        (docs/protocols.md §4, Initial output bias)."""
+        y = target.detach().numpy().astype(np.float64)
+        if self.kind == "regression":
+            return np.array([y.mean() if y.size else 0.0])
+        if self.kind == "binary":
+            rate = float(np.clip(y.mean() if y.size else 0.5, PRIOR_CLIP, 1 - PRIOR_CLIP))
+            return np.array([np.log(rate / (1 - rate))])
+        counts = np.bincount(y.astype(np.int64), minlength=self.out_dim)[: self.out_dim]
+        logs = np.log(np.clip(counts / max(y.size, 1), PRIOR_CLIP, 1.0))
+        return logs - logs.mean()
 
     def losses(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Per-instance losses (the mean is the training loss)."""

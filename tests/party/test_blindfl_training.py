@@ -213,3 +213,35 @@ def test_default_blindfl_is_as_accurate_as_split_on_sparse_imbalanced_data(
     blind = np.mean([epoch_aucs(default_spec("blindfl", 2, 25, s), datasets) for s in seeds], 0)
     assert len(blind) == len(split) == 2 and split[-1] >= 0.8
     assert all(b >= s - 0.02 for b, s in zip(blind, split, strict=True)), (split, blind)
+
+
+@pytest.mark.parametrize("protocol", ["split", "blindfl"])
+@pytest.mark.parametrize(
+    "model",
+    [{"source": {"out_dim": 1}, "top": {"hidden": []}}, {}],
+    ids=["logistic", "default"],
+)
+def test_training_starts_from_the_label_prior(tmp_path, monkeypatch, protocol, model) -> None:
+    """The output's initial bias is the training labels' log-odds (docs/protocols.md §4,
+    Initial output bias): with a learning rate too small to move anything, the mean
+    output on ~3% positives sits near log(0.03 / 0.97) = -3.5, not near 0. For blindfl's
+    logistic regression (identity top) that bias is the MatMul layer's b."""
+    pin_keys(monkeypatch, seeded_keys(monkeypatch, ("bank", "shop"), 512, seed=5))
+    tables = sparse_tables(tmp_path, rows=600, seed=0)
+    datasets = {pid: {"d": table} for pid, table in tables.items()}
+    spec = parse_spec(
+        {
+            "job": "p",
+            "protocol": protocol,
+            "crypto": TEST_CRYPTO,
+            "parties": [
+                {"id": "bank", "role": "active", "data": {"dataset": "d"}},
+                {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
+            ],
+            "model": model,
+            "train": {"epochs": 1, "lr": 1e-9},
+        }
+    )
+    outputs = np.asarray(run_inprocess(spec, datasets)["bank"]["validation_outputs"])[:, 0]
+    prior = np.log(0.03 / 0.97)
+    assert abs(float(outputs.mean()) - prior) < 1.0, (outputs.mean(), prior)

@@ -37,6 +37,7 @@ from vfl.party.training.models import (
     make_optimizer,
     mlp_forward,
     seeded_mlp,
+    set_output_bias,
 )
 from vfl.party.training.split.active import history_entry
 from vfl.party.training.task import Labels, Task
@@ -110,6 +111,8 @@ class BlindActiveTrainer:
         self._make_optimizer()
         if self.src is not None:
             self.src.setup("src")
+        self._start_from_prior()
+        if self.src is not None:
             src, inputs = self.src, {"train": self.ctx.inputs, "val": self.ctx.val_inputs}
             self.row_sets.precompute(
                 src,
@@ -117,6 +120,18 @@ class BlindActiveTrainer:
             )
         if self.embed is not None:
             self.embed.setup("emb")
+
+    def _start_from_prior(self) -> None:
+        """The output's initial bias from the training labels (`Task.output_bias`), as in
+        split learning: the top's output layer, or with an identity top the bias of Z
+        (the MatMul layer's b, else B's own linear part)."""
+        bias = self.task.output_bias(self.labels.of(self.ctx.plan.train_rows))
+        if not self.identity:
+            set_output_bias(self.top, bias)  # type: ignore[arg-type]
+        elif self.src is not None:
+            self.src.set_bias(bias)
+        elif self.own is not None:
+            set_output_bias(self.own, bias)
 
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a `state_dict()` instead of `setup()`: the key pair, the passive

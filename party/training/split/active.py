@@ -21,6 +21,7 @@ from vfl.party.training.models import (
     make_optimizer,
     seeded_bottom,
     seeded_mlp,
+    set_output_bias,
 )
 from vfl.party.training.task import Labels, Task
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
@@ -43,6 +44,8 @@ class ActiveTrainer:
         )
         top_in = self.width * (len(self.passives) + int(self.bottom is not None))
         self.top = seeded_mlp(s.train.seed, "top", top_in, s.model.top.hidden, task.out_dim)
+        if labels.train is not None:  # training starts from the label prior
+            set_output_bias(self.top, task.output_bias(labels.of(ctx.plan.train_rows)))
         params = list(self.top.parameters())
         if self.bottom is not None:
             params += list(self.bottom.parameters())

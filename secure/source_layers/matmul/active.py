@@ -161,6 +161,19 @@ class ActiveSourceLayer(LayerRole[LayerParams]):
         bias = check_init(self._init, "bias", (self.out_dim,))
         self._bias = np.zeros(self.out_dim) if bias is None else bias
 
+    def set_bias(self, bias: np.ndarray) -> None:
+        """Replace the bias b (B's plaintext, out_dim values), e.g. with the label prior
+        before training.
+
+        Raises:
+            SecureError: setup() has not run. ConfigError: not out_dim finite numbers.
+        """
+        self._require_setup()
+        value = np.asarray(bias, dtype=np.float64)
+        if value.shape != (self.out_dim,) or not np.all(np.isfinite(value)):
+            raise ConfigError(f"the bias must be {self.out_dim} finite numbers")
+        self._bias = value.copy()
+
     def forward(self, tag: str, x: Features, rows: RowRef | None = None) -> np.ndarray:
         """Run the forward exchange and return Z (N x out_dim float64).
 
