@@ -22,7 +22,7 @@ Modes (a dataset's `preprocess:`):
 
 Every mode but `none` bounds its outputs to +-`Z_LIMIT`, so the secure layer of
 `protocol: blindfl` always holds them. LIBSVM (sparse) tables keep their sparsity: a
-column whose largest magnitude exceeds 1 is divided by it; 0/1 columns stay as they are.
+column is divided by its standard deviation (not centred); 0/1 columns stay as they are.
 
 Drift: `apply` counts, per column, values outside the fitted range, categories that fall
 into the unknown bucket and empty cells in a column that had none in training. These are
@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict, Field
 from vfl.contract.spec.data import Preprocess
-from vfl.party.data import RawColumn, RawTable, Table
+from vfl.party.data import RawColumn, RawTable, Table, with_columns
 from vfl.party.errors import DataError
 
 Z_LIMIT = 8.0  # |input| after preprocessing (auto, zscore)
@@ -92,7 +92,8 @@ Column = Annotated[Numeric | Categorical | Ignored, Field(discriminator="kind")]
 
 
 class SparseScales(_Fitted):
-    """A LIBSVM table's columns (by index name) and the divisor of each."""
+    """A LIBSVM table's columns (by index name) and the divisor of each (values beyond
+    +-`Z_LIMIT` after it are clipped and counted as out of range)."""
 
     names: tuple[str, ...]
     scales: tuple[float, ...]
@@ -235,23 +236,20 @@ class Preprocessor(_Fitted):
                 )
 
     def _apply_sparse(self, raw: RawTable, what: str, drift: Drift) -> Table:
-        from vfl.party.data import with_columns  # noqa: PLC0415 - one module, both ways
-
         assert self.sparse is not None and raw.sparse is not None
         table = with_columns(raw.sparse_table(), self.sparse.names, what)
         x = sp.csr_matrix(table.features, dtype=np.float32, copy=True)
         scales = np.asarray(self.sparse.scales, dtype=np.float32)
         x.data /= scales[x.indices]
-        outside = np.abs(x.data) > 1
-        if outside.any():
+        outside = np.abs(x.data) > Z_LIMIT
+        if outside.any() and self.mode != "none":
             rows = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
             for j in np.unique(x.indices[outside]):
                 hit = outside & (x.indices == j)
                 mask = np.zeros(x.shape[0], dtype=bool)
                 mask[rows[hit]] = True
                 drift.count(OUT_OF_RANGE, self.sparse.names[j], mask)
-            if self.mode != "none":
-                np.clip(x.data, -Z_LIMIT, Z_LIMIT, out=x.data)
+            np.clip(x.data, -Z_LIMIT, Z_LIMIT, out=x.data)
         return Table(table.ids, x, table.labels, self.sparse.names)
 
 
@@ -319,13 +317,18 @@ def _fit_vocabulary(col: RawColumn, rows: np.ndarray | None) -> Categorical:
 
 
 def _fit_sparse(raw: RawTable, rows: np.ndarray | None, mode: Preprocess) -> Preprocessor:
+    """Per column, the divisor of a LIBSVM table: its standard deviation over the training
+    rows (zeros included, not centred, so the matrix stays sparse); 1 for a 0/1 column."""
     assert raw.sparse is not None
-    x = raw.sparse if rows is None else raw.sparse[rows]
-    if mode == "none":
-        scales = np.ones(x.shape[1])
-    else:
-        top = np.asarray(abs(x).max(axis=0).todense()).ravel()
-        scales = np.where(top > 1, top, 1.0)
+    x = sp.csr_matrix(raw.sparse if rows is None else raw.sparse[rows], dtype=np.float64)
+    scales = np.ones(x.shape[1])
+    if mode != "none" and x.shape[0]:
+        binary = np.ones(x.shape[1], dtype=bool)
+        binary[np.unique(x.indices[x.data != 1])] = False
+        mean = np.asarray(x.mean(axis=0)).ravel()
+        square = np.asarray(x.multiply(x).mean(axis=0)).ravel()
+        std = np.sqrt(np.maximum(square - mean**2, 0.0))
+        scales = np.where(binary | (std == 0), 1.0, std)
     names = raw.sparse_names
     sparse = SparseScales(names=names, scales=tuple(float(s) for s in scales))
     return Preprocessor(mode=mode, sparse=sparse)

@@ -179,10 +179,12 @@ def test_blindfl_refuses_unscaled_values_before_keys_naming_column_and_fix(tmp_p
     check_secure_bounds(read_raw(source(path), "loans"), "auto", "bank")  # bounded: fine
 
 
-def test_libsvm_keeps_sparsity_and_binary_columns_and_scales_larger_ones(tmp_path: Path) -> None:
+def test_libsvm_keeps_sparsity_and_binary_columns_and_scales_others_by_their_deviation(tmp_path: Path) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:1 3:4\n-1 2:1 3:2\n1 1:1\n")
     cfg = TableSource(path=str(f), format="libsvm", id="auto", label="y")
     table = load_table(cfg, "d")
-    assert sp.issparse(table.features)
-    assert table.features.toarray().tolist() == [[1, 0, 1], [0, 1, 0.5], [1, 0, 0]]
+    std = np.std([4.0, 2.0, 0.0])  # column 3, zeros included, not centred
+    assert sp.issparse(table.features) and table.features.nnz == 5
+    expected = np.array([[1, 0, 4 / std], [0, 1, 2 / std], [1, 0, 0]], dtype=np.float32)
+    assert np.allclose(table.features.toarray(), expected)
