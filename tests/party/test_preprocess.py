@@ -179,7 +179,9 @@ def test_blindfl_refuses_unscaled_values_before_keys_naming_column_and_fix(tmp_p
     check_secure_bounds(read_raw(source(path), "loans"), "auto", "bank")  # bounded: fine
 
 
-def test_libsvm_keeps_sparsity_and_binary_columns_and_scales_others_by_their_deviation(tmp_path: Path) -> None:
+def test_libsvm_keeps_sparsity_and_binary_columns_and_scales_others_by_deviation(
+    tmp_path: Path,
+) -> None:
     f = tmp_path / "d.svm"
     f.write_text("1 1:1 3:4\n-1 2:1 3:2\n1 1:1\n")
     cfg = TableSource(path=str(f), format="libsvm", id="auto", label="y")
