@@ -77,10 +77,10 @@ def cmd_describe(args: argparse.Namespace) -> int:
         return 0
     print(f"dataset '{args.dataset}': {rows} rows, {len(columns)} columns ({source.path})")
     width = max([6, *(len(c.name) for c in columns)])
-    print(f"{'column':<{width}}  {'type':<7}  {'missing':>7}  {'distinct':>8}  min / median / max")
+    print(f"{'column':<{width}}  {'type':<11}  {'missing':>7}  {'distinct':>8}  min / median / max")
     for c in columns:
         stats = " / ".join(f"{v:.6g}" for v in (c.min, c.median, c.max) if v is not None)
-        print(f"{c.name:<{width}}  {c.type:<7}  {c.missing:>7.1%}  {c.distinct:>8}  {stats}")
+        print(f"{c.name:<{width}}  {c.type:<11}  {c.missing:>7.1%}  {c.distinct:>8}  {stats}")
     return 0
 
 
