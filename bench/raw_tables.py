@@ -192,8 +192,10 @@ def synthetic_tables(folder: Path, case: str, args: argparse.Namespace) -> dict[
     return raw_tables(folder, args.rows, args.data_seed, variant)
 
 
-def cases(table: str) -> tuple[str, ...]:
-    return tuple(CASES) if table == "synthetic" else ("standardised", "raw", "zscore")
+def cases(table: str, only: list[str] | None = None) -> tuple[str, ...]:
+    """The rows of `table`'s results (of `only`, if given)."""
+    rows = tuple(CASES) if table == "synthetic" else ("standardised", "raw", "zscore")
+    return tuple(c for c in rows if only is None or c in only)
 
 
 def tables_for(table: str, args: argparse.Namespace) -> Callable[[Path, str], dict]:
@@ -269,7 +271,7 @@ def table_lines(table: str, results: dict, args: argparse.Namespace) -> list[str
     lines.append("| rows | split AUC | split runs | blindfl AUC | blindfl runs |")
     lines.append("|---|---|---|---|---|")
     notes: list[str] = []
-    for case in cases(table):
+    for case in cases(table, args.cases):
         cells = [CASES[case]]
         for protocol in PROTOCOLS:
             runs = results[case][protocol]
@@ -294,6 +296,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=DEFAULTS["rows"], help="synthetic rows")
     parser.add_argument("--data-seed", type=int, default=DEFAULTS["data_seed"])
     parser.add_argument("--epochs", type=int, default=DEFAULTS["epochs"])
+    parser.add_argument("--cases", nargs="+", choices=CASES, help="some rows only")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--vfl", default=str(Path(sys.executable).parent / "vfl"))
     args = parser.parse_args()
@@ -314,7 +317,7 @@ def main() -> None:
             print(f"\n(criteo skipped: {CRITEO} is missing)", flush=True)
             continue
         results[table] = {}
-        for case in cases(table):
+        for case in cases(table, args.cases):
             results[table][case] = {}
             for protocol in PROTOCOLS:
                 runs = results[table][case][protocol] = []
@@ -342,7 +345,11 @@ def main() -> None:
         for runs in by_protocol.values()
         for r in runs
     )
-    real = all(getattr(args, k) == v for k, v in DEFAULTS.items()) and args.only == list(TABLES)
+    real = (
+        all(getattr(args, k) == v for k, v in DEFAULTS.items())
+        and args.only == list(TABLES)
+        and args.cases is None
+    )
     if real and not failed:
         RESULTS.write_text("\n".join(out) + "\n")
         print(f"\nwritten to {RESULTS.relative_to(BENCH.parent)}")

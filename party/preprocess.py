@@ -15,7 +15,10 @@ Modes (a dataset's `preprocess:`):
             the training quantiles `CLIP_QUANTILE`..1-`CLIP_QUANTILE`, then z-scored;
             0/1 columns stay as they are. Words: categorical, through a vocabulary of the
             values seen at least `MIN_COUNT` times (at most `MAX_CATEGORIES`, the most
-            frequent); code 0 is the unknown bucket, 1 an empty cell.
+            frequent); code 0 is the unknown bucket, 1 an empty cell. A column of at most
+            `ONE_HOT_MAX` codes is one-hot (0/1 numeric inputs: cheap in the secure
+            MatMul layer), a larger one goes through an embedding (blindfl: the
+            Embed-MatMul layer).
     zscore  the same, with plain z-scores (no log, no quantile clip): the comparison.
     none    the features as they are: numbers only, no empty cells, categorical columns
             of integer codes (codes 0..max seen in training).
@@ -47,6 +50,7 @@ LOG_SKEW = 1.0  # a non-negative column more skewed than this is logged
 CLIP_QUANTILE = 0.001
 MIN_COUNT = 2  # a category seen fewer times in training goes to the unknown bucket
 MAX_CATEGORIES = 1000
+ONE_HOT_MAX = 16  # a vocabulary of at most this many codes is one-hot, a larger one embedded
 UNKNOWN, EMPTY = 0, 1  # the codes of a category never fitted and of an empty cell
 MISSING_SUFFIX = " (missing)"
 SECURE_LIMIT = 64.0  # |feature| the blindfl source layers hold: |Z| < 128 at their fixed point
@@ -81,6 +85,12 @@ class Categorical(_Fitted):
     kind: Literal["categorical"] = "categorical"
     vocabulary: tuple[str, ...] | None = None  # None: the file's own integer codes
     cardinality: int
+    one_hot: bool = False  # fed as `cardinality` 0/1 columns, not through an embedding
+
+    @property
+    def one_hot_names(self) -> tuple[str, ...]:
+        words = ("(unknown)", "(empty)", *(self.vocabulary or ()))
+        return tuple(f"{self.name}={w}" for w in words)
 
 
 class Ignored(_Fitted):
@@ -157,18 +167,21 @@ class Preprocessor(_Fitted):
         return tuple(c for c in self.columns if isinstance(c, Categorical))
 
     @property
+    def embedded(self) -> tuple[Categorical, ...]:
+        """The categorical columns fed through embeddings (the rest are one-hot)."""
+        return tuple(c for c in self.categorical if not c.one_hot)
+
+    @property
     def feature_names(self) -> tuple[str, ...]:
+        """The model's numeric inputs: the numeric columns, their missing indicators, the
+        one-hot columns of small vocabularies."""
         if self.sparse is not None:
             return self.sparse.names
         nums = self.numeric
-        return tuple(c.name for c in nums) + tuple(
-            c.name + MISSING_SUFFIX for c in nums if c.indicator
+        names = [c.name for c in nums] + [c.name + MISSING_SUFFIX for c in nums if c.indicator]
+        return tuple(names) + tuple(
+            n for c in self.categorical if c.one_hot for n in c.one_hot_names
         )
-
-    @property
-    def input_columns(self) -> int:
-        """How many input columns the model reads (what the other parties learn)."""
-        return len(self.feature_names) + len(self.categorical)
 
     def apply(self, raw: RawTable, what: str) -> tuple[Table, Drift]:
         """`raw` as the model's inputs, and what drifted (`what` names the table in errors).
@@ -183,8 +196,7 @@ class Preprocessor(_Fitted):
             return self._apply_sparse(raw, what, drift), drift
         self._check_columns(raw, what)
         nums = self.numeric
-        extra = sum(c.indicator for c in nums)
-        feats = np.empty((raw.rows, len(nums) + extra), dtype=np.float32)
+        feats = np.zeros((raw.rows, len(self.feature_names)), dtype=np.float32)
         k = len(nums)
         for j, col in enumerate(nums):
             values = raw.column(col.name).values
@@ -193,7 +205,12 @@ class Preprocessor(_Fitted):
             if col.indicator:
                 feats[:, k] = missing
                 k += 1
-        cats = self.categorical
+        for cat in self.categorical:
+            if cat.one_hot:
+                codes_of = _codes(cat, raw.column(cat.name), what, drift)
+                feats[np.arange(raw.rows), k + codes_of] = 1.0
+                k += cat.cardinality
+        cats = self.embedded
         codes = np.empty((raw.rows, len(cats)), dtype=np.int64) if cats else None
         for j, cat in enumerate(cats):
             assert codes is not None
@@ -313,7 +330,11 @@ def _fit_vocabulary(col: RawColumn, rows: np.ndarray | None) -> Categorical:
         key=lambda i: (-counts[i], words[i]),
     )[:MAX_CATEGORIES]
     vocabulary = tuple(words[i] for i in order)
-    return Categorical(name=col.name, vocabulary=vocabulary, cardinality=len(vocabulary) + 2)
+    cardinality = len(vocabulary) + 2
+    one_hot = cardinality <= ONE_HOT_MAX
+    return Categorical(
+        name=col.name, vocabulary=vocabulary, cardinality=cardinality, one_hot=one_hot
+    )
 
 
 def _fit_sparse(raw: RawTable, rows: np.ndarray | None, mode: Preprocess) -> Preprocessor:

@@ -101,13 +101,15 @@ def test_small_keys_need_the_named_test_setting() -> None:
         )
 
 
-def categorical_job(tmp_path, protocol: str, **extra):
+def categorical_job(tmp_path, protocol: str, vocab: int = 8, preprocess: str = "none", **extra):
     """The passive party holds three categorical fields whose values drive the label
-    (`extra`: spec sections that replace the defaults below)."""
+    (`extra`: spec sections that replace the defaults below). With `preprocess: none` its
+    integer codes go through embeddings as they are; with `auto`, a vocabulary of more
+    than 14 values (`vocab`) also goes through embeddings, with an unknown bucket."""
     import numpy as np
 
     rng = np.random.default_rng(5)
-    rows, vocab = 1200, 8
+    rows = 1200
     codes = rng.integers(0, vocab, size=(rows, 3))
     effects = rng.normal(0, 1.5, size=(3, vocab))
     x = rng.normal(size=(rows, 2))
@@ -132,7 +134,13 @@ def categorical_job(tmp_path, protocol: str, **extra):
     )
     datasets = {
         "adv": {"d": TableSource(path=str(tmp_path / "a.csv"), label="y")},
-        "pub": {"d": TableSource(path=str(tmp_path / "p.csv"), categorical=("C1", "C2", "C3"))},
+        "pub": {
+            "d": TableSource(
+                path=str(tmp_path / "p.csv"),
+                categorical=("C1", "C2", "C3"),
+                preprocess=preprocess,
+            )
+        },
     }
     spec = parse_spec(
         {

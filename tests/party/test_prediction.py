@@ -225,7 +225,9 @@ def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_c
     tmp_path,
 ):
     # Prepare: the passive party's categorical fields go through the Embed-MatMul layer
-    spec, datasets = categorical_job(tmp_path, "blindfl", train={"epochs": 1, "batch_size": 128})
+    spec, datasets = categorical_job(
+        tmp_path, "blindfl", vocab=20, preprocess="auto", train={"epochs": 1, "batch_size": 128}
+    )
     states = {p: StateDir(tmp_path / p) for p in ("adv", "pub")}
     adv = run_inprocess(spec, datasets, states=states)["adv"]
     ask = PredictSpec(model="job", data={"adv": "d", "pub": "d"})
@@ -240,7 +242,7 @@ def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_c
         assert rows[row_id] == pytest.approx(p, abs=1e-4)
     # a code the model never saw: scored through the unknown bucket, and counted
     text = (tmp_path / "p.csv").read_text().splitlines()
-    text[5] = text[5].rsplit(",", 1)[0] + ",8"
+    text[5] = text[5].rsplit(",", 1)[0] + ",20"
     (tmp_path / "p.csv").write_text("\n".join(text) + "\n")
     again = PredictSpec(model="job", data={"adv": "d", "pub": "d"}, out="again")
     got = run_inprocess(spec.for_prediction(again), datasets, states=states)

@@ -57,16 +57,30 @@ def test_auto_scales_logs_imputes_and_encodes_words_from_the_raw_table(tmp_path:
     assert isinstance(cols["amount"], Numeric) and cols["amount"].log
     assert isinstance(cols["age"], Numeric) and not cols["age"].log
     assert cols["amount"].indicator and not cols["age"].indicator
-    assert isinstance(cols["city"], Categorical) and len(cols["city"].vocabulary or ()) == 4
-    assert table.feature_names == ("amount", "age", "flag", "amount" + MISSING_SUFFIX)
+    city = cols["city"]
+    assert isinstance(city, Categorical) and len(city.vocabulary or ()) == 4 and city.one_hot
+    names = ("amount", "age", "flag", "amount" + MISSING_SUFFIX, *city.one_hot_names)
+    assert table.feature_names == names and city.one_hot_names[:2] == (
+        "city=(unknown)",
+        "city=(empty)",
+    )
     x = table.features
     assert np.abs(x).max() <= Z_LIMIT and np.all(np.isfinite(x))
     assert abs(x[:, 0].mean()) < 0.05 and abs(x[:, 0].std() - 1) < 0.05
     assert set(np.unique(x[:, 2])) <= {0.0, 1.0}  # a 0/1 column stays as it is
     missing = x[:, 3]
     assert missing.sum() == 16 and np.all(missing[3::25] == 1)
-    assert table.cardinalities == (6,) and table.categorical is not None
-    assert table.categorical.min() >= 2  # every city known: codes past unknown and empty
+    words = x[:, 4:]  # one-hot: one 1 per row; every city known (not unknown, not empty)
+    assert np.all(words.sum(axis=1) == 1) and not words[:, :2].any()
+    assert table.categorical is None and table.cardinalities == ()
+
+
+def test_a_large_vocabulary_goes_through_an_embedding(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("id,y,shop\n" + "".join(f"{i},{i % 2},s{i % 40}\n" for i in range(400)))
+    table = load_table(source(path), "t")
+    assert table.feature_names == () and table.cardinalities == (42,)
+    assert table.categorical is not None and table.categorical.min() >= 2
 
 
 def test_statistics_come_from_the_training_rows_only(tmp_path: Path) -> None:
@@ -108,8 +122,8 @@ def test_new_rows_count_unknown_categories_values_out_of_range_and_new_empty_cel
     assert drift.out_of_range == {"amount": 1}
     assert drift.unknown == {"city": 1} and drift.missing == {"age": 1}
     assert drift.totals() == {"out_of_range": 1, "unknown_categories": 1, "unexpected_missing": 1}
-    assert table.categorical is not None
-    assert table.categorical[:, 0].tolist()[1:] == [UNKNOWN, EMPTY]
+    city = table.features[:, table.feature_names.index("city=(unknown)") :]
+    assert city[1, UNKNOWN] == 1 and city[2, EMPTY] == 1 and city.sum() == 3
     assert np.abs(table.features).max() <= Z_LIMIT
 
 
@@ -120,7 +134,7 @@ def test_a_rare_category_goes_to_the_unknown_bucket_in_training_too(tmp_path: Pa
     pre = fit(raw, None, "auto")
     table, drift = pre.apply(raw, "t")
     assert pre.categorical[0].vocabulary == ("x",)
-    assert table.categorical is not None and table.categorical[0, 0] == UNKNOWN
+    assert table.features[0, UNKNOWN] == 1 and table.features[1:, UNKNOWN].sum() == 0
     assert drift.unknown == {"w": 1}
 
 
@@ -150,7 +164,8 @@ def test_overrides_make_a_number_column_categorical_and_leave_a_column_out(
     path = raw_csv(tmp_path / "t.csv")
     cfg = source(path, columns={"age": "categorical", "amount": "ignore"})
     table = load_table(cfg, "t")
-    assert table.feature_names == ("flag",) and len(table.cardinalities) == 2
+    assert table.feature_names[0] == "flag" and "amount" not in table.feature_names
+    assert table.cardinalities == (57,)  # age: 55 ages seen twice or more, unknown, empty
     with pytest.raises(DataError, match="'city' is set numeric but holds 'paris'|'city' is set"):
         load_table(source(path, columns={"city": "numeric"}), "t")
     with pytest.raises(DataError, match="overridden column 'zip' is not in the header"):
