@@ -58,21 +58,20 @@ class RawColumn:
     ignored: bool = False
     source: ReadTable | None = field(default=None, repr=False)
     index: int = -1
-    strict: bool = False  # preprocess: none: integer codes only
 
     @classmethod
-    def text(cls, read: ReadTable, col: int, strict: bool = False) -> RawColumn:
+    def text(cls, read: ReadTable, col: int) -> RawColumn:
         """Column `col` of `read` as text: stripped words, an empty cell as -1."""
         codes, words = read.words(col)
-        return cls(read.header[col], None, codes, words, source=read, index=col, strict=strict)
+        return cls(read.header[col], None, codes, words, source=read, index=col)
 
     def as_text(self) -> RawColumn:
         """This column read as text (numbers in a column the model takes as categories)."""
         if self.codes is not None or self.source is None:
             return self
-        return RawColumn.text(self.source, self.index, self.strict)
+        return RawColumn.text(self.source, self.index)
 
-    def integer_codes(self, what: str) -> np.ndarray:
+    def integer_codes(self) -> np.ndarray:
         """The cells as integer codes (preprocess: none).
 
         Raises:
@@ -95,14 +94,6 @@ class RawColumn:
             except ValueError:
                 return word, self.where_row(int(row))
         return "", "?"
-
-    @property
-    def example(self) -> str:
-        return self.as_text().first_word()[0]
-
-    @property
-    def where(self) -> str:
-        return self.as_text().first_word()[1]
 
 
 @dataclass(frozen=True)
@@ -271,7 +262,7 @@ def _raw_columns(
         if kind == "ignore":
             columns.append(RawColumn(column, ignored=True))
         elif kind == "categorical":
-            columns.append(RawColumn.text(read, c, strict=mode == "none"))
+            columns.append(RawColumn.text(read, c))
         elif mode == "none":
             columns.append(RawColumn(column, values=read.floats(c).astype(np.float32)))
         else:

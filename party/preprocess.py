@@ -245,9 +245,10 @@ class Preprocessor(_Fitted):
         for col in self.numeric:
             raw_col = have[col.name]
             if raw_col.values is None:
+                word, where = raw_col.as_text().first_word()
                 raise DataError(
                     f"{what}: column '{col.name}' held numbers in training and now holds "
-                    f"words ({raw_col.example!r} at {raw_col.where}); give it numbers, or "
+                    f"words ({word!r} at {where}); give it numbers, or "
                     "train the model again with the column as categorical",
                     public=f"{what}: a column that held numbers in training now holds words",
                 )
@@ -282,7 +283,7 @@ def fit(raw: RawTable, rows: np.ndarray | None, mode: Preprocess) -> Preprocesso
             values = col.values if rows is None else col.values[rows]
             columns.append(_fit_numeric(col.name, values, mode))
         elif mode == "none":
-            codes = col.integer_codes(f"dataset '{raw.name}'")
+            codes = col.integer_codes()
             if codes.size and codes.min() < 0:
                 raise DataError(f"dataset '{raw.name}': categorical codes must be >= 0")
             top = int(codes.max(initial=-1))  # every row's: the codes are the file's own
@@ -414,7 +415,7 @@ def _codes(cat: Categorical, col: RawColumn, what: str, drift: Drift) -> np.ndar
         col = col.as_text()
     assert col.codes is not None and col.words is not None
     if cat.vocabulary is None:  # mode none: integer codes as the file holds them
-        codes = col.integer_codes(what)
+        codes = col.integer_codes()
         bad = codes >= cat.cardinality
         if bad.any():
             row = int(np.argmax(bad))

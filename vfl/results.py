@@ -133,11 +133,8 @@ class JobResult:
 def _prediction(r: pb.JobResult) -> Prediction:
     p = r.prediction
     drift = {
-        party: {k: int(getattr(t.drift, k)) for k in DRIFT_KINDS}
+        party: {f.name: int(getattr(t.drift, f.name)) for f in t.drift.DESCRIPTOR.fields}
         for party, t in r.parties.items()
         if t.HasField("drift")
     }
     return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output, drift)
-
-
-DRIFT_KINDS = ("out_of_range", "unknown_categories", "unexpected_missing")

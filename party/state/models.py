@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from vfl.party.errors import ModelError, UnknownModel
+from vfl.party.preprocess import DRIFT_KINDS
 from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
 from vfl.party.state.store import StateDir, safe_name, write_atomically
 from vfl.party.training.task import Task
@@ -29,7 +30,6 @@ from vfl.party.training.task import Task
 MANIFEST = "manifest.json"
 PART = "part.ckpt"
 DRIFT = "drift.json"
-DRIFT_KINDS = ("out_of_range", "unknown_categories", "unexpected_missing")
 
 
 class Column(BaseModel):
