@@ -167,12 +167,17 @@ class PartyJob:
             plan = self._plan(len(order), None)
             fit_rows = order[plan.train_rows]
         table = self._preprocess(raw, fit_rows)
-        train = _inputs(table, order)
+        del raw  # the preprocessed rows replace the raw columns and their Arrow buffers
+        train, labels = _inputs(table, order), _labels(table, order)
+        has_test = self.test_raw is not None
         if self.test_raw is not None:
             test = self._apply(self.test_raw, self.test_dataset)
+            self.test_raw = None
             val, val_labels = _inputs(test, test_order), _labels(test, test_order)
+            del test
         else:
-            val, val_labels = train, _labels(table, order)
+            val, val_labels = train, labels
+        del table  # training reads the aligned copies
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.executor = self.executor
@@ -180,9 +185,9 @@ class PartyJob:
         ctx.start_round = self.resume_round
         ctx.instruments = self.instruments
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
-        result = self._train(ctx, _labels(table, order), val_labels, reporter)
+        result = self._train(ctx, labels, val_labels, reporter)
         # the ids of the rows validated on, in the order of `validation_outputs`
-        val_ids = aligned_ids[len(order) :] if self.test_raw is not None else aligned_ids
+        val_ids = aligned_ids[len(order) :] if has_test else aligned_ids
         result["validation_ids"] = [val_ids[i] for i in plan.val_rows]
         channel.close()  # done with it: an emulated WAN delivers the last envelopes first
         log_tasks(self.executor, self.party_id)
