@@ -166,14 +166,9 @@ def read_raw(
             f"dataset '{name}': '{cfg.path}' has no data rows",
             public=f"dataset '{name}' has no data rows",
         )
-    bad = _non_finite(raw.sparse) if raw.sparse is not None and mode == "none" else None
-    for col in raw.columns if mode == "none" else ():
-        if col.values is not None and bad is None:
-            found = _non_finite(col.values[:, None])
-            bad = None if found is None else (found[0], raw.columns.index(col))
+    bad = _first_non_finite(raw) if mode == "none" else None  # others impute or clip them
     if bad is not None:
-        r, c = bad
-        column = raw.sparse_names[c] if raw.sparse is not None else raw.columns[c].name
+        r, column = bad
         raise DataError(
             f"dataset '{name}' ('{cfg.path}'): feature '{column}' is NaN or infinite at data "
             f"row {r + 1}; clean the column, or preprocess the dataset (preprocess: auto)",
@@ -187,6 +182,17 @@ def read_raw(
             public=f"dataset '{name}': a label is NaN",
         )
     return raw
+
+
+def _first_non_finite(raw: RawTable) -> tuple[int, str] | None:
+    """(row, column name) of the first NaN or infinite feature of `raw`, if any."""
+    if raw.sparse is not None:
+        found = _non_finite(raw.sparse)
+        return None if found is None else (found[0], raw.sparse_names[found[1]])
+    for col in raw.columns:
+        if col.values is not None and (found := _non_finite(col.values[:, None])) is not None:
+            return found[0], col.name
+    return None
 
 
 def _non_finite(x: Features) -> tuple[int, int] | None:
