@@ -126,15 +126,24 @@ class ReadTable:
         Raises:
             DataError: no such column; lists the header.
         """
-        if column not in self.header:
-            shown = f"{', '.join(self.header[:12])}{', ...' if len(self.header) > 12 else ''}"
-            raise DataError(
-                f"dataset '{self.name}': {what} column '{column}' is not in the header "
-                f"({shown}); set '{what}' to one of these columns",
-                public=f"dataset '{self.name}': its header has no such {what} column; check "
-                f"the dataset's '{what}' setting",
-            )
-        return self.header.index(column)
+        return column_index(self.header, column, what, self.name)
+
+
+def column_index(header: tuple[str, ...], column: str | None, what: str, name: str) -> int:
+    """The index of column `column` in dataset `name`'s `header` (`what`: id, label, ...).
+
+    Raises:
+        DataError: no such column; lists the header.
+    """
+    if column not in header:
+        shown = f"{', '.join(header[:12])}{', ...' if len(header) > 12 else ''}"
+        raise DataError(
+            f"dataset '{name}': {what} column '{column}' is not in the header "
+            f"({shown}); set '{what}' to one of these columns",
+            public=f"dataset '{name}': its header has no such {what} column; check "
+            f"the dataset's '{what}' setting",
+        )
+    return header.index(column)
 
 
 def _numbers(column: pa.ChunkedArray) -> np.ma.MaskedArray | None:

@@ -18,22 +18,23 @@ dataset.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeAlias
 
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
+from vfl.party.columns import column_index
 from vfl.party.errors import DataError
-from vfl.party.reader import ReadTable, existing, read_table
+from vfl.party.reader import IDS, existing, name_bad_cell, scan_table
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix
 
 
 @dataclass(frozen=True)
 class Table:
-    ids: np.ndarray  # dtype object (str)
+    ids: np.ndarray  # numpy strings (`party.reader.IDS`)
     features: Features  # float32, (rows, d): dense (CSV) or CSR (LIBSVM)
     labels: np.ndarray | None  # float64, (rows,)
     feature_names: tuple[str, ...]
@@ -48,40 +49,49 @@ class Table:
 @dataclass(frozen=True)
 class RawColumn:
     """One column of a table before preprocessing: numeric (`values`, float32, NaN where
-    a cell is empty), text (`codes` into `words`, -1 where empty) or ignored. `source`
-    and `index`: where it was read (to name a value and its line in errors)."""
+    a cell is empty), text (`codes` into `words`, -1 where empty) or ignored. `lines`:
+    the table is a CSV file (to say where row r is in errors: line r + 2, else row r + 1)."""
 
     name: str
     values: np.ndarray | None = None
     codes: np.ndarray | None = None
     words: tuple[str, ...] | None = None
     ignored: bool = False
-    source: ReadTable | None = field(default=None, repr=False)
-    index: int = -1
-
-    @classmethod
-    def text(cls, read: ReadTable, col: int) -> RawColumn:
-        """Column `col` of `read` as text: stripped words, an empty cell as -1."""
-        codes, words = read.words(col)
-        return cls(read.header[col], None, codes, words, source=read, index=col)
-
-    def as_text(self) -> RawColumn:
-        """This column read as text (numbers in a column the model takes as categories)."""
-        if self.codes is not None or self.source is None:
-            return self
-        return RawColumn.text(self.source, self.index)
+    lines: bool = True
+    dataset: str = ""  # the dataset's name, for errors
 
     def integer_codes(self) -> np.ndarray:
-        """The cells as integer codes (preprocess: none).
+        """The cells of a text column as integer codes (preprocess: none).
 
         Raises:
             DataError: a cell that is not an integer code (names the value and its line).
         """
-        assert self.source is not None
-        return self.source.codes(self.index)
+        assert self.codes is not None and self.words is not None
+        lookup = np.empty(len(self.words), dtype=np.int64)
+        for i, word in enumerate(self.words):
+            try:
+                lookup[i] = _code(word)
+            except ValueError:
+                row = int(np.argmax(self.codes == i))
+                raise DataError(
+                    f"dataset '{self.dataset}': categorical column '{self.name}' has {word!r} "
+                    f"at {self.where_row(row)}; categorical values must be integer codes "
+                    "(hash or label-encode them)",
+                    public=f"dataset '{self.dataset}': a categorical column holds a value "
+                    "that is not an integer code",
+                ) from None
+        if np.any(self.codes < 0):
+            row = int(np.argmax(self.codes < 0))
+            raise DataError(
+                f"dataset '{self.dataset}': categorical column '{self.name}' has '' at "
+                f"{self.where_row(row)}; categorical values must be integer codes (fill "
+                "the cell)",
+                public=f"dataset '{self.dataset}': a categorical column has an empty cell",
+            )
+        return lookup[self.codes] if len(lookup) else np.zeros(len(self.codes), np.int64)
 
     def where_row(self, row: int) -> str:
-        return "?" if self.source is None else self.source.where(row)
+        return f"line {row + 2}" if self.lines else f"row {row + 1}"
 
     def first_word(self) -> tuple[str, str]:
         """(the first present cell that is not a number, where it is)."""
@@ -96,13 +106,24 @@ class RawColumn:
         return "", "?"
 
 
+def _code(word: str) -> int:
+    """An integer code written as text ("3", " 3", "3.0")."""
+    try:
+        return int(word)
+    except ValueError:
+        number = float(word)
+        if not number.is_integer():
+            raise
+        return int(number)
+
+
 @dataclass(frozen=True)
 class RawTable:
     """A dataset's rows before preprocessing: ids, labels (if any) and either its typed
     columns (CSV, Parquet) or a CSR matrix of its LIBSVM columns (`sparse`)."""
 
     name: str
-    ids: np.ndarray  # dtype object (str)
+    ids: np.ndarray  # numpy strings (`party.reader.IDS`)
     labels: np.ndarray | None  # float64
     columns: tuple[RawColumn, ...]
     sparse: sp.csr_matrix | None = None
@@ -118,9 +139,13 @@ class RawTable:
                 return col
         raise KeyError(name)
 
-    def sparse_table(self) -> Table:
+    def sparse_table(self, rows: np.ndarray | None = None) -> Table:
+        """The LIBSVM rows (`rows` of them, in that order; None: every row) as a `Table`."""
         assert self.sparse is not None
-        return Table(self.ids, self.sparse, self.labels, self.sparse_names)
+        if rows is None:
+            return Table(self.ids, self.sparse, self.labels, self.sparse_names)
+        labels = None if self.labels is None else self.labels[rows]
+        return Table(self.ids[rows], self.sparse[rows], labels, self.sparse_names)
 
 
 def load_table(cfg: TableSource, name: str) -> Table:
@@ -154,7 +179,7 @@ def read_raw(
     """
     mode = mode or cfg.preprocess or "auto"
     if cfg.format in ("csv", "parquet"):
-        raw = _raw_columns(read_table(cfg, name, typed=mode == "none"), cfg, mode, schema)
+        raw = _raw_columns(cfg, name, mode, schema)
     elif cfg.format == "libsvm":
         raw = _raw_libsvm(_load_libsvm(existing(cfg, name), cfg, name), name)
     else:
@@ -245,48 +270,44 @@ def _names(names: tuple[str, ...]) -> str:
     return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"
 
 
-def _raw_columns(
-    read: ReadTable, cfg: TableSource, mode: str, schema: dict[str, str] | None
-) -> RawTable:
+def _raw_columns(cfg: TableSource, name: str, mode: str, schema: dict[str, str] | None) -> RawTable:
     """The typed columns of a CSV or Parquet table, each numeric (float32, NaN where
     empty), text (codes into its words) or ignored, by `schema`, else the dataset's
     settings, else inference."""
-    id_col = read.column(cfg.id, "id")
-    label_col = read.column(cfg.label, "label") if cfg.label else None
     overrides = dict(cfg.columns or {})
     for column in cfg.categorical or ():
         overrides.setdefault(column, "categorical")
+    kinds = schema if schema is not None else overrides
+    text = [c for c, kind in kinds.items() if kind == "categorical"]
+    skip = [c for c, kind in kinds.items() if kind == "ignore"]
+    scanned = scan_table(cfg, name, typed=mode == "none", text=text, skip=skip)
     if schema is None:
         for column in overrides:
-            read.column(column, "overridden")
-    kinds = schema if schema is not None else overrides
+            column_index(scanned.header, column, "overridden", name)
     columns = []
-    for c, column in enumerate(read.header):
-        if c in (id_col, label_col):
+    for column in scanned.header:
+        if column in (cfg.id, cfg.label):
             continue
         kind = kinds.get(column)
         if kind == "ignore":
-            columns.append(RawColumn(column, ignored=True))
-        elif kind == "categorical":
-            columns.append(RawColumn.text(read, c))
-        elif mode == "none":
-            columns.append(RawColumn(column, values=read.floats(c).astype(np.float32)))
-        else:
-            numbers = read.numbers(c)
-            if numbers is None and kind == "numeric" and schema is None:
-                text, where = RawColumn.text(read, c).first_word()
+            columns.append(RawColumn(column, ignored=True, lines=scanned.lines, dataset=name))
+        elif column in scanned.texts:
+            codes, words = scanned.texts[column]
+            col = RawColumn(column, codes=codes, words=words, lines=scanned.lines, dataset=name)
+            if kind != "categorical" and mode == "none":
+                name_bad_cell(cfg, name, column)
+            if kind == "numeric" and schema is None:
+                word, where = col.first_word()
                 raise DataError(
-                    f"dataset '{read.name}': column '{column}' is set numeric but holds "
-                    f"{text!r} at {where}; fix the value, or drop the override",
-                    public=f"dataset '{read.name}': a column set numeric holds words",
+                    f"dataset '{name}': column '{column}' is set numeric but holds "
+                    f"{word!r} at {where}; fix the value, or drop the override",
+                    public=f"dataset '{name}': a column set numeric holds words",
                 )
-            if numbers is None:
-                columns.append(RawColumn.text(read, c))
-            else:
-                values = numbers.filled(np.nan).astype(np.float32)
-                columns.append(RawColumn(column, values=values, source=read, index=c))
-    labels = read.floats(label_col) if label_col is not None else None
-    return RawTable(read.name, read.ids(id_col), labels, tuple(columns))
+            columns.append(col)
+        else:
+            values = scanned.numbers[column]
+            columns.append(RawColumn(column, values=values, lines=scanned.lines, dataset=name))
+    return RawTable(name, scanned.ids, scanned.labels, tuple(columns))
 
 
 def _raw_libsvm(table: Table, name: str) -> RawTable:
@@ -340,7 +361,7 @@ def _load_libsvm(path: Path, cfg: TableSource, name: str) -> Table:
     feats.sum_duplicates()  # a repeated index in a line adds up, as in a sum of one-hots
     names = tuple(f"f{int(i)}" for i in used)  # as the file numbers them (0- or 1-based)
     return Table(
-        np.array(ids, dtype=object),
+        np.array(ids, dtype=IDS),
         feats,
         np.frombuffer(labels, dtype=np.float64).copy() if has_label else None,
         names,

@@ -152,32 +152,33 @@ class PartyJob:
 
     def run(self, channel: Channel, reporter: Reporter) -> dict:
         raw = self.prepare() if self.raw is None else self.raw
+        self.raw = None  # the aligned, preprocessed rows replace it
         started = time.monotonic()
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, raw, "psi")
-        test_size = 0
-        aligned_ids = [str(raw.ids[i]) for i in order]
+        test_size, aligned = 0, [raw.ids[order]]
         if self.test_raw is not None:
             test_order, test_psi = self._align(channel, self.test_raw, "psi-test")
             test_size = test_psi.intersection_size
-            aligned_ids += [str(self.test_raw.ids[i]) for i in test_order]
+            aligned.append(self.test_raw.ids[test_order])
             plan = self._plan(len(order), len(test_order))
-            fit_rows = order
+            self._fit(raw, order)
         else:
             plan = self._plan(len(order), None)
-            fit_rows = order[plan.train_rows]
-        table = self._preprocess(raw, fit_rows)
-        del raw  # the preprocessed rows replace the raw columns and their Arrow buffers
-        train, labels = _inputs(table, order), _labels(table, order)
+            self._fit(raw, order[plan.train_rows])
+        table = self._apply(raw, self.dataset, order)  # only the aligned rows, in order
+        del raw  # with it the raw columns
+        train, labels = _inputs(table), table.labels
         has_test = self.test_raw is not None
         if self.test_raw is not None:
-            test = self._apply(self.test_raw, self.test_dataset)
+            test = self._apply(self.test_raw, self.test_dataset, test_order)
             self.test_raw = None
-            val, val_labels = _inputs(test, test_order), _labels(test, test_order)
+            val, val_labels = _inputs(test), test.labels
             del test
         else:
             val, val_labels = train, labels
-        del table  # training reads the aligned copies
+        del table  # training reads its inputs
+        aligned_ids = np.concatenate(aligned)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.executor = self.executor
@@ -188,29 +189,27 @@ class PartyJob:
         result = self._train(ctx, labels, val_labels, reporter)
         # the ids of the rows validated on, in the order of `validation_outputs`
         val_ids = aligned_ids[len(order) :] if has_test else aligned_ids
-        result["validation_ids"] = [val_ids[i] for i in plan.val_rows]
+        result["validation_ids"] = val_ids[plan.val_rows]
         channel.close()  # done with it: an emulated WAN delivers the last envelopes first
         log_tasks(self.executor, self.party_id)
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result
 
-    def _preprocess(self, raw: RawTable, rows: np.ndarray) -> Table:
-        """The training rows' preprocessing (fitted on `rows`; on resume, the one fitted
-        before), applied to every row of `raw`."""
+    def _fit(self, raw: RawTable, rows: np.ndarray) -> None:
+        """The training rows' preprocessing, fitted on `rows` (on resume, the one fitted
+        before the crash)."""
         assert self.dataset is not None
         saved = None if self.resume is None else self.resume.state.get("preprocess")
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
         else:
             self.preprocessor = fit(raw, rows, self.dataset.source.preprocess or "auto")
-        self.raw = None  # the preprocessed rows replace it
-        return self._apply(raw, self.dataset)
 
-    def _apply(self, raw: RawTable, dataset: Dataset | None) -> Table:
+    def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
         assert self.preprocessor is not None and dataset is not None
         table, _ = self.preprocessor.apply(
-            raw, f"party '{self.party_id}': dataset '{dataset.name}'"
+            raw, f"party '{self.party_id}': dataset '{dataset.name}'", rows
         )
         return table
 
@@ -297,7 +296,7 @@ def align_rows(
         party_id,
         spec.active.id,
         [p.id for p in spec.passives],
-        list(table.ids),
+        table.ids,
         tag,
         seed=spec.train.seed,
         config=PsiConfig(timeout=spec.train.timeout_s),
@@ -323,10 +322,5 @@ def _fingerprint(trainer: trainers.Trainer) -> str:
     return "" if keypair is None else key_fingerprint(keypair.public.n)
 
 
-def _inputs(table: Table, order: np.ndarray) -> Inputs:
-    cats = None if table.categorical is None else table.categorical[order]
-    return Inputs(table.features[order], cats, table.cardinalities)
-
-
-def _labels(table: Table, order: np.ndarray) -> np.ndarray | None:
-    return None if table.labels is None else table.labels[order]
+def _inputs(table: Table) -> Inputs:
+    return Inputs(table.features, table.categorical, table.cardinalities)

@@ -183,42 +183,47 @@ class Preprocessor(_Fitted):
             n for c in self.categorical if c.one_hot for n in c.one_hot_names
         )
 
-    def apply(self, raw: RawTable, what: str) -> tuple[Table, Drift]:
-        """`raw` as the model's inputs, and what drifted (`what` names the table in errors).
+    def apply(
+        self, raw: RawTable, what: str, rows: np.ndarray | None = None
+    ) -> tuple[Table, Drift]:
+        """`raw` (its rows `rows`, in that order; None: every row) as the model's inputs,
+        and what drifted (`what` names the table in errors). Only the rows asked for are
+        written: a job asks for its aligned rows, so they are never copied again.
 
         Raises:
             DataError: its columns differ from the fitted ones (a column missing, an
                 extra one, a numeric column holding words), or (mode none) a categorical
                 code beyond those trained.
         """
-        drift = Drift(raw.rows)
+        n = raw.rows if rows is None else len(rows)
+        drift = Drift(n)
         if self.sparse is not None:
-            return self._apply_sparse(raw, what, drift), drift
+            return self._apply_sparse(raw, what, drift, rows), drift
         self._check_columns(raw, what)
         nums = self.numeric
-        feats = np.zeros((raw.rows, len(self.feature_names)), dtype=np.float32)
+        feats = np.zeros((n, len(self.feature_names)), dtype=np.float32)
         k = len(nums)
         for j, col in enumerate(nums):
             values = raw.column(col.name).values
             assert values is not None  # _check_columns
-            feats[:, j], missing = _numeric(col, values, drift)
+            feats[:, j], missing = _numeric(col, _take(values, rows), drift)
             if col.indicator:
                 feats[:, k] = missing
                 k += 1
         for cat in self.categorical:
             if cat.one_hot:
-                codes_of = _codes(cat, raw.column(cat.name), what, drift)
-                feats[np.arange(raw.rows), k + codes_of] = 1.0
+                codes_of = _codes(cat, raw.column(cat.name), what, drift, rows)
+                feats[np.arange(n), k + codes_of] = 1.0
                 k += cat.cardinality
         cats = self.embedded
-        codes = np.empty((raw.rows, len(cats)), dtype=np.int64) if cats else None
+        codes = np.empty((n, len(cats)), dtype=np.int64) if cats else None
         for j, cat in enumerate(cats):
             assert codes is not None
-            codes[:, j] = _codes(cat, raw.column(cat.name), what, drift)
+            codes[:, j] = _codes(cat, raw.column(cat.name), what, drift, rows)
         table = Table(
-            raw.ids,
+            _take(raw.ids, rows),
             feats,
-            raw.labels,
+            None if raw.labels is None else _take(raw.labels, rows),
             self.feature_names,
             codes,
             tuple(c.cardinality for c in cats),
@@ -245,7 +250,7 @@ class Preprocessor(_Fitted):
         for col in self.numeric:
             raw_col = have[col.name]
             if raw_col.values is None:
-                word, where = raw_col.as_text().first_word()
+                word, where = raw_col.first_word()
                 raise DataError(
                     f"{what}: column '{col.name}' held numbers in training and now holds "
                     f"words ({word!r} at {where}); give it numbers, or "
@@ -253,9 +258,11 @@ class Preprocessor(_Fitted):
                     public=f"{what}: a column that held numbers in training now holds words",
                 )
 
-    def _apply_sparse(self, raw: RawTable, what: str, drift: Drift) -> Table:
+    def _apply_sparse(
+        self, raw: RawTable, what: str, drift: Drift, rows: np.ndarray | None
+    ) -> Table:
         assert self.sparse is not None and raw.sparse is not None
-        table = with_columns(raw.sparse_table(), self.sparse.names, what)
+        table = with_columns(raw.sparse_table(rows), self.sparse.names, what)
         x = sp.csr_matrix(table.features, dtype=np.float32, copy=True)
         scales = np.asarray(self.sparse.scales, dtype=np.float32)
         x.data /= scales[x.indices]
@@ -410,10 +417,15 @@ def _numeric(col: Numeric, values: np.ndarray, drift: Drift) -> tuple[np.ndarray
     return np.clip(z, -col.limit, col.limit), missing
 
 
-def _codes(cat: Categorical, col: RawColumn, what: str, drift: Drift) -> np.ndarray:
-    if col.codes is None or col.words is None:  # numbers in a categorical column: as text
-        col = col.as_text()
-    assert col.codes is not None and col.words is not None
+def _take(values: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+    return values if rows is None else values[rows]
+
+
+def _codes(
+    cat: Categorical, col: RawColumn, what: str, drift: Drift, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """The model's codes of categorical column `col` (of its rows `rows`)."""
+    assert col.codes is not None and col.words is not None  # read as text: `read_raw`
     if cat.vocabulary is None:  # mode none: integer codes as the file holds them
         codes = col.integer_codes()
         bad = codes >= cat.cardinality
@@ -427,12 +439,13 @@ def _codes(cat: Categorical, col: RawColumn, what: str, drift: Drift) -> np.ndar
                 public=f"{what}: a categorical column holds a code the model was not trained "
                 "on (it has no unknown bucket)",
             )
-        return codes
+        return _take(codes, rows)
     index = {w: i + 2 for i, w in enumerate(cat.vocabulary)}
     lookup = np.array([index.get(w, UNKNOWN) for w in col.words], dtype=np.int64)
-    out = np.full(len(col.codes), EMPTY, dtype=np.int64)
-    present = col.codes >= 0
-    out[present] = lookup[col.codes[present]] if len(lookup) else UNKNOWN
+    held = _take(col.codes, rows)
+    out = np.full(len(held), EMPTY, dtype=np.int64)
+    present = held >= 0
+    out[present] = lookup[held[present]] if len(lookup) else UNKNOWN
     drift.count(UNKNOWN_CATEGORY, cat.name, out == UNKNOWN)
     return out
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.party.errors import CheckpointError
 from vfl.party.state.checkpoint import Checkpoint
@@ -22,12 +23,17 @@ from vfl.party.state.store import StateDir
 
 log = logging.getLogger(__name__)
 
+HASH_ROWS = 1 << 16  # ids hashed at a time
 
-def aligned_hash(ids: Sequence[str]) -> str:
-    """SHA-256 of the aligned row order (ids in order), to recognise the same alignment."""
+
+def aligned_hash(ids: Sequence[str] | np.ndarray) -> str:
+    """SHA-256 of the aligned row order (ids in order, each ended by a newline), to
+    recognise the same alignment; hashed `HASH_ROWS` ids at a time."""
     digest = hashlib.sha256()
-    for row_id in ids:
-        digest.update(row_id.encode() + b"\n")
+    for lo in range(0, len(ids), HASH_ROWS):
+        chunk = ids[lo : lo + HASH_ROWS]
+        texts = chunk.tolist() if isinstance(chunk, np.ndarray) else list(chunk)
+        digest.update(("\n".join(texts) + "\n").encode())
     return digest.hexdigest()
 
 

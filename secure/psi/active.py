@@ -11,14 +11,29 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 
 import numpy as np
 from vfl.secure.errors import PayloadError, SecureError
-from vfl.secure.psi.curve import POINT_DTYPE, Blinder, OwnSet
+from vfl.secure.psi.curve import (
+    HASH_CHUNK,
+    POINT_BYTES,
+    Blinder,
+    IdColumn,
+    OwnSet,
+    byte_order,
+    distinct,
+    equal_rows,
+    first_word,
+    id_texts,
+)
 from vfl.secure.psi.wire import PsiWire
 from vfl.secure.wire.payload import control_to_payload, indices_to_payload
 
 _ORDER_DOMAIN = b"vfl/psi/order/v1\x00"
+
+
+KEY_BYTES = 16  # of a double-blinded point, kept to match (unequal points tie with p 2^-128)
 
 
 def run_active(
@@ -42,13 +57,14 @@ def run_active(
         wire.abort(passives, "result", str(exc))
         raise
     sizes = {wire.channel.party_id: own.size}
-    sizes.update({peer: points.size for peer, points in theirs.items()})
+    sizes.update({peer: len(keys) for peer, keys in theirs.items()})
+    del theirs, mine
     result = {"intersection": common.size, **{f"size:{p}": n for p, n in sizes.items()}}
     wire.send(passives, "result", control_to_payload(result))
     if common.size == 0:
         return common, 0, sizes
     rows = own.perm[common]
-    order = np.argsort(order_keys([own.canon[r] for r in rows.tolist()], seed), kind="stable")
+    order = aligned_order(own.ids, rows, seed)
     for peer in passives:
         wire.send([peer], f"rows/{peer}", indices_to_payload(lookups[peer][common[order]]))
     return rows[order], int(common.size), sizes
@@ -61,14 +77,12 @@ def match(
     peer a lookup from own shuffled position to the peer's shuffled position (-1: none).
 
     `theirs[p]`: p's points in p's order; `mine[p]`: own points in own order, both
-    double-blinded; each array must hold distinct points.
+    double-blinded, as (n, KEY_BYTES) uint8 rows; each array must hold distinct rows.
     """
     present = np.ones(own_size, dtype=bool)
     lookups: dict[str, np.ndarray] = {}
-    for peer, their_points in theirs.items():
-        _, own_pos, their_pos = np.intersect1d(
-            mine[peer], their_points, assume_unique=True, return_indices=True
-        )
+    for peer, their_keys in theirs.items():
+        own_pos, their_pos = common_rows(mine[peer], their_keys)
         lookup = np.full(own_size, -1, dtype=np.int64)
         lookup[own_pos] = their_pos
         present &= lookup >= 0
@@ -76,12 +90,34 @@ def match(
     return np.flatnonzero(present), lookups
 
 
-def order_keys(canon: list[bytes], seed: int | None) -> np.ndarray:
-    """Sort keys of the aligned order: SHA-256 of (seed, id); a fresh salt if no seed."""
+def common_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(positions in `a`, positions in `b`) of the rows the two hold alike; `a` and `b`
+    are (n, k) uint8 arrays of distinct rows each. Matched on their first 8 bytes when
+    those are distinct in each (then checked whole), else on every byte."""
+    a0, b0 = first_word(a), first_word(b)
+    if distinct(a0) and distinct(b0):
+        _, ia, ib = np.intersect1d(a0, b0, assume_unique=True, return_indices=True)
+        same = np.all(a[ia] == b[ib], axis=1)  # 8 equal bytes of different points: no match
+        return ia[same], ib[same]
+    both = np.concatenate([a, b])
+    order = byte_order(both)
+    ranked = both[order]
+    hits = np.flatnonzero(np.all(ranked[1:] == ranked[:-1], axis=1))
+    first, second = order[hits], order[hits + 1]
+    return np.minimum(first, second), np.maximum(first, second) - len(a)
+
+
+def aligned_order(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarray:
+    """The permutation of `rows` (own row positions) into the aligned order: by
+    SHA-256(seed, id) (a fresh salt if no seed), hashed `HASH_CHUNK` ids at a time."""
     salt = secrets.token_bytes(16) if seed is None else str(int(seed)).encode()
     prefix = _ORDER_DOMAIN + salt + b"\x00"
-    blob = b"".join([hashlib.sha256(prefix + item).digest() for item in canon])
-    return np.frombuffer(blob, dtype=POINT_DTYPE)
+    keys = np.empty((len(rows), KEY_BYTES), dtype=np.uint8)
+    for lo in range(0, len(rows), HASH_CHUNK):
+        canon = id_texts(ids, rows[lo : lo + HASH_CHUNK])
+        blob = b"".join([hashlib.sha256(prefix + item).digest()[:KEY_BYTES] for item in canon])
+        keys[lo : lo + len(canon)] = np.frombuffer(blob, dtype=np.uint8).reshape(-1, KEY_BYTES)
+    return byte_order(keys)
 
 
 def _blind_theirs(wire: PsiWire, blinder: Blinder, peer: str) -> np.ndarray:
@@ -89,8 +125,8 @@ def _blind_theirs(wire: PsiWire, blinder: Blinder, peer: str) -> np.ndarray:
     count, chunk = wire.recv_header(peer, f"own/{peer}")
     if count == 0:
         raise PayloadError(f"party '{peer}' sent an empty set")
-    blob = b"".join(blinder.stream(wire.recv_points(peer, f"own/{peer}", count, chunk)))
-    return _unique_points(blob, peer)
+    stream = blinder.stream(wire.recv_points(peer, f"own/{peer}", count, chunk))
+    return _distinct_keys(stream, count, peer)
 
 
 def _recv_double(wire: PsiWire, peer: str, expected: int) -> np.ndarray:
@@ -98,11 +134,18 @@ def _recv_double(wire: PsiWire, peer: str, expected: int) -> np.ndarray:
     count, chunk = wire.recv_header(peer, f"double/{peer}")
     if count != expected:
         raise PayloadError(f"party '{peer}' returned {count} points for {expected} sent")
-    return _unique_points(b"".join(wire.recv_points(peer, f"double/{peer}", count, chunk)), peer)
+    return _distinct_keys(wire.recv_points(peer, f"double/{peer}", count, chunk), count, peer)
 
 
-def _unique_points(blob: bytes, peer: str) -> np.ndarray:
-    points = np.frombuffer(blob, dtype=POINT_DTYPE)
-    if np.unique(points).size != points.size:
+def _distinct_keys(blobs: Iterable[bytes], count: int, peer: str) -> np.ndarray:
+    """The first KEY_BYTES of each point of a stream of `count` points, as (count,
+    KEY_BYTES) uint8 rows, filled as the chunks arrive."""
+    keys = np.empty((count, KEY_BYTES), dtype=np.uint8)
+    at = 0
+    for blob in blobs:
+        points = np.frombuffer(blob, dtype=np.uint8).reshape(-1, POINT_BYTES)
+        keys[at : at + len(points)] = points[:, :KEY_BYTES]
+        at += len(points)
+    if not distinct(first_word(keys)) and equal_rows(keys):
         raise PayloadError(f"points exchanged with party '{peer}' contain duplicates")
-    return points
+    return keys

@@ -27,7 +27,7 @@ import multiprocessing
 import os
 import secrets
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -45,16 +45,18 @@ _HASH_DOMAIN = b"vfl/psi/x25519/v1\x00"
 IdColumn = Sequence[object] | np.ndarray
 
 
-def canonical_ids(ids: IdColumn) -> list[bytes]:
-    """UTF-8 bytes of each id's text form (see the module docstring).
+def canonical_ids(ids: IdColumn, first_row: int = 0) -> list[bytes]:
+    """UTF-8 bytes of each id's text form (see the module docstring); `first_row`: the
+    row of `ids[0]`, to name a bad id's row.
 
     Raises:
         PsiError: an id is neither a str nor an integer (the row position is named).
     """
-    if isinstance(ids, np.ndarray) and ids.ndim == 1 and ids.dtype.kind in "iu":
-        return [text.encode() for text in ids.astype(str).tolist()]
+    if isinstance(ids, np.ndarray) and ids.ndim == 1 and ids.dtype.kind in "iuT":
+        texts = ids.tolist() if ids.dtype.kind == "T" else ids.astype(str).tolist()
+        return [text.encode() for text in texts]
     out: list[bytes] = []
-    for row, value in enumerate(ids):
+    for row, value in enumerate(ids, start=first_row):
         if isinstance(value, str):
             out.append(value.encode("utf-8"))
         elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
@@ -67,21 +69,88 @@ def canonical_ids(ids: IdColumn) -> list[bytes]:
     return out
 
 
-def check_unique(canon: Sequence[bytes]) -> None:
-    """Reject repeated ids, naming counts only (never an id).
+HASH_CHUNK = 1 << 16  # ids canonicalised and hashed at a time
+
+
+def id_texts(ids: IdColumn, rows: np.ndarray | None = None) -> list[bytes]:
+    """Canonical bytes of `ids` (of the positions `rows`, if given)."""
+    if rows is None:
+        return canonical_ids(ids)
+    if isinstance(ids, np.ndarray):
+        return canonical_ids(ids[rows])
+    return canonical_ids([ids[r] for r in rows.tolist()])
+
+
+def hash_ids(ids: IdColumn) -> np.ndarray:
+    """H(id) of every id, as an (n, 32) uint8 array, hashed `HASH_CHUNK` ids at a time
+    (never a Python object per id for the whole column at once).
+
+    Raises:
+        PsiError: an id is neither a str nor an integer.
+    """
+    out = np.empty((len(ids), POINT_BYTES), dtype=np.uint8)
+    for lo in range(0, len(ids), HASH_CHUNK):
+        hi = min(lo + HASH_CHUNK, len(ids))
+        canon = canonical_ids(ids[lo:hi], lo)
+        out[lo:hi] = hash_to_curve(canon).view(np.uint8).reshape(-1, POINT_BYTES)
+    return out
+
+
+def check_unique(hashed: np.ndarray) -> None:
+    """Reject repeated ids (equal hashes), naming counts only (never an id).
 
     Raises:
         PsiError: some id occurs in more than one row.
     """
-    if len(set(canon)) == len(canon):
+    if distinct(first_word(hashed)):
         return
-    repeats = [count for count in Counter(canon).values() if count > 1]
+    groups = equal_rows(hashed)
+    if not groups:
+        return
+    repeats = [len(g) for g in groups]
     raise PsiError(
-        f"{sum(repeats) - len(repeats)} of {len(canon)} rows repeat an id of an earlier row "
+        f"{sum(repeats) - len(repeats)} of {len(hashed)} rows repeat an id of an earlier row "
         f"({len(repeats)} distinct ids occur more than once); PSI needs one row per id: "
         "deduplicate the id column (e.g. keep the first row of each id) or choose a "
         "unique key column"
     )
+
+
+def words(points: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The (n, k) uint8 rows of `points` as k/8 big-endian uint64 columns: sorting by them
+    (first column most significant) is sorting the bytes."""
+    n, k = points.shape
+    as_words = np.ascontiguousarray(points).view(">u8").reshape(n, k // 8)
+    return tuple(as_words[:, j].astype(np.uint64) for j in range(k // 8))
+
+
+def first_word(points: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each row of `points` (n, k uint8), as uint64."""
+    return np.ascontiguousarray(points[:, :8]).view(np.uint64).ravel()
+
+
+def distinct(values: np.ndarray) -> bool:
+    """Whether no value of the 1-D array repeats."""
+    ranked = np.sort(values)
+    return not bool(np.any(ranked[1:] == ranked[:-1]))
+
+
+def byte_order(points: np.ndarray) -> np.ndarray:
+    """The permutation that sorts the rows of `points` (n, k uint8) by their bytes."""
+    return np.lexsort(words(points)[::-1])
+
+
+def equal_rows(points: np.ndarray) -> list[np.ndarray]:
+    """Groups (row positions, two or more each) of equal rows of `points` (n, k uint8)."""
+    if len(points) < 2:
+        return []
+    order = byte_order(points)
+    ranked = points[order]
+    same = np.all(ranked[1:] == ranked[:-1], axis=1)
+    if not same.any():
+        return []
+    starts = np.flatnonzero(np.diff(np.concatenate(([False], same, [False])).astype(np.int8)))
+    return [order[lo : hi + 1] for lo, hi in zip(starts[::2], starts[1::2], strict=True)]
 
 
 def hash_to_curve(canon: Sequence[bytes]) -> np.ndarray:
@@ -90,17 +159,28 @@ def hash_to_curve(canon: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(blob, dtype=POINT_DTYPE)
 
 
-@dataclass(frozen=True)
+@dataclass
 class OwnSet:
-    """A party's own ids, ready to blind: hashed and shuffled with OS randomness."""
+    """A party's own ids, ready to blind: hashed and shuffled with OS randomness.
+    `hashed` is dropped (`sent`) once the blinded points are on their way."""
 
-    canon: list[bytes]  # canonical id bytes, in the caller's row order
+    ids: IdColumn  # in the caller's row order
     perm: np.ndarray  # shuffled position -> own row
-    points: bytes  # H(id) of the rows, in shuffled order
+    hashed: np.ndarray | None  # (n, 32) uint8: H(id) of the rows, in row order
 
     @property
     def size(self) -> int:
-        return len(self.canon)
+        return len(self.perm)
+
+    def chunks(self, chunk: int) -> Iterator[bytes]:
+        """H(id) in shuffled order, `chunk` points at a time."""
+        hashed = self.hashed
+        assert hashed is not None, "the own set was already sent"
+        for lo in range(0, self.size, chunk):
+            yield hashed[self.perm[lo : lo + chunk]].tobytes()
+
+    def sent(self) -> None:
+        self.hashed = None
 
 
 def prepare_own(ids: IdColumn, max_ids: int) -> OwnSet:
@@ -111,14 +191,14 @@ def prepare_own(ids: IdColumn, max_ids: int) -> OwnSet:
     Raises:
         PsiError: no ids, more than `max_ids`, an id of the wrong type, or duplicates.
     """
-    canon = canonical_ids(ids)
-    if not canon:
+    if not len(ids):
         raise PsiError("this party has no ids; PSI needs at least one row")
-    if len(canon) > max_ids:
-        raise PsiError(f"{len(canon)} ids exceed PsiConfig.max_ids={max_ids}")
-    check_unique(canon)
-    perm = np.random.default_rng(secrets.randbits(128)).permutation(len(canon))
-    return OwnSet(canon, perm, hash_to_curve(canon)[perm].tobytes())
+    if len(ids) > max_ids:
+        raise PsiError(f"{len(ids)} ids exceed PsiConfig.max_ids={max_ids}")
+    hashed = hash_ids(ids)
+    check_unique(hashed)
+    perm = np.random.default_rng(secrets.randbits(128)).permutation(len(ids))
+    return OwnSet(ids, perm, hashed)
 
 
 def blind_blob(secret: bytes, blob: bytes) -> bytes:

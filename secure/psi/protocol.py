@@ -43,7 +43,7 @@ from vfl.secure.errors import PayloadError, PsiError, SecureError
 from vfl.secure.executor_base import BlockExecutor
 from vfl.secure.psi.active import run_active
 from vfl.secure.psi.curve import Blinder, IdColumn, OwnSet, prepare_own
-from vfl.secure.psi.wire import MAX_CHUNK, PsiWire, chunks
+from vfl.secure.psi.wire import MAX_CHUNK, PsiWire
 from vfl.secure.wire.payload import control_from_payload, indices_from_payload
 
 logger = logging.getLogger(__name__)
@@ -160,8 +160,9 @@ def _send_own(
         wire.abort(peers, f"own/{me}/n", str(exc))
         raise
     tick = time.perf_counter()
-    blinded = blinder.stream(chunks(own.points, cfg.chunk_size))
+    blinded = blinder.stream(own.chunks(cfg.chunk_size))
     wire.send_points(peers, f"own/{me}", own.size, cfg.chunk_size, blinded)
+    own.sent()
     logger.info("%s: party %s blinded its set in %.2f s", wire.prefix, me, _since(tick))
     return own
 

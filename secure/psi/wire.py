@@ -132,10 +132,3 @@ class PsiWire:
         for index, start in enumerate(range(0, count, chunk)):
             size = min(chunk, count - start)
             yield points_from_payload(self.recv(peer, f"{step}/{index}"), size)
-
-
-def chunks(blob: bytes, chunk: int) -> Iterator[bytes]:
-    """Split a point blob into chunks of `chunk` points."""
-    step = chunk * POINT_BYTES
-    for start in range(0, len(blob), step):
-        yield blob[start : start + step]

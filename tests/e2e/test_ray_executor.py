@@ -100,7 +100,7 @@ def test_a_party_on_ray_trains_what_the_all_local_run_trains(
     assert executor.tasks >= 10  # decryptions and products went to the cluster
     assert result["bank"]["metrics"] == all_local["bank"]["metrics"]
     assert result["bank"]["metrics"]["auc"] > 0.7  # one epoch; it varies with the keys
-    assert result["bank"]["validation_ids"] == all_local["bank"]["validation_ids"]
+    assert list(result["bank"]["validation_ids"]) == list(all_local["bank"]["validation_ids"])
 
 
 def test_rerandomisations_run_on_the_cluster_from_the_table_shipped_once(cluster, keys) -> None:
