@@ -35,7 +35,7 @@ from vfl.party.errors import (
     UnknownModel,
 )
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.rows import Rows
+from vfl.party.inference.rows import Problem, Rows
 from vfl.party.inference.serving import Prediction, ServedModel, check_request
 from vfl.party.inference.session import (
     MAX_BATCH_IDS,
@@ -130,6 +130,15 @@ class OnlineScoring:
     def served(self, model_id: str) -> ServedModel | None:
         with self._lock:
             return self._served.get(model_id)
+
+    def problems(self, model_id: str) -> dict[str, Problem]:
+        """While `model_id` is served here (as active party, or in a passive party's open
+        session): each table its scoring cannot use now, and why (`Rows.problems`)."""
+        with self._lock:
+            served = self._served.get(model_id)
+            sessions = [s for m, s in self._passive.values() if m == model_id]
+        every = [s.rows for s in sessions] + ([] if served is None else [served.rows])
+        return {name: p for rows in every for name, p in rows.problems().items()}
 
     def unload(self, model_id: str, reason: str = "unloaded") -> None:
         """Stop serving `model_id` here, as active or passive party (the model was deleted,

@@ -184,6 +184,11 @@ def test_a_serving_table_that_does_not_fit_is_skipped_with_a_warning(fed, caplog
     assert all("error" not in r for r in online.values()), online
     served = fed.bank.daemon.online.served(model)
     assert served is not None and list(served.rows.problems()) == ["bad"]
+    # `vfl models show` says so, without the column's name
+    assert main(["models", "show", model, "--coordinator", fed.address]) == 0
+    shown = capsys.readouterr().out
+    assert "online scoring, table 'bad': skipped until its file changes: " in shown
+    assert "its columns differ from the training columns" in shown and "x9" not in shown
 
 
 def test_a_changed_serving_row_is_scored_with_its_new_values(fed, capsys) -> None:
