@@ -136,8 +136,8 @@ class TableRows:
 
     dataset: Dataset
     inputs: Inputs
-    index: dict[str, int]
-    drift: np.ndarray
+    index: dict[str, int]  # id -> row
+    drift: np.ndarray  # per row (rows x `DRIFT_KINDS`)
     stamp: FileStamp | None
     problem: Problem | None = None
 
@@ -222,7 +222,8 @@ class Unreadable:
 
 def serving_table(model: LoadedModel, dataset: Dataset) -> RowSource:
     """A serving table's rows; one that does not load or fit the model is `Unreadable`,
-    with a warning naming the problem."""
+    with a warning naming the problem. (Another kind of source, such as a database
+    queried by id, would be chosen here by the dataset's format.)"""
     stamp = file_stamp(dataset.source.path)
     try:
         return TableRows.read(model, dataset)

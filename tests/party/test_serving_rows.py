@@ -17,8 +17,9 @@ import pytest
 from vfl.contract.errors import SpecError
 from vfl.contract.spec import TableSource, parse_spec
 from vfl.party.config import parse_party_config
+from vfl.party.data import read_raw
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.rows import Rows
+from vfl.party.inference.rows import Found, Rows
 from vfl.party.state import StateDir
 
 from tests.support.data import FATE, breast
@@ -178,3 +179,74 @@ def test_serve_is_a_party_config_field_only() -> None:
     parties = [{**SPEC["parties"][0], "data": {"dataset": "d", "serve": True}}]
     with pytest.raises(SpecError, match="serve"):
         parse_spec({**SPEC, "parties": [*parties, SPEC["parties"][1]]})
+
+
+HOST = {
+    line.split(",")[0]: line.split(",")[1:]
+    for line in (FATE / "breast_hetero_host.csv").read_text().splitlines()[1:]
+}
+
+
+def libsvm(path: Path, rows: dict[str, str]) -> TableSource:
+    """The shop's rows as LIBSVM (`@id index:value`, zeros left out): each id of `rows`
+    with the features of the host row it names."""
+    lines = []
+    for i, like in rows.items():
+        cells = [f"{c}:{v}" for c, v in enumerate(HOST[like]) if float(v) != 0.0]
+        lines.append(" ".join([f"@{i}", *cells]))
+    path.write_text("\n".join(lines) + "\n")
+    return TableSource(path=str(path), format="libsvm")
+
+
+def test_libsvm_serving_tables_stay_sparse_and_win(tmp_path: Path) -> None:
+    # Prepare: the shop's part of a model trained on its rows as LIBSVM
+    train = libsvm(tmp_path / "shop.svm", {i: i for i in HOST})
+    sets = {**breast(), "shop": {"d": train}}
+    states = {p: StateDir.create(tmp_path / p) for p in ("bank", "shop")}
+    run_inprocess(parse_spec(SPEC), sets, states=states)
+    model = LoadedModel.open(states["shop"], "job", "shop")
+    live = libsvm(tmp_path / "live.svm", {"133": "273", "new1": "18"})
+    # Execute
+    rows = Rows.load(model, {"live": live.model_copy(update={"serve": True}), "d": train})
+    found = rows.find(["18", "new1", "133", "392"])
+    # Assert: sparse rows of both tables, the serving table's first
+    assert found.inputs.sparse and found.ids == ("18", "new1", "133", "392")
+    index = rows.training.index
+    expected = rows.training.inputs.x[[index[i] for i in ("18", "18", "273", "392")]]
+    assert (found.inputs.x != expected).nnz == 0
+
+
+class QueriedRows:
+    """A `RowSource` that fetches the raw rows of the ids it is asked for, as a database
+    queried by id would (here from the lines of a CSV file)."""
+
+    def __init__(self, model: LoadedModel, path: Path, folder: Path) -> None:
+        self.model, self.folder, self.name, self.problem = model, folder, "queried", None
+        self.lines = {line.split(",")[0]: line for line in path.read_text().splitlines()}
+        self.queries: list[list[str]] = []
+
+    def find(self, ids):
+        self.queries.append(list(ids))
+        held = [self.lines[i] for i in ids if i in self.lines]
+        if not held:
+            return None
+        result = self.folder / f"query{len(self.queries)}.csv"
+        result.write_text("\n".join([self.lines["id"], *held]) + "\n")
+        pre = self.model.preprocessor
+        raw = read_raw(TableSource(path=str(result)), self.name, pre.mode, pre.kinds())
+        return Found.of(*self.model.prepare(raw))
+
+    def refreshed(self, model: LoadedModel) -> QueriedRows:
+        return self
+
+
+def test_a_source_queried_by_id_plugs_in(bank_model, tmp_path: Path) -> None:
+    # Prepare: a queried source before the training table
+    live = tmp_path / "live.csv"
+    serving_csv(live, {"133": "273", "new1": "18"})
+    rows = Rows.load(bank_model, {"d": training()})
+    queried = QueriedRows(bank_model, live, tmp_path)
+    rows = Rows((queried,), rows.training)
+    # Execute / Assert: it is asked only for the ids, and its rows win
+    assert_rows_like(rows, ["392", "new1", "133"], ["392", "18", "273"])
+    assert queried.queries == [["392", "new1", "133"]]
