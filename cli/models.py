@@ -70,7 +70,8 @@ def _party_line(model: pb.ModelSummary, party: str) -> str:
     key = f", key {h.key_fingerprint[:16]}" if h.key_fingerprint else ""
     kept = _when(h.created_at)
     line = f"{party}: holds its part ({h.role}, {h.columns} columns, kept {kept}{key})"
-    return line + drift_text(h.drift)
+    problems = [f"\n    online scoring, table '{t}': {why}" for t, why in h.table_problems.items()]
+    return line + drift_text(h.drift) + "".join(sorted(problems))
 
 
 def format_model(model: pb.ModelSummary) -> str:

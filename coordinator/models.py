@@ -91,6 +91,7 @@ def summarise(
                 key_fingerprint=part.key_fingerprint,
                 columns=part.columns,
                 drift=part.drift,
+                table_problems=dict(part.table_problems),
             )
             for pid, part in parts.items()
         ],

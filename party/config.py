@@ -7,6 +7,7 @@ coordinator: 127.0.0.1:7700
 peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer addresses
 datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
+  applicants: {path: live/applicants.csv, serve: true}   # optional; see below
 state_dir: bank-state             # optional; default: <party>-state beside this file
 output_dir: bank-scores           # optional; default: <state_dir>/predictions
 scorers: [admin, risk-app]        # optional; who may score online here (default: any
@@ -26,7 +27,13 @@ for decryptions, re-randomisations and products: the executor's cost model
 (at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
 625 PSI points).
 A dataset entry is a `vfl.contract.spec.TableSource`, the same model as a job's `data:` by
-path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
+path. `serve: true` (a party config only) makes it a serving table: online scoring (`vfl
+score`) looks ids up in the serving tables, in the order listed here, then in the
+dataset the model was trained on, and takes the first row found, so a serving table's row
+wins over the training table's (`party.inference.rows`). Each is read with its own
+format, id and label settings and the model's fitted preprocessing, read again when its
+file changes, and skipped with a warning for a model whose columns it does not have.
+Relative paths (datasets, state_dir) resolve against the config file's folder. The
 state directory holds the party's checkpoints, keys and model parts, never a path a job
 names; the output folder the scores of prediction jobs (active party only).
 """

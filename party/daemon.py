@@ -121,6 +121,11 @@ class PartyDaemon:
         state directory)."""
         return {} if self.state is None else ModelStore(self.state).drift(model_id)
 
+    def table_problems(self, model_id: str) -> dict[str, str]:
+        """The tables online scoring with `model_id` cannot use now, and why, in the form
+        that may leave the party (`OnlineScoring.problems`)."""
+        return {name: p.public for name, p in self.online.problems(model_id).items()}
+
     def _count_drift(self, model_id: str, counts: dict[str, int]) -> None:
         """Online scoring's drift: the party's metrics and its model store count it."""
         self.metrics.count_drift(model_id, counts)

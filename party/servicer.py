@@ -148,10 +148,12 @@ def _from_coordinator(
     check_caller(context, COORDINATOR_ID, action)
 
 
-def _part(m: Manifest, drift: dict[str, int]) -> pb.ModelPart:
-    """What may leave the party of one model part: no path, no column name, drift counts."""
+def _part(m: Manifest, drift: dict[str, int], problems: dict[str, str]) -> pb.ModelPart:
+    """What may leave the party of one model part: no path, no column name; drift counts,
+    the public form of its online scoring's table problems."""
     return pb.ModelPart(
         drift=pb.DriftCounts(**drift),
+        table_problems=problems,
         model_id=m.model_id,
         name=m.name,
         role=m.role,
@@ -212,7 +214,12 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     def ListModelParts(self, request, context):  # noqa: N802
         _from_coordinator(context, "list a party's models")
         parts = call(context, self._d.models, self._d)
-        return pb.ListModelPartsResponse(parts=[_part(m, self._d.drift(m.model_id)) for m in parts])
+        return pb.ListModelPartsResponse(
+            parts=[
+                _part(m, self._d.drift(m.model_id), self._d.table_problems(m.model_id))
+                for m in parts
+            ]
+        )
 
     def DeleteModelPart(self, request, context):  # noqa: N802
         _from_coordinator(context, "delete a party's models")

@@ -297,20 +297,29 @@ class ResumeJobResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[JobState, str]] = ..., round: _Optional[int] = ...) -> None: ...
 
 class ModelHolding(_message.Message):
-    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns", "drift")
+    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns", "drift", "table_problems")
+    class TableProblemsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     KEY_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
+    TABLE_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     role: str
     created_at: float
     key_fingerprint: str
     columns: int
     drift: _party_pb2.DriftCounts
-    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ...) -> None: ...
+    table_problems: _containers.ScalarMap[str, str]
+    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., table_problems: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ModelSummary(_message.Message):
     __slots__ = ("model_id", "name", "protocol", "state", "created_at", "metrics", "parties", "holders", "missing", "unreachable", "deleted_at", "parts")

@@ -24,15 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vfl/proto/party.proto\x12\x06vfl.v1\"l\n\tPushChunk\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0e\n\x06sender\x18\x03 \x01(\t\x12\x10\n\x08receiver\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x12\n\ntotal_size\x18\x06 \x01(\x03\"!\n\x0cPushResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"0\n\x0bPeerAddress\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"p\n\x11PrepareJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\x12\"\n\x05peers\x18\x03 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\x12\x14\n\x0cresume_round\x18\x04 \x01(\x03\"\x14\n\x12PrepareJobResponse\"!\n\x0fStartJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x12\n\x10StartJobResponse\"1\n\x0f\x41\x62ortJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x12\n\x10\x41\x62ortJobResponse\"\x15\n\x13GetPartyInfoRequest\"\x85\x01\n\x14GetPartyInfoResponse\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x61tasets\x18\x02 \x03(\t\x12\x14\n\x0crunning_jobs\x18\x03 \x03(\t\x12\x14\n\x0cstarted_jobs\x18\x04 \x03(\t\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x0c\n\x04time\x18\x06 \x01(\x01\";\n\x16ListCheckpointsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\"0\n\x0e\x43heckpointInfo\x12\r\n\x05round\x18\x01 \x01(\x03\x12\x0f\n\x07problem\x18\x02 \x01(\t\"F\n\x17ListCheckpointsResponse\x12+\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x16.vfl.v1.CheckpointInfo\"\xad\x01\n\tModelPart\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x10\n\x08protocol\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\x01\x12\x17\n\x0fkey_fingerprint\x18\x06 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x07 \x01(\x03\x12\"\n\x05\x64rift\x18\x08 \x01(\x0b\x32\x13.vfl.v1.DriftCounts\"[\n\x0b\x44riftCounts\x12\x14\n\x0cout_of_range\x18\x01 \x01(\x03\x12\x1a\n\x12unknown_categories\x18\x02 \x01(\x03\x12\x1a\n\x12unexpected_missing\x18\x03 \x01(\x03\"\x17\n\x15ListModelPartsRequest\":\n\x16ListModelPartsResponse\x12 \n\x05parts\x18\x01 \x03(\x0b\x32\x11.vfl.v1.ModelPart\"*\n\x16\x44\x65leteModelPartRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\"\'\n\x17\x44\x65leteModelPartResponse\x12\x0c\n\x04held\x18\x01 \x01(\x08\"/\n\x0ePredictRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"o\n\x07IdScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\x01\x12\x17\n\x0fpredicted_class\x18\x03 \x01(\t\x12\x1e\n\x05\x65rror\x18\x04 \x01(\x0e\x32\x0f.vfl.v1.IdError\x12\x0f\n\x07message\x18\x05 \x01(\t\"V\n\x0fPredictResponse\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12 \n\x07results\x18\x03 \x03(\x0b\x32\x0f.vfl.v1.IdScore\"L\n\x12OpenScoringRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08reply_to\x18\x03 \x01(\t\"\x15\n\x13OpenScoringResponse\"9\n\x13\x43loseScoringRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x16\n\x14\x43loseScoringResponse\"7\n\x11\x43heckPeersRequest\x12\"\n\x05peers\x18\x01 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\"N\n\tPeerCheck\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x0f\n\x07seconds\x18\x04 \x01(\x01\"6\n\x12\x43heckPeersResponse\x12 \n\x05peers\x18\x01 \x03(\x0b\x32\x11.vfl.v1.PeerCheck*V\n\x07IdError\x12\x18\n\x14ID_ERROR_UNSPECIFIED\x10\x00\x12\x17\n\x13ID_ERROR_UNKNOWN_ID\x10\x01\x12\x18\n\x14ID_ERROR_NOT_AT_PEER\x10\x02\x32\xdc\x06\n\x0cPartyService\x12\x31\n\x04Push\x12\x11.vfl.v1.PushChunk\x1a\x14.vfl.v1.PushResponse(\x01\x12\x43\n\nPrepareJob\x12\x19.vfl.v1.PrepareJobRequest\x1a\x1a.vfl.v1.PrepareJobResponse\x12=\n\x08StartJob\x12\x17.vfl.v1.StartJobRequest\x1a\x18.vfl.v1.StartJobResponse\x12=\n\x08\x41\x62ortJob\x12\x17.vfl.v1.AbortJobRequest\x1a\x18.vfl.v1.AbortJobResponse\x12I\n\x0cGetPartyInfo\x12\x1b.vfl.v1.GetPartyInfoRequest\x1a\x1c.vfl.v1.GetPartyInfoResponse\x12R\n\x0fListCheckpoints\x12\x1e.vfl.v1.ListCheckpointsRequest\x1a\x1f.vfl.v1.ListCheckpointsResponse\x12O\n\x0eListModelParts\x12\x1d.vfl.v1.ListModelPartsRequest\x1a\x1e.vfl.v1.ListModelPartsResponse\x12R\n\x0f\x44\x65leteModelPart\x12\x1e.vfl.v1.DeleteModelPartRequest\x1a\x1f.vfl.v1.DeleteModelPartResponse\x12:\n\x07Predict\x12\x16.vfl.v1.PredictRequest\x1a\x17.vfl.v1.PredictResponse\x12\x46\n\x0bOpenScoring\x12\x1a.vfl.v1.OpenScoringRequest\x1a\x1b.vfl.v1.OpenScoringResponse\x12I\n\x0c\x43loseScoring\x12\x1b.vfl.v1.CloseScoringRequest\x1a\x1c.vfl.v1.CloseScoringResponse\x12\x43\n\nCheckPeers\x12\x19.vfl.v1.CheckPeersRequest\x1a\x1a.vfl.v1.CheckPeersResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15vfl/proto/party.proto\x12\x06vfl.v1\"l\n\tPushChunk\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x0e\n\x06sender\x18\x03 \x01(\t\x12\x10\n\x08receiver\x18\x04 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x05 \x01(\x0c\x12\x12\n\ntotal_size\x18\x06 \x01(\x03\"!\n\x0cPushResponse\x12\x11\n\tduplicate\x18\x01 \x01(\x08\"0\n\x0bPeerAddress\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"p\n\x11PrepareJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\x12\"\n\x05peers\x18\x03 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\x12\x14\n\x0cresume_round\x18\x04 \x01(\x03\"\x14\n\x12PrepareJobResponse\"!\n\x0fStartJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\"\x12\n\x10StartJobResponse\"1\n\x0f\x41\x62ortJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x12\n\x10\x41\x62ortJobResponse\"\x15\n\x13GetPartyInfoRequest\"\x85\x01\n\x14GetPartyInfoResponse\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x61tasets\x18\x02 \x03(\t\x12\x14\n\x0crunning_jobs\x18\x03 \x03(\t\x12\x14\n\x0cstarted_jobs\x18\x04 \x03(\t\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x0c\n\x04time\x18\x06 \x01(\x01\";\n\x16ListCheckpointsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x11\n\tspec_json\x18\x02 \x01(\t\"0\n\x0e\x43heckpointInfo\x12\r\n\x05round\x18\x01 \x01(\x03\x12\x0f\n\x07problem\x18\x02 \x01(\t\"F\n\x17ListCheckpointsResponse\x12+\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32\x16.vfl.v1.CheckpointInfo\"\xa1\x02\n\tModelPart\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04role\x18\x03 \x01(\t\x12\x10\n\x08protocol\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\x01\x12\x17\n\x0fkey_fingerprint\x18\x06 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x07 \x01(\x03\x12\"\n\x05\x64rift\x18\x08 \x01(\x0b\x32\x13.vfl.v1.DriftCounts\x12<\n\x0etable_problems\x18\t \x03(\x0b\x32$.vfl.v1.ModelPart.TableProblemsEntry\x1a\x34\n\x12TableProblemsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"[\n\x0b\x44riftCounts\x12\x14\n\x0cout_of_range\x18\x01 \x01(\x03\x12\x1a\n\x12unknown_categories\x18\x02 \x01(\x03\x12\x1a\n\x12unexpected_missing\x18\x03 \x01(\x03\"\x17\n\x15ListModelPartsRequest\":\n\x16ListModelPartsResponse\x12 \n\x05parts\x18\x01 \x03(\x0b\x32\x11.vfl.v1.ModelPart\"*\n\x16\x44\x65leteModelPartRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\"\'\n\x17\x44\x65leteModelPartResponse\x12\x0c\n\x04held\x18\x01 \x01(\x08\"/\n\x0ePredictRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0b\n\x03ids\x18\x02 \x03(\t\"o\n\x07IdScore\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06values\x18\x02 \x03(\x01\x12\x17\n\x0fpredicted_class\x18\x03 \x01(\t\x12\x1e\n\x05\x65rror\x18\x04 \x01(\x0e\x32\x0f.vfl.v1.IdError\x12\x0f\n\x07message\x18\x05 \x01(\t\"V\n\x0fPredictResponse\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12 \n\x07results\x18\x03 \x03(\x0b\x32\x0f.vfl.v1.IdScore\"L\n\x12OpenScoringRequest\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x10\n\x08reply_to\x18\x03 \x01(\t\"\x15\n\x13OpenScoringResponse\"9\n\x13\x43loseScoringRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x16\n\x14\x43loseScoringResponse\"7\n\x11\x43heckPeersRequest\x12\"\n\x05peers\x18\x01 \x03(\x0b\x32\x13.vfl.v1.PeerAddress\"N\n\tPeerCheck\x12\x10\n\x08party_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12\x0f\n\x07seconds\x18\x04 \x01(\x01\"6\n\x12\x43heckPeersResponse\x12 \n\x05peers\x18\x01 \x03(\x0b\x32\x11.vfl.v1.PeerCheck*V\n\x07IdError\x12\x18\n\x14ID_ERROR_UNSPECIFIED\x10\x00\x12\x17\n\x13ID_ERROR_UNKNOWN_ID\x10\x01\x12\x18\n\x14ID_ERROR_NOT_AT_PEER\x10\x02\x32\xdc\x06\n\x0cPartyService\x12\x31\n\x04Push\x12\x11.vfl.v1.PushChunk\x1a\x14.vfl.v1.PushResponse(\x01\x12\x43\n\nPrepareJob\x12\x19.vfl.v1.PrepareJobRequest\x1a\x1a.vfl.v1.PrepareJobResponse\x12=\n\x08StartJob\x12\x17.vfl.v1.StartJobRequest\x1a\x18.vfl.v1.StartJobResponse\x12=\n\x08\x41\x62ortJob\x12\x17.vfl.v1.AbortJobRequest\x1a\x18.vfl.v1.AbortJobResponse\x12I\n\x0cGetPartyInfo\x12\x1b.vfl.v1.GetPartyInfoRequest\x1a\x1c.vfl.v1.GetPartyInfoResponse\x12R\n\x0fListCheckpoints\x12\x1e.vfl.v1.ListCheckpointsRequest\x1a\x1f.vfl.v1.ListCheckpointsResponse\x12O\n\x0eListModelParts\x12\x1d.vfl.v1.ListModelPartsRequest\x1a\x1e.vfl.v1.ListModelPartsResponse\x12R\n\x0f\x44\x65leteModelPart\x12\x1e.vfl.v1.DeleteModelPartRequest\x1a\x1f.vfl.v1.DeleteModelPartResponse\x12:\n\x07Predict\x12\x16.vfl.v1.PredictRequest\x1a\x17.vfl.v1.PredictResponse\x12\x46\n\x0bOpenScoring\x12\x1a.vfl.v1.OpenScoringRequest\x1a\x1b.vfl.v1.OpenScoringResponse\x12I\n\x0c\x43loseScoring\x12\x1b.vfl.v1.CloseScoringRequest\x1a\x1c.vfl.v1.CloseScoringResponse\x12\x43\n\nCheckPeers\x12\x19.vfl.v1.CheckPeersRequest\x1a\x1a.vfl.v1.CheckPeersResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'vfl.proto.party_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_IDERROR']._serialized_start=1898
-  _globals['_IDERROR']._serialized_end=1984
+  _globals['_MODELPART_TABLEPROBLEMSENTRY']._loaded_options = None
+  _globals['_MODELPART_TABLEPROBLEMSENTRY']._serialized_options = b'8\001'
+  _globals['_IDERROR']._serialized_start=2014
+  _globals['_IDERROR']._serialized_end=2100
   _globals['_PUSHCHUNK']._serialized_start=33
   _globals['_PUSHCHUNK']._serialized_end=141
   _globals['_PUSHRESPONSE']._serialized_start=143
@@ -62,37 +64,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=760
   _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=830
   _globals['_MODELPART']._serialized_start=833
-  _globals['_MODELPART']._serialized_end=1006
-  _globals['_DRIFTCOUNTS']._serialized_start=1008
-  _globals['_DRIFTCOUNTS']._serialized_end=1099
-  _globals['_LISTMODELPARTSREQUEST']._serialized_start=1101
-  _globals['_LISTMODELPARTSREQUEST']._serialized_end=1124
-  _globals['_LISTMODELPARTSRESPONSE']._serialized_start=1126
-  _globals['_LISTMODELPARTSRESPONSE']._serialized_end=1184
-  _globals['_DELETEMODELPARTREQUEST']._serialized_start=1186
-  _globals['_DELETEMODELPARTREQUEST']._serialized_end=1228
-  _globals['_DELETEMODELPARTRESPONSE']._serialized_start=1230
-  _globals['_DELETEMODELPARTRESPONSE']._serialized_end=1269
-  _globals['_PREDICTREQUEST']._serialized_start=1271
-  _globals['_PREDICTREQUEST']._serialized_end=1318
-  _globals['_IDSCORE']._serialized_start=1320
-  _globals['_IDSCORE']._serialized_end=1431
-  _globals['_PREDICTRESPONSE']._serialized_start=1433
-  _globals['_PREDICTRESPONSE']._serialized_end=1519
-  _globals['_OPENSCORINGREQUEST']._serialized_start=1521
-  _globals['_OPENSCORINGREQUEST']._serialized_end=1597
-  _globals['_OPENSCORINGRESPONSE']._serialized_start=1599
-  _globals['_OPENSCORINGRESPONSE']._serialized_end=1620
-  _globals['_CLOSESCORINGREQUEST']._serialized_start=1622
-  _globals['_CLOSESCORINGREQUEST']._serialized_end=1679
-  _globals['_CLOSESCORINGRESPONSE']._serialized_start=1681
-  _globals['_CLOSESCORINGRESPONSE']._serialized_end=1703
-  _globals['_CHECKPEERSREQUEST']._serialized_start=1705
-  _globals['_CHECKPEERSREQUEST']._serialized_end=1760
-  _globals['_PEERCHECK']._serialized_start=1762
-  _globals['_PEERCHECK']._serialized_end=1840
-  _globals['_CHECKPEERSRESPONSE']._serialized_start=1842
-  _globals['_CHECKPEERSRESPONSE']._serialized_end=1896
-  _globals['_PARTYSERVICE']._serialized_start=1987
-  _globals['_PARTYSERVICE']._serialized_end=2847
+  _globals['_MODELPART']._serialized_end=1122
+  _globals['_MODELPART_TABLEPROBLEMSENTRY']._serialized_start=1070
+  _globals['_MODELPART_TABLEPROBLEMSENTRY']._serialized_end=1122
+  _globals['_DRIFTCOUNTS']._serialized_start=1124
+  _globals['_DRIFTCOUNTS']._serialized_end=1215
+  _globals['_LISTMODELPARTSREQUEST']._serialized_start=1217
+  _globals['_LISTMODELPARTSREQUEST']._serialized_end=1240
+  _globals['_LISTMODELPARTSRESPONSE']._serialized_start=1242
+  _globals['_LISTMODELPARTSRESPONSE']._serialized_end=1300
+  _globals['_DELETEMODELPARTREQUEST']._serialized_start=1302
+  _globals['_DELETEMODELPARTREQUEST']._serialized_end=1344
+  _globals['_DELETEMODELPARTRESPONSE']._serialized_start=1346
+  _globals['_DELETEMODELPARTRESPONSE']._serialized_end=1385
+  _globals['_PREDICTREQUEST']._serialized_start=1387
+  _globals['_PREDICTREQUEST']._serialized_end=1434
+  _globals['_IDSCORE']._serialized_start=1436
+  _globals['_IDSCORE']._serialized_end=1547
+  _globals['_PREDICTRESPONSE']._serialized_start=1549
+  _globals['_PREDICTRESPONSE']._serialized_end=1635
+  _globals['_OPENSCORINGREQUEST']._serialized_start=1637
+  _globals['_OPENSCORINGREQUEST']._serialized_end=1713
+  _globals['_OPENSCORINGRESPONSE']._serialized_start=1715
+  _globals['_OPENSCORINGRESPONSE']._serialized_end=1736
+  _globals['_CLOSESCORINGREQUEST']._serialized_start=1738
+  _globals['_CLOSESCORINGREQUEST']._serialized_end=1795
+  _globals['_CLOSESCORINGRESPONSE']._serialized_start=1797
+  _globals['_CLOSESCORINGRESPONSE']._serialized_end=1819
+  _globals['_CHECKPEERSREQUEST']._serialized_start=1821
+  _globals['_CHECKPEERSREQUEST']._serialized_end=1876
+  _globals['_PEERCHECK']._serialized_start=1878
+  _globals['_PEERCHECK']._serialized_end=1956
+  _globals['_CHECKPEERSRESPONSE']._serialized_start=1958
+  _globals['_CHECKPEERSRESPONSE']._serialized_end=2012
+  _globals['_PARTYSERVICE']._serialized_start=2103
+  _globals['_PARTYSERVICE']._serialized_end=2963
 # @@protoc_insertion_point(module_scope)

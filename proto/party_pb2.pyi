@@ -127,7 +127,14 @@ class ListCheckpointsResponse(_message.Message):
     def __init__(self, checkpoints: _Optional[_Iterable[_Union[CheckpointInfo, _Mapping]]] = ...) -> None: ...
 
 class ModelPart(_message.Message):
-    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns", "drift")
+    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns", "drift", "table_problems")
+    class TableProblemsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -136,6 +143,7 @@ class ModelPart(_message.Message):
     KEY_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
+    TABLE_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     name: str
     role: str
@@ -144,7 +152,8 @@ class ModelPart(_message.Message):
     key_fingerprint: str
     columns: int
     drift: DriftCounts
-    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[DriftCounts, _Mapping]] = ...) -> None: ...
+    table_problems: _containers.ScalarMap[str, str]
+    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[DriftCounts, _Mapping]] = ..., table_problems: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class DriftCounts(_message.Message):
     __slots__ = ("out_of_range", "unknown_categories", "unexpected_missing")

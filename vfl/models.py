@@ -3,7 +3,7 @@ model: who holds a part, its state and metrics) and `ModelPart` (one party's par
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vfl.contract.states import model_state_name
 from vfl.proto import coordinator_pb2 as pb
@@ -12,13 +12,16 @@ from vfl.proto import coordinator_pb2 as pb
 @dataclass(frozen=True)
 class ModelPart:
     """What one party said of its part: its role, how many input columns the part reads,
-    when it was kept (unix time) and, for blindfl, its Paillier key's fingerprint."""
+    when it was kept (unix time), for blindfl its Paillier key's fingerprint and, while
+    the model is served there, the tables its online scoring cannot use now (a serving
+    table that does not fit the model, a changed file that did not load) and why."""
 
     party_id: str
     role: str
     columns: int
     created_at: float
     key_fingerprint: str
+    table_problems: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,14 @@ class Model:
             unreachable=tuple(m.unreachable),
             deleted_at=m.deleted_at or None,
             parts=tuple(
-                ModelPart(p.party_id, p.role, int(p.columns), p.created_at, p.key_fingerprint)
+                ModelPart(
+                    p.party_id,
+                    p.role,
+                    int(p.columns),
+                    p.created_at,
+                    p.key_fingerprint,
+                    dict(p.table_problems),
+                )
                 for p in m.parts
             ),
         )

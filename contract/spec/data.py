@@ -2,8 +2,10 @@
 
 One description of a table file, `TableSource` (path, format, id, label, categorical), is
 both a party config's `datasets:` entry and, made from a job's `data: {path: ...}`, what
-`vfl run` hands its parties. A job's `DataSpec` names a dataset the party exposes (its
-column settings then override the dataset's) or, for `vfl run` only, a file.
+`vfl run` hands its parties. Only a party config marks a dataset `serve: true` (a table
+online scoring looks ids up in); a job's `data:` has no such field. A job's `DataSpec`
+names a dataset the party exposes (its column settings then override the dataset's) or,
+for `vfl run` only, a file.
 """
 
 from __future__ import annotations
@@ -67,6 +69,12 @@ class TableSource(TableColumns):
     the defaults: csv, id column 'id' (libsvm: 'auto'), no categorical columns."""
 
     path: Text = Field(description="the file; relative paths resolve against the config's folder")
+    serve: bool = Field(
+        False,
+        description="party config only: online scoring (`vfl score`) also looks ids up in "
+        "this table, read with the model's fitted preprocessing and re-read when its file "
+        "changes; a serving table's row wins over the training table's row of the same id",
+    )
 
     @model_validator(mode="before")
     @classmethod

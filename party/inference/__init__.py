@@ -5,7 +5,9 @@ LoadedModel      one party's part of a stored model, loaded to score (`model`)
 OnlineScoring    online scoring at a party daemon: sessions per model (`online`)
 ServedModel      one model served at its active party, micro-batched (`serving`)
 Prediction, IdResult   what online scoring answers, per request and per id
-ActiveSession, PassiveSession, Rows   a scoring session's two sides and its rows
+ActiveSession, PassiveSession   a scoring session's two sides (`session`)
+Rows, RowSource  where a party looks ids up to score online: its serving tables, then the
+                 model's training table (`rows`)
 MicroBatcher     concurrent requests gathered into batches (`batcher`)
 """
 

@@ -5,5 +5,6 @@ from .batch import PredictJob as PredictJob
 from .batcher import MicroBatcher as MicroBatcher
 from .model import LoadedModel as LoadedModel
 from .online import OnlineScoring as OnlineScoring
+from .rows import Rows as Rows, RowSource as RowSource
 from .serving import IdResult as IdResult, Prediction as Prediction, ServedModel as ServedModel
-from .session import ActiveSession as ActiveSession, PassiveSession as PassiveSession, Rows as Rows
+from .session import ActiveSession as ActiveSession, PassiveSession as PassiveSession

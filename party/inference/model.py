@@ -2,8 +2,8 @@
 
 `LoadedModel.open` reads the part from the party's model store; `read` loads a dataset,
 checks its columns against those the model was trained on (before any computation) and
-preprocesses it as in training; `scorer` builds the party's trainer in scoring mode on a
-job's channel.
+preprocesses it as in training (`prepare`: the same for rows already read raw);
+`scorer` builds the party's trainer in scoring mode on a job's channel.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from vfl.contract.spec import JobSpec
-from vfl.party.data import Table, read_raw
+from vfl.party.data import RawTable, Table, read_raw
 from vfl.party.errors import DataError, ModelError, UnknownModel
 from vfl.party.job import Dataset
 from vfl.party.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
@@ -75,15 +75,25 @@ class LoadedModel:
         Raises:
             DataError: it does not load. ModelError: its columns do not fit the model.
         """
-        m, pre = self.manifest, self.preprocessor
+        pre = self.preprocessor
         schema = pre.kinds() if pre.sparse is None else None
-        raw = read_raw(dataset.source, dataset.name, pre.mode, schema)
+        return self.prepare(read_raw(dataset.source, dataset.name, pre.mode, schema))
+
+    def prepare(self, raw: RawTable) -> tuple[Table, Inputs, Drift]:
+        """Rows read raw (`read_raw` with this model's mode and column kinds: a dataset of
+        this party's, or the rows a source fetched by id) preprocessed as in training, their
+        inputs to the model, and what drifted from the training rows.
+
+        Raises:
+            ModelError: their columns do not fit the model.
+        """
+        m, pre = self.manifest, self.preprocessor
         if raw.sparse is not None and pre.sparse is None:  # a LIBSVM part kept before
             names = m.dense_columns
             pre = Preprocessor(
                 mode="none", sparse=SparseScales(names=names, scales=(1.0,) * len(names))
             )
-        where = f"party '{m.party_id}': dataset '{dataset.name}' does not fit model {m.model_id}"
+        where = f"party '{m.party_id}': dataset '{raw.name}' does not fit model {m.model_id}"
         try:
             table, drift = pre.apply(raw, where)
         except DataError as exc:

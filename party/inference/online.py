@@ -7,10 +7,12 @@ passive party, `open_session` (the `OpenScoring` RPC, accepted only from the mod
 active party) loads its part and its rows and answers the session's micro-batches in a
 thread of its own. Sessions' envelopes arrive by Push like a job's: `deliver` files them.
 
-Which rows: each party scores the rows of the dataset the model was trained on, as its
-own config names it now (read when the model is loaded, and read anew when a request
-holds an id the party lacks and the dataset's file changed since: people added to the
-parties' tables are scored without a restart). Where the peers are: a party
+Which rows: each party looks ids up in the datasets of its own config marked `serve:
+true`, then in the dataset the model was trained on, as its config names it now; the
+first that holds an id gives its row (`party.inference.rows`). Each table is read when
+the model is loaded and read again when its file changes, so a changed row is scored
+with its new values and people added to the tables are found without a restart. Where
+the peers are: a party
 config's `peers:` first, else the addresses the model was trained with (active party) or
 the active party's own address in `OpenScoring` (passive party).
 """
@@ -33,13 +35,13 @@ from vfl.party.errors import (
     UnknownModel,
 )
 from vfl.party.inference.model import LoadedModel
+from vfl.party.inference.rows import Problem, Rows
 from vfl.party.inference.serving import Prediction, ServedModel, check_request
 from vfl.party.inference.session import (
     MAX_BATCH_IDS,
     ActiveSession,
     DriftSink,
     PassiveSession,
-    Rows,
     SilentReporter,
 )
 from vfl.party.state import StateDir
@@ -129,6 +131,15 @@ class OnlineScoring:
         with self._lock:
             return self._served.get(model_id)
 
+    def problems(self, model_id: str) -> dict[str, Problem]:
+        """While `model_id` is served here (as active party, or in a passive party's open
+        session): each table its scoring cannot use now, and why (`Rows.problems`)."""
+        with self._lock:
+            served = self._served.get(model_id)
+            sessions = [s for m, s in self._passive.values() if m == model_id]
+        every = [s.rows for s in sessions] + ([] if served is None else [served.rows])
+        return {name: p for rows in every for name, p in rows.problems().items()}
+
     def unload(self, model_id: str, reason: str = "unloaded") -> None:
         """Stop serving `model_id` here, as active or passive party (the model was deleted,
         or the daemon stops)."""
@@ -166,7 +177,7 @@ class OnlineScoring:
                         f"party '{self.me}' holds model {model_id} as a passive party; "
                         f"score at its active party '{active}'"
                     )
-                rows = Rows.load(model, self.config.datasets, zero_row=False)
+                rows = Rows.load(model, self.config.datasets)
                 served = ServedModel(model, rows, self._open, self._end)
                 with self._lock:
                     self._served[model_id] = served
@@ -218,7 +229,6 @@ class OnlineScoring:
             session_id,
             channel,
             scorer,
-            rows,
             where,
             self.timeout_s,
             self._foreground,
@@ -279,7 +289,7 @@ class OnlineScoring:
         address = self.config.peers.get(active) or reply_to
         if not address:
             raise ConfigError(f"no address for party '{active}'; add it under 'peers'")
-        rows = Rows.load(model, self.config.datasets, zero_row=True)
+        rows = Rows.load(model, self.config.datasets)
         link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset({active}))
         channel = self._channel(session_id, link.mailbox, {active: address})
         scorer = model.scorer(

@@ -18,7 +18,8 @@ import numpy as np
 from vfl.party.errors import ModelError, PeerUnavailable, RequestError, UnknownModel
 from vfl.party.inference.batcher import MicroBatcher
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.session import MAX_BATCH_IDS, ActiveSession, Rows
+from vfl.party.inference.rows import Found, Rows
+from vfl.party.inference.session import MAX_BATCH_IDS, ActiveSession
 from vfl.secure.errors import ChannelError, ChannelTimeout, SecureError
 from vfl.secure.wire.payload import MAX_ID_CHARS
 
@@ -57,8 +58,8 @@ class ServedModel:
     """A model loaded at its active party, with its rows, micro-batcher and session."""
 
     def __init__(self, model: LoadedModel, rows: Rows, opener: Opener, on_close: Closer) -> None:
-        """A micro-batch with an id this party lacks reads the rows anew if the dataset's
-        file changed (`Rows.reloaded`)."""
+        """Each micro-batch first reads again the tables whose files changed
+        (`Rows.refreshed`)."""
         task = model.manifest.task
         if task is None:
             raise ModelError(f"the active party's part of model {model.model_id} has no task")
@@ -86,25 +87,27 @@ class ServedModel:
 
     def _run(self, ids: list[str]) -> dict[str, IdResult]:
         """One micro-batch (run by the batcher's worker)."""
-        if any(i not in self.rows.index for i in ids):  # added to the table since?
-            self._use(self.rows.reloaded(self.model))
+        self.rows = self.rows.refreshed(self.model)
+        found = self.rows.find(ids)
         me = self.model.manifest.party_id
+        held = set(found.ids)
         results = {
             i: IdResult(i, error=UNKNOWN_ID, message=f"party '{me}' holds no row with id {i!r}")
             for i in ids
-            if i not in self.rows.index
+            if i not in held
         }
-        held = [i for i in ids if i in self.rows.index]
-        for start in range(0, len(held), MAX_BATCH_IDS):
-            results.update(self._score(held[start : start + MAX_BATCH_IDS], retry=True))
+        for start in range(0, len(found.ids), MAX_BATCH_IDS):
+            part = found.take(np.arange(start, min(start + MAX_BATCH_IDS, len(found.ids))))
+            results.update(self._score(part, retry=True))
         return results
 
-    def _score(self, ids: list[str], retry: bool) -> dict[str, IdResult]:
-        """Score `ids` in the session. A session that served before and now cannot
-        deliver (a passive party restarted, or dropped it while idle) is reopened once."""
+    def _score(self, found: Found, retry: bool) -> dict[str, IdResult]:
+        """Score the rows `found` in the session. A session that served before and now
+        cannot deliver (a passive party restarted, or dropped it while idle) is reopened
+        once."""
         fresh, session = self._session()
         try:
-            out, lacking = session.score(ids)
+            out, lacking = session.score(found)
         except ChannelTimeout as exc:
             self._drop(f"timed out: {exc}")
             raise PeerUnavailable(
@@ -114,8 +117,8 @@ class ServedModel:
             self._drop(f"failed: {exc}")
             if fresh or not retry or not isinstance(exc, ChannelError):
                 raise PeerUnavailable(f"model {self.model_id}: scoring failed: {exc}") from None
-            return self._score(ids, retry=False)
-        return self._results(ids, out, lacking)
+            return self._score(found, retry=False)
+        return self._results(list(found.ids), out, lacking)
 
     def _results(
         self, ids: list[str], out: np.ndarray, lacking: dict[int, list[str]]
@@ -154,15 +157,6 @@ class ServedModel:
                 return True, session
         self._on_close(session, "the model was unloaded")
         raise UnknownModel(f"model {self.model_id} is no longer served here")
-
-    def _use(self, rows: Rows) -> None:
-        """Score from `rows` from now on (in the open session too)."""
-        if rows is self.rows:
-            return
-        with self._lock:
-            self.rows = rows
-            if self.session is not None:
-                self.session.rows = rows
 
     def _drop(self, reason: str) -> None:
         with self._lock:

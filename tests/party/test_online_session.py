@@ -13,7 +13,8 @@ from vfl.contract.spec.predict import parse_predict_text
 from vfl.party.config import parse_party_config
 from vfl.party.errors import ConfigError, DataError
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.session import ActiveSession, PassiveSession, Rows, SilentReporter
+from vfl.party.inference.rows import Rows, TableRows
+from vfl.party.inference.session import ActiveSession, PassiveSession, SilentReporter
 from vfl.party.job import Dataset
 from vfl.party.state import StateDir
 from vfl.secure.channel import InProcessHub, Mailbox
@@ -76,8 +77,7 @@ def test_a_session_scores_as_the_batch_prediction_and_names_a_lacking_party(
     sides = {}
     for pid in ("bank", "s1", "s2"):
         model = LoadedModel.open(states[pid], "job", pid)
-        table, inputs, _ = model.read(Dataset("d", datasets[pid]["d"]))
-        rows = Rows.of(table, inputs, "d", zero_row=pid != "bank")
+        rows = Rows.load(model, datasets[pid])
         channel = hub.channel(pid)
         scorer = model.scorer(channel, rows.inputs, SilentReporter(), 64, timeout_s=30)
         sides[pid] = (model, channel, scorer, rows)
@@ -90,11 +90,11 @@ def test_a_session_scores_as_the_batch_prediction_and_names_a_lacking_party(
     for t in threads:
         t.start()
     model, channel, scorer, rows = sides["bank"]
-    active = ActiveSession("s", channel, scorer, rows, {"s1": "-", "s2": "-"}, 30)
+    active = ActiveSession("s", channel, scorer, {"s1": "-", "s2": "-"}, 30)
     expected = batch_outputs(states)
     # Execute: three micro-batches, one of them with the id s2 lacks
     batches = [["392", "18"], [LACKING, "405", "444"], ["18"]]
-    outputs = [active.score(ids) for ids in batches]
+    outputs = [active.score(rows.find(ids)) for ids in batches]
     hub.close("done")
     for t in threads:
         t.join(10)
@@ -111,21 +111,20 @@ def test_a_session_scores_as_the_batch_prediction_and_names_a_lacking_party(
     active.close()
 
 
-def test_rows_refuse_duplicate_ids_and_add_a_row_of_zeros_for_passive_parties(
+def test_rows_refuse_duplicate_ids_and_pad_lacking_ids_with_zeros(
     three_parties, tmp_path: Path
 ) -> None:
     datasets, states = three_parties
     model = LoadedModel.open(states["s1"], "job", "s1")
-    table, inputs, _ = model.read(Dataset("d", datasets["s1"]["d"]))
-    rows = Rows.of(table, inputs, "d", zero_row=True)
-    assert rows.inputs.rows == table.rows + 1 and not rows.inputs.x[-1].any()
-    assert rows.index["133"] == 0
+    rows = Rows.load(model, datasets["s1"])
+    inputs, lacks = rows.find(["133", "nobody", "18"]).padded(["133", "nobody", "18"])
+    assert inputs.rows == 3 and not inputs.x[1].any() and list(lacks) == [1]
+    assert (inputs.x[0] == rows.inputs.x[rows.training.index["133"]]).all()
     lines = Path(datasets["s1"]["d"].path).read_text().splitlines()
     dup = tmp_path / "dup.csv"
     dup.write_text("\n".join([*lines, lines[3]]) + "\n")
     with pytest.raises(DataError, match="1 duplicate id"):
-        table, inputs, _ = model.read(Dataset("dup", TableSource(path=str(dup))))
-        Rows.of(table, inputs, "dup", zero_row=True)
+        TableRows.read(model, Dataset("dup", TableSource(path=str(dup))))
 
 
 def test_ids_travel_as_their_own_payload_kind_with_checks() -> None:
@@ -164,15 +163,18 @@ def test_rows_are_read_anew_only_when_their_file_changed_and_loads(
     original = (FATE / "breast_hetero_guest.csv").read_text()
     table.write_text(original)
     mine = {"d": TableSource(path=str(table), label="y")}
-    rows = Rows.load(model, mine, zero_row=False)
-    assert rows.reloaded(model) is rows  # unchanged: not read again
+    rows = Rows.load(model, mine)
+    assert rows.refreshed(model) is rows  # unchanged: not read again
     # Execute / Assert: a half-written file keeps the rows until the file changes again
     table.write_text(original.splitlines()[0] + "\n133,1,0.5\n")
-    kept = rows.reloaded(model)
-    assert kept.index is rows.index and kept.stamp != rows.stamp
-    assert kept.reloaded(model) is kept
+    kept = rows.refreshed(model)
+    assert kept.training.index is rows.training.index
+    assert kept.training.stamp != rows.training.stamp
+    assert "its changed file did not load" in str(kept.problems()["d"])
+    assert kept.refreshed(model) is kept
     # the whole file with one more person: read anew
     last = original.splitlines()[-1].split(",")
     table.write_text(original + ",".join(["new", *last[1:]]) + "\n")
-    fresh = kept.reloaded(model)
-    assert fresh.index["new"] == len(rows.index) and fresh.inputs.rows == len(rows.index) + 1
+    fresh = kept.refreshed(model)
+    assert fresh.training.index["new"] == rows.training.rows
+    assert fresh.inputs.rows == rows.training.rows + 1 and not fresh.problems()
