@@ -64,7 +64,7 @@ def credit_job(
     a source layer of `out_dim`, a binary top of `hidden` ([32] if None), test keys below
     2048 bits."""
     parties = [
-        {"id": pid, "role": role, "data": tables[pid].model_dump(exclude_none=True)}
+        {"id": pid, "role": role, "data": {"path": tables[pid].path, **tables[pid].given()}}
         for pid, role in (("bank", "active"), ("shop", "passive"))
     ]
     return {
@@ -90,3 +90,53 @@ def _write(path: Path, header: list[str], ints: list[np.ndarray], x: np.ndarray)
         comments="",
         fmt=["%d"] * len(ints) + ["%.6f"] * x.shape[1],
     )
+
+
+def write_credit_tables(
+    folder: Path, rows: int, fmt: str = "csv", seed: int = 0, chunk: int = 1_000_000
+) -> dict[str, TableSource]:
+    """The credit shape at any size, written `chunk` rows at a time (the bench process
+    never holds the whole table): bank.<fmt> and shop.<fmt> in `folder`, ids "0".."rows-1".
+    Each chunk draws its own rows; the weights of the label are the seed's. Columns are
+    N(0, 1) by construction (not standardised afterwards, unlike `credit_arrays`)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    wa, wb = rng.normal(size=BANK_FEATURES), rng.normal(size=SHOP_FEATURES)
+    paths = {p: folder / f"{p}.{fmt}" for p in ("bank", "shop")}
+    writers: dict[str, pacsv.CSVWriter | pq.ParquetWriter] = {}
+    for n, lo in enumerate(range(0, rows, chunk)):
+        size = min(chunk, rows - lo)
+        draw = np.random.default_rng([seed, n])
+        xa, xb = draw.normal(size=(size, BANK_FEATURES)), draw.normal(size=(size, SHOP_FEATURES))
+        logit = np.sin(xa @ wa / 2) + (xa[:, :3].sum(1) * xb[:, :3].sum(1)) / 3 + xb @ wb / 4
+        y = (logit + draw.normal(scale=0.5, size=size) > 0).astype(np.int8)
+        ids = pa.array(np.arange(lo, lo + size).astype(str))
+        tables = {
+            "bank": pa.table(
+                {
+                    "id": ids,
+                    "y": y,
+                    **{f"a{i}": np.round(xa[:, i], 6) for i in range(BANK_FEATURES)},
+                }
+            ),
+            "shop": pa.table(
+                {"id": ids, **{f"b{i}": np.round(xb[:, i], 6) for i in range(SHOP_FEATURES)}}
+            ),
+        }
+        for party, table in tables.items():
+            if party not in writers:
+                writers[party] = (
+                    pacsv.CSVWriter(paths[party], table.schema)
+                    if fmt == "csv"
+                    else pq.ParquetWriter(paths[party], table.schema)
+                )
+            writers[party].write_table(table)
+    for writer in writers.values():
+        writer.close()
+    return {
+        "bank": TableSource(path=str(paths["bank"]), format=fmt, id="id", label="y"),
+        "shop": TableSource(path=str(paths["shop"]), format=fmt, id="id"),
+    }

@@ -137,7 +137,15 @@ class PartyJob:
     def _load(self, dataset: Dataset | None) -> RawTable:
         if dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
+        tick = time.monotonic()
         raw = read_raw(dataset.source, dataset.name)
+        log.info(
+            "party %s: read dataset %s: %d rows in %.2f s",
+            self.party_id,
+            dataset.name,
+            raw.rows,
+            time.monotonic() - tick,
+        )
         if self.spec.protocol == "blindfl":  # before keys: the secure layer must hold them
             check_secure_bounds(raw, dataset.source.preprocess, self.party_id)
         if self.role == "active":

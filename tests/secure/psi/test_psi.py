@@ -18,7 +18,8 @@ from vfl.proto import common_pb2
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import PayloadError, PsiError
 from vfl.secure.executor import PSI_POINT, BlockExecutor, LocalExecutor
-from vfl.secure.psi.curve import Blinder, IdColumn, canonical_ids, hash_to_curve
+from vfl.secure.psi.active import aligned_order, common_rows
+from vfl.secure.psi.curve import Blinder, IdColumn, canonical_ids, equal_rows, hash_to_curve
 from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi
 from vfl.secure.psi.wire import PsiWire, points_from_payload, points_to_payload
 from vfl.secure.wire.payload import control_to_payload
@@ -314,3 +315,55 @@ def test_duplicate_points_from_passive_are_rejected() -> None:
         run_psi(active, "B", "B", ["A"], ["1", "2"], "j/psi", config=INLINE)
     with pytest.raises(PsiError, match="party 'B' aborted PSI: points exchanged"):
         wire.recv("B", "result")
+
+
+# Matching at scale: 16-byte keys, word sorts, the exact fallback -----------------------
+
+
+def _keys(values: list[bytes]) -> np.ndarray:
+    return np.frombuffer(b"".join(values), dtype=np.uint8).reshape(len(values), -1).copy()
+
+
+def test_common_rows_fast_and_exact_paths_agree() -> None:
+    rng = np.random.default_rng(1)
+    shared = [rng.bytes(16) for _ in range(50)]
+    a = shared[:40] + [rng.bytes(16) for _ in range(30)]
+    b = [rng.bytes(16) for _ in range(20)] + shared[10:]
+    # b also holds a point equal to one of a's in its first 8 bytes only: not a match
+    b.append(a[45][:8] + bytes(8))
+    order_a, order_b = rng.permutation(len(a)), rng.permutation(len(b))
+    a, b = [a[i] for i in order_a], [b[i] for i in order_b]
+    expected = {(i, j) for i, x in enumerate(a) for j, y in enumerate(b) if x == y}
+    ia, ib = common_rows(_keys(a), _keys(b))
+    assert set(zip(ia.tolist(), ib.tolist(), strict=True)) == expected and len(expected) == 30
+    # two of a's points tie in their first 8 bytes: the exact path gives the same pairs
+    tied = a + [a[0][:8] + b"\xff" * 8]
+    ia, ib = common_rows(_keys(tied), _keys(b))
+    assert set(zip(ia.tolist(), ib.tolist(), strict=True)) == expected
+
+
+def test_equal_rows_finds_only_whole_repeats() -> None:
+    rows = [b"a" * 8 + b"1" * 8, b"a" * 8 + b"2" * 8, b"b" * 16, b"a" * 8 + b"1" * 8]
+    groups = equal_rows(_keys(rows))
+    assert [sorted(g.tolist()) for g in groups] == [[0, 3]]
+    assert equal_rows(_keys(rows[:3])) == []
+
+
+def test_aligned_order_sorts_by_the_ids_digests() -> None:
+    import hashlib
+
+    ids = np.array([f"user{i}" for i in range(300)], dtype=np.dtypes.StringDType())
+    rows = np.random.default_rng(2).permutation(300)[:200]
+    order = aligned_order(ids, rows, seed=5)
+    prefix = b"vfl/psi/order/v1\x00" + b"5" + b"\x00"
+    digests = [hashlib.sha256(prefix + str(ids[r]).encode()).digest() for r in rows.tolist()]
+    assert [digests[i] for i in order.tolist()] == sorted(digests)
+
+
+def test_numpy_string_ids_align_like_lists() -> None:
+    base = [f"user{i}" for i in range(150)]
+    as_list = {"B": base[:120], "A": base[30:]}
+    as_array = {p: np.array(v, dtype=np.dtypes.StringDType()) for p, v in as_list.items()}
+    assert aligned(as_list, run_parties(as_list, "B")) == aligned(
+        as_array, run_parties(as_array, "B")
+    )

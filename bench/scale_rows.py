@@ -1,0 +1,274 @@
+"""Rows at scale: whole `split` jobs of millions of rows through `vfl run`, each party
+daemon's peak memory, and the floor each stage could reach.
+
+    python bench/scale_rows.py [--rows 1000000,3000000,10000000] [--formats csv]
+                               [--blindfl-rows 0] [--key-bits 2048] [--json FILE]
+
+The tables are bench/credit_data.py's credit shape (bank: id, y and 13 features; shop: id
+and 10 features) at the asked size, written a million rows at a time. The job spec is
+the smallest one (the parties, the protocol, one epoch; everything else default), as a
+user would write it. Per run:
+
+- load s: each party's `read dataset` log line (reading and typing its file), the
+  larger of the two; floor: pyarrow streaming the two files once in this process.
+- PSI s: the job's; floor: 4 n X25519 multiplications (each party blinds its own set
+  and the other's) at this machine's measured cost, over its 2 cores.
+- epoch s: training time of the one epoch (without validation); floor: the same models'
+  forward and backward passes over the same batches in one process, no messages.
+- peak RSS per party: the daemon process's high-water mark (VmHWM), and of its whole
+  process tree (with its PSI worker processes), sampled every 0.2 s.
+- bytes per cell: the larger daemon peak over the table's cells (rows x columns, ids
+  and label included).
+
+`--blindfl-rows N` adds one `blindfl` epoch of N rows (2048-bit keys unless
+`--key-bits`). The projection of a 1e7-row `blindfl` epoch on a Ray cluster uses the
+Paillier operation counts of the measured epoch scaled by rows, and bench/scale_out.py's
+rates (bench/results/scale_out.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from credit_data import BANK_FEATURES, SHOP_FEATURES, write_credit_tables  # noqa: E402
+from psi import x25519_microseconds  # noqa: E402
+
+CORES = os.cpu_count() or 1
+PARTIES = ("bank", "shop")
+READ_LINE = re.compile(r"read dataset \S+: (\d+) rows in ([\d.]+) s")
+
+
+def job_spec(tables: dict, protocol: str, key_bits: int) -> dict:
+    parties = [
+        {"id": "bank", "role": "active", "data": {"path": tables["bank"].path, "label": "y"}},
+        {"id": "shop", "role": "passive", "data": {"path": tables["shop"].path}},
+    ]
+    for party in parties:
+        party["data"]["format"] = tables["bank"].format
+    spec = {"job": f"scale-{protocol}", "protocol": protocol, "parties": parties}
+    spec["train"] = {"epochs": 1}
+    if protocol == "blindfl":
+        spec["crypto"] = {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048}
+    return spec
+
+
+class Sampler:
+    """Polls the party daemons under `vfl run` (`pid`): each one's VmHWM and the peak
+    RSS of its process tree."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.hwm = dict.fromkeys(PARTIES, 0)
+        self.tree = dict.fromkeys(PARTIES, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for pid in _children(self.pid):
+                party = _party_of(pid)
+                if party is None:
+                    continue
+                self.hwm[party] = max(self.hwm[party], _status_kb(pid, "VmHWM"))
+                tree = sum(_status_kb(p, "VmRSS") for p in [pid, *_descendants(pid)])
+                self.tree[party] = max(self.tree[party], tree)
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                kids += [int(k) for k in fh.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], _children(pid)
+    while todo:
+        kid = todo.pop()
+        out.append(kid)
+        todo += _children(kid)
+    return out
+
+
+def _party_of(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read().decode(errors="replace")
+    except OSError:
+        return None
+    return next((p for p in PARTIES if f"party-{p}.yaml" in cmd), None)
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def run_job(spec: dict, folder: Path) -> dict:
+    """One `vfl run --json --workdir`: its result, wall seconds, memory and load seconds."""
+    work = folder / f"work-{spec['job']}"
+    path = folder / f"{spec['job']}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    vfl = str(Path(sys.executable).parent / "vfl")
+    started = time.monotonic()
+    out, err = path.with_suffix(".out"), path.with_suffix(".err")
+    with out.open("w") as stdout, err.open("w") as stderr:
+        cmd = [vfl, "run", str(path), "--json", "--workdir", str(work)]
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=stderr)
+        sampler = Sampler(proc.pid)
+        proc.wait()
+        sampler.stop()
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"vfl run failed:\n{err.read_text()[-3000:]}")
+    result = json.loads(out.read_text())
+    loads = []
+    for party in PARTIES:
+        log = (work / f"party-{party}.log").read_text()
+        loads += [float(m.group(2)) for m in READ_LINE.finditer(log)]
+    return {
+        "result": result,
+        "wall": wall,
+        "load_s": max(loads, default=float("nan")),
+        "hwm_mb": {p: kb / 1024 for p, kb in sampler.hwm.items()},
+        "tree_mb": {p: kb / 1024 for p, kb in sampler.tree.items()},
+    }
+
+
+def load_floor(tables: dict) -> float:
+    """Seconds pyarrow takes to stream both files once (parse and type, nothing kept)."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    tick = time.perf_counter()
+    for source in tables.values():
+        if source.format == "parquet":
+            for _ in pq.ParquetFile(source.path).iter_batches(batch_size=1 << 17):
+                pass
+        else:
+            options = pacsv.ConvertOptions(column_types={"id": "string"})
+            for _ in pacsv.open_csv(source.path, convert_options=options):
+                pass
+    return time.perf_counter() - tick
+
+
+def epoch_floor(rows: int, batch: int = 256, out_dim: int = 16, hidden: int = 32) -> float:
+    """Seconds of the split model's forward and backward passes over one epoch's training
+    batches (80% of `rows`) in one process: both bottom layers and the top MLP, Adam."""
+    import torch
+
+    torch.manual_seed(0)
+    bank, shop = torch.nn.Linear(BANK_FEATURES, out_dim), torch.nn.Linear(SHOP_FEATURES, out_dim)
+    top = torch.nn.Sequential(
+        torch.nn.Linear(2 * out_dim, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1)
+    )
+    params = [*bank.parameters(), *shop.parameters(), *top.parameters()]
+    optimiser = torch.optim.Adam(params)
+    xa, xb = torch.randn(batch, BANK_FEATURES), torch.randn(batch, SHOP_FEATURES)
+    y = (torch.rand(batch, 1) > 0.5).float()
+    batches = int(rows * 0.8) // batch
+    sample = min(batches, 2000)
+    tick = time.perf_counter()
+    for _ in range(sample):
+        optimiser.zero_grad()
+        out = top(torch.cat([bank(xa), shop(xb)], dim=1))
+        torch.nn.functional.binary_cross_entropy_with_logits(out, y).backward()
+        optimiser.step()
+    return (time.perf_counter() - tick) * batches / sample
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default="1000000,3000000,10000000")
+    parser.add_argument("--formats", default="csv")
+    parser.add_argument("--blindfl-rows", type=int, default=0)
+    parser.add_argument("--key-bits", type=int, default=2048)
+    parser.add_argument("--json", help="also write every measurement to this file")
+    args = parser.parse_args()
+    t_mult = x25519_microseconds() * 1e-6
+    print(f"split, 1 epoch, batch 256, {CORES} cores; X25519: {t_mult * 1e6:.1f} us")
+    print(
+        "| rows | format | load s (floor) | PSI s (floor) | epoch s (floor) | validation s "
+        "| job s | AUC | bank peak MB (tree) | shop peak MB (tree) | bytes/cell |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    records = []
+    cases = [
+        (int(float(r)), f, "split") for r in args.rows.split(",") for f in args.formats.split(",")
+    ]
+    if args.blindfl_rows:
+        cases.append((args.blindfl_rows, args.formats.split(",")[0], "blindfl"))
+    for rows, fmt, protocol in cases:
+        with tempfile.TemporaryDirectory(dir=os.environ.get("SCALE_TMP")) as tmp:
+            folder = Path(tmp)
+            tables = write_credit_tables(folder, rows, fmt)
+            floors = {
+                "load": load_floor(tables),
+                "psi": 4 * rows * t_mult / CORES,
+                "epoch": epoch_floor(rows),
+            }
+            run = run_job(job_spec(tables, protocol, args.key_bits), folder)
+        r = run["result"]
+        history = r.get("history") or [{}]
+        epoch = history[-1].get("train_seconds", float("nan"))
+        validation = history[-1].get("seconds", float("nan")) - epoch
+        cells = rows * (2 + BANK_FEATURES + 1 + SHOP_FEATURES)
+        per_cell = run["hwm_mb"]["bank"] * 2**20 / (rows * (2 + BANK_FEATURES))
+        auc = r.get("metrics", {}).get("auc", float("nan"))
+        name = "" if protocol == "split" else f" {protocol} {args.key_bits}-bit"
+        print(
+            f"| {rows:,}{name} | {fmt} | {run['load_s']:.1f} ({floors['load']:.1f}) "
+            f"| {r.get('psi_seconds', float('nan')):.1f} ({floors['psi']:.1f}) "
+            f"| {epoch:.1f} ({floors['epoch']:.1f}) | {validation:.1f} | {r['seconds']:.1f} "
+            f"| {auc:.4f} | {run['hwm_mb']['bank']:.0f} ({run['tree_mb']['bank']:.0f}) "
+            f"| {run['hwm_mb']['shop']:.0f} ({run['tree_mb']['shop']:.0f}) | {per_cell:.1f} |",
+            flush=True,
+        )
+        records.append(
+            {
+                "rows": rows,
+                "format": fmt,
+                "protocol": protocol,
+                "cells": cells,
+                "floors": floors,
+                "epoch_s": epoch,
+                "validation_s": validation,
+                **{k: v for k, v in run.items() if k != "result"},
+                "result": {k: r.get(k) for k in ("psi_seconds", "seconds", "metrics", "history")},
+            }
+        )
+        if args.json:
+            Path(args.json).write_text(json.dumps(records, indent=1))
+    print("bytes/cell: the bank daemon's peak over its own cells (ids, label, 13 features)")
+
+
+if __name__ == "__main__":
+    main()
