@@ -170,6 +170,8 @@ def _dataset(name: str, raw: Any, base: Path) -> TableSource:
         source = TableSource.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(explain(exc, TableSource, f"datasets.{name}", "party config")) from None
-    if Path(source.path).is_absolute():
+    field = "password_file" if source.format == "sql" else "path"
+    given = getattr(source, field)
+    if given is None or Path(given).is_absolute():
         return source
-    return source.model_copy(update={"path": str(base / source.path)})
+    return source.model_copy(update={field: str(base / given)})
