@@ -7,6 +7,11 @@ coordinator: 127.0.0.1:7700
 peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer addresses
 datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
+  customers:                      # a PostgreSQL query's rows (the [sql] extra)
+    format: sql
+    url: postgresql://vfl_reader@db.bank.internal:5432/crm    # never a password here
+    query: SELECT customer_id AS id, age, income FROM customers
+    password_env: PGPASS_CRM      # or password_file: secrets/crm.pw (its first line)
 state_dir: bank-state             # optional; default: <party>-state beside this file
 output_dir: bank-scores           # optional; default: <state_dir>/predictions
 scorers: [admin, risk-app]        # optional; who may score online here (default: any
@@ -26,9 +31,14 @@ for decryptions, re-randomisations and products: the executor's cost model
 (at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
 625 PSI points).
 A dataset entry is a `vfl.contract.spec.TableSource`, the same model as a job's `data:` by
-path. Relative paths (datasets, state_dir) resolve against the config file's folder. The
-state directory holds the party's checkpoints, keys and model parts, never a path a job
-names; the output folder the scores of prediction jobs (active party only).
+path. A `format: sql` entry (url, query or table, and where its password is) exists only
+here: a job spec cannot name a database, a query or a credential, and a url holding a
+password is refused when the config loads. Each job reads such a dataset once, at PREPARE,
+into a Parquet snapshot in the state directory, which a resume reads again (`party.sql`,
+`party.state.snapshots`). Relative paths (datasets, password files, state_dir) resolve
+against the config file's folder. The state directory holds the party's checkpoints, keys,
+model parts and snapshots, never a path a job names; the output folder the scores of
+prediction jobs (active party only).
 """
 
 from __future__ import annotations

@@ -165,7 +165,8 @@ class PartyJob:
             if self.test_dataset is not None:
                 self.test_raw = self._load(self.test_dataset)
         except BaseException:
-            if self.resume is None and self._reads_sql():  # a fresh job: no resume needs them
+            fresh = self.resume is None and self.state is not None
+            if fresh and self._reads_sql():  # no resume can need this job's snapshots
                 Snapshots(self.state, self.job_id, self.party_id).drop("its PREPARE failed")
             raise
         return self.raw
