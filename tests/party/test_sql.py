@@ -5,6 +5,8 @@ a real server (the `postgres` fixture; these tests skip where it cannot start)."
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -17,7 +19,8 @@ from vfl.contract.spec import TableSource, parse_spec_text
 from vfl.party.config import parse_party_config
 from vfl.party.data import read_raw
 from vfl.party.describe import describe_dataset
-from vfl.party.errors import CheckpointError, ConfigError, DataError, PartyError
+from vfl.party.errors import CheckpointError, ConfigError, DataError, JobError, PartyError
+from vfl.party.job import PartyJob, resolve_dataset
 from vfl.party.sql import write_parquet
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest
@@ -139,6 +142,17 @@ def test_a_job_spec_cannot_name_a_database_a_query_or_a_credential(data: str) ->
         parse_spec_text(text)
     assert "cannot be in a job spec" in str(err.value)
     assert "`vfl run` takes files only" in str(err.value)
+
+
+def test_a_job_cannot_change_a_sql_datasets_format_and_needs_a_state_directory() -> None:
+    spec = "job: j\nparties:\n  - {id: bank, role: active, data: {dataset: d}}\n"
+    spec += "  - {id: shop, role: passive, data: {dataset: crm%s}}\n"
+    crm = {"crm": TableSource(format="sql", url="postgresql://db/crm", table="t")}
+    with pytest.raises(JobError, match="a job cannot change its format to csv"):
+        resolve_dataset(parse_spec_text(spec % ", format: csv"), "shop", crm)
+    job = PartyJob("j-1", parse_spec_text(spec % ""), "shop", crm, state=None)
+    with pytest.raises(ConfigError, match="party 'shop' keeps no state directory"):
+        job.prepare()
 
 
 def test_a_manifest_written_before_snapshots_still_loads() -> None:
@@ -359,3 +373,10 @@ def test_every_party_error_here_has_a_public_form(pg: Postgres, tmp_path: Path) 
     """The errors above are PartyErrors (the servicer sends only their public form)."""
     with pytest.raises(PartyError):
         write_parquet(sql_source(pg, query="SELECT 1/0 AS id"), "crm", tmp_path / "x")
+
+
+def test_the_sql_module_imports_neither_grpc_nor_its_driver() -> None:
+    """The driver (an optional extra) loads when a sql dataset is read, not before."""
+    code = "import sys, vfl.party.sql; print('grpc' in sys.modules, 'psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
