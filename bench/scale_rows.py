@@ -39,7 +39,6 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -53,11 +53,12 @@ def cmd_synth_ctr(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     """Print per column of a dataset in the party's config: type, missing share, distinct
-    values, min / median / max. Reads the file here; starts no daemon, opens no socket.
+    values, min / median / max. Reads the file here (a sql dataset: runs its query on its
+    database); starts no daemon, opens no listening socket.
 
     Raises:
         ConfigError: the config is invalid or has no such dataset (lists its datasets).
-        DataError: the dataset's file is missing or unreadable.
+        DataError: the dataset's file is missing or unreadable, or its database fails.
     """
     from vfl.party.config import load_party_config
     from vfl.party.describe import describe_dataset
@@ -75,7 +76,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         out = {"dataset": args.dataset, "rows": rows, "columns": [c.as_dict() for c in columns]}
         print(json.dumps(out, indent=2))
         return 0
-    print(f"dataset '{args.dataset}': {rows} rows, {len(columns)} columns ({source.path})")
+    where = source.path if source.format != "sql" else f"the query at {source.url}"
+    print(f"dataset '{args.dataset}': {rows} rows, {len(columns)} columns ({where})")
     width = max([6, *(len(c.name) for c in columns)])
     print(f"{'column':<{width}}  {'type':<11}  {'missing':>7}  {'distinct':>8}  min / median / max")
     for c in columns:

@@ -8,6 +8,11 @@ peers: {shop: 127.0.0.1:7702}     # optional; else the coordinator tells peer ad
 datasets:
   breast: {path: data/guest.csv, format: csv, id: id, label: y}
   applicants: {path: live/applicants.csv, serve: true}   # optional; see below
+  customers:                      # a PostgreSQL query's rows (the [sql] extra)
+    format: sql
+    url: postgresql://vfl_reader@db.bank.internal:5432/crm    # never a password here
+    query: SELECT customer_id AS id, age, income FROM customers
+    password_env: PGPASS_CRM      # or password_file: secrets/crm.pw (its first line)
 state_dir: bank-state             # optional; default: <party>-state beside this file
 output_dir: bank-scores           # optional; default: <state_dir>/predictions
 scorers: [admin, risk-app]        # optional; who may score online here (default: any
@@ -33,9 +38,14 @@ dataset the model was trained on, and takes the first row found, so a serving ta
 wins over the training table's (`party.inference.rows`). Each is read with its own
 format, id and label settings and the model's fitted preprocessing, read again when its
 file changes, and skipped with a warning for a model whose columns it does not have.
-Relative paths (datasets, state_dir) resolve against the config file's folder. The
-state directory holds the party's checkpoints, keys and model parts, never a path a job
-names; the output folder the scores of prediction jobs (active party only).
+A `format: sql` entry (url, query or table, and where its password is) exists only
+here: a job spec cannot name a database, a query or a credential, and a url holding a
+password is refused when the config loads. Each job reads such a dataset once, at PREPARE,
+into a Parquet snapshot in the state directory, which a resume reads again (`party.sql`,
+`party.state.snapshots`). Relative paths (datasets, password files, state_dir) resolve
+against the config file's folder. The state directory holds the party's checkpoints, keys,
+model parts and snapshots, never a path a job names; the output folder the scores of
+prediction jobs (active party only).
 """
 
 from __future__ import annotations
@@ -177,6 +187,8 @@ def _dataset(name: str, raw: Any, base: Path) -> TableSource:
         source = TableSource.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(explain(exc, TableSource, f"datasets.{name}", "party config")) from None
-    if Path(source.path).is_absolute():
+    field = "password_file" if source.format == "sql" else "path"
+    given = getattr(source, field)
+    if given is None or Path(given).is_absolute():
         return source
-    return source.model_copy(update={"path": str(base / source.path)})
+    return source.model_copy(update={field: str(base / given)})

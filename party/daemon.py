@@ -29,6 +29,7 @@ from vfl.party.report_sender import ReportSender
 from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest, ModelStore
+from vfl.party.state.snapshots import sweep
 from vfl.party.transport.endpoint import Endpoint
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
@@ -192,6 +193,8 @@ class PartyDaemon:
     ) -> None:
         spec = self._parse(job_id, spec_json)
         me = self.config.party_id
+        if self.state is not None:  # stopped jobs' database snapshots, unused for days
+            sweep(self.state, self.jobs.held() | {job_id})
         with self.jobs.loading(job_id):
             job = self._job(job_id, spec, resume_round)
             table = job.prepare()

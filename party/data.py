@@ -182,6 +182,12 @@ def read_raw(
         raw = _raw_columns(cfg, name, mode, schema)
     elif cfg.format == "libsvm":
         raw = _raw_libsvm(_load_libsvm(existing(cfg, name), cfg, name), name)
+    elif cfg.format == "sql":  # jobs read a snapshot of it (`party.sql`), as parquet
+        raise DataError(
+            f"dataset '{name}' is read from a database: jobs and predictions read it through "
+            "the snapshot they take when prepared; online scoring and `vfl data describe` "
+            "read files only"
+        )
     else:
         raise DataError(
             f"dataset '{name}': unknown format '{cfg.format}'; use csv, parquet or libsvm"

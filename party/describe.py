@@ -5,12 +5,15 @@ gives, per column, its type as preprocessing would take it (id, label, numeric,
 categorical: words or a column set so, ignore: set so, or empty), the share of
 missing cells (empty, or NaN), the exact number of distinct present values and, for
 numbers, min / median / max. It runs at the party on its own data (`vfl data describe`)
-and sends nothing anywhere.
+and sends nothing anywhere; a sql dataset's query is run (read-only) into a temporary
+Parquet file, removed once read.
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from vfl.contract.spec import TableSource
 from vfl.party.reader import ReadTable, read_table
+from vfl.party.sql import as_parquet, write_parquet
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,19 @@ class ColumnSummary:
 
 
 def describe_dataset(source: TableSource, name: str) -> tuple[int, list[ColumnSummary]]:
-    """(rows, a summary per column) of dataset `name` (csv or parquet).
+    """(rows, a summary per column) of dataset `name` (csv, parquet, or sql: its query's
+    rows, read into a temporary Parquet file).
 
     Raises:
         DataError: the file is missing, unreadable or lacks the id, label or a
-            categorical column (`read_table`).
+            categorical column (`read_table`); the database fails (`party.sql`).
+        ConfigError: a sql dataset's credential is unset or refused.
     """
+    if source.format == "sql":
+        with tempfile.TemporaryDirectory(prefix="vfl-describe-") as tmp:
+            path = Path(tmp) / f"{name}.parquet"
+            write_parquet(source, name, path)
+            return describe_dataset(as_parquet(source, path), name)
     read = read_table(source, name)
     roles = {read.column(source.id, "id"): "id"}
     if source.label:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
@@ -18,6 +20,7 @@ from vfl.party.preprocess import Preprocessor, check_secure_bounds, fit
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
 from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
+from vfl.party.state.snapshots import Snapshots
 from vfl.party.training import trainers
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.models import Inputs
@@ -60,7 +63,31 @@ def resolve_dataset(
             f"party '{party_id}' exposes no dataset '{name}'; it exposes "
             f"{sorted(datasets) or 'none'}: add it under 'datasets' in the party config"
         )
-    return Dataset(name, datasets[name].model_copy(update=data.given()))
+    source = datasets[name]
+    if source.format == "sql" and data.format is not None:
+        raise JobError(
+            f"party '{party_id}' reads dataset '{name}' from a database; a job cannot change "
+            f"its format to {data.format}: remove 'format' from the job's data"
+        )
+    return Dataset(name, source.model_copy(update=data.given()))
+
+
+@contextmanager
+def snapshotted(
+    dataset: Dataset, state: StateDir | None, job_id: str, party_id: str
+) -> Iterator[Dataset]:
+    """`dataset` as the table reader can read it while the block runs: a sql dataset is
+    queried into a snapshot of job `job_id`, removed when the block ends (a prediction
+    reads its rows once); a file is itself."""
+    if dataset.source.format != "sql":
+        yield dataset
+        return
+    folder = Snapshots(state, job_id, party_id)
+    try:
+        folder.take(dataset.name, dataset.source)
+        yield Dataset(dataset.name, folder.source(dataset.name, dataset.source))
+    finally:
+        folder.drop("its rows were read")
 
 
 def connect(executor: BlockExecutor, party_id: str) -> None:
@@ -108,14 +135,18 @@ class PartyJob:
         self.state, self.resume_round = state, resume_round
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
+        self.snapshots: dict[str, str] = {}  # sql datasets read: name -> snapshot SHA-256
 
     def prepare(self) -> RawTable:
         """Load and check the data (and the checkpoint to resume from) before any party
         starts.
 
         Raises:
-            DataError: missing or malformed data, a label that does not fit the task.
-            CheckpointError: the checkpoint to resume from is missing, corrupt or another's.
+            DataError: missing or malformed data, a label that does not fit the task, a
+                database that cannot be reached or whose query fails.
+            ConfigError: a database's credential is unset or refused.
+            CheckpointError: the checkpoint to resume from is missing, corrupt or another's,
+                or a sql dataset's snapshot changed since it.
             JobError: the party's executor cannot run (its Ray cluster is unreachable).
         """
         if self.executor is not None:  # PSI of every protocol runs there too
@@ -129,16 +160,22 @@ class PartyJob:
             self.resume = self.state.load(
                 self.job_id, self.resume_round, self.spec.spec_hash(), self.party_id
             )
-        self.raw = self._load(self.dataset)
-        if self.test_dataset is not None:
-            self.test_raw = self._load(self.test_dataset)
+        try:
+            self.raw = self._load(self.dataset)
+            if self.test_dataset is not None:
+                self.test_raw = self._load(self.test_dataset)
+        except BaseException:
+            fresh = self.resume is None and self.state is not None
+            if fresh and self._reads_sql():  # no resume can need this job's snapshots
+                Snapshots(self.state, self.job_id, self.party_id).drop("its PREPARE failed")
+            raise
         return self.raw
 
     def _load(self, dataset: Dataset | None) -> RawTable:
         if dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         tick = time.monotonic()
-        raw = read_raw(dataset.source, dataset.name)
+        raw = read_raw(self._source(dataset), dataset.name)
         log.info(
             "party %s: read dataset %s: %d rows in %.2f s",
             self.party_id,
@@ -153,6 +190,31 @@ class PartyJob:
                 raise DataError(f"dataset '{dataset.name}' has no label column; set 'label'")
             make_task(self.spec.model.top.task, raw.labels)  # fail early on bad labels
         return raw
+
+    def _reads_sql(self) -> bool:
+        """Whether the job reads a dataset from a database (and so keeps snapshots)."""
+        given = (self.dataset, self.test_dataset)
+        return any(d is not None and d.source.format == "sql" for d in given)
+
+    def _source(self, dataset: Dataset) -> TableSource:
+        """What the table reader reads for `dataset`: its file, or for a sql dataset the
+        job's snapshot of its query (taken now; on a resume, the one taken when the job
+        began, checked against the checkpoint's hash, with no query)."""
+        if dataset.source.format != "sql":
+            return dataset.source
+        folder = Snapshots(self.state, self.job_id, self.party_id)
+        if dataset.name not in self.snapshots:  # a test dataset may be the training one
+            if self.resume is None:
+                self.snapshots[dataset.name] = folder.take(dataset.name, dataset.source)
+            else:
+                recorded = self.resume.state.get("snapshots") or {}
+                self.snapshots[dataset.name] = folder.verify(
+                    dataset.name, recorded.get(dataset.name), self.resume_round
+                )
+                log.info(
+                    "party %s: read dataset '%s' from its snapshot", self.party_id, dataset.name
+                )
+        return folder.source(dataset.name, dataset.source)
 
     def _align(self, channel: Channel, table: RawTable, tag: str) -> tuple[np.ndarray, PsiResult]:
         psi = align_rows(channel, self.spec, self.party_id, table, tag, self.executor)
@@ -242,6 +304,8 @@ class PartyJob:
             reporter.stage(TRAINING)
             result = trainer.run()
             self._keep_model(trainer, ctx.plan.rows)
+            if self._reads_sql():  # the job ended here: no resume reads them again
+                Snapshots(self.state, self.job_id, self.party_id).drop("the job ended")
             return result
         finally:
             trainer.close()
@@ -265,6 +329,7 @@ class PartyJob:
             metrics=dict(getattr(trainer, "metrics", {})),
             rows=rows,
             peers=dict(self.peers),
+            snapshots=dict(self.snapshots),
         )
         part = trainers.model_part(trainer)
         part["preprocess"] = self.preprocessor.model_dump_json()
@@ -285,6 +350,7 @@ class PartyJob:
             aligned,
             reporter.checkpoint,
             self.preprocessor.model_dump_json() if self.preprocessor is not None else None,
+            dict(self.snapshots),
         )
 
 

@@ -21,7 +21,7 @@ from vfl.contract.states import ALIGNING, PREDICTING
 from vfl.party.data import Table
 from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
-from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset
+from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset, snapshotted
 from vfl.party.preprocess import Drift
 from vfl.party.state import StateDir
 from vfl.party.state.models import ModelStore
@@ -85,7 +85,8 @@ class PredictJob:
             )
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
-        self.table, self.inputs, self.drift = self.model.read(self.dataset)
+        with snapshotted(self.dataset, self.state, self.job_id, self.party_id) as dataset:
+            self.table, self.inputs, self.drift = self.model.read(dataset)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
         return self.table

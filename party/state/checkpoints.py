@@ -2,9 +2,10 @@
 
 Every party derives the same rounds from the spec and its plan: every
 `train.checkpoint_every` rounds (default: once per epoch), always after the last round,
-never with `checkpoint_every: 0`. A checkpoint holds the trainer's state and a hash of
-the aligned row order, so a resume on changed data is refused instead of training on
-misaligned rows.
+never with `checkpoint_every: 0`. A checkpoint holds the trainer's state, a hash of the
+aligned row order, so a resume on changed data is refused instead of training on
+misaligned rows, and the hashes of the snapshots of the job's sql datasets, which a
+resume reads again (`party.state.snapshots`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class JobCheckpoints:
         aligned: `aligned_hash` of this party's aligned rows.
         on_saved: told each round saved (the progress report to the coordinator).
         preprocess: the party's fitted preprocessing (JSON), kept for a resume to apply.
+        snapshots: the SHA-256 of each sql dataset's snapshot, by dataset name.
     """
 
     def __init__(
@@ -66,12 +68,14 @@ class JobCheckpoints:
         aligned: str,
         on_saved: Callable[[int], None],
         preprocess: str | None = None,
+        snapshots: dict[str, str] | None = None,
     ) -> None:
         self._state, self._job_id, self._party_id = state, job_id, party_id
         self._spec_hash = spec.spec_hash()
         self._every, self._total = every, total_rounds
         self._aligned, self._on_saved = aligned, on_saved
         self._preprocess = preprocess
+        self._snapshots = dict(snapshots or {})
 
     def due(self, rnd: int) -> bool:
         return self._every > 0 and (rnd % self._every == 0 or rnd == self._total)
@@ -83,7 +87,12 @@ class JobCheckpoints:
             self._spec_hash,
             self._party_id,
             rnd,
-            {"trainer": state, "aligned": self._aligned, "preprocess": self._preprocess},
+            {
+                "trainer": state,
+                "aligned": self._aligned,
+                "preprocess": self._preprocess,
+                "snapshots": self._snapshots,
+            },
         )
         path = self._state.save(ck)
         log.info(

@@ -60,6 +60,7 @@ class Manifest(BaseModel):
     metrics: dict[str, float] = {}  # active party only: the final validation
     rows: int = 0  # aligned training rows
     peers: dict[str, str] = {}  # the peers' addresses at training (online scoring dials them)
+    snapshots: dict[str, str] = {}  # sql datasets trained on: name -> snapshot SHA-256
     created_at: float = 0.0
 
     @property

@@ -38,7 +38,7 @@ def test_datasets_get_defaults_by_format_and_resolve_paths() -> None:
         (
             {"path": "x", "colour": "red"},
             "unknown field(s) 'datasets.d.colour' in datasets.d; allowed: categorical, columns, "
-            "format, id, label, path, preprocess",
+            "format, id, label, password_env, password_file, path, preprocess, query, table, url",
         ),
         ("x.csv", "'datasets.d' must be a mapping"),
     ],

@@ -127,5 +127,8 @@ def _table(party: str, name: str, table: Table) -> TableSource:
     except ValidationError as exc:
         problem = explain(exc, TableSource, whole="the table")
         raise SpecError(f"party '{party}', dataset '{name}': {problem}") from None
-    path = Path(source.path).expanduser()
-    return source.model_copy(update={"path": str(path.resolve())})
+    field = "password_file" if source.format == "sql" else "path"  # sql: no file but this
+    given = getattr(source, field)
+    if given is None:
+        return source
+    return source.model_copy(update={field: str(Path(given).expanduser().resolve())})
