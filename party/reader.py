@@ -104,6 +104,7 @@ def scan_table(
                 name_bad_cell(source, name, column)
             forced[column] = pa.string() if column in forced else pa.float64()
             continue
+        pa.default_memory_pool().release_unused()  # the blocks parsed: back to the system
         return scanned
 
 

@@ -77,7 +77,14 @@ class ValidationSpec(SpecModel):
     fraction: Annotated[float, Field(gt=0, le=0.9, strict=True), NUMBER] = Field(
         0.2, description="training rows held out to validate on (without test data)"
     )
-    every: int = Field(20, ge=1, strict=True, description="validate every N rounds and at the end")
+    every: int | None = Field(
+        None,
+        ge=1,
+        strict=True,
+        description="validate every N rounds and at the end; default: every 20 rounds, or "
+        "on large tables every (validation rows / 4 batch_size) rounds, so that validating "
+        "takes at most about a quarter of the training time",
+    )
 
 
 class CryptoSpec(SpecModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 from vfl.secure.errors import PayloadError, SecureError
@@ -37,9 +37,16 @@ KEY_BYTES = 16  # of a double-blinded point, kept to match (unequal points tie w
 
 
 def run_active(
-    wire: PsiWire, blinder: Blinder, own: OwnSet, passives: list[str], seed: int | None
+    wire: PsiWire,
+    blinder: Blinder,
+    own: OwnSet,
+    passives: list[str],
+    seed: int | None,
+    send_own: Callable[[], None],
 ) -> tuple[np.ndarray, int, dict[str, int]]:
-    """Match, then send every passive party the result; `own` was already sent blinded.
+    """Stream the own set (`send_own`), blind every passive party's set again and take
+    in the own set they blinded again, all at once (so no set waits whole in a mailbox;
+    the blinding pool is shared); then match, and send every passive party the result.
 
     Returns this party's aligned row positions, the intersection size (0 means no rows
     were sent: the caller raises) and every party's set size.
@@ -49,9 +56,18 @@ def run_active(
         PsiError: a passive party aborted.
         ChannelTimeout, ChannelClosed: from the channel.
     """
+
+    def blind(peer: str) -> Callable[[], np.ndarray]:
+        return lambda: _blind_theirs(wire, blinder, peer)
+
+    def take(peer: str) -> Callable[[], np.ndarray]:
+        return lambda: _recv_double(wire, peer, own.size)
+
+    steps = [blind(p) for p in passives] + [take(p) for p in passives]
     try:
-        theirs = {peer: _blind_theirs(wire, blinder, peer) for peer in passives}
-        mine = {peer: _recv_double(wire, peer, own.size) for peer in passives}
+        _, *keys = wire.together(lambda: send_own() or np.empty(0), *steps)
+        theirs = dict(zip(passives, keys[: len(passives)], strict=True))
+        mine = dict(zip(passives, keys[len(passives) :], strict=True))
         common, lookups = match(own.size, theirs, mine)
     except SecureError as exc:
         wire.abort(passives, "result", str(exc))

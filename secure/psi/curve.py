@@ -74,42 +74,52 @@ HASH_CHUNK = 1 << 16  # ids canonicalised and hashed at a time
 
 def id_texts(ids: IdColumn, rows: np.ndarray | None = None) -> list[bytes]:
     """Canonical bytes of `ids` (of the positions `rows`, if given)."""
-    if rows is None:
-        return canonical_ids(ids)
-    if isinstance(ids, np.ndarray):
-        return canonical_ids(ids[rows])
-    return canonical_ids([ids[r] for r in rows.tolist()])
+    return canonical_ids(ids if rows is None else _take(ids, rows))
 
 
-def hash_ids(ids: IdColumn) -> np.ndarray:
-    """H(id) of every id, as an (n, 32) uint8 array, hashed `HASH_CHUNK` ids at a time
-    (never a Python object per id for the whole column at once).
+def hash_ids(ids: IdColumn, rows: np.ndarray | None = None) -> np.ndarray:
+    """H(id) of every id (of the positions `rows`, if given), as an (n, 32) uint8 array,
+    hashed `HASH_CHUNK` ids at a time (never a Python object per id for the whole
+    column at once).
 
     Raises:
         PsiError: an id is neither a str nor an integer.
     """
-    out = np.empty((len(ids), POINT_BYTES), dtype=np.uint8)
-    for lo in range(0, len(ids), HASH_CHUNK):
-        hi = min(lo + HASH_CHUNK, len(ids))
-        canon = canonical_ids(ids[lo:hi], lo)
+    count = len(ids) if rows is None else len(rows)
+    out = np.empty((count, POINT_BYTES), dtype=np.uint8)
+    for lo in range(0, count, HASH_CHUNK):
+        hi = min(lo + HASH_CHUNK, count)
+        part = ids[lo:hi] if rows is None else _take(ids, rows[lo:hi])
+        canon = canonical_ids(part, lo if rows is None else 0)
         out[lo:hi] = hash_to_curve(canon).view(np.uint8).reshape(-1, POINT_BYTES)
     return out
 
 
-def check_unique(hashed: np.ndarray) -> None:
-    """Reject repeated ids (equal hashes), naming counts only (never an id).
+def _take(ids: IdColumn, rows: np.ndarray) -> IdColumn:
+    return ids[rows] if isinstance(ids, np.ndarray) else [ids[r] for r in rows.tolist()]
+
+
+def check_unique(ids: IdColumn) -> None:
+    """Reject repeated ids, naming counts only (never an id). Compares the first 8 bytes
+    of each id's hash, and the whole hashes of the ids whose first 8 bytes repeat.
 
     Raises:
         PsiError: some id occurs in more than one row.
     """
-    if distinct(first_word(hashed)):
+    first = np.empty(len(ids), dtype=np.uint64)
+    for lo in range(0, len(ids), HASH_CHUNK):
+        first[lo : lo + HASH_CHUNK] = first_word(hash_ids(ids[lo : lo + HASH_CHUNK]))
+    ranked = np.sort(first)
+    tied = np.unique(ranked[1:][ranked[1:] == ranked[:-1]])
+    if not len(tied):
         return
-    groups = equal_rows(hashed)
+    suspects = np.flatnonzero(np.isin(first, tied))
+    groups = equal_rows(hash_ids(ids, suspects))
     if not groups:
         return
     repeats = [len(g) for g in groups]
     raise PsiError(
-        f"{sum(repeats) - len(repeats)} of {len(hashed)} rows repeat an id of an earlier row "
+        f"{sum(repeats) - len(repeats)} of {len(ids)} rows repeat an id of an earlier row "
         f"({len(repeats)} distinct ids occur more than once); PSI needs one row per id: "
         "deduplicate the id column (e.g. keep the first row of each id) or choose a "
         "unique key column"
@@ -159,14 +169,14 @@ def hash_to_curve(canon: Sequence[bytes]) -> np.ndarray:
     return np.frombuffer(blob, dtype=POINT_DTYPE)
 
 
-@dataclass
+@dataclass(frozen=True)
 class OwnSet:
-    """A party's own ids, ready to blind: hashed and shuffled with OS randomness.
-    `hashed` is dropped (`sent`) once the blinded points are on their way."""
+    """A party's own ids, ready to blind: shuffled with OS randomness. Their hashes are
+    computed again, chunk by chunk, as they are streamed (`chunks`), so no party holds
+    every point at once."""
 
     ids: IdColumn  # in the caller's row order
     perm: np.ndarray  # shuffled position -> own row
-    hashed: np.ndarray | None  # (n, 32) uint8: H(id) of the rows, in row order
 
     @property
     def size(self) -> int:
@@ -174,17 +184,12 @@ class OwnSet:
 
     def chunks(self, chunk: int) -> Iterator[bytes]:
         """H(id) in shuffled order, `chunk` points at a time."""
-        hashed = self.hashed
-        assert hashed is not None, "the own set was already sent"
         for lo in range(0, self.size, chunk):
-            yield hashed[self.perm[lo : lo + chunk]].tobytes()
-
-    def sent(self) -> None:
-        self.hashed = None
+            yield hash_ids(self.ids, self.perm[lo : lo + chunk]).tobytes()
 
 
 def prepare_own(ids: IdColumn, max_ids: int) -> OwnSet:
-    """Canonicalise, check, hash and shuffle one party's ids.
+    """Check and shuffle one party's ids.
 
     The shuffle never uses a job seed: peers know it and could undo the shuffle.
 
@@ -195,10 +200,9 @@ def prepare_own(ids: IdColumn, max_ids: int) -> OwnSet:
         raise PsiError("this party has no ids; PSI needs at least one row")
     if len(ids) > max_ids:
         raise PsiError(f"{len(ids)} ids exceed PsiConfig.max_ids={max_ids}")
-    hashed = hash_ids(ids)
-    check_unique(hashed)
+    check_unique(ids)
     perm = np.random.default_rng(secrets.randbits(128)).permutation(len(ids))
-    return OwnSet(ids, perm, hashed)
+    return OwnSet(ids, perm)
 
 
 def blind_blob(secret: bytes, blob: bytes) -> bytes:
@@ -231,6 +235,7 @@ class Blinder:
         self._workers = workers if workers > 0 else (os.cpu_count() or 1)
         self._parallel_min = parallel_min
         self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()  # several streams may share the pool
         self._executor = executor
         self._shared = None if executor is None else executor.share(self._secret)
 
@@ -241,9 +246,10 @@ class Blinder:
         self.close()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def submit(self, blob: bytes) -> Future[bytes]:
         """Start blinding one chunk; the future's result is the blinded chunk."""
@@ -257,10 +263,12 @@ class Blinder:
                 ]
                 return _joined(parts)
         elif self._workers > 1 and len(blob) >= self._parallel_min * POINT_BYTES:
-            if self._pool is None:
-                context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
-            return self._pool.submit(blind_blob, self._secret, blob)
+            with self._lock:
+                if self._pool is None:
+                    context = multiprocessing.get_context("spawn")
+                    self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
+                pool = self._pool
+            return pool.submit(blind_blob, self._secret, blob)
         done: Future[bytes] = Future()
         try:
             done.set_result(blind_blob(self._secret, blob))
@@ -269,15 +277,18 @@ class Blinder:
         return done
 
     def stream(self, blobs: Iterable[bytes]) -> Iterator[bytes]:
-        """Blind chunks in order, submitting each as soon as the iterable yields it.
+        """Blind chunks in order, submitting each as soon as the iterable yields it, with
+        at most `2 workers + 2` chunks in flight (taken from `blobs` only as earlier ones
+        finish): memory stays a few chunks whatever the set's size.
 
         Raises:
             PayloadError: a chunk holds a small-order point (invalid or malicious input).
         """
         pending: deque[Future[bytes]] = deque()
+        most = 2 * self._workers + 2
         for blob in blobs:
             pending.append(self.submit(blob))
-            while pending and pending[0].done():
+            while pending and (pending[0].done() or len(pending) >= most):
                 yield _result(pending.popleft())
         while pending:
             yield _result(pending.popleft())

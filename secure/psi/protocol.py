@@ -122,8 +122,10 @@ def run_psi(
     wire = PsiWire(channel, tag_prefix, cfg.timeout, cfg.max_ids)
     with Blinder(cfg.workers, cfg.parallel_min, executor) as blinder:
         if my_id == active_id:
-            own = _send_own(wire, blinder, ids, list(passive_ids), cfg)
-            positions, size, sizes = run_active(wire, blinder, own, list(passive_ids), seed)
+            peers = list(passive_ids)
+            own = _own_set(wire, ids, peers, cfg)
+            send = lambda: _stream_own(wire, blinder, own, peers, cfg)  # noqa: E731
+            positions, size, sizes = run_active(wire, blinder, own, peers, seed, send)
         else:
             positions, size, sizes = _run_passive(wire, blinder, ids, active_id, cfg)
     if size == 0:
@@ -149,34 +151,45 @@ def _check_roles(
         raise PsiError("tag_prefix must be non-empty, e.g. '<job_id>/psi'")
 
 
-def _send_own(
-    wire: PsiWire, blinder: Blinder, ids: IdColumn, peers: list[str], cfg: PsiConfig
-) -> OwnSet:
-    """Prepare this party's set and stream it blinded to `peers`; abort them on bad input."""
+def _own_set(wire: PsiWire, ids: IdColumn, peers: list[str], cfg: PsiConfig) -> OwnSet:
+    """This party's set, hashed and shuffled; on bad input the peers are told, then this
+    raises."""
     me = wire.channel.party_id
     try:
-        own = prepare_own(ids, cfg.max_ids)
+        return prepare_own(ids, cfg.max_ids)
     except PsiError as exc:
         wire.abort(peers, f"own/{me}/n", str(exc))
         raise
+
+
+def _stream_own(
+    wire: PsiWire, blinder: Blinder, own: OwnSet, peers: list[str], cfg: PsiConfig
+) -> None:
+    """Stream this party's set, hashed and blinded chunk by chunk, to `peers`."""
+    me = wire.channel.party_id
     tick = time.perf_counter()
     blinded = blinder.stream(own.chunks(cfg.chunk_size))
     wire.send_points(peers, f"own/{me}", own.size, cfg.chunk_size, blinded)
-    own.sent()
     logger.info("%s: party %s blinded its set in %.2f s", wire.prefix, me, _since(tick))
-    return own
 
 
 def _run_passive(
     wire: PsiWire, blinder: Blinder, ids: IdColumn, active: str, cfg: PsiConfig
 ) -> tuple[np.ndarray, int, dict[str, int]]:
+    """Stream this party's set while blinding the active party's set again (both at
+    once, sharing the blinding pool, so neither set waits whole in a mailbox), then read
+    the result."""
     me = wire.channel.party_id
-    own = _send_own(wire, blinder, ids, [active], cfg)
-    try:
-        _double_blind_active(wire, blinder, active)
-    except SecureError as exc:
-        wire.abort([active], f"double/{me}/n", str(exc))
-        raise
+    own = _own_set(wire, ids, [active], cfg)
+
+    def double() -> None:
+        try:
+            _double_blind_active(wire, blinder, active)
+        except SecureError as exc:
+            wire.abort([active], f"double/{me}/n", str(exc))
+            raise
+
+    wire.together(lambda: _stream_own(wire, blinder, own, [active], cfg), double)
     fields = control_from_payload(wire.recv(active, "result"), ("intersection",))
     size, sizes = _parse_result(fields)
     if sizes.get(me) != own.size:

@@ -13,18 +13,23 @@ Tags: `<prefix>/<step>/n` for a stream header, `<prefix>/<step>/<c>` for chunk c
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from vfl.proto import common_pb2
 from vfl.secure.channel import Channel, Payload
-from vfl.secure.errors import PayloadError, PsiError, SecureError
+from vfl.secure.errors import ChannelTimeout, PayloadError, PsiError, SecureError
 from vfl.secure.psi.curve import POINT_BYTES
 from vfl.secure.wire.payload import control_from_payload, control_to_payload
 
 logger = logging.getLogger(__name__)
 
 ABORT_FIELD = "psi_abort"
+T = TypeVar("T")
 MAX_CHUNK = 1 << 22
 
 
@@ -54,14 +59,41 @@ def points_from_payload(payload: Payload, count: int) -> bytes:
     return bytes(points.blob)
 
 
+class Stopped(PsiError):
+    """Another step of this party's PSI run failed: this one stopped waiting."""
+
+
+POLL_S = 0.2  # how often a waiting receive checks whether its run was stopped
+
+
 @dataclass(frozen=True)
 class PsiWire:
-    """One party's view of the PSI messages of one run."""
+    """One party's view of the PSI messages of one run. Steps that run at once
+    (`together`) share `stopped`: once one fails, the others' sends and receives raise
+    `Stopped` instead of waiting for messages a failed run will never get."""
 
     channel: Channel
     prefix: str
     timeout: float | None
     max_ids: int
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    def together(self, *steps: Callable[[], T]) -> list[T]:
+        """Run `steps` in threads of their own and return their results; on the first
+        failure stop the others, then raise that failure.
+
+        Raises:
+            whatever the first step to fail raised.
+        """
+        with ThreadPoolExecutor(len(steps), thread_name_prefix=f"{self.prefix}-") as threads:
+            futures = [threads.submit(step) for step in steps]
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in futures if f in done and f.exception() is not None]
+            if failed:
+                self.stopped.set()
+        if failed:
+            raise failed[0].exception()  # type: ignore[misc]
+        return [f.result() for f in futures]
 
     def tag(self, step: str) -> str:
         return f"{self.prefix}/{step}"
@@ -77,11 +109,27 @@ class PsiWire:
             PsiError: the peer aborted the run.
             ChannelTimeout, ChannelClosed: from the channel.
         """
-        payload = self.channel.recv(peer, self.tag(step), self.timeout)
+        payload = self._recv(peer, self.tag(step))
         if payload.WhichOneof("kind") == "control" and ABORT_FIELD in payload.control.fields:
             reason = payload.control.fields[ABORT_FIELD]
             raise PsiError(f"party '{peer}' aborted PSI: {reason}")
         return payload
+
+    def _recv(self, peer: str, tag: str) -> Payload:
+        """The channel's receive, in slices of `POLL_S` (when a timeout is set) so that a
+        stopped run ends it."""
+        if self.timeout is None:
+            return self.channel.recv(peer, tag, None)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.stopped.is_set():
+                raise Stopped(f"{self.prefix}: stopped waiting for '{tag}': another step failed")
+            left = deadline - time.monotonic()
+            try:
+                return self.channel.recv(peer, tag, max(0.0, min(POLL_S, left)))
+            except ChannelTimeout:
+                if left <= POLL_S:
+                    raise
 
     def abort(self, peers: Sequence[str], step: str, reason: str) -> None:
         """Best effort: tell `peers`, who wait on `step`, why this party stopped."""
@@ -102,6 +150,8 @@ class PsiWire:
         sent = 0
         try:
             for blob in blobs:
+                if self.stopped.is_set():
+                    raise Stopped(f"{self.prefix}: stopped sending '{step}': another step failed")
                 self.send(peers, f"{step}/{sent}", points_to_payload(blob, self.channel.party_id))
                 sent += 1
         except SecureError as exc:

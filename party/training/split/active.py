@@ -23,6 +23,7 @@ from vfl.party.training.models import (
     seeded_mlp,
     set_output_bias,
 )
+from vfl.party.training.plan import in_chunks
 from vfl.party.training.task import Labels, Task
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
@@ -142,8 +143,9 @@ class ActiveTrainer:
         """Validate with local updates paused; its time is left out of `train_seconds`."""
         begun = time.monotonic()
         rows = self.ctx.plan.val_rows
+        chunks = in_chunks(f"val/r{rnd}", rows, self.ctx.spec.model.source.out_dim)
         with self.ctx.lock:
-            out = self.score(f"val/r{rnd}", self.ctx.val_inputs, rows)
+            out = np.concatenate(list(self.score_batches(self.ctx.val_inputs, chunks)))
         self.metrics = self.task.evaluate(out, self.labels.of(rows, validation=True))
         self.val_outputs = out
         self.history.append(history_entry(self, rnd, begun))

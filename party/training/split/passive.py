@@ -16,6 +16,7 @@ from vfl.celu.weighting import passive_local_derivative
 from vfl.celu.workset import CachedBatch
 from vfl.party.training.context import RoleContext, train_rounds
 from vfl.party.training.models import Inputs, make_optimizer, seeded_bottom
+from vfl.party.training.plan import in_chunks
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
@@ -92,8 +93,12 @@ class PassiveTrainer:
         self.opt.step()
 
     def validate(self, rnd: int) -> None:
+        """The activations of the validation rows, in chunks (`in_chunks`)."""
+        width = self.ctx.spec.model.source.out_dim
         with self.ctx.lock:  # local updates pause while validating
-            self.score(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows)
+            chunks = in_chunks(f"val/r{rnd}", self.ctx.plan.val_rows, width)
+            for _ in self.score_batches(self.ctx.val_inputs, chunks):
+                pass
 
     def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> None:
         """Send the activations of `rows` of `inputs` for the active party's `score`."""
