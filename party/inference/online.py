@@ -14,10 +14,9 @@ when the model is loaded and read again when it changes, and a database dataset 
 queried for the ids of each micro-batch, so a changed row is scored with its new values
 and people added to the tables are found without a restart. A database's lookup is cut
 after `lookup_timeout_s` (a quarter of the scoring timeout, at most
-`sql_lookup.LOOKUP_TIMEOUT_S`). Where
-the peers are: a party
-config's `peers:` first, else the addresses the model was trained with (active party) or
-the active party's own address in `OpenScoring` (passive party).
+`sql_lookup.LOOKUP_TIMEOUT_S`). Where the peers are: a party config's `peers:` first,
+else the addresses the model was trained with (active party) or the active party's own
+address in `OpenScoring` (passive party).
 """
 
 from __future__ import annotations
