@@ -244,6 +244,8 @@ def test_a_database_that_stops_fails_its_requests_by_name_and_serves_again_once_
     model, narrow = fed.models["split"], fed.models["narrow"]
     before = scores(fed, model, [APPLICANTS[0]], capsys)
     narrow_before = scores(fed, narrow, [DONOR], capsys)
+    served = fed.bank.daemon.online.served(model)
+    session = served.session
     # Execute: the database stops
     fed.pg.halt()
     try:
@@ -264,6 +266,7 @@ def test_a_database_that_stops_fails_its_requests_by_name_and_serves_again_once_
     )
     assert f":{fed.pg.port}" not in err
     assert narrow_during == narrow_before
+    assert served.session is session  # the shop said why, in step: the session went on
     assert "online scoring, table 'live': its lookups fail: dataset 'live': the party's " in shown
     assert after == pytest.approx(before, abs=1e-9)
     log = (fed.root / "daemons.log").read_text()
