@@ -4,6 +4,8 @@ cryptography, and online scoring's latency and throughput.
     python bench/predict.py                                N=6,000 rows, 2048-bit keys
     python bench/predict.py --rows 1000 --key-bits 1024    a smoke run
     python bench/predict.py --out bench/results/predict.json
+    python bench/predict.py --sql --no-batch                online scoring, also with the
+                                                           shop's rows in PostgreSQL
 
 Data: the credit shape (bench/credit_data.py: 13 dense features and the label at "bank",
 10 at "shop", the same N ids at both), written to a temporary folder. A coordinator and
@@ -34,6 +36,15 @@ here at the run's key size (the minimum of a few repeats, one core), and
 The per-job constants (loading the model, the fixed-base tables, worker processes) and
 the PSI are outside the floor. The machine is shared with other work: the load average
 is printed, and the ratios come from one run.
+
+Online scoring (blindfl): one id per request, as `vfl score` asks it, at the active
+party; p50, p95 and p99 of sequential requests, and the scores per second of 8
+concurrent clients. With `--sql` the shop's rows are also put in a throwaway PostgreSQL
+server (bench/postgres_rows.py: table `shop_rows`, its id an int8 primary key), a second
+blindfl model is trained with the shop reading that table (dataset `pg`), and its
+online scoring, which looks each micro-batch's ids up in PostgreSQL at the shop (one
+indexed query per micro-batch, through the dataset's pooled connection), is measured
+next to the model whose shop rows are a CSV file held in memory.
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 
@@ -55,13 +67,15 @@ import numpy as np
 import yaml
 from credit_data import credit_arrays, credit_job, credit_tables
 from floor import Counts, MatmulCounter, cores, time_primitives
+from postgres_rows import rows_in_postgres
 from procs import tree_cpu_seconds
 from prometheus_client.parser import text_string_to_metric_families
 from vfl.cli.progress import follow
-from vfl.contract.spec import JobSpec, parse_spec
+from vfl.contract.spec import DataSpec, JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.coordinator.client import CoordinatorClient
 from vfl.local.run import LocalTopology, spec_to_yaml
+from vfl.local.topology import as_datasets, spec_datasets
 from vfl.proto import party_pb2, party_pb2_grpc
 from vfl.proto.rpc import COORDINATOR_ID, dial
 from vfl.secure.executor import ComputeConfig
@@ -70,6 +84,9 @@ from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 OUT_DIM, TOP, TRAIN_BATCH = 16, [32], 256
 KEPT = ComputeConfig().kept_obfuscators  # a party daemon's kept pool, full
 ONLINE_SEQUENTIAL, ONLINE_CLIENTS, ONLINE_SECONDS = 200, 8, 10.0
+PROTOCOLS = ("split", "blindfl")
+FROM_FILE = "blindfl, the shop's rows in a CSV file (in memory)"
+FROM_SQL = "blindfl, the shop's rows in PostgreSQL (looked up by id)"
 
 
 def job_spec(protocol: str, key_bits: int, tables: dict) -> JobSpec:
@@ -80,11 +97,19 @@ def job_spec(protocol: str, key_bits: int, tables: dict) -> JobSpec:
 class Federation:
     """A coordinator and the two party daemons as local processes, with mutual TLS."""
 
-    def __init__(self, workdir: Path, spec: JobSpec) -> None:
+    def __init__(
+        self, workdir: Path, spec: JobSpec, more: dict[str, dict[str, TableSource]]
+    ) -> None:
+        """`more`: datasets a party's config has besides "data" (e.g. the shop's "pg")."""
         tls = local_federation(workdir / "tls", [COORDINATOR_ID, ADMIN_ID, "bank", "shop"])
         self.workdir = workdir
         self.topology = LocalTopology(workdir, ("--metrics", "127.0.0.1:0"), tls)
-        self.local_spec = self.topology.start(spec)  # parties serve the files as "data"
+        datasets = spec_datasets(spec)  # parties serve the files as "data"
+        for party, tables in more.items():
+            datasets[party].update(tables)
+        self.topology.start_coordinator()
+        self.topology.start_parties(datasets)
+        self.local_spec = as_datasets(spec)
         admin = load_identity(tls, ADMIN_ID)
         self.client = CoordinatorClient(self.topology.coordinator_address, admin)
         # the daemons' metrics answer a certificate of the federation (HTTPS with --tls);
@@ -93,9 +118,11 @@ class Federation:
         self.scraper.check_hostname = False
         self.scraper.load_cert_chain(admin.cert, admin.key)
 
-    def train(self, spec: JobSpec) -> str:
-        """Train `spec` (its parties' data rewritten to the daemons' "data"); the model id."""
+    def train(self, spec: JobSpec, shop: str = "data") -> str:
+        """Train `spec` (its parties' data rewritten to the daemons' "data", the shop's to
+        its dataset `shop`); the model id."""
         local = spec.model_copy(update={"parties": self.local_spec.parties})
+        local = local.with_data("shop", DataSpec(dataset=shop))
         job_id = self.client.submit(spec_to_yaml(local))
         view = follow(self.client, job_id, show=False)
         if view.state != "SUCCEEDED":
@@ -181,7 +208,7 @@ def measure_online(
     """Online scoring of model `model` at its active party, as `vfl score` asks it: over
     one kept mutual-TLS channel per client, one id per request. The first request (it
     loads the model and opens the scoring session with the passive party) is timed on
-    its own; then `requests` requests one after another give p50 and p99; then 8
+    its own; then `requests` requests one after another give p50, p95 and p99; then 8
     clients in threads, each sending one-id requests back to back for `seconds`,
     give the scores per second (their requests share micro-batches)."""
     party, address = federation.client.locate_model(model)
@@ -229,22 +256,35 @@ def measure_online(
     return {
         "first_request_s": first_s,
         "p50_ms": float(np.percentile(ms, 50)),
+        "p95_ms": float(np.percentile(ms, 95)),
         "p99_ms": float(np.percentile(ms, 99)),
         "requests": requests,
         "per_second_8_clients": sum(scored) / elapsed,
     }
 
 
-def print_online(online: dict | None) -> None:
+def print_online(args, online: dict[str, dict] | None) -> None:
     if online is None:
         print("online: not measured (--no-online)")
         return
     print(
-        f"online (one id; first request, which loads the model and opens the session: "
-        f"{online['first_request_s']:.2f} s): p50 {online['p50_ms']:.1f} ms, "
-        f"p99 {online['p99_ms']:.1f} ms; "
-        f"8 concurrent clients: {online['per_second_8_clients']:.1f} scores/s"
+        f"\nonline ({args.key_bits}-bit keys, {args.rows:,} rows; one id per request, "
+        "sequential; the first request loads the model and opens the session)"
     )
+    print("| model | first request s | p50 ms | p95 ms | p99 ms | 8 clients: scores/s |")
+    print("|---|---|---|---|---|---|")
+    for name, r in online.items():
+        print(
+            f"| {name} | {r['first_request_s']:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} "
+            f"| {r['p99_ms']:.1f} | {r['per_second_8_clients']:.1f} |"
+        )
+    for name, r in online.items():
+        if "scans" in r:
+            print(
+                f"{name}: PostgreSQL counted {r['scans']:,} scans of the shop's table in the "
+                f"run, {r['index_scans']:,} through its primary key (a lookup per "
+                "micro-batch; training's snapshot and the column check are the others)"
+            )
 
 
 # --- Report ---------------------------------------------------------------------------
@@ -298,70 +338,99 @@ def print_floor(counts: Counts, cost: dict[str, float], floor: float) -> None:
     )
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=6_000)
     ap.add_argument("--key-bits", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=PredictSpec.model_fields["batch_size"].default)
     ap.add_argument("--repeats", type=int, default=1, help="predictions per model (best)")
     ap.add_argument("--out", type=Path, help="write the results as JSON")
+    ap.add_argument("--no-batch", action="store_true", help="skip batch prediction (and floor)")
     ap.add_argument("--no-online", action="store_true", help="skip online scoring")
+    ap.add_argument(
+        "--sql", action="store_true", help="also score online with the shop's rows in PostgreSQL"
+    )
     ap.add_argument(
         "--online-requests", type=int, default=ONLINE_SEQUENTIAL, help="one-id requests timed"
     )
     ap.add_argument(
         "--online-seconds", type=float, default=ONLINE_SECONDS, help="8 clients' run length"
     )
-    args = ap.parse_args()
-    load = [os.getloadavg()[0]]
+    return ap.parse_args()
+
+
+def predict_batches(args, federation: Federation, models: dict[str, str], load: list) -> dict:
+    """Each model's batch prediction of every row (blindfl: also right after training)."""
     results: dict[str, dict] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-predict-") as tmp:
+    for protocol in ("split", "blindfl"):
+        model = models[protocol]
+        if protocol == "blindfl":  # at once, the kept pools as training left them
+            results["blindfl, right after training"] = federation.predict(model, args.batch)
+        runs = []
+        for _ in range(args.repeats):
+            waited = federation.wait_ready(KEPT) if protocol == "blindfl" else 0.0
+            runs.append({**federation.predict(model, args.batch), "waited_s": waited})
+        results[protocol] = min(runs, key=lambda r: r["seconds"])
+        load.append(os.getloadavg()[0])
+    return results
+
+
+def score_online(args, federation: Federation, models: dict[str, str]) -> dict[str, dict]:
+    """Online scoring of the blindfl model(s), each once the kept pools are full."""
+    ids = [str(i) for i in range(args.rows)]  # credit_tables: ids 0..N-1
+    runs = {FROM_FILE: models["blindfl"]} | ({FROM_SQL: models["blindfl-sql"]} if args.sql else {})
+    online = {}
+    for name, model in runs.items():
+        federation.wait_ready(KEPT)
+        online[name] = measure_online(
+            federation, model, ids, args.online_requests, args.online_seconds
+        )
+    return online
+
+
+def run(args) -> tuple[dict, dict[str, dict] | None, list]:
+    """Train, predict and score online; (batch results, online results, load averages)."""
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="bench-predict-") as tmp, ExitStack() as stack:
         tables = credit_tables(Path(tmp), args.rows)
-        federation = Federation(Path(tmp) / "run", job_spec("blindfl", args.key_bits, tables))
+        pg = stack.enter_context(rows_in_postgres(tables["shop"])) if args.sql else None
+        more = {} if pg is None else {"shop": {"pg": pg.source}}  # the shop's dataset "pg"
+        spec = job_spec("blindfl", args.key_bits, tables)
+        federation = Federation(Path(tmp) / "run", spec, more)
         try:
-            models = {
-                p: federation.train(job_spec(p, args.key_bits, tables))
-                for p in ("split", "blindfl")
-            }
-            for protocol, model in models.items():
-                if protocol == "blindfl":  # at once, the kept pools as training left them
-                    results["blindfl, right after training"] = federation.predict(model, args.batch)
-                runs = []
-                for _ in range(args.repeats):
-                    waited = federation.wait_ready(KEPT) if protocol == "blindfl" else 0.0
-                    runs.append({**federation.predict(model, args.batch), "waited_s": waited})
-                results[protocol] = min(runs, key=lambda r: r["seconds"])
-                load.append(os.getloadavg()[0])
-            online = None
-            if not args.no_online:
-                ids = [str(i) for i in range(args.rows)]  # credit_tables: ids 0..N-1
-                online = measure_online(
-                    federation, models["blindfl"], ids, args.online_requests, args.online_seconds
-                )
+            models = {p: federation.train(job_spec(p, args.key_bits, tables)) for p in PROTOCOLS}
+            if args.sql:
+                models["blindfl-sql"] = federation.train(spec, shop="pg")
+            results = {} if args.no_batch else predict_batches(args, federation, models, load)
+            online = None if args.no_online else score_online(args, federation, models)
+            load.append(os.getloadavg()[0])
         finally:
             federation.close()
-    x_bank, x_shop, _ = credit_arrays(args.rows)
-    counts = forward_counts(x_bank, x_shop, args.key_bits, args.batch)
-    cost = time_primitives(args.key_bits)
-    floor = counts.seconds(cost) / cores()
-    print_table(args, results, counts, cost)
-    print_floor(counts, cost, floor)
-    print_online(online)
-    print(f"load average (1 min) before and after each protocol: {load}; the machine is shared")
+        if pg is not None and online is not None:  # the daemons ended: their counts flushed
+            time.sleep(2.0)  # (a backend flushes its counts as it exits)
+            online[FROM_SQL]["scans"], online[FROM_SQL]["index_scans"] = pg.scans()
+    return results, online, load
+
+
+def main() -> int:
+    args = parse_args()
+    results, online, load = run(args)
+    out = {"rows": args.rows, "key_bits": args.key_bits, "batch": args.batch}
+    out |= {"cores": os.cpu_count(), "results": results}
+    if not args.no_batch:
+        x_bank, x_shop, _ = credit_arrays(args.rows)
+        counts = forward_counts(x_bank, x_shop, args.key_bits, args.batch)
+        cost = time_primitives(args.key_bits)
+        floor = counts.seconds(cost) / cores()
+        print_table(args, results, counts, cost)
+        print_floor(counts, cost, floor)
+        out |= {"floor_seconds": floor, "counts": asdict(counts), "primitive_seconds": cost}
+    print_online(args, online)
+    print(f"load average (1 min) before and after each step: {load}; the machine is shared")
     if args.out:
-        out = {
-            "rows": args.rows,
-            "key_bits": args.key_bits,
-            "batch": args.batch,
-            "cores": os.cpu_count(),
-            "results": results,
-            "floor_seconds": floor,
-            "counts": asdict(counts),
-            "primitive_seconds": cost,
-            "online": online,
-            "load_average": load,
-        }
-        args.out.write_text(json.dumps(out, indent=2) + "\n")
+        online = online or {}
+        out |= {"online": online.get(FROM_FILE), "online_sql": online.get(FROM_SQL)}
+        args.out.write_text(json.dumps(out | {"load_average": load}, indent=2) + "\n")
     return 0
 
 

@@ -13,6 +13,7 @@ datasets:
     url: postgresql://vfl_reader@db.bank.internal:5432/crm    # never a password here
     query: SELECT customer_id AS id, age, income FROM customers
     password_env: PGPASS_CRM      # or password_file: secrets/crm.pw (its first line)
+    serve: true                   # optional: online scoring looks ids up in it too
 state_dir: bank-state             # optional; default: <party>-state beside this file
 output_dir: bank-scores           # optional; default: <state_dir>/predictions
 scorers: [admin, risk-app]        # optional; who may score online here (default: any
@@ -42,7 +43,12 @@ A `format: sql` entry (url, query or table, and where its password is) exists on
 here: a job spec cannot name a database, a query or a credential, and a url holding a
 password is refused when the config loads. Each job reads such a dataset once, at PREPARE,
 into a Parquet snapshot in the state directory, which a resume reads again (`party.sql`,
-`party.state.snapshots`). Relative paths (datasets, password files, state_dir) resolve
+`party.state.snapshots`). Online scoring takes no snapshot: a sql dataset that a model
+was trained on, or one marked `serve: true`, is queried for the ids of each micro-batch
+(the ids as a parameter, through a small pool of read-only connections with a statement
+timeout; `party.sql_lookup`), so a changed or added row is scored at the next request,
+and a database that fails fails those requests, naming the party and the dataset.
+Relative paths (datasets, password files, state_dir) resolve
 against the config file's folder. The state directory holds the party's checkpoints, keys,
 model parts and snapshots, never a path a job names; the output folder the scores of
 prediction jobs (active party only).

@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import TypeAlias
 
 import numpy as np
+import pyarrow as pa
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
 from vfl.party.columns import column_index
 from vfl.party.errors import DataError
-from vfl.party.reader import IDS, existing, name_bad_cell, scan_table
+from vfl.party.reader import IDS, existing, name_bad_cell, scan_arrow, scan_table
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix
 
@@ -185,8 +186,7 @@ def read_raw(
     elif cfg.format == "sql":  # jobs read a snapshot of it (`party.sql`), as parquet
         raise DataError(
             f"dataset '{name}' is read from a database: jobs and predictions read it through "
-            "the snapshot they take when prepared; online scoring and `vfl data describe` "
-            "read files only"
+            "the snapshot they take when prepared, online scoring by id (`raw_rows`)"
         )
     else:
         raise DataError(
@@ -197,6 +197,28 @@ def read_raw(
             f"dataset '{name}': '{cfg.path}' has no data rows",
             public=f"dataset '{name}' has no data rows",
         )
+    _check_finite(raw, cfg, name, mode)
+    return raw
+
+
+def raw_rows(
+    data: pa.Table, cfg: TableSource, name: str, mode: str, schema: dict[str, str]
+) -> RawTable:
+    """Rows of dataset `name` already in memory as an Arrow table (those a database gave
+    for some ids, typed as a snapshot of it) as raw typed columns, read as `read_raw`
+    reads a table file for a fitted model (`mode`, `schema`: its preprocessing).
+
+    Raises:
+        DataError: no id or label column, a malformed value (preprocess: none).
+    """
+    raw = _raw_columns(cfg, name, mode, schema, data)
+    _check_finite(raw, cfg, name, mode)
+    return raw
+
+
+def _check_finite(raw: RawTable, cfg: TableSource, name: str, mode: str) -> None:
+    """Raises:
+    DataError: (preprocess: none) a NaN or infinite feature; a NaN label."""
     bad = _first_non_finite(raw) if mode == "none" else None  # others impute or clip them
     if bad is not None:
         r, column = bad
@@ -212,7 +234,6 @@ def read_raw(
             f"dataset '{name}' ('{cfg.path}'): label is NaN at data row {r + 1}",
             public=f"dataset '{name}': a label is NaN",
         )
-    return raw
 
 
 def _first_non_finite(raw: RawTable) -> tuple[int, str] | None:
@@ -276,17 +297,27 @@ def _names(names: tuple[str, ...]) -> str:
     return f"[{shown}{', ...' if len(names) > 8 else ''}] ({len(names)})"
 
 
-def _raw_columns(cfg: TableSource, name: str, mode: str, schema: dict[str, str] | None) -> RawTable:
-    """The typed columns of a CSV or Parquet table, each numeric (float32, NaN where
-    empty), text (codes into its words) or ignored, by `schema`, else the dataset's
-    settings, else inference."""
+def _raw_columns(
+    cfg: TableSource,
+    name: str,
+    mode: str,
+    schema: dict[str, str] | None,
+    data: pa.Table | None = None,
+) -> RawTable:
+    """The typed columns of a CSV or Parquet table (or of the rows `data`, in memory),
+    each numeric (float32, NaN where empty), text (codes into its words) or ignored, by
+    `schema`, else the dataset's settings, else inference."""
     overrides = dict(cfg.columns or {})
     for column in cfg.categorical or ():
         overrides.setdefault(column, "categorical")
     kinds = schema if schema is not None else overrides
     text = [c for c, kind in kinds.items() if kind == "categorical"]
     skip = [c for c, kind in kinds.items() if kind == "ignore"]
-    scanned = scan_table(cfg, name, typed=mode == "none", text=text, skip=skip)
+    typed = mode == "none"
+    if data is None:
+        scanned = scan_table(cfg, name, typed=typed, text=text, skip=skip)
+    else:
+        scanned = scan_arrow(data, cfg, name, typed=typed, text=text, skip=skip)
     if schema is None:
         for column in overrides:
             column_index(scanned.header, column, "overridden", name)
@@ -301,7 +332,7 @@ def _raw_columns(cfg: TableSource, name: str, mode: str, schema: dict[str, str] 
             codes, words = scanned.texts[column]
             col = RawColumn(column, codes=codes, words=words, lines=scanned.lines, dataset=name)
             if kind != "categorical" and mode == "none":
-                name_bad_cell(cfg, name, column)
+                _bad_cell(cfg, name, column, data)
             if kind == "numeric" and schema is None:
                 word, where = col.first_word()
                 raise DataError(
@@ -314,6 +345,18 @@ def _raw_columns(cfg: TableSource, name: str, mode: str, schema: dict[str, str] 
             values = scanned.numbers[column]
             columns.append(RawColumn(column, values=values, lines=scanned.lines, dataset=name))
     return RawTable(name, scanned.ids, scanned.labels, tuple(columns))
+
+
+def _bad_cell(cfg: TableSource, name: str, column: str, data: pa.Table | None) -> None:
+    """Raise the error naming the first cell of text column `column` (preprocess: none):
+    its line in the table file, or, for rows in memory, the column."""
+    if data is None:
+        name_bad_cell(cfg, name, column)
+    raise DataError(
+        f"dataset '{name}': column '{column}' holds a value that is not a number "
+        "(preprocess: none); fix it, or preprocess the dataset (preprocess: auto)",
+        public=f"dataset '{name}': a column cannot be read as numbers",
+    )
 
 
 def _raw_libsvm(table: Table, name: str) -> RawTable:

@@ -10,6 +10,7 @@ PartyError          base
 ├── AccessDenied    the caller's identity may not do this here (online scoring)
 ├── RequestError    a request is malformed (no ids, too many, an overlong id)
 ├── PeerUnavailable a peer of an online scoring session did not answer (retry)
+├── TableUnavailable a table online scoring looks ids up in by query failed (retry)
 └── ShuttingDown    this daemon is stopping: a peer's envelope is refused as UNAVAILABLE
 
 An error has two forms. `str(error)` is the full message for this party's own log and
@@ -76,6 +77,13 @@ class RequestError(PartyError):
 class PeerUnavailable(PartyError):
     """A peer of an online scoring session did not answer or dropped the session; the
     request may be retried (the next one opens a new session)."""
+
+
+class TableUnavailable(PartyError):
+    """A table that online scoring queries by id (a database) could not give the rows of
+    a micro-batch: its database is down or refused, its query failed, took too long, or
+    returned rows that do not fit the model. The message names the party and the dataset;
+    the request may be retried once the party has fixed it."""
 
 
 class ShuttingDown(PartyError):

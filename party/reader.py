@@ -17,6 +17,9 @@ float64 -> text). With `typed` (preprocess: none) features must be numbers and o
 empty cell is missing; a cell that is not a number is named with its line by reading
 that one column again as text (`read_table`).
 
+`scan_arrow` does the same for rows already in memory as an Arrow table (rows a
+database gave by id, for online scoring).
+
 `read_table` reads a whole file as one Arrow table, for `vfl data describe` and to name
 the line of a malformed cell.
 """
@@ -38,7 +41,15 @@ from vfl.contract.spec import TableSource
 from vfl.party.columns import ReadTable, column_index
 from vfl.party.errors import DataError
 
-__all__ = ["IDS", "ReadTable", "Scanned", "name_bad_cell", "read_table", "scan_table"]
+__all__ = [
+    "IDS",
+    "ReadTable",
+    "Scanned",
+    "name_bad_cell",
+    "read_table",
+    "scan_arrow",
+    "scan_table",
+]
 
 IDS = np.dtypes.StringDType()  # the dtype of a table's ids
 CSV_BLOCK = 1 << 24  # bytes of a CSV parsed per block (16 MiB)
@@ -106,6 +117,39 @@ def scan_table(
             continue
         pa.default_memory_pool().release_unused()  # the blocks parsed: back to the system
         return scanned
+
+
+def scan_arrow(
+    data: pa.Table,
+    source: TableSource,
+    name: str,
+    typed: bool = False,
+    text: Collection[str] = (),
+    skip: Collection[str] = (),
+) -> Scanned:
+    """`scan_table` of rows already in memory as an Arrow table (those a database gave for
+    some ids, with the types of a snapshot of it: `party.sql`), into the same buffers.
+
+    Raises:
+        DataError: no such id or label column; (typed) an empty cell, or a feature or
+            label that is not a number (names the column).
+    """
+    header = tuple(data.column_names)
+    text, skip = set(text) & set(header), set(skip) & set(header)
+    id_col = header[column_index(header, source.id, "id", name)]
+    label = header[column_index(header, source.label, "label", name)] if source.label else None
+    keep = [c for c in header if c not in skip or c in (id_col, label)]
+    try:
+        return _collect(
+            iter(data.select(keep).to_batches()), name, header, id_col, label, text, False, typed
+        )
+    except _Widen as widen:
+        raise DataError(
+            f"dataset '{name}': column '{widen.column}' holds an empty cell or a value that "
+            "is not a number; fill or fix it, or preprocess the dataset (preprocess: auto)",
+            public=f"dataset '{name}': a column holds an empty cell or a value that is not "
+            "a number",
+        ) from None
 
 
 class _Widen(Exception):

@@ -30,6 +30,7 @@ from vfl.party.errors import (
     PeerUnavailable,
     RequestError,
     ShuttingDown,
+    TableUnavailable,
     UnknownModel,
     shareable,
 )
@@ -53,6 +54,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (UnknownModel, grpc.StatusCode.NOT_FOUND),
     (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (PeerUnavailable, grpc.StatusCode.UNAVAILABLE),
+    (TableUnavailable, grpc.StatusCode.UNAVAILABLE),
     (ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (RequestError, grpc.StatusCode.INVALID_ARGUMENT),
     (ChannelClosed, grpc.StatusCode.ABORTED),

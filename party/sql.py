@@ -12,8 +12,13 @@ Column types: integers, floating point, `numeric` and booleans become float64; e
 type (text, dates, ...) becomes text, as it prints; NULL stays null (an empty cell). The id
 column is always text (`7` reads as "7").
 
-The password is read when connecting, from the daemon's environment or a file the config
-names, and handed to the driver alone: it is never in the url, a log line or an error.
+Online scoring does not snapshot: it looks the rows of the ids it scores up at each
+micro-batch (`party.sql_lookup`), with the same column types (`result_columns`,
+`result_table`), so that a row scores online as it does in a snapshot.
+
+The password is read at each connection (`Database.connect`), from the daemon's
+environment or a file the config names, and handed to the driver alone: it is never in
+the url, a log line or an error.
 Errors (`party.errors`), each with a public form that names only the dataset:
 
     ConfigError   the driver is not installed; the credential is unset or unreadable; the
@@ -75,6 +80,68 @@ class Server:
         return f"{self.host}:{self.port}"
 
 
+@dataclass(frozen=True)
+class Database:
+    """Where dataset `name`'s rows are (`source`, format sql): connections to it, and the
+    named errors of its failures."""
+
+    source: TableSource
+    name: str
+    server: Server
+
+    @classmethod
+    def of(cls, source: TableSource, name: str) -> Database:
+        """Raises:
+        ConfigError: the driver is not installed; `source` is not a sql dataset; its url
+            cannot be read."""
+        psycopg = _driver(name)
+        if source.format != "sql" or source.url is None:
+            raise ConfigError(f"dataset '{name}' is not read from a database (format: sql, url)")
+        try:
+            server = Server.of(source.url)
+        except psycopg.Error as exc:  # the url has no password: the config refuses one
+            raise ConfigError(
+                f"dataset '{name}': its url cannot be read ({exc}); write it as "
+                "postgresql://USER@HOST:PORT/DATABASE",
+                public=f"dataset '{name}': the party's database url is malformed",
+            ) from None
+        return cls(source, name, server)
+
+    def connect(self, **settings: Any) -> Any:
+        """A new connection (`settings`: more of psycopg's connection settings), the
+        password read now and handed to the driver alone.
+
+        Raises:
+            ConfigError: the credential is unset, unreadable or refused.
+            DataError: the server cannot be reached, or refused the connection otherwise.
+        """
+        psycopg = _driver(self.name)
+        password = read_password(self.source, self.name)
+        extra = {} if password is None else {"password": password}
+        given = {"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "vfl-party"}
+        try:
+            return psycopg.connect(self.source.url, **{**given, **settings, **extra})
+        except psycopg.Error as exc:
+            detail = _text(exc, password)
+            raise _connect_error(detail, self.server, self.source, self.name) from None
+
+    def query_failed(self, exc: Exception) -> DataError:
+        """The named error of the dataset's query failing with the driver's `exc`."""
+        name = self.name
+        return DataError(
+            f"dataset '{name}': its query failed on the database at {self.server}: "
+            f"{_text(exc, self._password())}; fix 'query' (or 'table') in the party config",
+            public=f"dataset '{name}': the party's query failed; the party must fix it",
+        )
+
+    def _password(self) -> str | None:
+        """The password, to scrub it from a message (None: none, or not readable now)."""
+        try:
+            return read_password(self.source, self.name)
+        except ConfigError:
+            return None
+
+
 def write_parquet(source: TableSource, name: str, path: Path, batch_rows: int = BATCH_ROWS) -> int:
     """Run dataset `name`'s query (`source`, format sql) and write its rows to `path` as
     Parquet; returns how many rows it wrote.
@@ -82,35 +149,15 @@ def write_parquet(source: TableSource, name: str, path: Path, batch_rows: int = 
     Raises:
         ConfigError, DataError: see the module docstring.
     """
+    database = Database.of(source, name)
     psycopg = _driver(name)
-    if source.format != "sql" or source.url is None:
-        raise ConfigError(f"dataset '{name}' is not read from a database (format: sql, url)")
-    try:
-        server = Server.of(source.url)
-    except psycopg.Error as exc:  # the url has no password: the config refuses one
-        raise ConfigError(
-            f"dataset '{name}': its url cannot be read ({exc}); write it as "
-            "postgresql://USER@HOST:PORT/DATABASE",
-            public=f"dataset '{name}': the party's database url is malformed",
-        ) from None
-    password = read_password(source, name)
-    extra = {} if password is None else {"password": password}
-    try:
-        conn = psycopg.connect(
-            source.url, connect_timeout=CONNECT_TIMEOUT_S, application_name="vfl-party", **extra
-        )
-    except psycopg.Error as exc:
-        raise _connect_error(_text(exc, password), server, source, name) from None
+    conn = database.connect()
     try:
         with conn:
             conn.read_only = True  # a dataset's query reads; it never changes the database
             return _stream(conn, source, name, path, batch_rows)
     except psycopg.Error as exc:
-        raise DataError(
-            f"dataset '{name}': its query failed on the database at {server}: "
-            f"{_text(exc, password)}; fix 'query' (or 'table') in the party config",
-            public=f"dataset '{name}': the party's query failed; the party must fix it",
-        ) from None
+        raise database.query_failed(exc) from None
 
 
 def read_password(source: TableSource, name: str) -> str | None:
@@ -151,7 +198,9 @@ def read_password(source: TableSource, name: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Column:
+class Column:
+    """A column of a query's result, with the Arrow type its values take."""
+
     name: str
     type: pa.DataType  # float64 or string
 
@@ -160,12 +209,12 @@ def _stream(conn: Any, source: TableSource, name: str, path: Path, batch_rows: i
     """Declare a server-side cursor over the query and write its rows in batches."""
     with conn.cursor(name="vfl_snapshot") as cur:
         cur.execute(_statement(source))
-        columns = _columns(cur.description, conn, source, name)
+        columns = result_columns(cur.description, conn, source, name)
         schema = pa.schema([(c.name, c.type) for c in columns])
         rows = 0
         with pq.ParquetWriter(path, schema) as writer:
             while batch := cur.fetchmany(batch_rows):
-                writer.write_table(_batch(batch, columns, schema, source, name))
+                writer.write_table(result_table(batch, columns, source, name))
                 rows += len(batch)
         return rows
 
@@ -174,13 +223,27 @@ def _statement(source: TableSource) -> Any:
     from psycopg import sql
 
     if source.table is not None:
-        return sql.SQL("SELECT * FROM {}").format(sql.Identifier(*source.table.split(".")))
+        return sql.SQL("SELECT * FROM {}").format(table_name(source))
+    return query_text(source)
+
+
+def table_name(source: TableSource) -> Any:
+    """The dataset's `table` (or `schema.table`), quoted as an identifier."""
+    from psycopg import sql
+
+    assert source.table is not None
+    return sql.Identifier(*source.table.split("."))
+
+
+def query_text(source: TableSource) -> str:
+    """The dataset's `query`, without a final semicolon."""
     assert source.query is not None
     return source.query.strip().rstrip(";")
 
 
-def _columns(description: Any, conn: Any, source: TableSource, name: str) -> list[_Column]:
-    """The result's columns with their Arrow types (the id column: text).
+def result_columns(description: Any, conn: Any, source: TableSource, name: str) -> list[Column]:
+    """A result's columns (the cursor's `description`) with their Arrow types (the id
+    column: text).
 
     Raises:
         DataError: no id column, or a column name given twice.
@@ -204,14 +267,15 @@ def _columns(description: Any, conn: Any, source: TableSource, name: str) -> lis
     for d in description:
         info = conn.adapters.types.get(d.type_code)
         number = info is not None and info.name in NUMBER_TYPES and d.name != source.id
-        columns.append(_Column(d.name, pa.float64() if number else pa.string()))
+        columns.append(Column(d.name, pa.float64() if number else pa.string()))
     return columns
 
 
-def _batch(
-    rows: list[tuple], columns: list[_Column], schema: pa.Schema, source: TableSource, name: str
+def result_table(
+    rows: list[tuple], columns: list[Column], source: TableSource, name: str
 ) -> pa.Table:
-    """One batch of rows (Python tuples from the driver) as Arrow columns.
+    """Rows of a result (Python tuples from the driver) as Arrow columns of `columns`'
+    types: what a snapshot holds of them.
 
     Raises:
         DataError: a row whose id is NULL.
@@ -229,7 +293,7 @@ def _batch(
                 "filter such rows out (WHERE id IS NOT NULL)",
                 public=f"dataset '{name}': the party's query returns a row without an id",
             )
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return pa.Table.from_arrays(arrays, schema=pa.schema([(c.name, c.type) for c in columns]))
 
 
 def _connect_error(detail: str, server: Server, source: TableSource, name: str) -> Exception:

@@ -2,22 +2,25 @@
 
 `LoadedModel.open` reads the part from the party's model store; `read` loads a dataset,
 checks its columns against those the model was trained on (before any computation) and
-preprocesses it as in training (`prepare`: the same for rows already read raw);
+preprocesses it as in training (`prepare`: the same for rows already read raw; `no_rows`:
+for none, the model's width);
 `scorer` builds the party's trainer in scoring mode on a job's channel.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from vfl.contract.spec import JobSpec
-from vfl.party.data import RawTable, Table, read_raw
+from vfl.party.data import RawColumn, RawTable, Table, read_raw
 from vfl.party.errors import DataError, ModelError, UnknownModel
 from vfl.party.job import Dataset
 from vfl.party.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
+from vfl.party.reader import IDS
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest, ModelStore
 from vfl.party.training import trainers
@@ -101,6 +104,29 @@ class LoadedModel:
         inputs = Inputs(table.features, table.categorical, table.cardinalities)
         return table, inputs, drift
 
+    def no_rows(
+        self, name: str, columns: Sequence[str] | None = None
+    ) -> tuple[Table, Inputs, Drift]:
+        """`prepare` of no rows of dataset `name` with `columns` (None: the model's own):
+        inputs of the model's width (what a table queried by id holds in memory), or the
+        error that rows with these columns would get.
+
+        Raises:
+            ModelError: `columns` do not fit the model; the model was trained on LIBSVM
+                columns (a table of named columns never fits it).
+        """
+        pre = self.preprocessor
+        if pre.sparse is not None:
+            raise ModelError(
+                f"party '{self.manifest.party_id}': model {self.model_id} was trained on "
+                f"LIBSVM columns; dataset '{name}' has named columns, which cannot fit it",
+                public=f"dataset '{name}' has named columns and the model LIBSVM ones",
+            )
+        kinds = pre.kinds()
+        given = tuple(kinds) if columns is None else columns
+        empty = tuple(_no_cells(c, kinds.get(c, "numeric"), name) for c in given)
+        return self.prepare(RawTable(name, np.empty(0, dtype=IDS), None, empty))
+
     def scorer(
         self,
         channel: Channel,
@@ -135,3 +161,13 @@ class LoadedModel:
         trainer = trainers.for_scoring(ctx, self.manifest.role, self.manifest.task)
         trainer.load_model(self.part)
         return trainer
+
+
+def _no_cells(column: str, kind: str, dataset: str) -> RawColumn:
+    """Column `column` of no rows, read as `kind` (numeric, categorical or ignore)."""
+    if kind == "ignore":
+        return RawColumn(column, ignored=True, lines=False, dataset=dataset)
+    if kind == "categorical":
+        codes = np.empty(0, dtype=np.int32)
+        return RawColumn(column, codes=codes, words=(), lines=False, dataset=dataset)
+    return RawColumn(column, values=np.empty(0, dtype=np.float32), lines=False, dataset=dataset)

@@ -9,12 +9,14 @@ thread of its own. Sessions' envelopes arrive by Push like a job's: `deliver` fi
 
 Which rows: each party looks ids up in the datasets of its own config marked `serve:
 true`, then in the dataset the model was trained on, as its config names it now; the
-first that holds an id gives its row (`party.inference.rows`). Each table is read when
-the model is loaded and read again when its file changes, so a changed row is scored
-with its new values and people added to the tables are found without a restart. Where
-the peers are: a party
-config's `peers:` first, else the addresses the model was trained with (active party) or
-the active party's own address in `OpenScoring` (passive party).
+first that holds an id gives its row (`party.inference.rows`). Each table file is read
+when the model is loaded and read again when it changes, and a database dataset is
+queried for the ids of each micro-batch, so a changed row is scored with its new values
+and people added to the tables are found without a restart. A database's lookup is cut
+after `lookup_timeout_s` (a quarter of the scoring timeout, at most
+`sql_lookup.LOOKUP_TIMEOUT_S`). Where the peers are: a party config's `peers:` first,
+else the addresses the model was trained with (active party) or the active party's own
+address in `OpenScoring` (passive party).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from vfl.party.errors import (
     UnknownModel,
 )
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.rows import Problem, Rows
+from vfl.party.inference.rows import Rows
 from vfl.party.inference.serving import Prediction, ServedModel, check_request
 from vfl.party.inference.session import (
     MAX_BATCH_IDS,
@@ -44,6 +46,8 @@ from vfl.party.inference.session import (
     PassiveSession,
     SilentReporter,
 )
+from vfl.party.inference.source import Problem
+from vfl.party.sql_lookup import LOOKUP_TIMEOUT_S
 from vfl.party.state import StateDir
 from vfl.party.state.models import MANIFEST, ModelStore
 from vfl.party.transport.scoring import ScoringPeers
@@ -85,6 +89,8 @@ class OnlineScoring:
         session's Paillier work; None: each session's own. `on_drift`: told (model id,
         drift counts) of the rows each micro-batch scored that drifted."""
         self.config, self.state, self.timeout_s = config, state, timeout_s
+        # a database's lookup is cut well before a peer would stop waiting for its answer
+        self.lookup_timeout_s = min(LOOKUP_TIMEOUT_S, timeout_s / 4)
         self.executor, self._on_drift = executor, on_drift
         self._channel, self._peers, self._address = channel, peers, address
         self._lock = threading.Lock()
@@ -177,8 +183,12 @@ class OnlineScoring:
                         f"party '{self.me}' holds model {model_id} as a passive party; "
                         f"score at its active party '{active}'"
                     )
-                rows = Rows.load(model, self.config.datasets)
-                served = ServedModel(model, rows, self._open, self._end)
+                rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
+                try:
+                    served = ServedModel(model, rows, self._open, self._end)
+                except Exception:
+                    rows.close()
+                    raise
                 with self._lock:
                     self._served[model_id] = served
                 log.info("party %s: serving model %s", self.me, model_id)
@@ -289,12 +299,16 @@ class OnlineScoring:
         address = self.config.peers.get(active) or reply_to
         if not address:
             raise ConfigError(f"no address for party '{active}'; add it under 'peers'")
-        rows = Rows.load(model, self.config.datasets)
+        rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
         link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset({active}))
         channel = self._channel(session_id, link.mailbox, {active: address})
-        scorer = model.scorer(
-            channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
-        )
+        try:
+            scorer = model.scorer(
+                channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
+            )
+        except Exception:
+            rows.close()
+            raise
         session = PassiveSession(
             session_id,
             model,

@@ -7,16 +7,19 @@ serving table holds the live rows, so its row of an id wins over the training ta
 Every party follows this rule over its own tables; the active party drops an id it holds
 in none (`unknown_id`), a passive party scores a row of zeros for it (`not_at_peer`).
 
-A `RowSource` is one such table: `find(ids)` gives the model's inputs of the ids it holds
-(`Found`), `refreshed(model)` the table as it is now. `TableRows` is a table file (CSV,
-Parquet, LIBSVM) read whole with the model's fitted preprocessing (`LoadedModel.read`),
-indexed by id and read again when its file changes (`file_stamp`). A source queried by
-id instead (a database) would fetch the raw rows of the ids it is asked for, preprocess
-them with `LoadedModel.prepare` and give them as `Found.of`.
+Each table is a `RowSource` (`party.inference.source`): `find(ids)` gives the model's
+inputs of the ids it holds (`Found`), `refreshed(model)` the table as it is now. A table
+file (CSV, Parquet, LIBSVM) is `TableRows`: read whole with the model's fitted
+preprocessing (`LoadedModel.read`), indexed by id and read again when its file changes
+(`file_stamp`). A database dataset (`format: sql`) is `SqlRows`
+(`party.inference.sql_rows`): queried for the ids of each micro-batch, never read whole.
 
 A serving table that does not load, or does not fit the model, serves nothing for that
-model (`Unreadable`, with a warning) until its file changes; the other tables serve
-meanwhile. The training table must load, as before serving tables existed.
+model (`Unreadable`, with a warning) until its file changes (a database's: checked again
+`RECHECK_S` later); the other tables serve meanwhile. The training table must load, as
+before serving tables existed. A database that fails during a lookup fails the
+micro-batch (`TableUnavailable`): a later table cannot stand in for it, since it may hold
+an older row of the same id. `Rows.close()` closes the database connections.
 """
 
 from __future__ import annotations
@@ -24,21 +27,25 @@ from __future__ import annotations
 import logging
 import operator
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
-from vfl.party.data import Table
 from vfl.party.errors import DataError, ModelError, PartyError
 from vfl.party.inference.model import LoadedModel
+from vfl.party.inference.source import Found, Problem, RowSource
+from vfl.party.inference.sql_rows import SqlRows
 from vfl.party.job import Dataset, resolve_dataset
-from vfl.party.preprocess import DRIFT_KINDS, Drift
+from vfl.party.sql_lookup import LOOKUP_TIMEOUT_S
 from vfl.party.training.models import Inputs
 
+__all__ = ["Found", "Problem", "RowSource", "Rows", "SqlRows", "TableRows", "serving_table"]
+
+RECHECK_S = 60.0  # a database's serving table that did not fit a model is checked again
 log = logging.getLogger(__name__)
 
 # (name, size, mtime in ns, inode) of a file, or of a folder and each file in it (Parquet)
@@ -59,74 +66,6 @@ def file_stamp(path: str) -> FileStamp | None:
 def _stat(path: Path) -> tuple[str, int, int, int]:
     st = os.stat(path)
     return path.name, st.st_size, st.st_mtime_ns, st.st_ino
-
-
-@dataclass(frozen=True)
-class Found:
-    """The rows a source holds of some ids: those ids (in the order asked), their model
-    inputs and their drift counts (rows x `DRIFT_KINDS`), row for row."""
-
-    ids: tuple[str, ...]
-    inputs: Inputs
-    drift: np.ndarray
-
-    @classmethod
-    def of(cls, table: Table, inputs: Inputs, drift: Drift) -> Found:
-        """Rows as `LoadedModel.prepare` gives them."""
-        return cls(tuple(str(i) for i in table.ids), inputs, drift.per_row)
-
-    def take(self, rows: np.ndarray) -> Found:
-        """These `rows` (positions), in that order."""
-        return Found(tuple(self.ids[r] for r in rows), self.inputs.subset(rows), self.drift[rows])
-
-    def drift_counts(self) -> dict[str, int]:
-        return {k: int(v) for k, v in zip(DRIFT_KINDS, self.drift.sum(axis=0), strict=True)}
-
-    def padded(self, ids: Sequence[str]) -> tuple[Inputs, np.ndarray]:
-        """One row per id of `ids`: its row here, or a row of zeros (what a passive party
-        scores for an id it lacks); and the positions of the ids not found."""
-        at = {i: r for r, i in enumerate(self.ids)}
-        zero = len(self.ids)
-        rows = np.array([at.get(i, zero) for i in ids], dtype=np.int64)
-        return self.inputs.with_zero_row().subset(rows), np.flatnonzero(rows == zero)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why a table serves nothing, or only rows older than its file: `text` for this
-    party's log and operator, `public` (no path, column or value) for the coordinator."""
-
-    text: str
-    public: str
-
-    @classmethod
-    def of(cls, what: str, exc: PartyError) -> Problem:
-        return cls(f"{what}: {exc}", f"{what}: {exc.public}")
-
-    def __str__(self) -> str:
-        return self.text
-
-
-class RowSource(Protocol):
-    """A table online scoring looks ids up in (the module docstring)."""
-
-    @property
-    def name(self) -> str:
-        """The dataset's name in the party config."""
-        ...
-
-    @property
-    def problem(self) -> Problem | None:
-        """Why it serves nothing, or only rows older than its file (None: neither)."""
-        ...
-
-    def find(self, ids: Sequence[str]) -> Found | None:
-        """The rows it holds of `ids` (None: none of them)."""
-        ...
-
-    def refreshed(self, model: LoadedModel) -> RowSource:
-        """This source as it is now (a table file read again if it changed)."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -175,6 +114,9 @@ class TableRows:
         """No rows (of this table's width)."""
         return Found((), self.inputs.subset(np.zeros(0, dtype=np.int64)), self.drift[:0])
 
+    def close(self) -> None:
+        """Nothing to close: the file was read whole."""
+
     def refreshed(self, model: LoadedModel) -> TableRows:
         """These rows, or the file's rows read again if it changed since: a changed row is
         scored with its new values, a new person is found. A changed file that does not
@@ -201,11 +143,13 @@ class TableRows:
 @dataclass(frozen=True)
 class Unreadable:
     """A serving table that did not load or fit the model: it serves nothing until its
-    file changes."""
+    file changes (a database's: until `RECHECK_S` after `checked`)."""
 
     dataset: Dataset
     stamp: FileStamp | None
     problem: Problem
+    lookup_timeout_s: float = LOOKUP_TIMEOUT_S
+    checked: float = 0.0  # time.monotonic() when it was found so
 
     @property
     def name(self) -> str:
@@ -214,16 +158,37 @@ class Unreadable:
     def find(self, ids: Sequence[str]) -> None:
         return None
 
+    def close(self) -> None:
+        """Nothing to close."""
+
     def refreshed(self, model: LoadedModel) -> RowSource:
-        if file_stamp(self.dataset.source.path) == self.stamp:
+        if self.dataset.source.format == "sql":
+            if time.monotonic() - self.checked < RECHECK_S:
+                return self
+        elif file_stamp(self.dataset.source.path) == self.stamp:
             return self
-        return serving_table(model, self.dataset)
+        return serving_table(model, self.dataset, self.lookup_timeout_s)
 
 
-def serving_table(model: LoadedModel, dataset: Dataset) -> RowSource:
-    """A serving table's rows; one that does not load or fit the model is `Unreadable`,
-    with a warning naming the problem. (Another kind of source, such as a database
-    queried by id, would be chosen here by the dataset's format.)"""
+def serving_table(
+    model: LoadedModel, dataset: Dataset, lookup_timeout_s: float = LOOKUP_TIMEOUT_S
+) -> RowSource:
+    """A serving table's rows (a database's: looked up by id, each lookup cut after
+    `lookup_timeout_s`); one that does not load or fit the model is `Unreadable`, with a
+    warning naming the problem."""
+    if dataset.source.format == "sql":
+        try:
+            return SqlRows.open(model, dataset, lookup_timeout_s)
+        except PartyError as exc:
+            log.warning(
+                "model %s: serving table '%s' is skipped (checked again in %.0f s): %s",
+                model.model_id,
+                dataset.name,
+                RECHECK_S,
+                exc,
+            )
+            problem = Problem.of(f"skipped, checked again every {RECHECK_S:.0f} s", exc)
+            return Unreadable(dataset, None, problem, lookup_timeout_s, time.monotonic())
     stamp = file_stamp(dataset.source.path)
     try:
         return TableRows.read(model, dataset)
@@ -237,6 +202,21 @@ def serving_table(model: LoadedModel, dataset: Dataset) -> RowSource:
         return Unreadable(dataset, stamp, Problem.of("skipped until its file changes", exc))
 
 
+def training_table(
+    model: LoadedModel, dataset: Dataset, lookup_timeout_s: float = LOOKUP_TIMEOUT_S
+) -> TableRows | SqlRows:
+    """The table `model` was trained on, as it is now: its file read whole, or its
+    database looked up by id.
+
+    Raises:
+        DataError, ModelError: it does not load, or does not fit the model.
+        ConfigError: a database's driver is not installed, or its url cannot be read.
+    """
+    if dataset.source.format == "sql":
+        return SqlRows.open(model, dataset, lookup_timeout_s)
+    return TableRows.read(model, dataset)
+
+
 @dataclass(frozen=True)
 class Rows:
     """A party's tables for online scoring with one model: its serving tables, in the
@@ -244,25 +224,32 @@ class Rows:
     and shape an empty answer)."""
 
     serving: tuple[RowSource, ...]
-    training: TableRows
+    training: TableRows | SqlRows
 
     @classmethod
-    def load(cls, model: LoadedModel, datasets: dict[str, TableSource]) -> Rows:
+    def load(
+        cls,
+        model: LoadedModel,
+        datasets: dict[str, TableSource],
+        lookup_timeout_s: float = LOOKUP_TIMEOUT_S,
+    ) -> Rows:
         """This party's tables for `model`, by its own config's `datasets` now: the dataset
         the model was trained on and every dataset marked `serve: true` (those that do not
-        load or fit the model are skipped, with a warning).
+        load or fit the model are skipped, with a warning). A database's lookups are cut
+        after `lookup_timeout_s` (its statement timeout).
 
         Raises:
             JobError: the party no longer exposes the training dataset. DataError,
                 ModelError: the training table does not load, or does not fit the model.
+            ConfigError: the training table's database driver is missing.
         """
         me = model.manifest.party_id
         trained_on = resolve_dataset(model.spec, me, datasets)
         if trained_on is None:
             raise ModelError(f"model {model.model_id} names no dataset for party '{me}'")
-        training = TableRows.read(model, trained_on)
+        training = training_table(model, trained_on, lookup_timeout_s)
         serving = tuple(
-            serving_table(model, Dataset(name, source))
+            serving_table(model, Dataset(name, source), lookup_timeout_s)
             for name, source in datasets.items()
             if source.serve and name != trained_on.name
         )
@@ -279,11 +266,22 @@ class Rows:
 
     @property
     def inputs(self) -> Inputs:
-        """The training table's inputs (what a scorer is built with)."""
+        """The training table's inputs (what a scorer is built with; a database's: no
+        rows, the model's width)."""
         return self.training.inputs
 
+    def none(self) -> Found:
+        """No rows (of the model's width)."""
+        return self.training.none()
+
+    def close(self) -> None:
+        """Close each table's database connections (these tables serve no more)."""
+        for source in (*self.serving, self.training):
+            source.close()
+
     def refreshed(self, model: LoadedModel) -> Rows:
-        """These tables, each read again if its file changed (`TableRows.refreshed`)."""
+        """These tables, each read again if its file changed (`TableRows.refreshed`); a
+        database's as they are (each lookup reads it as it is now)."""
         serving = tuple(s.refreshed(model) for s in self.serving)
         training = self.training.refreshed(model)
         if training is self.training and all(map(operator.is_, serving, self.serving)):
@@ -297,7 +295,11 @@ class Rows:
 
     def find(self, ids: Sequence[str]) -> Found:
         """The rows of `ids` that some table holds, each from the first table that holds
-        it, in the order of `ids` (an id asked twice is found once)."""
+        it, in the order of `ids` (an id asked twice is found once).
+
+        Raises:
+            TableUnavailable: a database's lookup failed (the micro-batch cannot be told).
+        """
         missing = list(dict.fromkeys(ids))
         parts: list[Found] = []
         for source in (*self.serving, self.training):

@@ -3,7 +3,9 @@ passive party in one scoring session (`party.inference.session`), reopened when 
 
 Ids the active party does not hold are answered at once, without contacting a passive
 party; an id some passive party lacks gets its own error; the other ids of the same
-request are scored either way.
+request are scored either way. A table of a party's that cannot be looked up now (its
+database fails) fails the micro-batch's requests with `TableUnavailable`, naming the
+party and the dataset; the session stays open for the next micro-batch.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import numpy as np
 from vfl.party.errors import ModelError, PeerUnavailable, RequestError, UnknownModel
 from vfl.party.inference.batcher import MicroBatcher
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.rows import Found, Rows
+from vfl.party.inference.rows import Rows
 from vfl.party.inference.session import MAX_BATCH_IDS, ActiveSession
+from vfl.party.inference.source import Found
 from vfl.secure.errors import ChannelError, ChannelTimeout, SecureError
 from vfl.secure.wire.payload import MAX_ID_CHARS
 
@@ -78,12 +81,14 @@ class ServedModel:
         return self.model.model_id
 
     def close(self, reason: str) -> None:
-        """Fail the queued requests and end the session (at every passive party too)."""
+        """Fail the queued requests, end the session (at every passive party too) and
+        close the tables' database connections."""
         gone = UnknownModel(f"model {self.model_id} is no longer served here: {reason}")
         with self._lock:
             self.closed = True
         self.batcher.close(gone)
         self._drop(reason)
+        self.rows.close()
 
     def _run(self, ids: list[str]) -> dict[str, IdResult]:
         """One micro-batch (run by the batcher's worker)."""

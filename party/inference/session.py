@@ -4,13 +4,18 @@ rows by id in micro-batches over the data plane (docs/protocols.md, "Online scor
 Micro-batch n of a session (tags `score/b<n>/...`, the session id as the job id):
 
     B -> A_k   score/b<n>/ids     kind `ids`: the ids B holds, in B's order
-    A_k -> B   score/b<n>/lacks   kind `indices`: positions of the ids A_k holds no row of
+    A_k -> B   score/b<n>/lacks   kind `indices`: positions of the ids A_k holds no row of;
+                                  or kind `control` {unavailable: why}: A_k could not
+                                  look them up (a database of its failed)
     B <-> A_k  score/b<n>/...     the model's forward for those rows (`trainer.score`)
 
 Each party finds the rows of the ids in its own tables (`party.inference.rows`: its
-serving tables, then the model's training table, each read again when its file changed).
-A passive party scores a row of zeros in place of an id it lacks, so every party runs the
-same forward and no passive party learns which ids another one lacks; B drops those rows.
+serving tables, then the model's training table, each read again when its file changed,
+a database queried for these ids). A passive party scores a row of zeros in place of an
+id it lacks, so every party runs the same forward and no passive party learns which ids
+another one lacks; B drops those rows. A passive party whose lookup failed scores zeros
+for every id and says why (the error's public form): the session stays in step, and B
+fails the micro-batch with `TableUnavailable` naming that party and its dataset.
 Passive parties never receive an output or a score. Both sides are transport-free: the
 daemon hands in the session's `Channel` and `Mailbox`.
 """
@@ -22,14 +27,17 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
-from vfl.party.errors import ModelError
+from vfl.party.errors import ModelError, TableUnavailable
 from vfl.party.inference.model import LoadedModel
-from vfl.party.inference.rows import Found, Rows
+from vfl.party.inference.rows import Rows
+from vfl.party.inference.source import Found
 from vfl.party.training.context import Reporter
 from vfl.party.training.trainers import Trainer
 from vfl.secure.channel import Channel, Mailbox
 from vfl.secure.errors import ChannelClosed, ChannelTimeout
 from vfl.secure.wire.payload import (
+    control_from_payload,
+    control_to_payload,
     ids_from_payload,
     ids_to_payload,
     indices_from_payload,
@@ -41,6 +49,8 @@ Foreground = Callable[[], AbstractContextManager[object]]
 
 MAX_BATCH_IDS = 64  # ids per exchange; a larger micro-batch runs as several exchanges
 PASSIVE_IDLE_S = 3600.0  # a passive party drops a session no batch used for this long
+UNAVAILABLE = "unavailable"  # the field of a passive party's `lacks` reply that failed
+MAX_WHY_CHARS = 500  # of a passive party's reason, passed on to the caller
 
 
 def batch_tag(n: int) -> str:
@@ -105,10 +115,16 @@ class ActiveSession:
         count_drift(found, self.count_drift)
         out = self.scorer.score(tag, found.inputs, np.arange(len(found.ids)))
         lacking: dict[int, list[str]] = {}
+        failed: list[str] = []
         for peer in self.passives:
             reply = self.channel.recv(peer, f"{tag}/lacks", self.timeout)
+            if reply.WhichOneof("kind") == "control":
+                failed.append(control_from_payload(reply, [UNAVAILABLE])[UNAVAILABLE])
+                continue
             for pos in indices_from_payload(reply, len(found.ids)):
                 lacking.setdefault(int(pos), []).append(peer)
+        if failed:
+            raise TableUnavailable("; ".join(why[:MAX_WHY_CHARS] for why in failed))
         if out is None:
             raise ModelError(f"session {self.session_id}: the scorer is not the active party's")
         return out, lacking
@@ -143,8 +159,12 @@ class PassiveSession:
         self.idle_s, self.count_drift = idle_s, count_drift
         self.batches = 0
 
+    @property
+    def me(self) -> str:
+        return self.channel.party_id
+
     def serve(self) -> None:
-        me = self.channel.party_id
+        me = self.me
         try:
             while True:
                 self._answer(batch_tag(self.batches + 1))
@@ -158,6 +178,7 @@ class PassiveSession:
         finally:
             self.mailbox.close("scoring session ended")
             self.scorer.close()
+            self.rows.close()
 
     def _answer(self, tag: str) -> None:
         """One micro-batch: the ids, which of them this party lacks, the forward."""
@@ -167,10 +188,14 @@ class PassiveSession:
 
     def _forward(self, tag: str, ids: list[str]) -> None:
         self.rows = self.rows.refreshed(self.model)
-        found = self.rows.find(ids)
+        try:
+            found, reply = self.rows.find(ids), None
+        except TableUnavailable as exc:  # zeros for every id, and why
+            log.warning("party %s: scoring session %s: %s", self.me, self.session_id, exc)
+            found, reply = self.rows.none(), control_to_payload({UNAVAILABLE: exc.public})
         inputs, lacks = found.padded(ids)
         count_drift(found, self.count_drift)
-        self.channel.send(self.active, f"{tag}/lacks", indices_to_payload(lacks))
+        self.channel.send(self.active, f"{tag}/lacks", reply or indices_to_payload(lacks))
         self.scorer.score(tag, inputs, np.arange(len(ids)))
 
     def close(self, reason: str) -> None:

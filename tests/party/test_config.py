@@ -38,7 +38,8 @@ def test_datasets_get_defaults_by_format_and_resolve_paths() -> None:
         (
             {"path": "x", "colour": "red"},
             "unknown field(s) 'datasets.d.colour' in datasets.d; allowed: categorical, columns, "
-            "format, id, label, password_env, password_file, path, preprocess, query, table, url",
+            "format, id, label, password_env, password_file, path, preprocess, query, serve, "
+            "table, url",
         ),
         ("x.csv", "'datasets.d' must be a mapping"),
     ],

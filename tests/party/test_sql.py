@@ -375,8 +375,9 @@ def test_every_party_error_here_has_a_public_form(pg: Postgres, tmp_path: Path) 
         write_parquet(sql_source(pg, query="SELECT 1/0 AS id"), "crm", tmp_path / "x")
 
 
-def test_the_sql_module_imports_neither_grpc_nor_its_driver() -> None:
+@pytest.mark.parametrize("module", ["vfl.party.sql", "vfl.party.sql_lookup"])
+def test_the_sql_modules_import_neither_grpc_nor_the_driver(module: str) -> None:
     """The driver (an optional extra) loads when a sql dataset is read, not before."""
-    code = "import sys, vfl.party.sql; print('grpc' in sys.modules, 'psycopg' in sys.modules)"
+    code = f"import sys, {module}; print('grpc' in sys.modules, 'psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

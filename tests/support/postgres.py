@@ -5,7 +5,8 @@ loopback port, with a password login, stopped and removed at the end.
 PostgreSQL refuses to run as root. Run as root (as CI is), the cluster belongs to the
 `postgres` user that the Debian package creates, and its commands run through `runuser`.
 `start_postgres()` returns the running server, or the reason it cannot start (no
-binaries, no user to run them as, a failed start) for the tests to skip with.
+binaries, no user to run them as, a failed start) for the tests to skip with. A test can
+`halt()` the server and `start()` it again (a database that goes down and comes back).
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ class Postgres:
             with conn.cursor().copy(copy) as cp:
                 cp.write(path.read_bytes())
 
+    def start(self) -> str | None:
+        """Start the server (again, after `halt`) on its port, waiting until it accepts
+        connections; None, or why it did not start."""
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        data, log = str(self.folder / "data"), str(self.folder / "server.log")
+        done = self._run("pg_ctl", "-D", data, "-l", log, "-w", "-o", options, "start")
+        if done.returncode == 0:
+            return None
+        tail = Path(log).read_text()[-500:] if Path(log).exists() else ""
+        return f"pg_ctl start failed: {done.stdout[-500:]}{done.stderr[-500:]}{tail}"
+
+    def halt(self) -> None:
+        """Stop the server as an operator would (fast: its sessions are ended), keeping
+        its data for `start`."""
+        self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop")
+
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.folder / "data"), "-m", "immediate", "stop")
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -90,20 +107,13 @@ def start_postgres() -> Postgres | str:
     if runas is not None:
         shutil.chown(folder, runas)
         shutil.chown(folder / "pwfile", runas)
-    steps = [
-        ("initdb", "-D", str(folder / "data"), "-U", USER, "--pwfile", str(folder / "pwfile"))
-        + ("--auth", "scram-sha-256", "-E", "UTF8", "--no-sync"),
-        ("pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "server.log"), "-w")
-        + ("-o", f"-p {server.port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off")
-        + ("start",),
-    ]
-    for tool, *args in steps:
-        done = server._run(tool, *args)
-        if done.returncode != 0:
-            log = folder / "server.log"
-            tail = log.read_text()[-500:] if log.exists() else ""
-            shutil.rmtree(folder, ignore_errors=True)
-            return f"{tool} failed: {done.stdout[-500:]}{done.stderr[-500:]}{tail}"
+    init = ("-D", str(folder / "data"), "-U", USER, "--pwfile", str(folder / "pwfile"))
+    done = server._run("initdb", *init, "--auth", "scram-sha-256", "-E", "UTF8", "--no-sync")
+    failed = f"initdb failed: {done.stdout[-500:]}{done.stderr[-500:]}" if done.returncode else None
+    failed = failed or server.start()
+    if failed is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return failed
     (folder / "pwfile").unlink()
     import psycopg
 
