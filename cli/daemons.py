@@ -17,7 +17,6 @@ from vfl.contract.logs import configure_daemon_logging
 from vfl.coordinator.errors import CoordinatorError
 from vfl.proto.rpc import COORDINATOR_ID
 
-
 MALLOC_ARENAS = 2  # glibc's malloc arenas (default: 8 per core, each keeping freed memory)
 MMAP_FROM = 1 << 18  # bytes from which glibc maps a block of its own (returned when freed)
 M_ARENA_MAX, M_MMAP_THRESHOLD = -8, -3  # glibc's mallopt parameters

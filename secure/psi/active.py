@@ -63,9 +63,13 @@ def run_active(
     def take(peer: str) -> Callable[[], np.ndarray]:
         return lambda: _recv_double(wire, peer, own.size)
 
+    def send() -> np.ndarray:
+        send_own()
+        return np.empty((0, KEY_BYTES), dtype=np.uint8)
+
     steps = [blind(p) for p in passives] + [take(p) for p in passives]
     try:
-        _, *keys = wire.together(lambda: send_own() or np.empty(0), *steps)
+        _, *keys = wire.together(send, *steps)
         theirs = dict(zip(passives, keys[: len(passives)], strict=True))
         mine = dict(zip(passives, keys[len(passives) :], strict=True))
         common, lookups = match(own.size, theirs, mine)
