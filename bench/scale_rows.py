@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import subprocess
@@ -44,10 +45,25 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from credit_data import BANK_FEATURES, SHOP_FEATURES, write_credit_tables  # noqa: E402
 from psi import x25519_microseconds  # noqa: E402
+from vfl.contract.spec import TableSource  # noqa: E402
 
 CORES = os.cpu_count() or 1
 PARTIES = ("bank", "shop")
 READ_LINE = re.compile(r"read dataset \S+: (\d+) rows in ([\d.]+) s")
+
+
+def kept_tables(folder: Path, rows: int, fmt: str) -> dict:
+    """The tables of `rows` rows in `fmt` under `folder`, written on first use."""
+    where = folder / f"{rows}-{fmt}"
+    done = where / "done"
+    if not done.exists():
+        where.mkdir(parents=True, exist_ok=True)
+        write_credit_tables(where, rows, fmt)
+        done.touch()
+    return {
+        "bank": TableSource(path=str(where / f"bank.{fmt}"), format=fmt, id="id", label="y"),
+        "shop": TableSource(path=str(where / f"shop.{fmt}"), format=fmt, id="id"),
+    }
 
 
 def job_spec(tables: dict, protocol: str, key_bits: int) -> dict:
@@ -204,6 +220,41 @@ def epoch_floor(rows: int, batch: int = 256, out_dim: int = 16, hidden: int = 32
     return (time.perf_counter() - tick) * batches / sample
 
 
+def ray_projection(rows: int, key_bits: int, sample: int = 30_000) -> list[str]:
+    """A `blindfl` epoch of `rows` credit rows on a Ray cluster of 16, 64 and 256 cores:
+    the MatMul layer's operations (bench/floor.py's counts over `sample` rows, scaled by
+    rows) times the one-core costs and Ray's per-task overhead that bench/scale_out.py
+    measured (bench/results/scale_out.txt), as scale_out.py projects them."""
+    from scale_out import workload
+
+    text = (Path(__file__).parent / "results" / "scale_out.txt").read_text()
+    one = re.search(r"\| 1 process \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|", text)
+    ray = re.search(r"Ray: ([\d.]+) ms", text)
+    if one is None or ray is None:
+        return ["no projection: bench/results/scale_out.txt lacks its rates"]
+    rate = {
+        k: float(v.replace(",", ""))
+        for k, v in zip(("dec", "rr", "prod"), one.groups(), strict=True)
+    }
+    o = float(ray.group(1)) * 1e-3
+    costs = {k: 1 / r + o / max(1, math.ceil(10 * o * r)) for k, r in rate.items()}
+    counts = workload(sample, True, key_bits)
+    k = rows / sample
+    work = k * (
+        counts.decryptions * costs["dec"]
+        + (counts.obfuscators + counts.fresh) * costs["rr"]
+        + counts.products * costs["prod"]
+    )
+    return [
+        f"projection of a {rows:,}-row blindfl epoch on a Ray cluster ({key_bits}-bit; the "
+        f"MatMul layer's operations of {sample:,} rows x {k:,.0f}, at scale_out.txt's one-core "
+        f"rates and Ray's {o * 1e3:.2f} ms per task): {work:,.0f} core-s",
+        "  " + ", ".join(f"{c} cores: {work / c / 60:,.1f} min" for c in (16, 64, 256)),
+        "  (the work's floor: no round trips or serial steps; the measured epoch above is "
+        "this machine's run against its own floor)",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default="1000000,3000000,10000000")
@@ -211,6 +262,12 @@ def main() -> None:
     parser.add_argument("--blindfl-rows", type=int, default=0)
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--json", help="also write every measurement to this file")
+    parser.add_argument(
+        "--project", type=int, default=10_000_000, help="rows of the Ray projection (0: none)"
+    )
+    parser.add_argument(
+        "--tables", help="keep the generated tables in this folder and reuse them on later runs"
+    )
     args = parser.parse_args()
     t_mult = x25519_microseconds() * 1e-6
     print(f"split, 1 epoch, batch 256, {CORES} cores; X25519: {t_mult * 1e6:.1f} us")
@@ -228,7 +285,8 @@ def main() -> None:
     for rows, fmt, protocol in cases:
         with tempfile.TemporaryDirectory(dir=os.environ.get("SCALE_TMP")) as tmp:
             folder = Path(tmp)
-            tables = write_credit_tables(folder, rows, fmt)
+            tables = kept_tables(Path(args.tables), rows, fmt) if args.tables else None
+            tables = tables or write_credit_tables(folder, rows, fmt)
             floors = {
                 "load": load_floor(tables),
                 "psi": 4 * rows * t_mult / CORES,
@@ -267,6 +325,8 @@ def main() -> None:
         if args.json:
             Path(args.json).write_text(json.dumps(records, indent=1))
     print("bytes/cell: the bank daemon's peak over its own cells (ids, label, 13 features)")
+    if args.project:
+        print("\n".join(ray_projection(args.project, args.key_bits)))
 
 
 if __name__ == "__main__":

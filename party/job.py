@@ -286,8 +286,12 @@ class PartyJob:
     def _plan(self, rows: int, test_rows: int | None) -> Plan:
         t, v = self.spec.train, self.spec.validation
         if test_rows is None:
-            return make_plan(rows, v.fraction, t.batch_size, t.epochs, t.seed, v.every)
-        return make_test_plan(rows, test_rows, t.batch_size, t.epochs, t.seed, v.every)
+            return make_plan(
+                rows, v.fraction, t.batch_size, t.epochs, t.seed, v.every, self.spec.protocol
+            )
+        return make_test_plan(
+            rows, test_rows, t.batch_size, t.epochs, t.seed, v.every, self.spec.protocol
+        )
 
     def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
         """KEYING (blindfl: keys, their exchange and the layers' setup; on resume, the keys

@@ -307,12 +307,16 @@ def _collect(
 
 
 def _joined(parts: list[np.ndarray], dtype: object) -> np.ndarray:
-    if not parts:
-        return np.empty(0, dtype=dtype)  # type: ignore[call-overload]
+    """The parts as one array, each part freed once copied (the peak is the whole plus one
+    part, not twice the whole)."""
     if len(parts) == 1:
-        return parts[0]
-    out = np.concatenate(parts)
-    parts.clear()
+        return parts.pop()
+    out = np.empty(sum(len(p) for p in parts), dtype=dtype)  # type: ignore[call-overload]
+    at = 0
+    while parts:
+        part = parts.pop(0)
+        out[at : at + len(part)] = part
+        at += len(part)
     return out
 
 

@@ -82,8 +82,9 @@ class ValidationSpec(SpecModel):
         ge=1,
         strict=True,
         description="validate every N rounds and at the end; default: every 20 rounds, or "
-        "on large tables every (validation rows / 4 batch_size) rounds, so that validating "
-        "takes at most about a quarter of the training time",
+        "less often on large tables, so that validating takes at most about a quarter of "
+        "the training time (split: every validation rows / (4 batch_size) rounds; "
+        "blindfl: every 3 validation rows / batch_size rounds)",
     )
 
 
