@@ -16,7 +16,7 @@ user would write it. Per run:
 - epoch s: training time of the one epoch (without validation); floor: the same models'
   forward and backward passes over the same batches in one process, no messages.
 - peak RSS per party: the daemon process's high-water mark (VmHWM), and of its whole
-  process tree (with its PSI worker processes), sampled every 0.2 s.
+  process tree (with its PSI worker processes), sampled every second.
 - bytes per cell: the larger daemon peak over the table's cells (rows x columns, ids
   and label included).
 
@@ -97,7 +97,7 @@ class Sampler:
         self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(0.2):
+        while not self._stop.wait(1.0):  # VmHWM is exact; the tree's peak is sampled
             for pid in _children(self.pid):
                 party = _party_of(pid)
                 if party is None:

@@ -118,10 +118,11 @@ def _code(word: str) -> int:
         return int(number)
 
 
-@dataclass(frozen=True)
+@dataclass
 class RawTable:
     """A dataset's rows before preprocessing: ids, labels (if any) and either its typed
-    columns (CSV, Parquet) or a CSR matrix of its LIBSVM columns (`sparse`)."""
+    columns (CSV, Parquet) or a CSR matrix of its LIBSVM columns (`sparse`). A job frees
+    each column once preprocessed (`release`)."""
 
     name: str
     ids: np.ndarray  # numpy strings (`party.reader.IDS`)
@@ -133,6 +134,10 @@ class RawTable:
     @property
     def rows(self) -> int:
         return len(self.ids)
+
+    def release(self, name: str) -> None:
+        """Drop column `name` (its buffer is freed once nothing else holds it)."""
+        self.columns = tuple(c for c in self.columns if c.name != name)
 
     def column(self, name: str) -> RawColumn:
         for col in self.columns:

@@ -277,10 +277,11 @@ class PartyJob:
             self.preprocessor = fit(raw, rows, self.dataset.source.preprocess or "auto")
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
+        """The aligned rows `rows` of `raw`, preprocessed; `raw`'s columns are released as
+        they are written (the job reads them once)."""
         assert self.preprocessor is not None and dataset is not None
-        table, _ = self.preprocessor.apply(
-            raw, f"party '{self.party_id}': dataset '{dataset.name}'", rows
-        )
+        where = f"party '{self.party_id}': dataset '{dataset.name}'"
+        table, _ = self.preprocessor.apply(raw, where, rows, consume=True)
         return table
 
     def _plan(self, rows: int, test_rows: int | None) -> Plan:

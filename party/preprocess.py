@@ -124,9 +124,10 @@ class Drift:
     unknown: dict[str, int] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
     per_row: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
+    by_row: bool = True  # False: per column only (a job's apply), no rows x 3 array
 
     def __post_init__(self) -> None:
-        if len(self.per_row) != self.rows:
+        if self.by_row and len(self.per_row) != self.rows:
             self.per_row = np.zeros((self.rows, len(DRIFT_KINDS)), dtype=np.int32)
 
     def totals(self, rows: np.ndarray | None = None) -> dict[str, int]:
@@ -141,7 +142,8 @@ class Drift:
             return
         into = (self.out_of_range, self.unknown, self.missing)[kind]
         into[name] = into.get(name, 0) + n
-        self.per_row[:, kind] += mask
+        if self.by_row:
+            self.per_row[:, kind] += mask
 
 
 OUT_OF_RANGE, UNKNOWN_CATEGORY, UNEXPECTED_MISSING = range(3)
@@ -184,11 +186,13 @@ class Preprocessor(_Fitted):
         )
 
     def apply(
-        self, raw: RawTable, what: str, rows: np.ndarray | None = None
+        self, raw: RawTable, what: str, rows: np.ndarray | None = None, consume: bool = False
     ) -> tuple[Table, Drift]:
         """`raw` (its rows `rows`, in that order; None: every row) as the model's inputs,
         and what drifted (`what` names the table in errors). Only the rows asked for are
-        written: a job asks for its aligned rows, so they are never copied again.
+        written: a job asks for its aligned rows, so they are never copied again. With
+        `consume` (a job's one pass) each raw column is released once written, so the
+        table is never held twice, and drift is counted per column only.
 
         Raises:
             DataError: its columns differ from the fitted ones (a column missing, an
@@ -196,7 +200,7 @@ class Preprocessor(_Fitted):
                 code beyond those trained.
         """
         n = raw.rows if rows is None else len(rows)
-        drift = Drift(n)
+        drift = Drift(n, by_row=not consume)
         if self.sparse is not None:
             return self._apply_sparse(raw, what, drift, rows), drift
         self._check_columns(raw, what)
@@ -210,16 +214,23 @@ class Preprocessor(_Fitted):
             if col.indicator:
                 feats[:, k] = missing
                 k += 1
+            if consume:
+                del values
+                raw.release(col.name)
         for cat in self.categorical:
             if cat.one_hot:
                 codes_of = _codes(cat, raw.column(cat.name), what, drift, rows)
                 feats[np.arange(n), k + codes_of] = 1.0
                 k += cat.cardinality
+                if consume:
+                    raw.release(cat.name)
         cats = self.embedded
         codes = np.empty((n, len(cats)), dtype=np.int64) if cats else None
         for j, cat in enumerate(cats):
             assert codes is not None
             codes[:, j] = _codes(cat, raw.column(cat.name), what, drift, rows)
+            if consume:
+                raw.release(cat.name)
         table = Table(
             _take(raw.ids, rows),
             feats,

@@ -67,9 +67,12 @@ def run_active(
         send_own()
         return np.empty((0, KEY_BYTES), dtype=np.uint8)
 
+    def digests() -> np.ndarray:  # while the pool blinds: no serial step after matching
+        return order_digests(own.ids, np.arange(own.size), seed)
+
     steps = [blind(p) for p in passives] + [take(p) for p in passives]
     try:
-        _, *keys = wire.together(send, *steps)
+        _, order_keys, *keys = wire.together(send, digests, *steps)
         theirs = dict(zip(passives, keys[: len(passives)], strict=True))
         mine = dict(zip(passives, keys[len(passives) :], strict=True))
         common, lookups = match(own.size, theirs, mine)
@@ -84,7 +87,8 @@ def run_active(
     if common.size == 0:
         return common, 0, sizes
     rows = own.perm[common]
-    order = aligned_order(own.ids, rows, seed)
+    order = byte_order(order_keys[rows])
+    del order_keys
     for peer in passives:
         wire.send([peer], f"rows/{peer}", indices_to_payload(lookups[peer][common[order]]))
     return rows[order], int(common.size), sizes
@@ -129,7 +133,13 @@ def common_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def aligned_order(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarray:
     """The permutation of `rows` (own row positions) into the aligned order: by
-    SHA-256(seed, id) (a fresh salt if no seed), hashed `HASH_CHUNK` ids at a time."""
+    SHA-256(seed, id) (a fresh salt if no seed)."""
+    return byte_order(order_digests(ids, rows, seed))
+
+
+def order_digests(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarray:
+    """The first KEY_BYTES of SHA-256(seed, id) of the ids at `rows` (a fresh salt if no
+    seed), as (len(rows), KEY_BYTES) uint8 rows, hashed `HASH_CHUNK` ids at a time."""
     salt = secrets.token_bytes(16) if seed is None else str(int(seed)).encode()
     prefix = _ORDER_DOMAIN + salt + b"\x00"
     keys = np.empty((len(rows), KEY_BYTES), dtype=np.uint8)
@@ -137,7 +147,7 @@ def aligned_order(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarr
         canon = id_texts(ids, rows[lo : lo + HASH_CHUNK])
         blob = b"".join([hashlib.sha256(prefix + item).digest()[:KEY_BYTES] for item in canon])
         keys[lo : lo + len(canon)] = np.frombuffer(blob, dtype=np.uint8).reshape(-1, KEY_BYTES)
-    return byte_order(keys)
+    return keys
 
 
 def _blind_theirs(wire: PsiWire, blinder: Blinder, peer: str) -> np.ndarray:
