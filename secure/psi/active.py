@@ -68,7 +68,7 @@ def run_active(
         return np.empty((0, KEY_BYTES), dtype=np.uint8)
 
     def digests() -> np.ndarray:  # while the pool blinds: no serial step after matching
-        return order_digests(own.ids, np.arange(own.size), seed)
+        return first_word(order_digests(own.ids, np.arange(own.size), seed))
 
     steps = [blind(p) for p in passives] + [take(p) for p in passives]
     try:
@@ -87,7 +87,7 @@ def run_active(
     if common.size == 0:
         return common, 0, sizes
     rows = own.perm[common]
-    order = byte_order(order_keys[rows])
+    order = _aligned(own.ids, rows, order_keys[rows], seed)
     del order_keys
     for peer in passives:
         wire.send([peer], f"rows/{peer}", indices_to_payload(lookups[peer][common[order]]))
@@ -117,16 +117,26 @@ def match(
 def common_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(positions in `a`, positions in `b`) of the rows the two hold alike; `a` and `b`
     are (n, k) uint8 arrays of distinct rows each. Matched on their first 8 bytes when
-    those are distinct in each (then checked whole), else on every byte."""
+    those are distinct in each (a sort of `b`'s and a search for `a`'s, then the rest of
+    each pair compared), else on every byte."""
     a0, b0 = first_word(a), first_word(b)
-    if distinct(a0) and distinct(b0):
-        _, ia, ib = np.intersect1d(a0, b0, assume_unique=True, return_indices=True)
-        same = np.all(a[ia] == b[ib], axis=1)  # 8 equal bytes of different points: no match
+    by_b = np.argsort(b0)
+    ranked = b0[by_b]
+    if distinct(a0) and not np.any(ranked[1:] == ranked[:-1]):
+        at = np.searchsorted(ranked, a0)
+        at[at == len(ranked)] = 0
+        ia = np.flatnonzero(ranked[at] == a0)
+        ib = by_b[at[ia]]
+        same = np.ones(len(ia), dtype=bool)  # 8 equal bytes of different points: no match
+        for lo in range(0, len(ia), HASH_CHUNK):
+            pair = slice(lo, lo + HASH_CHUNK)
+            same[pair] = np.all(a[ia[pair]] == b[ib[pair]], axis=1)
         return ia[same], ib[same]
+    del a0, b0, by_b, ranked
     both = np.concatenate([a, b])
     order = byte_order(both)
-    ranked = both[order]
-    hits = np.flatnonzero(np.all(ranked[1:] == ranked[:-1], axis=1))
+    ranked_rows = both[order]
+    hits = np.flatnonzero(np.all(ranked_rows[1:] == ranked_rows[:-1], axis=1))
     first, second = order[hits], order[hits + 1]
     return np.minimum(first, second), np.maximum(first, second) - len(a)
 
@@ -135,6 +145,17 @@ def aligned_order(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarr
     """The permutation of `rows` (own row positions) into the aligned order: by
     SHA-256(seed, id) (a fresh salt if no seed)."""
     return byte_order(order_digests(ids, rows, seed))
+
+
+def _aligned(ids: IdColumn, rows: np.ndarray, first: np.ndarray, seed: int | None) -> np.ndarray:
+    """`aligned_order` from the first 8 bytes of each row's digest (`first`, as uint64 in
+    byte order), with the whole digests hashed again only if two of them tie."""
+    if not distinct(first):
+        return aligned_order(ids, rows, seed)
+    return np.argsort(first.byteswap() if _LITTLE else first)
+
+
+_LITTLE = np.little_endian
 
 
 def order_digests(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarray:

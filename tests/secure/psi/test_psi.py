@@ -367,3 +367,15 @@ def test_numpy_string_ids_align_like_lists() -> None:
     assert aligned(as_list, run_parties(as_list, "B")) == aligned(
         as_array, run_parties(as_array, "B")
     )
+
+
+def test_the_aligned_order_is_the_order_of_the_ids_digests() -> None:
+    import hashlib
+
+    ids = {"B": [f"user{i}" for i in range(400)], "A": [f"user{i}" for i in range(100, 500)]}
+    rows = aligned(ids, run_parties(ids, "B", seed=7))
+    prefix = b"vfl/psi/order/v1\x00" + b"7" + b"\x00"
+    expected = sorted(
+        set(ids["B"]) & set(ids["A"]), key=lambda i: hashlib.sha256(prefix + i.encode()).digest()
+    )
+    assert rows["B"] == rows["A"] == expected
