@@ -226,11 +226,10 @@ class PartyJob:
         started = time.monotonic()
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, raw, "psi")
-        test_size, aligned = 0, [raw.ids[order]]
+        test_size = 0
         if self.test_raw is not None:
             test_order, test_psi = self._align(channel, self.test_raw, "psi-test")
             test_size = test_psi.intersection_size
-            aligned.append(self.test_raw.ids[test_order])
             plan = self._plan(len(order), len(test_order))
             self._fit(raw, order)
         else:
@@ -238,17 +237,18 @@ class PartyJob:
             self._fit(raw, order[plan.train_rows])
         table = self._apply(raw, self.dataset, order)  # only the aligned rows, in order
         del raw  # with it the raw columns
-        train, labels = _inputs(table), table.labels
+        train, labels, aligned = _inputs(table), table.labels, [table.ids]
         has_test = self.test_raw is not None
         if self.test_raw is not None:
             test = self._apply(self.test_raw, self.test_dataset, test_order)
             self.test_raw = None
             val, val_labels = _inputs(test), test.labels
+            aligned.append(test.ids)
             del test
         else:
             val, val_labels = train, labels
         del table  # training reads its inputs
-        aligned_ids = np.concatenate(aligned)
+        aligned_ids = aligned[0] if len(aligned) == 1 else np.concatenate(aligned)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.executor = self.executor
