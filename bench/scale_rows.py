@@ -13,8 +13,9 @@ user would write it. Per run:
   larger of the two; floor: pyarrow streaming the two files once in this process.
 - PSI s: the job's; floor: 4 n X25519 multiplications (each party blinds its own set
   and the other's) at this machine's measured cost, over its 2 cores.
-- epoch s: training time of the one epoch (without validation); floor: the same models'
-  forward and backward passes over the same batches in one process, no messages.
+- epoch s: training time of the one epoch (without validation); floor (split): the same
+  models' forward and backward passes over the same batches in one process, no messages
+  (blindfl's floor is bench/secure_epoch.py's).
 - peak RSS per party: the daemon process's high-water mark (VmHWM), and of its whole
   process tree (with its PSI worker processes), sampled every second.
 - bytes per cell: the larger daemon peak over the table's cells (rows x columns, ids
@@ -290,7 +291,7 @@ def main() -> None:
             floors = {
                 "load": load_floor(tables),
                 "psi": 4 * rows * t_mult / CORES,
-                "epoch": epoch_floor(rows),
+                "epoch": epoch_floor(rows) if protocol == "split" else float("nan"),
             }
             run = run_job(job_spec(tables, protocol, args.key_bits), folder)
         r = run["result"]
