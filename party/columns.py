@@ -36,7 +36,7 @@ class ReadTable:
 
     def where(self, row: int) -> str:
         """Where data row `row` (from 0) is in the file: 'line 7' (CSV) or 'row 6'."""
-        return f"line {row + 2}" if self.csv else f"row {row + 1}"
+        return row_place(row, self.csv)
 
     def ids(self, col: int) -> np.ndarray:
         """Column `col` as stripped text ids (dtype object)."""
@@ -127,6 +127,12 @@ class ReadTable:
             DataError: no such column; lists the header.
         """
         return column_index(self.header, column, what, self.name)
+
+
+def row_place(row: int, lines: bool) -> str:
+    """Where data row `row` (from 0) of a file is: 'line 7' in a CSV (header = line 1),
+    else 'row 6'."""
+    return f"line {row + 2}" if lines else f"row {row + 1}"
 
 
 def column_index(header: tuple[str, ...], column: str | None, what: str, name: str) -> int:

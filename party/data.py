@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
-from vfl.party.columns import column_index
+from vfl.party.columns import column_index, row_place
 from vfl.party.errors import DataError
 from vfl.party.reader import IDS, existing, name_bad_cell, scan_arrow, scan_table
 
@@ -92,7 +92,7 @@ class RawColumn:
         return lookup[self.codes] if len(lookup) else np.zeros(len(self.codes), np.int64)
 
     def where_row(self, row: int) -> str:
-        return f"line {row + 2}" if self.lines else f"row {row + 1}"
+        return row_place(row, self.lines)
 
     def first_word(self) -> tuple[str, str]:
         """(the first present cell that is not a number, where it is)."""

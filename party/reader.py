@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from vfl.contract.spec import TableSource
-from vfl.party.columns import ReadTable, column_index
+from vfl.party.columns import ReadTable, column_index, row_place
 from vfl.party.errors import DataError
 
 __all__ = [
@@ -75,7 +75,7 @@ class Scanned:
 
     def where(self, row: int) -> str:
         """Where data row `row` (from 0) is in the file: 'line 7' (CSV) or 'row 6'."""
-        return f"line {row + 2}" if self.lines else f"row {row + 1}"
+        return row_place(row, self.lines)
 
 
 def scan_table(
