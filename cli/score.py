@@ -3,7 +3,9 @@
 The active party is found with `--party HOST:PORT`, else by asking the coordinator
 (`LocateModel`: the model's active party and the address it registered). One line per
 id: its score columns, or the error that kept it from being scored. Exit code 0 when
-every id was scored, 1 when some id was not (the others are still printed).
+every id was scored, 1 when some id was not (the others are still printed), 3 when the
+party did not answer or refused the request at its capacity (`PartyBusy`: the message
+says when to retry).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecE
 ├── UnknownJob          no job with that id
 ├── UnknownModel        no model with that id (never trained, or deleted)
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
-│   └── PartyRefused    a party refused the job's input (its data, a model it does not fit)
+│   ├── PartyRefused    a party refused the job's input (its data, a model it does not fit)
+│   └── PartyBusy       a party refused an online request at its capacity (retry after a hint)
 ├── AccessDenied        the caller's identity may not do this (coordinator.access)
 ├── StoreInUse          another coordinator holds the job database
 ├── CoordinatorLost     a client lost its connection to the coordinator mid-watch
@@ -33,6 +34,15 @@ class PartyUnavailable(CoordinatorError):
 class PartyRefused(PartyUnavailable):
     """A party answered and refused to prepare the job: its data is malformed, does not fit
     the model, or the job names what it does not expose (the user's input, not a fault)."""
+
+
+class PartyBusy(PartyUnavailable):
+    """A party refused an online scoring request at once because it was at its capacity
+    (RESOURCE_EXHAUSTED); the same request may be retried after `retry_after_s` seconds."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class AccessDenied(CoordinatorError):

@@ -24,6 +24,9 @@ compute:                          # optional; where the party's Paillier work ru
   min_task_ms: 20                 # least one-core ms of work per task (every op)
   kept_keys: 4                    # peers' keys whose obfuscator pools outlive jobs
   kept_obfuscators: 4096          # each filled up to this while no job runs
+scoring:                          # optional; online scoring's capacity at this daemon
+  threads: 32                     # Predict calls held at once, all models together
+  queue: 32                       # per model: requests waiting for its next micro-batch
 ```
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
@@ -32,6 +35,10 @@ for decryptions, re-randomisations and products: the executor's cost model
 (`secure.executor.OP_COSTS_MS`, scaled with the key size) turns it into items per task
 (at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
 625 PSI points).
+`scoring` is a `ScoringLimits`: a `Predict` beyond either bound is refused at once with
+RESOURCE_EXHAUSTED and a retry hint (docs/operations.md, "Capacity and overload");
+training's data plane and the coordinator's calls run on threads of their own, which no
+scoring load takes.
 A dataset entry is a `vfl.contract.spec.TableSource`, the same model as a job's `data:` by
 path. `serve: true` (a party config only) makes it a serving table: online scoring (`vfl
 score`) looks ids up in the serving tables, in the order listed here, then in the
@@ -78,7 +85,36 @@ _TOP = {
     "output_dir",
     "scorers",
     "compute",
+    "scoring",
 }
+MAX_SCORING_THREADS = 1024  # of `scoring.threads` and `scoring.queue`
+
+
+@dataclass(frozen=True)
+class ScoringLimits:
+    """Online scoring's capacity at one daemon (`scoring:` in the party config).
+
+    Args:
+        threads: `Predict` calls held at once, every model together (each waits on a
+            thread of the scoring plane for its micro-batch).
+        queue: per model, requests waiting for the model's next micro-batch (one runs at a
+            time, of up to 64 ids).
+
+    Raises:
+        ConfigError: a bound below 1 or above `MAX_SCORING_THREADS`.
+    """
+
+    threads: int = 32
+    queue: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("threads", "queue"):
+            value = getattr(self, name)
+            if type(value) is not int or not 1 <= value <= MAX_SCORING_THREADS:
+                raise ConfigError(
+                    f"scoring.{name} must be a whole number from 1 to {MAX_SCORING_THREADS}, "
+                    f"not {value!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -93,6 +129,7 @@ class PartyConfig:
     output_dir: Path | None = None  # scores of prediction jobs; None: <state_dir>/predictions
     scorers: tuple[str, ...] = ()  # identities that may score online here; (): see above
     compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
+    scoring: ScoringLimits = field(default_factory=ScoringLimits)  # online scoring's capacity
 
     @property
     def scores_dir(self) -> Path | None:
@@ -154,7 +191,22 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
         scorers=tuple(scorers),
         compute=_compute(raw.get("compute")),
+        scoring=_scoring(raw.get("scoring")),
     )
+
+
+def _scoring(raw: Any) -> ScoringLimits:
+    """Raises:
+    ConfigError: an unknown or invalid `scoring.FIELD`."""
+    if raw is None:
+        return ScoringLimits()
+    if not isinstance(raw, dict):
+        raise ConfigError("'scoring' must be a mapping {threads, queue}")
+    fields = set(ScoringLimits.__dataclass_fields__)
+    unknown = sorted(set(raw) - fields)
+    if unknown:
+        raise ConfigError(f"unknown field(s) {unknown} under 'scoring'; allowed: {sorted(fields)}")
+    return ScoringLimits(**{str(k): v for k, v in raw.items()})
 
 
 def _compute(raw: Any) -> ComputeConfig:

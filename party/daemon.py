@@ -31,6 +31,7 @@ from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest, ModelStore
 from vfl.party.state.snapshots import sweep
 from vfl.party.transport.endpoint import Endpoint
+from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
 from vfl.proto.rpc import PeerClients
@@ -78,7 +79,7 @@ class PartyDaemon:
         self.online = OnlineScoring(
             config,
             self.state,
-            functools.partial(self.endpoint.channel, send_timeout=timeout),
+            functools.partial(self.endpoint.channel, send_timeout=timeout, plane=SESSION_PLANE),
             ScoringPeers(clients, timeout),
             lambda: self.address,
             timeout,

@@ -11,6 +11,7 @@ PartyError          base
 ├── RequestError    a request is malformed (no ids, too many, an overlong id)
 ├── PeerUnavailable a peer of an online scoring session did not answer (retry)
 ├── TableUnavailable a table online scoring looks ids up in by query failed (retry)
+├── Overloaded      online scoring is at its capacity: refused at once (retry after a hint)
 └── ShuttingDown    this daemon is stopping: a peer's envelope is refused as UNAVAILABLE
 
 An error has two forms. `str(error)` is the full message for this party's own log and
@@ -84,6 +85,16 @@ class TableUnavailable(PartyError):
     a micro-batch: its database is down or refused, its query failed, took too long, or
     returned rows that do not fit the model. The message names the party and the dataset;
     the request may be retried once the party has fixed it."""
+
+
+class Overloaded(PartyError):
+    """Online scoring at this party is at its capacity (a model's queue is full): the
+    request is refused at once, never queued past its bound; retry after `retry_after_s`
+    seconds (the servicer sends it as the retry hint, RESOURCE_EXHAUSTED)."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class ShuttingDown(PartyError):

@@ -1,4 +1,14 @@
-"""Starting and stopping a party daemon: gRPC server, health service, registration."""
+"""Starting and stopping a party daemon: gRPC server, health service, registration.
+
+The server's calls run on planes, each with threads of its own (`proto.rpc.planes`;
+docs/architecture.md, "Threads per plane"): the data plane (`Push`: training jobs'
+envelopes, and on a pool of its own those of online scoring sessions), the scoring plane
+(`Predict`: at most `scoring.threads` calls held, one more refused at once with
+RESOURCE_EXHAUSTED), and the control plane (the coordinator's calls, health, info,
+opening scoring sessions) on the server's own pool. No scoring load takes a thread that
+a training job or the coordinator's health probe needs, and a passive party's answer to
+a scoring session never waits for a thread that the waiting `Predict` calls hold.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +23,14 @@ from vfl.party.config import PartyConfig
 from vfl.party.daemon import DaemonOptions, PartyDaemon
 from vfl.party.report_sender import ReportSender
 from vfl.party.servicer import PartyServicer
+from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.proto import party_pb2_grpc
 from vfl.proto.rpc import (
     COORDINATOR_ID,
+    PLANE_KEY,
     PeerClients,
+    Plane,
+    PlaneRouter,
     Tls,
     bind,
     explain,
@@ -29,11 +43,34 @@ from vfl.secure.pki.rotation import IdentityWatch
 log = logging.getLogger(__name__)
 
 REGISTER_TIMEOUT_S = 60.0  # how long a party waits for its coordinator to come up
+CONTROL_THREADS = 16  # the coordinator's calls, health, info, scoring sessions opened
+DATA_THREADS = 32  # envelopes of training jobs taken at once
+SESSION_THREADS = 8  # envelopes of online scoring sessions taken at once
+_SERVICE = "/vfl.v1.PartyService/"
+
+
+def planes(config: PartyConfig) -> list[Plane]:
+    """The planes of a party daemon's server, the first that holds a call serving it."""
+    push = frozenset({f"{_SERVICE}Push"})
+    threads = config.scoring.threads
+    return [
+        Plane("session", push, SESSION_THREADS, metadata=(PLANE_KEY, SESSION_PLANE)),
+        Plane("data", push, DATA_THREADS),
+        Plane(
+            "scoring",
+            frozenset({f"{_SERVICE}Predict"}),
+            threads,
+            admit=True,
+            busy=f"party '{config.party_id}' holds {threads} online scoring calls at once "
+            "(its config's scoring.threads)",
+        ),
+    ]
 
 
 @dataclass
 class PartyServer:
     server: grpc.Server
+    router: PlaneRouter  # the planes' thread pools
     daemon: PartyDaemon
     port: int
     address: str
@@ -53,6 +90,7 @@ class PartyServer:
         if self.reports is not None:  # the last reports go out while the coordinator answers
             self.reports.close(timeout=grace)
         self.server.stop(grace).wait()
+        self.router.close()
         self.clients.close()
         if self.coordinator is not None:
             self.coordinator.close()
@@ -76,7 +114,8 @@ def create_party_server(
     coordinator = CoordinatorClient(config.coordinator, identity) if config.coordinator else None
     reports = ReportSender(coordinator) if coordinator is not None else None
     daemon = PartyDaemon(config, clients, reports, options)
-    server = make_server()
+    router = PlaneRouter(planes(config))
+    server = make_server(CONTROL_THREADS, router)
     party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -87,7 +126,7 @@ def create_party_server(
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set("vfl.v1.PartyService", health_pb2.HealthCheckResponse.SERVING)
     running = PartyServer(
-        server, daemon, port, address, health_servicer, clients, coordinator, reports
+        server, router, daemon, port, address, health_servicer, clients, coordinator, reports
     )
     if coordinator is not None:
         try:

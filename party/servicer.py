@@ -7,7 +7,9 @@ and the control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModel
 DeleteModelPart, CheckPeers) only from the coordinator. Online scoring checks its callers in
 `party.inference.online`: `Predict` from any identity but the model's passive parties (or
 the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
-party.
+party. A `Predict` refused for capacity (`Overloaded`: its model's queue is full) is
+RESOURCE_EXHAUSTED with the retry hint in its trailing metadata (`proto.rpc.planes`; the
+daemon-wide bound, the scoring plane's threads, refuses before this servicer is reached).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from vfl.party.errors import (
     ConfigError,
     DataError,
     JobError,
+    Overloaded,
     PartyError,
     PeerUnavailable,
     RequestError,
@@ -44,6 +47,7 @@ from vfl.proto.rpc import (
     call_with_status,
     caller_party,
     check_caller,
+    retry_metadata,
 )
 from vfl.secure.errors import ChannelClosed, PayloadError, SecureError
 
@@ -52,6 +56,7 @@ log = logging.getLogger(__name__)
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (UnknownModel, grpc.StatusCode.NOT_FOUND),
+    (Overloaded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
     (PeerUnavailable, grpc.StatusCode.UNAVAILABLE),
     (TableUnavailable, grpc.StatusCode.UNAVAILABLE),
@@ -254,7 +259,12 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         def predict() -> pb.PredictResponse:
             caller = caller_party(context)
             ids = list(request.ids)
-            return prediction_to_proto(self._d.online.predict(request.model_id, ids, caller))
+            try:
+                prediction = self._d.online.predict(request.model_id, ids, caller)
+            except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry
+                context.set_trailing_metadata(retry_metadata(exc.retry_after_s))
+                raise
+            return prediction_to_proto(prediction)
 
         return call(context, predict, self._d)
 

@@ -1,7 +1,8 @@
 """`LocalExecutor`: a party's executor over this machine's cores (`compute.executor: local`).
 
-A process pool of "spawn" processes, started at the first parallel map; a single block,
-or every block with one worker, runs in-process. A large shared array (an obfuscator
+A process pool of "spawn" processes, started at the first parallel map, each ending with
+the daemon even when it is killed (`secure.lifeline`); a single block, or every block
+with one worker, runs in-process. A large shared array (an obfuscator
 table) goes into shared memory once instead of into every task: `share` puts each numpy
 array of 1 MiB or more there, and a worker attaches it read-only in its handle's place.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from vfl.secure.executor_base import B, BlockExecutor, R, S, Shared
+from vfl.secure.lifeline import watch_parent
 
 _SHARED_MEMORY_BYTES = 1 << 20  # arrays from this size are shared, not sent per task
 log = logging.getLogger(__name__)
@@ -115,7 +117,12 @@ class LocalExecutor(BlockExecutor):
         so a script using it needs the `if __name__ == "__main__":` guard)."""
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=context,
+                initializer=watch_parent,  # a worker ends with its daemon, even at SIGKILL
+                initargs=(os.getpid(),),
+            )
             self._finalizer = weakref.finalize(self, self._pool.shutdown, wait=False)
         return self._pool
 

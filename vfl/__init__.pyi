@@ -10,6 +10,7 @@ from .errors import (
     CoordinatorError as CoordinatorError,
     CoordinatorLost as CoordinatorLost,
     CoordinatorUnavailable as CoordinatorUnavailable,
+    PartyBusy as PartyBusy,
     PartyUnavailable as PartyUnavailable,
     SpecError as SpecError,
     UnknownJob as UnknownJob,

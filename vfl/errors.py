@@ -6,6 +6,7 @@ gRPC call becomes one of them (`translated`).
     ├── UnknownJob          no job with that id
     ├── UnknownModel        no model with that id (never trained, or deleted)
     ├── PartyUnavailable    a party is not registered or does not answer
+    │   └── PartyBusy       a party refused at its capacity: retry after `retry_after_s`
     ├── AccessDenied        this identity may not do that
     ├── CoordinatorLost     the coordinator went away while a job was watched
     └── CoordinatorUnavailable  the coordinator could not be reached (names cause and fix)
@@ -24,11 +25,12 @@ from vfl.coordinator.errors import (
     CoordinatorError,
     CoordinatorLost,
     CoordinatorUnavailable,
+    PartyBusy,
     PartyUnavailable,
     UnknownJob,
     UnknownModel,
 )
-from vfl.proto.rpc import explain
+from vfl.proto.rpc import explain, retry_after_s
 from vfl.secure.pki.certs import CertError
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "CoordinatorError",
     "CoordinatorLost",
     "CoordinatorUnavailable",
+    "PartyBusy",
     "PartyUnavailable",
     "SpecError",
     "UnknownJob",
@@ -70,7 +73,8 @@ def translated(
 
     Raises:
         CoordinatorError: the subclass for the call's status (see Args); AccessDenied for
-            PERMISSION_DENIED; else CoordinatorError itself, with the status's name.
+            PERMISSION_DENIED; PartyBusy for RESOURCE_EXHAUSTED with a retry hint (a
+            party at its capacity); else CoordinatorError itself, with the status's name.
         SpecError: when `invalid` is SpecError and the spec was refused.
     """
     try:
@@ -80,6 +84,9 @@ def translated(
         if code in _UNREACHABLE:
             raise unreachable(explain(exc, address, tls, expect)) from None
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            hint = retry_after_s(exc)
+            if hint is not None:  # refused at capacity: the message says when to retry
+                raise PartyBusy(details, hint) from None
             raise CoordinatorError(explain(exc, address, tls, expect)) from None
         kind: type[Exception] | None = {
             grpc.StatusCode.NOT_FOUND: missing,

@@ -116,6 +116,8 @@ def score_at(
     Raises:
         PartyUnavailable: the party is unreachable, or a passive party did not answer
             (names the cause and the fix).
+        PartyBusy: the party refused the request at its capacity, at once; retry after
+            its `retry_after_s`.
         UnknownModel: the party holds no part of the model.
         AccessDenied: this identity may not score there.
         CoordinatorError: the party refused the request (e.g. it is the model's passive

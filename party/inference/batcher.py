@@ -4,7 +4,9 @@ Requests queue; one worker thread takes the queued ones as a micro-batch once it
 `max_ids` ids or `delay_s` after the oldest request arrived, whichever comes first, and
 runs them as one call. While a batch runs, new requests queue, so under load batches
 fill up and a lone request waits at most `delay_s` (docs/architecture.md, "Online
-scoring": 64 ids, 2 ms).
+scoring": 64 ids, 2 ms). At most `max_queued` requests wait for a batch: one more is
+refused at once (`Overloaded`, with a retry hint of the batches ahead of it), never
+queued until its deadline.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from vfl.party.errors import Overloaded
+from vfl.proto.rpc.planes import MIN_RETRY_S, busy_message
+
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
 MAX_IDS = 64
 DELAY_S = 0.002
+MAX_QUEUED = 32  # requests waiting for a batch, by default
 
 
 @dataclass
@@ -36,6 +42,8 @@ class MicroBatcher(Generic[K, T]):
     Args:
         run: scores a micro-batch; what it raises, every request of the batch raises.
         name: the worker thread's name.
+        max_queued: requests that may wait for a batch; one more is refused.
+        busy: what a refusal says, before "; retry in N s".
     """
 
     def __init__(
@@ -44,8 +52,13 @@ class MicroBatcher(Generic[K, T]):
         name: str,
         max_ids: int = MAX_IDS,
         delay_s: float = DELAY_S,
+        max_queued: int = MAX_QUEUED,
+        busy: str = "the queue is full",
     ) -> None:
         self._run, self.max_ids, self.delay_s = run, max_ids, delay_s
+        self.max_queued, self.busy = max_queued, busy
+        self.refused = 0  # requests refused with a full queue
+        self._batch_s = MIN_RETRY_S  # moving mean of a batch's duration
         self._cond = threading.Condition()
         self._queue: list[_Request[K, T]] = []
         self._closed: BaseException | None = None
@@ -58,6 +71,7 @@ class MicroBatcher(Generic[K, T]):
         """Queue `ids` and wait for their results.
 
         Raises:
+            Overloaded: `max_queued` requests wait already (at once, with a retry hint).
             TimeoutError: no answer within `timeout` seconds.
             Whatever `run` raised for the batch, or the reason the batcher was closed.
         """
@@ -65,6 +79,12 @@ class MicroBatcher(Generic[K, T]):
         with self._cond:
             if self._closed is not None:
                 raise self._closed
+            if len(self._queue) >= self.max_queued:
+                self.refused += 1
+                # the batches ahead: the one running, and those the queue fills
+                ahead = 1 + -(-self._count() // self.max_ids)
+                seconds = max(MIN_RETRY_S, ahead * self._batch_s)
+                raise Overloaded(busy_message(self.busy, seconds), seconds)
             self._queue.append(request)
             self._cond.notify_all()
         if not request.done.wait(timeout):
@@ -92,10 +112,13 @@ class MicroBatcher(Generic[K, T]):
             if batch is None:
                 return
             unique = list(dict.fromkeys(i for r in batch for i in r.ids))
+            started = time.monotonic()
             try:
                 results, error = self._run(unique), None
             except Exception as exc:  # noqa: BLE001 - handed to every request of the batch
                 results, error = {}, exc
+            with self._cond:
+                self._batch_s = 0.8 * self._batch_s + 0.2 * (time.monotonic() - started)
             self.batches += 1
             for request in batch:
                 request.error = error

@@ -123,6 +123,7 @@ class OnlineScoring:
             ModelError: it holds it as a passive party, or its rows do not fit it.
             AccessDenied: `caller` may not score here.
             PeerUnavailable: a passive party did not answer (retry).
+            Overloaded: the model's queue is full (at once; retry after its hint).
         """
         check_request(model_id, ids)
         served = self._serve(model_id)
@@ -185,7 +186,8 @@ class OnlineScoring:
                     )
                 rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
                 try:
-                    served = ServedModel(model, rows, self._open, self._end)
+                    queue = self.config.scoring.queue
+                    served = ServedModel(model, rows, self._open, self._end, queue)
                 except Exception:
                     rows.close()
                     raise

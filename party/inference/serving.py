@@ -5,7 +5,8 @@ Ids the active party does not hold are answered at once, without contacting a pa
 party; an id some passive party lacks gets its own error; the other ids of the same
 request are scored either way. A table of a party's that cannot be looked up now (its
 database fails) fails the micro-batch's requests with `TableUnavailable`, naming the
-party and the dataset; the session stays open for the next micro-batch.
+party and the dataset; the session stays open for the next micro-batch. A request
+beyond the model's queue is refused at once (`Overloaded`, `MicroBatcher`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from vfl.party.errors import ModelError, PeerUnavailable, RequestError, UnknownModel
-from vfl.party.inference.batcher import MicroBatcher
+from vfl.party.inference.batcher import MAX_QUEUED, MicroBatcher
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.rows import Rows
 from vfl.party.inference.session import MAX_BATCH_IDS, ActiveSession
@@ -60,9 +61,16 @@ Closer = Callable[[ActiveSession, str], None]  # ends a session at every party
 class ServedModel:
     """A model loaded at its active party, with its rows, micro-batcher and session."""
 
-    def __init__(self, model: LoadedModel, rows: Rows, opener: Opener, on_close: Closer) -> None:
+    def __init__(
+        self,
+        model: LoadedModel,
+        rows: Rows,
+        opener: Opener,
+        on_close: Closer,
+        max_queued: int = MAX_QUEUED,
+    ) -> None:
         """Each micro-batch first reads again the tables whose files changed
-        (`Rows.refreshed`)."""
+        (`Rows.refreshed`); at most `max_queued` requests wait for one (more: `Overloaded`)."""
         task = model.manifest.task
         if task is None:
             raise ModelError(f"the active party's part of model {model.model_id} has no task")
@@ -72,8 +80,13 @@ class ServedModel:
         self.session: ActiveSession | None = None
         self.closed = False
         self.columns = tuple(c for c in task.scores(np.zeros((1, task.out_dim))) if c != "class")
+        me = model.manifest.party_id
         self.batcher: MicroBatcher[str, IdResult] = MicroBatcher(
-            self._run, name=f"serve-{model.model_id}"
+            self._run,
+            name=f"serve-{model.model_id}",
+            max_queued=max_queued,
+            busy=f"party '{me}' has {max_queued} requests waiting for model {model.model_id} "
+            "(its config's scoring.queue)",
         )
 
     @property

@@ -88,10 +88,12 @@ class Endpoint:
         addresses: dict[str, str],
         send_timeout: float,
         network: NetworkSpec | None = None,
+        plane: str | None = None,
     ) -> Channel:
         """The data-plane channel of job or scoring session `job_id`: it receives from
         `mailbox` and sends to the peers at `addresses`, waiting up to `send_timeout`
-        seconds for a peer to take an envelope; with `network`, over an emulated WAN."""
+        seconds for a peer to take an envelope; with `network`, over an emulated WAN.
+        `plane`: the peers take its envelopes on that plane's threads (`SESSION_PLANE`)."""
         channel = GrpcChannel(
             self.party_id,
             job_id,
@@ -100,6 +102,7 @@ class Endpoint:
             self._clients,
             hook=self._hook(job_id),
             send_timeout=send_timeout,
+            plane=plane,
         )
         return channel if network is None else ShapedChannel(channel, network)
 

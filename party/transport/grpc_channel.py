@@ -3,7 +3,9 @@
 `send` streams the serialized payload to the peer's `Push` RPC in 1 MiB chunks and retries
 while the peer is unavailable (but not after a failed TLS handshake, which retrying cannot
 fix); `recv` reads the local `Mailbox` that the servicer fills. With TLS, every channel
-checks that the peer's certificate names the party it was dialed for.
+checks that the peer's certificate names the party it was dialed for. A channel with a
+`plane` names it in each push's metadata (`PLANE_KEY`): an online scoring session's
+envelopes (`SESSION_PLANE`) are taken on threads of their own at the peer.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Iterator
 
 import grpc
 from vfl.proto import party_pb2
-from vfl.proto.rpc import CHUNK_BYTES, PeerClients, explain, handshake_failed
+from vfl.proto.rpc import CHUNK_BYTES, PLANE_KEY, PeerClients, explain, handshake_failed
 from vfl.secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
 from vfl.secure.errors import ChannelClosed, ChannelError
 
@@ -21,6 +23,7 @@ from vfl.secure.errors import ChannelClosed, ChannelError
 # cancelled the call as it stopped (this side never cancels a push). Retries end at the
 # send deadline; meanwhile the coordinator pauses the job if the peer stays away.
 _TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED})
+SESSION_PLANE = "session"  # the plane of an online scoring session's envelopes
 
 
 def chunks(
@@ -52,8 +55,10 @@ class GrpcChannel:
         *,
         hook: EnvelopeHook | None = None,
         send_timeout: float = 300.0,
+        plane: str | None = None,
     ) -> None:
         self.party_id, self.job_id = party_id, job_id
+        self._metadata = () if plane is None else ((PLANE_KEY, plane),)
         self.stats = ChannelStats()
         self._mailbox, self._peers, self._clients = mailbox, peers, clients
         self._hook, self._send_timeout = hook, send_timeout
@@ -81,6 +86,7 @@ class GrpcChannel:
                 self._clients.stub(address, peer).Push(
                     chunks(self.job_id, tag, self.party_id, peer, data),
                     timeout=max(1.0, deadline - time.monotonic()),
+                    metadata=self._metadata,
                 )
                 return
             except grpc.RpcError as exc:

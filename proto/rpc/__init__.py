@@ -1,12 +1,14 @@
-"""gRPC plumbing shared by both daemons and the CLI, in four modules:
+"""gRPC plumbing shared by both daemons and the CLI, in five modules:
 
     dial      the client side: message limits, dialing, channel caches, failures explained
     serve     the server side: servers, binding with mutual TLS, requests that do not parse
     identity  who is calling and who we are: TLS identities, callers' certificates, version
     status    errors to statuses: how a servicer answers a call that failed
+    planes    a thread pool per kind of call, and refusals (RESOURCE_EXHAUSTED) beyond one
 
-Party daemons serve on a thread pool (`make_server`); the coordinator serves on `grpc.aio`
-(`make_aio_server`), so that clients following jobs hold no thread. Every servicer helper
+Party daemons serve on thread pools, one per plane (`make_server`, `PlaneRouter`); the
+coordinator serves on `grpc.aio` (`make_aio_server`), so that clients following jobs hold
+no thread. Every servicer helper
 that answers with a status has both forms, sharing one decision: `check_caller` /
 `check_caller_async`, `call_with_status` / `call_with_status_async`, and `ParseCheck` /
 `AioParseCheck`. Callers import the names from here.
@@ -35,6 +37,15 @@ from vfl.proto.rpc.identity import (
     identify_caller_async,
     watch,
 )
+from vfl.proto.rpc.planes import (
+    PLANE_KEY,
+    RETRY_AFTER_KEY,
+    Plane,
+    PlaneRouter,
+    busy_message,
+    retry_after_s,
+    retry_metadata,
+)
 from vfl.proto.rpc.serve import (
     AioParseCheck,
     ParseCheck,
@@ -57,15 +68,20 @@ __all__ = [
     "MAX_ENVELOPE_BYTES",
     "MAX_MESSAGE_BYTES",
     "MAX_RECONNECT_BACKOFF_MS",
+    "PLANE_KEY",
+    "RETRY_AFTER_KEY",
     "VERSION",
     "AioParseCheck",
     "ChannelCache",
     "Codes",
     "ParseCheck",
+    "Plane",
+    "PlaneRouter",
     "PeerClients",
     "Problem",
     "Tls",
     "bind",
+    "busy_message",
     "call_with_status",
     "call_with_status_async",
     "caller_party",
@@ -79,6 +95,8 @@ __all__ = [
     "identify_caller_async",
     "make_aio_server",
     "make_server",
+    "retry_after_s",
+    "retry_metadata",
     "server_credentials",
     "status_of",
     "watch",

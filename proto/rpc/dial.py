@@ -9,7 +9,8 @@ with `expect=<party id>`, that it names that party (the id is the TLS target nam
 `vfl certs issue` puts it in the certificate's DNS names, so dialing by IP or service name
 works). `ChannelCache` and `PeerClients` keep one channel per peer, dialled again when the
 identity rotates. `explain` turns a failed call (handshake, size) into a message that names
-cause and fix; `handshake_failed` says whether retrying cannot help.
+cause and fix; `handshake_failed` says whether retrying cannot help (a connection closed
+mid-call, by a peer that died, is never taken for a rejected certificate).
 """
 
 from __future__ import annotations
@@ -198,8 +199,13 @@ def _unavailable(details: str, address: str, who: str, tls: bool | IdentityWatch
             f"TLS handshake with {address} failed: the certificate of {who} has expired; "
             f"its organisation must {RENEW_HINT}"
         )
+    if _closed_mid_call(details):
+        return (
+            f"the connection to {who} at {address} closed during the call ({details}): its "
+            "daemon stopped or the network dropped it; retry once it is back"
+        )
     expired = tls.expired_on() if isinstance(tls, IdentityWatch) else None
-    if expired is not None and ("Socket closed" in details or "handshake" in details.lower()):
+    if expired is not None and (_closed_at_connect(details) or "handshake" in details.lower()):
         return (
             f"TLS handshake with {address} failed: this process's certificate expired on "
             f"{expired}; {RENEW_HINT}"
@@ -222,12 +228,28 @@ def _unavailable(details: str, address: str, who: str, tls: bool | IdentityWatch
 def handshake_failed(exc: grpc.RpcError, tls: bool) -> bool:
     """True if a call failed in the TLS handshake (not transient: retrying will not help).
 
-    With TLS, a connection the server closes at once also counts: that is how a client
-    sees a server reject its certificate.
+    With TLS, a connection the server closes while it is being set up also counts: that
+    is how a client sees a server reject its certificate ("failed to connect ... Socket
+    closed"). A connection that closes after it was set up ("Stream removed (Socket
+    closed)": the peer died or stopped mid-call) never does.
     """
     details = exc.details() or ""
     return exc.code() == grpc.StatusCode.UNAVAILABLE and (
         "handshake failed" in details.lower()
         or "Hostname Verification" in details
-        or (tls and "Socket closed" in details)
+        or (tls and _closed_at_connect(details))
     )
+
+
+_CLOSED = ("Socket closed", "Stream removed", "Connection reset", "Broken pipe")
+
+
+def _closed_mid_call(details: str) -> bool:
+    """A connection that was set up closed during the call (the peer died or stopped)."""
+    return "failed to connect" not in details and any(c in details for c in _CLOSED)
+
+
+def _closed_at_connect(details: str) -> bool:
+    """The server closed the connection before it was set up (in the TLS handshake):
+    gRPC says "failed to connect to all addresses; ... Socket closed"."""
+    return "Socket closed" in details and "failed to connect" in details

@@ -10,7 +10,8 @@ have the distribution of the pool's own (fresh uniform digits, same secret bases
 the pool may split any request between itself and its helpers.
 
 The helper is a daemon "spawn" process owned by its `ObfuscatorWorker` and stopped by
-`close()` (or when the object is garbage collected): a script that uses helpers needs
+`close()` (or when the object is garbage collected, or when its parent dies, even by
+SIGKILL: `secure.lifeline`): a script that uses helpers needs
 the usual `if __name__ == "__main__":` guard. A pool's helpers, together, are its
 `ObfuscatorHelpers`: they start once the pool has its table, and a pool whose helper
 dies, or whose helpers cannot start, carries on alone.
@@ -20,11 +21,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
 import weakref
 from multiprocessing.connection import Connection
 
 from gmpy2 import mpz
+from vfl.secure.lifeline import watch_parent
 from vfl.secure.paillier.fixed_base import ObfuscatorTable
 from vfl.secure.paillier.keys import PrivateKey, PublicKey
 from vfl.secure.paillier.short_exponent import ShortExponentTable
@@ -52,7 +55,7 @@ class ObfuscatorWorker:
             bases = None  # a short-exponent table: rebuilt from h_s
         self._process = context.Process(
             target=_serve,
-            args=(child, (int(public_key.n), h_s), factors, bases),
+            args=(child, (int(public_key.n), h_s), factors, bases, os.getpid()),
             name="obfuscator-helper",
             daemon=True,
         )
@@ -178,9 +181,12 @@ def _serve(
     key: tuple[int, int | None],
     factors: tuple[int, int] | None,
     bases: list[list[int]] | None,
+    parent_pid: int,
 ) -> None:
     """The helper's loop: a count in, a blob of that many obfuscators out; None stops.
-    `key`: (n, h_s); `bases`: those of an `ObfuscatorTable`, None for a short-exponent one."""
+    `key`: (n, h_s); `bases`: those of an `ObfuscatorTable`, None for a short-exponent one.
+    The helper ends with `parent_pid`, even if it is killed (`secure.lifeline`)."""
+    watch_parent(parent_pid)
     public = PublicKey(mpz(key[0]), "helper", None if key[1] is None else mpz(key[1]))
     private = None if factors is None else PrivateKey(public, mpz(factors[0]), mpz(factors[1]))
     table: ObfuscatorTable | ShortExponentTable

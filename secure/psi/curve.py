@@ -36,6 +36,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from vfl.secure.errors import PayloadError, PsiError
 from vfl.secure.executor_base import PSI_POINT, BlockExecutor
+from vfl.secure.lifeline import watch_parent
 
 POINT_BYTES = 32
 POINT_DTYPE = f"S{POINT_BYTES}"
@@ -266,7 +267,12 @@ class Blinder:
             with self._lock:
                 if self._pool is None:
                     context = multiprocessing.get_context("spawn")
-                    self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
+                    self._pool = ProcessPoolExecutor(
+                        self._workers,
+                        mp_context=context,
+                        initializer=watch_parent,  # ends with this process, even at SIGKILL
+                        initargs=(os.getpid(),),
+                    )
                 pool = self._pool
             return pool.submit(blind_blob, self._secret, blob)
         done: Future[bytes] = Future()

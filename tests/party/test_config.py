@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from vfl.contract.spec import TableSource
-from vfl.party.config import load_party_config, parse_party_config
+from vfl.party.config import ScoringLimits, load_party_config, parse_party_config
 from vfl.party.errors import ConfigError
 
 
@@ -56,6 +56,9 @@ def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
         ("colour: red\n", "unknown top-level field(s) ['colour']"),
         ("compute: {executor: gpu}\n", "compute.executor must be one of"),
         ("compute: {min_block: 3}\n", "compute.min_block"),
+        ("scoring: {threads: 0}\n", "scoring.threads must be a whole number from 1 to 1024"),
+        ("scoring: {queue: true}\n", "scoring.queue must be a whole number"),
+        ("scoring: {depth: 3}\n", "unknown field(s) ['depth'] under 'scoring'"),
         ("datasets: {d: {format: csv}}\n", "'datasets.d.path' is required"),
     ],
 )
@@ -67,3 +70,11 @@ def test_a_config_files_errors_name_the_file_and_the_field(
     with pytest.raises(ConfigError) as err:
         load_party_config(path)
     assert str(err.value).startswith(f"party config '{path}': ") and fragment in str(err.value)
+
+
+def test_scoring_limits_default_and_parse(tmp_path: Path) -> None:
+    path = tmp_path / "bank.yaml"
+    path.write_text("party: bank\n")
+    assert load_party_config(path).scoring == ScoringLimits(threads=32, queue=32)
+    path.write_text("party: bank\nscoring: {threads: 8, queue: 4}\n")
+    assert load_party_config(path).scoring == ScoringLimits(threads=8, queue=4)

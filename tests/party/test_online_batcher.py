@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from vfl.party.errors import Overloaded
 from vfl.party.inference.batcher import MicroBatcher
 
 
@@ -109,3 +110,27 @@ def test_closing_fails_queued_and_later_requests() -> None:
     assert isinstance(queued[0], LookupError)
     with pytest.raises(LookupError, match="model unloaded"):
         batcher.submit(["c"], timeout=5)
+
+
+def test_a_request_beyond_the_queue_is_refused_at_once_with_a_retry_hint() -> None:
+    # Prepare: the first batch holds the worker while two requests fill the queue
+    scorer = Scorer()
+    batcher = MicroBatcher(scorer, "t", delay_s=0.002, max_queued=2, busy="model m is busy")
+    threads, out = run_all(batcher, [["first"]])
+    time.sleep(0.05)
+    more, queued = run_all(batcher, [["b"], ["c"]])
+    time.sleep(0.05)
+    # Execute
+    begun = time.monotonic()
+    with pytest.raises(Overloaded) as refused:
+        batcher.submit(["d"], timeout=10)
+    waited = time.monotonic() - begun
+    scorer.gate.set()
+    for t in threads + more:
+        t.join(10)
+    # Assert: refused without waiting; the queued ones and the next request are served
+    assert waited < 0.5 and batcher.refused == 1
+    assert refused.value.retry_after_s > 0
+    assert str(refused.value).startswith("model m is busy; retry in ")
+    assert out == [{"first": 5}] and queued == [{"b": 1}, {"c": 1}]
+    assert batcher.submit(["d"], timeout=5) == {"d": 1}

@@ -1,0 +1,210 @@
+"""Planes of a thread-pool server: each kind of call on threads of its own, admission
+where a call may be refused.
+
+A sync gRPC server runs every call on one thread pool, so a call that waits (an online
+`Predict` waiting for its micro-batch) holds a thread that another kind of call (a
+training job's `Push`) may need. `PlaneRouter` gives each `Plane` (a set of methods,
+optionally only calls carrying one metadata pair) a pool of its own; every other call
+stays on the server's pool. A plane with `admit` counts its calls from admission to
+their end: a call beyond its threads is refused at once with RESOURCE_EXHAUSTED and a
+retry hint (`RETRY_AFTER_KEY` in the trailing metadata, the seconds in the message),
+answered from a small pool of its own, so it never waits for a thread of any plane.
+Planes without `admit` queue their calls for their own threads, as the server's pool does.
+
+The routing happens in the server's polling thread (a gRPC server interceptor), using
+grpc's per-method pool (`experimental_thread_pool` on a handler's behaviour); the
+interceptor must come first in the server's list so that it wraps the others' handlers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+RETRY_AFTER_KEY = "vfl-retry-after-ms"  # trailing metadata of a refusal: when to retry
+PLANE_KEY = "vfl-plane"  # request metadata a client may route a call by (`Plane.metadata`)
+MIN_RETRY_S = 0.05  # the shortest retry hint
+_REFUSAL_THREADS = 2  # refusals take microseconds each
+
+
+@dataclass(frozen=True)
+class Plane:
+    """Calls served on threads of their own.
+
+    Args:
+        name: names the pool's threads (`rpc-<name>`).
+        methods: full method names ("/vfl.v1.PartyService/Push").
+        threads: the pool's size; with `admit`, also the most calls held at once.
+        admit: refuse a call beyond `threads` (RESOURCE_EXHAUSTED, at once) instead of
+            queueing it for a thread.
+        metadata: only calls carrying this (key, value) pair belong here.
+        busy: what a refusal says, before "; retry in N s".
+    """
+
+    name: str
+    methods: frozenset[str]
+    threads: int
+    admit: bool = False
+    metadata: tuple[str, str] | None = None
+    busy: str = "the server is at capacity"
+
+    def holds(self, details: grpc.HandlerCallDetails) -> bool:
+        if details.method not in self.methods:
+            return False
+        return self.metadata is None or self.metadata in tuple(details.invocation_metadata or ())
+
+
+class PlanePool(ThreadPoolExecutor):
+    """A plane's threads. With admission, it counts its calls from `admit` to their end
+    and keeps their mean duration (the retry hint)."""
+
+    def __init__(self, plane: Plane) -> None:
+        super().__init__(plane.threads, thread_name_prefix=f"rpc-{plane.name}")
+        self.plane = plane
+        self._lock = threading.Lock()
+        self.held = 0  # calls admitted and not ended
+        self.refused = 0  # calls refused
+        self._mean_s = MIN_RETRY_S  # moving mean of a call's duration
+
+    def admit(self) -> bool:
+        """Count one more call if the plane holds fewer than its threads; False if not."""
+        with self._lock:
+            if self.held >= self.plane.threads:
+                self.refused += 1
+                return False
+            self.held += 1
+            return True
+
+    def retry_after_s(self) -> float:
+        """When a refused call may find a free thread: about one call's duration."""
+        with self._lock:
+            return max(MIN_RETRY_S, self._mean_s)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if not self.plane.admit:
+            return super().submit(fn, *args, **kwargs)
+        admitted = time.monotonic()
+
+        def run() -> Any:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._ended(time.monotonic() - admitted)
+
+        return super().submit(run)
+
+    def _ended(self, seconds: float) -> None:
+        with self._lock:
+            self.held -= 1
+            self._mean_s = 0.8 * self._mean_s + 0.2 * seconds
+
+
+_HANDLERS = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
+def _behavior(handler: grpc.RpcMethodHandler) -> Callable[..., Any]:
+    return (
+        handler.unary_unary or handler.unary_stream or handler.stream_unary or handler.stream_stream
+    )
+
+
+def _kind(handler: grpc.RpcMethodHandler) -> tuple[bool, bool]:
+    return bool(handler.request_streaming), bool(handler.response_streaming)
+
+
+def _on_pool(handler: grpc.RpcMethodHandler, pool: ThreadPoolExecutor) -> grpc.RpcMethodHandler:
+    """`handler`, run on `pool`'s threads."""
+    inner = _behavior(handler)
+
+    def behavior(request: Any, context: grpc.ServicerContext) -> Any:
+        return inner(request, context)
+
+    setattr(behavior, "experimental_thread_pool", pool)  # noqa: B010 - grpc reads it so
+    make = _HANDLERS[_kind(handler)]
+    return make(behavior, handler.request_deserializer, handler.response_serializer)
+
+
+def retry_metadata(seconds: float) -> tuple[tuple[str, str], ...]:
+    """The trailing metadata of a refusal that may be retried after `seconds`."""
+    return ((RETRY_AFTER_KEY, str(max(1, round(seconds * 1000)))),)
+
+
+def retry_after_s(exc: grpc.RpcError) -> float | None:
+    """The retry hint of a refused call (RESOURCE_EXHAUSTED with `RETRY_AFTER_KEY`), in
+    seconds; None if it has none."""
+    if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    trailing = getattr(exc, "trailing_metadata", None)
+    for key, value in (trailing() if callable(trailing) else None) or ():
+        if key == RETRY_AFTER_KEY:
+            try:
+                return int(value) / 1000
+            except ValueError:
+                return None
+    return None
+
+
+def busy_message(busy: str, seconds: float) -> str:
+    """The message of a refusal: what is at capacity, and when to retry."""
+    return f"{busy}; retry in {seconds:.2g} s"
+
+
+def _refusal(
+    handler: grpc.RpcMethodHandler, message: str, seconds: float, pool: ThreadPoolExecutor
+) -> grpc.RpcMethodHandler:
+    """A handler that answers RESOURCE_EXHAUSTED with `message` and the retry hint, on
+    `pool`, without reading the request."""
+
+    def refuse(request: Any, context: grpc.ServicerContext) -> Any:
+        context.set_trailing_metadata(retry_metadata(seconds))
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+    setattr(refuse, "experimental_thread_pool", pool)  # noqa: B010 - grpc reads it so
+    make = _HANDLERS[_kind(handler)]
+    return make(refuse, _unread, handler.response_serializer)
+
+
+def _unread(raw: bytes) -> bytes:
+    """A refused request's bytes, left unparsed (gRPC takes None for a failed parse)."""
+    return raw
+
+
+class PlaneRouter(grpc.ServerInterceptor):
+    """Runs each plane's calls on its own pool (the first plane that holds a call), and
+    refuses those of an admitting plane beyond its threads; every other call stays on the
+    server's pool. `close` ends the pools' threads (after the server stopped)."""
+
+    def __init__(self, planes: Sequence[Plane]) -> None:
+        self.planes = tuple(planes)
+        self.pools = {p.name: PlanePool(p) for p in self.planes}
+        self._refusals = ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="rpc-refuse")
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = continuation(handler_call_details)
+        plane = next((p for p in self.planes if p.holds(handler_call_details)), None)
+        if plane is None or handler is None:
+            return handler
+        pool = self.pools[plane.name]
+        if plane.admit and not pool.admit():
+            seconds = pool.retry_after_s()
+            return _refusal(handler, busy_message(plane.busy, seconds), seconds, self._refusals)
+        return _on_pool(handler, pool)
+
+    def close(self) -> None:
+        for pool in (*self.pools.values(), self._refusals):
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,138 @@
+"""Overload is refused, never collapsed: 200 concurrent online `Predict` calls from one
+client process while a training job runs on the same daemons (each a `vfl ... serve`
+process). Every call is answered within 2 s, with a score or RESOURCE_EXHAUSTED and a
+retry hint; every score is the batch prediction's (`vfl predict`) for that id; the
+training job SUCCEEDS without pausing. (bench/overload.py: 1,000 calls, both protocols.)"""
+
+from __future__ import annotations
+
+import csv
+import threading
+import time
+
+import grpc
+import pytest
+import yaml
+from vfl.cli.main import main
+
+from tests.support.data import FATE, breast_datasets_config
+from tests.support.jobs import checkpointed_breast_job
+from tests.support.processes import Daemons
+from tests.support.scoring_load import StateLog, batch_scores, burst
+
+pytestmark = pytest.mark.subprocess
+
+CALLS = 200
+ANSWER_S = 2.0  # every call is answered (scored or refused) within this
+TOL = 1e-5  # an online score against the batch one (float32 forwards of other batch sizes)
+SCORING = {"threads": 16, "queue": 8}  # the bank's capacity: a burst of 200 must overflow it
+MODEL = {
+    "job": "model",
+    "parties": [
+        {"id": "bank", "role": "active", "data": {"dataset": "breast"}},
+        {"id": "shop", "role": "passive", "data": {"dataset": "breast"}},
+    ],
+    "model": {"source": {"out_dim": 4}, "top": {"hidden": [8]}},
+    "train": {"epochs": 1, "batch_size": 64},
+    "validation": {"every": 1000},
+}
+TRAINING = {  # ~40 ms a round: the job trains for seconds, through the burst
+    **checkpointed_breast_job("training", "breast", epochs=10),
+    "network": {"bandwidth_mbps": 200, "rtt_ms": 40},
+}
+
+
+def ids() -> list[str]:
+    with (FATE / "breast_hetero_guest.csv").open() as fh:
+        return [row["id"] for row in csv.DictReader(fh)]
+
+
+@pytest.fixture(scope="module")
+def federation(tmp_path_factory):
+    """The daemons, with a split model trained and its batch prediction's scores."""
+    workdir = tmp_path_factory.mktemp("overload") / "run"
+    workdir.mkdir()
+    daemons = Daemons(workdir)
+    daemons.start_coordinator()
+    ports = {}
+    for party, datasets in breast_datasets_config().items():
+        body = {"party": party, "coordinator": daemons.address, "datasets": datasets}
+        (workdir / f"{party}.yaml").write_text(yaml.safe_dump({**body, "scoring": SCORING}))
+        ports[party] = daemons.start_party(party, datasets)
+    try:
+        with daemons.client() as client:
+            model = client.submit(yaml.safe_dump(MODEL))
+            view = daemons.wait(model, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+            assert view.state == "SUCCEEDED", view.reason
+            expected = batch_scores(client, model, workdir / "bank-state" / "predictions")
+        bank = f"127.0.0.1:{ports['bank']}"
+        burst(bank, model, ids()[:1], 1)  # loads the model and opens its session
+        yield daemons, bank, model, expected
+    finally:
+        daemons.stop()
+
+
+def test_a_burst_of_predicts_is_answered_or_refused_at_once_and_training_succeeds(
+    federation,
+) -> None:
+    # Prepare: a training job on the same daemons
+    daemons, bank, model, expected = federation
+    with daemons.client() as client:
+        job_id = client.submit(yaml.safe_dump(TRAINING))
+    daemons.wait(job_id, lambda v: v.state == "TRAINING")
+    states = StateLog(daemons.address, job_id)
+    # Execute
+    outcomes = burst(bank, model, ids(), CALLS)
+    with daemons.client() as client:
+        during = client.get(job_id).state
+    seen = states.wait(timeout=180)
+    # Assert: every call answered at once, with a right score or a refusal and its hint
+    assert len(outcomes) == CALLS
+    answers = {grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED}
+    others = [(o.code, o.details) for o in outcomes if o.code not in answers]
+    assert not others, others
+    slowest = max(o.seconds for o in outcomes)
+    assert slowest <= ANSWER_S, slowest
+    scored = [o for o in outcomes if o.code == grpc.StatusCode.OK]
+    refused = [o for o in outcomes if o.code == grpc.StatusCode.RESOURCE_EXHAUSTED]
+    assert scored and refused, (len(scored), len(refused))
+    assert all(o.score is not None for o in scored), [o for o in scored if o.score is None]
+    wrong = [(o.id, o.score, expected[o.id]) for o in scored if abs(o.score - expected[o.id]) > TOL]
+    assert not wrong, wrong
+    for o in refused:
+        assert o.retry_after_s is not None and o.retry_after_s > 0, o
+        assert "party 'bank'" in o.details and "retry in" in o.details, o.details
+    # Assert: the job trained through the burst, never paused, and succeeded
+    assert during == "TRAINING", seen
+    assert seen[-1] == "SUCCEEDED" and "PAUSED" not in seen, (seen, daemons.logs())
+    with daemons.client() as client:
+        assert client.get(job_id).result.resumed_from == 0
+
+
+def test_vfl_score_names_a_refusal_and_when_to_retry(federation, capsys) -> None:
+    # Prepare: bursts of 200 calls keep the bank's scoring plane full
+    daemons, bank, model, _ = federation
+    stop = threading.Event()
+
+    def load() -> None:
+        while not stop.is_set():
+            burst(bank, model, ids(), CALLS)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    # Execute: `vfl score` meanwhile, until one is refused
+    codes, deadline = [], time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline and 3 not in codes:
+            args = ["score", model, "--id", "133", "--party", bank]
+            codes.append(main([*args, "--coordinator", daemons.address]))
+    finally:
+        stop.set()
+        loader.join(60)
+    # Assert: refused at once with exit 3, the party, its bound and when to retry
+    err = capsys.readouterr().err
+    assert 3 in codes and set(codes) <= {0, 3}, (codes, err)
+    assert "error: party 'bank'" in err and "retry in" in err, err
+    assert "holds 16 online scoring calls at once (its config's scoring.threads)" in err or (
+        "has 8 requests waiting for model" in err and "scoring.queue" in err
+    ), err
