@@ -41,7 +41,7 @@ def start(workdir) -> Daemons:
     return daemons
 
 
-@pytest.mark.parametrize("victim", ["shop", "bank"])
+@pytest.mark.parametrize("victim", ["shop", pytest.param("bank", marks=pytest.mark.slow)])
 def test_no_process_of_a_killed_daemon_outlives_it(tmp_path, victim) -> None:
     # Prepare: a job training with the victim's worker pool running
     daemons = start(tmp_path / "run")
