@@ -5,6 +5,7 @@ CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecE
 ├── UnknownModel        no model with that id (never trained, or deleted)
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
 │   └── PartyRefused    a party refused the job's input (its data, a model it does not fit)
+├── PartyBusy           a party cannot take the job yet (its limits): the job waits QUEUED
 ├── AccessDenied        the caller's identity may not do this (coordinator.access)
 ├── StoreInUse          another coordinator holds the job database
 ├── CoordinatorLost     a client lost its connection to the coordinator mid-watch
@@ -33,6 +34,11 @@ class PartyUnavailable(CoordinatorError):
 class PartyRefused(PartyUnavailable):
     """A party answered and refused to prepare the job: its data is malformed, does not fit
     the model, or the job names what it does not expose (the user's input, not a fault)."""
+
+
+class PartyBusy(CoordinatorError):
+    """A party holds as many jobs as its limits allow (or their memory leaves no room for
+    this one): the job waits QUEUED and is launched once the party has room."""
 
 
 class AccessDenied(CoordinatorError):

@@ -24,7 +24,17 @@ compute:                          # optional; where the party's Paillier work ru
   min_task_ms: 20                 # least one-core ms of work per task (every op)
   kept_keys: 4                    # peers' keys whose obfuscator pools outlive jobs
   kept_obfuscators: 4096          # each filled up to this while no job runs
+limits:                           # optional; what a job may hold here (`party.limits`)
+  memory_gb: 12                   # default: 3/4 of this machine's memory
+  max_parameters: 500000000       # default: what fits memory_gb at 16 bytes each
+  max_rows: 50000000              # default: memory_gb / 256 bytes
+  max_concurrent_jobs: 4          # more jobs wait QUEUED; default max(4, 2 x cores)
+  max_job_seconds: 604800         # default 7 days
 ```
+`limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
+over one FAILs naming it; one that fits alone but not beside the jobs held now waits
+QUEUED), and while jobs run (`party.guard`: a job whose memory grows past memory_gb, or
+that runs longer than max_job_seconds, fails; the others go on).
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
 ".[ray]"`); the daemon joins the cluster at its first job. `min_task_ms` is one number
@@ -64,6 +74,7 @@ import yaml
 from pydantic import ValidationError
 from vfl.contract.spec import TableSource, explain
 from vfl.party.errors import ConfigError
+from vfl.party.limits import Limits
 from vfl.secure.errors import ConfigError as SecureConfigError, ExecutorError
 from vfl.secure.executor import ComputeConfig, make_executor
 
@@ -78,6 +89,7 @@ _TOP = {
     "output_dir",
     "scorers",
     "compute",
+    "limits",
 }
 
 
@@ -93,6 +105,7 @@ class PartyConfig:
     output_dir: Path | None = None  # scores of prediction jobs; None: <state_dir>/predictions
     scorers: tuple[str, ...] = ()  # identities that may score online here; (): see above
     compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
+    limits: Limits = field(default_factory=Limits.of_machine)  # what a job may hold here
 
     @property
     def scores_dir(self) -> Path | None:
@@ -154,7 +167,19 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
         scorers=tuple(scorers),
         compute=_compute(raw.get("compute")),
+        limits=_limits(raw.get("limits")),
     )
+
+
+def _limits(raw: Any) -> Limits:
+    """Raises:
+    ConfigError: an unknown or invalid `limits.FIELD`."""
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError("'limits' must be a mapping {memory_gb, max_parameters, ...}")
+    try:
+        return Limits.model_validate(raw or {})  # fields not given: Limits.of_machine's
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, Limits, "limits", "party config")) from None
 
 
 def _compute(raw: Any) -> ComputeConfig:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -136,6 +136,7 @@ class PartyJob:
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
         self.snapshots: dict[str, str] = {}  # sql datasets read: name -> snapshot SHA-256
+        self.check: Callable[[], None] | None = None  # between blocks read (`party.guard`)
 
     def prepare(self) -> RawTable:
         """Load and check the data (and the checkpoint to resume from) before any party
@@ -175,7 +176,7 @@ class PartyJob:
         if dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         tick = time.monotonic()
-        raw = read_raw(self._source(dataset), dataset.name)
+        raw = read_raw(self._source(dataset), dataset.name, check=self.check)
         log.info(
             "party %s: read dataset %s: %d rows in %.2f s",
             self.party_id,

@@ -26,6 +26,8 @@ from vfl.party.errors import (
     ConfigError,
     DataError,
     JobError,
+    LimitExceeded,
+    PartyBusy,
     PartyError,
     PeerUnavailable,
     RequestError,
@@ -57,6 +59,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (TableUnavailable, grpc.StatusCode.UNAVAILABLE),
     (ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (RequestError, grpc.StatusCode.INVALID_ARGUMENT),
+    (LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),  # the job fails (exit 1)
+    (PartyBusy, grpc.StatusCode.ABORTED),  # the coordinator queues the job
     (ChannelClosed, grpc.StatusCode.ABORTED),
     (PayloadError, grpc.StatusCode.INVALID_ARGUMENT),
     (DataError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -237,6 +241,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             started_jobs=self._d.started_jobs(),
             version=VERSION,
             time=time.time(),
+            max_concurrent_jobs=cfg.limits.max_concurrent_jobs,
         )
 
     def CheckPeers(self, request, context):  # noqa: N802

@@ -1,0 +1,202 @@
+"""The guard of a party's limits while its jobs run (`Guard`), and each job's account with
+it (`JobBudget`).
+
+Admission (`Guard.admit`, at PREPARE) checks a job's estimate (`party.limits`) and opens
+its account; the account closes once the daemon no longer holds the job. A watchdog
+thread samples the resident memory of the daemon's process tree (the daemon and its
+worker processes) every `interval_s`. When it is over `limits.memory_gb`, the guard fails
+the job with the largest estimate (`MemoryLimitExceeded`); it fails another only if the
+memory grows a further `SLACK` of the limit after `GRACE_S` (a failed job's memory can
+stay with the allocator: the guard hands it back, `release_memory`, but never fails a
+job for memory that no longer grows). A job running longer than
+`limits.max_job_seconds` fails too. A job is failed the way a cancel stops it: its
+`on_fail` (the daemon's) reports it FAILED and closes its mailbox, and the job's own
+checks (`JobBudget.check`: between the blocks of a table being read, at every round)
+raise the error in its thread, so a job busy loading or computing stops there too. Its
+peers and every other job on the daemon go on; the kernel's OOM killer never chooses.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from vfl.contract.logs import job_context
+from vfl.party.errors import LimitExceeded, MemoryLimitExceeded
+from vfl.party.limits import JobEstimate, Limits, admit, tree_bytes
+
+log = logging.getLogger(__name__)
+
+GRACE_S = 3.0  # after failing a job for memory, how long before it may fail another
+SLACK = 0.05  # ... and only if the memory grew this share of the limit since
+
+
+@dataclass
+class JobBudget:
+    """One job's account with the guard: its estimate, when it started running, and the
+    error it was failed with (None while it may go on)."""
+
+    job_id: str
+    estimate: JobEstimate
+    started: float | None = None  # time.monotonic() when its thread started
+    failure: LimitExceeded | None = None
+    on_fail: Callable[[LimitExceeded], None] | None = None  # set once the job is held
+    opened: float = field(default_factory=time.monotonic)
+
+    def check(self) -> None:
+        """Raises:
+        LimitExceeded: the guard failed this job (over memory or time)."""
+        if self.failure is not None:
+            raise self.failure
+
+
+class Guard:
+    """Admission and the watchdog of one party daemon's limits.
+
+    Args:
+        party_id: the daemon's party (its log lines).
+        limits: the party config's `limits:`.
+        held: the jobs the daemon holds now (loading, prepared or running); an account
+            whose job is not among them is closed.
+        sample: the bytes the daemon's process tree holds (`party.limits.tree_bytes`).
+        interval_s: how often the watchdog samples.
+    """
+
+    def __init__(
+        self,
+        party_id: str,
+        limits: Limits,
+        held: Callable[[], set[str]],
+        sample: Callable[[], int] = tree_bytes,
+        interval_s: float = 0.2,
+    ) -> None:
+        self.party_id, self.limits = party_id, limits
+        self._held, self._sample, self._interval = held, sample, interval_s
+        self._lock = threading.Lock()
+        self._budgets: dict[str, JobBudget] = {}
+        self.idle_bytes = sample()  # the tree with no job: updated while none is held
+        self._quiet_until = 0.0
+        self._failed_at: int | None = None  # the memory when it last failed a job for it
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="limits-guard", daemon=True)
+        self._thread.start()
+
+    def admit(self, job_id: str, estimate: JobEstimate) -> JobBudget:
+        """Open job `job_id`'s account if it fits this party now (`party.limits.admit`).
+
+        Raises:
+            LimitExceeded: the job is over a limit on its own.
+            PartyBusy: it fits alone, but not beside the jobs held now.
+        """
+        with self._lock:
+            self._close_ended({job_id})
+            others = [b for b in self._budgets.values() if b.job_id != job_id]
+            admit(estimate, self.limits, len(others), self.idle_bytes, self._sample())
+            budget = JobBudget(job_id, estimate)
+            self._budgets[job_id] = budget
+        log.info(
+            "party %s: admitted, estimated %.1f MiB (%d parameters)",
+            self.party_id,
+            estimate.bytes / 2**20,
+            estimate.parameters,
+        )
+        return budget
+
+    def budget(self, job_id: str) -> JobBudget | None:
+        with self._lock:
+            return self._budgets.get(job_id)
+
+    def close(self, job_id: str) -> None:
+        """Close a job's account (its PREPARE failed, or it ended)."""
+        with self._lock:
+            budget = self._budgets.pop(job_id, None)
+        if budget is not None and budget.failure is not None:
+            release_memory()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _close_ended(self, keep: set[str]) -> bool:
+        """Close the accounts of jobs the daemon no longer holds (call with the lock);
+        returns whether one of them was failed by the guard."""
+        held = self._held() | keep
+        ended = [j for j in self._budgets if j not in held]
+        failed = any(self._budgets[j].failure is not None for j in ended)
+        for job_id in ended:
+            del self._budgets[job_id]
+        return failed
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._tick()
+            except Exception:  # noqa: BLE001 - the watchdog outlives any one sample
+                log.exception("party %s: the limits guard's check failed", self.party_id)
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            fresh = {j for j, b in self._budgets.items() if now - b.opened < 1.0}
+            if self._close_ended(fresh):  # (a job just admitted may not be held yet)
+                release_memory()  # what a failed job held, back to the system
+            total = self._sample()
+            if not self._budgets:
+                self.idle_bytes = total
+                return
+            live = [b for b in self._budgets.values() if b.failure is None]
+        for budget in live:
+            if budget.started is not None and now - budget.started > self.limits.max_job_seconds:
+                self._fail(budget, self._too_long(now - budget.started))
+        limit = self.limits.memory_bytes
+        if total <= limit:
+            self._failed_at = None
+            return
+        grown = self._failed_at is None or total > self._failed_at + SLACK * limit
+        if live and grown and now >= self._quiet_until:
+            victim = max(live, key=lambda b: (b.estimate.bytes, b.opened))
+            self._quiet_until, self._failed_at = now + GRACE_S, total
+            self._fail(victim, self._too_big(total))
+
+    def _too_big(self, total: int) -> MemoryLimitExceeded:
+        return MemoryLimitExceeded(
+            f"the party's memory reached {total / 2**30:.2f} GiB while this job ran, over "
+            f"its limit memory_gb = {self.limits.memory_gb:g}, and this job is the largest "
+            "it holds; its data or model is larger than estimated: use a smaller dataset "
+            "or model, or ask the party's operator to raise limits.memory_gb in its config"
+        )
+
+    def _too_long(self, seconds: float) -> LimitExceeded:
+        return LimitExceeded(
+            f"the job ran {seconds:.0f} s here, over this party's limit max_job_seconds = "
+            f"{self.limits.max_job_seconds:g}; train fewer epochs or rows, or ask the "
+            "party's operator to raise limits.max_job_seconds in its config"
+        )
+
+    def _fail(self, budget: JobBudget, error: LimitExceeded) -> None:
+        budget.failure = error
+        with job_context(budget.job_id):
+            log.warning("party %s: failing the job: %s", self.party_id, error)
+        if budget.on_fail is not None:  # it reports and stops the job: not in the watchdog
+            threading.Thread(
+                target=budget.on_fail, args=(error,), name=f"fail-{budget.job_id}", daemon=True
+            ).start()
+
+
+def release_memory() -> None:
+    """Hand memory freed by a failed job back to the system: Python's garbage, Arrow's
+    pool, and glibc's free lists (`malloc_trim`, where the C library has it)."""
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    name = ctypes.util.find_library("c")
+    if name is not None:
+        trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
+        if trim is not None:
+            trim(0)
