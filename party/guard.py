@@ -87,6 +87,16 @@ class Guard:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="limits-guard", daemon=True)
         self._thread.start()
+        log.info(
+            "party %s: limits: memory_gb %g, max_parameters %d, max_rows %d, "
+            "max_concurrent_jobs %d, max_job_seconds %g",
+            party_id,
+            limits.memory_gb,
+            limits.max_parameters,
+            limits.max_rows,
+            limits.max_concurrent_jobs,
+            limits.max_job_seconds,
+        )
 
     def admit(self, job_id: str, estimate: JobEstimate) -> JobBudget:
         """Open job `job_id`'s account if it fits this party now (`party.limits.admit`).

@@ -23,7 +23,9 @@ Bytes a table holds: `ROW_BYTES` a row (its id, label, the PSI's points and dige
 aligned order) plus `CELL_BYTES` a cell (the raw float32 column and its preprocessed
 copy); bench/results/scale_rows.txt measured 2.1 GB over an idle daemon for 1e7 rows of
 14 cells, which this puts at 2.7 GB. A model parameter holds 4 bytes for its weight, its
-gradient and each optimiser slot (adagrad 1, adam 2, sgd 0).
+gradient and each optimiser slot (adagrad 1, adam 2, sgd 0). A blindfl job adds its source
+layer's ciphertexts and `BLINDFL_BYTES` (the same file: a 1e5-row blindfl epoch's bank
+tree peaked 278 MB above split's).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ ROW_BYTES = 160
 CELL_BYTES = 8
 PARAMETER_BYTES = 4
 SLOTS = {"adagrad": 1, "adam": 2, "sgd": 0}  # optimiser state per parameter
+BLINDFL_BYTES = 256 << 20  # a blindfl job's obfuscator pools, key tables and workers' share
 SAMPLE_BYTES = 1 << 20  # a text file's rows: its size over this much of its start's lines
 MEMORY_SHARE = 0.75  # of the machine's memory, the default limit
 
@@ -130,6 +133,7 @@ def estimate_job(
     model_bytes = (parameters * state + activations) * PARAMETER_BYTES
     if training and spec.protocol == "blindfl":  # the source layer's ciphertexts, mod n^2
         model_bytes += (columns or 0) * spec.model.source.out_dim * spec.crypto.key_bits // 4
+        model_bytes += BLINDFL_BYTES
     return JobEstimate(rows, columns, parameters, table_bytes + model_bytes)
 
 
@@ -229,7 +233,7 @@ def admit(
             f"this party holds {held} jobs, its limit max_concurrent_jobs; the job waits "
             "for one of them to end"
         )
-    if now_bytes + estimate.bytes > limits.memory_bytes:
+    if held and now_bytes + estimate.bytes > limits.memory_bytes:
         raise PartyBusy(
             f"the job's {_gb(estimate.bytes)} do not fit beside the {held} jobs held now "
             f"(memory_gb = {limits.memory_gb:g}); it waits for one of them to end"

@@ -105,6 +105,7 @@ def test_jobs_beyond_max_concurrent_jobs_wait_queued_across_a_coordinator_restar
     start_bank(fed, {"max_concurrent_jobs": 1})
     with fed.client() as client:
         first = client.submit(spec("first", epochs=4, **SLOW))
+        fed.wait(first, lambda v: v.state != "SUBMITTED")  # bank's one slot is taken
         second = client.submit(spec("second"))
     # Execute: the second waits QUEUED while the first runs
     queued = fed.wait(second, lambda v: v.state in ("QUEUED", *ENDED))

@@ -89,6 +89,7 @@ def test_admission_refuses_alone_over_and_defers_beside_others() -> None:
         admit(small, limits, 2, 200 << 20, 300 << 20)  # a slot frees later
     with pytest.raises(PartyBusy, match="waits"):
         admit(small, limits, 1, 200 << 20, 950 << 20)  # the others' memory frees later
+    admit(small, limits, 0, 200 << 20, 950 << 20)  # no other job: the idle daemon's decides
     rows = JobEstimate(rows=Limits(memory_gb=1).max_rows + 1, columns=1, parameters=1, bytes=0)
     with pytest.raises(LimitExceeded, match="max_rows"):
         admit(rows, limits, 0, 0, 0)
