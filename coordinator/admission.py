@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import grpc
 from vfl.contract.logs import job_context
@@ -24,6 +25,8 @@ from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
 
 log = logging.getLogger(__name__)
+
+REQUEUE_WAIT_S = 10.0  # a job a party refused as busy waits at least this long to try again
 
 
 class Admission:
@@ -37,6 +40,7 @@ class Admission:
         self._store, self._control, self._specs = store, control, specs
         self._lock = threading.Lock()
         self._launching: dict[str, frozenset[str]] = {}  # job -> its parties, until prepared
+        self._not_before: dict[str, float] = {}  # job -> when a requeued job may try again
 
     def claim(self, job_id: str, current: JobState) -> bool:
         """Whether job `job_id` (in state `current`) launches now; if not, it is QUEUED
@@ -59,9 +63,13 @@ class Admission:
         claimed: list[str] = []
         with self._lock:
             blocked: set[str] = set()
+            now = time.monotonic()
             for job_id in self._store.in_states(QUEUED):
                 parties = self._parties(job_id)
-                if self._waits(job_id, blocked) is None:
+                if now < self._not_before.get(job_id, 0.0):
+                    blocked |= parties
+                elif self._waits(job_id, blocked) is None:
+                    self._not_before.pop(job_id, None)
                     self._launching[job_id] = parties
                     claimed.append(job_id)
                 else:
@@ -75,7 +83,10 @@ class Admission:
             self._launching.pop(job_id, None)
 
     def requeue(self, job_id: str, reason: str) -> None:
-        """A party refused a launched job as busy: it waits QUEUED again."""
+        """A party refused a launched job as busy (the memory its jobs hold, which its
+        GetPartyInfo does not tell): it waits QUEUED again, `REQUEUE_WAIT_S` at least."""
+        with self._lock:
+            self._not_before[job_id] = time.monotonic() + REQUEUE_WAIT_S
         if self._store.set_state(job_id, QUEUED, reason):
             log.info("job %s QUEUED: %s", job_id, reason)
 
