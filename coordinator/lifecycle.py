@@ -1,8 +1,8 @@
 """The job life cycle: submit, launch on the parties, fold in their reports, end states.
 
 SUBMITTED (-> QUEUED) -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED /
-CANCELLED with a reason (`vfl.contract.states`). The coordinator talks to parties over the control
-plane only (`coordinator.party_control`); it never sees a payload.
+CANCELLED with a reason (`vfl.contract.states`). The coordinator talks to parties over the
+control plane only (`coordinator.party_control`); it never sees a payload.
 
 `Lifecycle` is what the servicer, the server and the dashboard use. It makes a job's state
 transitions itself (reports, cancel, pause, end states) and composes the rest: submission

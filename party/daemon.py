@@ -204,6 +204,7 @@ class PartyDaemon:
             budget = self.guard.admit(job_id, self._estimate(spec, job))
             if isinstance(job, PartyJob):  # the guard may fail it while its data loads
                 job.check = budget.check
+                job.check_model = functools.partial(self.guard.check_model, budget)
             try:
                 table = job.prepare()
                 budget.check()  # the guard failed it while it loaded

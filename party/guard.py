@@ -30,7 +30,14 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from vfl.contract.logs import job_context
 from vfl.party.errors import LimitExceeded, MemoryLimitExceeded
-from vfl.party.limits import JobEstimate, Limits, admit, tree_bytes
+from vfl.party.limits import (
+    JobEstimate,
+    Limits,
+    admit,
+    too_many_parameters,
+    too_much_memory,
+    tree_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +125,21 @@ class Guard:
             estimate.parameters,
         )
         return budget
+
+    def check_model(self, budget: JobBudget, parameters: int, each: int) -> None:
+        """Before job `budget` builds its model: the `parameters` its loaded inputs make
+        (embeddings included, which its estimate could not count), `each` bytes apiece.
+
+        Raises:
+            LimitExceeded: over max_parameters, or the memory the daemon holds now leaves
+                no room for the parameters beyond the estimate.
+        """
+        if parameters > self.limits.max_parameters:
+            raise too_many_parameters(parameters, self.limits)
+        extra = max(0, parameters - budget.estimate.parameters) * each
+        now = self._sample()
+        if extra and now + extra > self.limits.memory_bytes:
+            raise too_much_memory(budget.estimate.bytes + extra, now, self.limits)
 
     def budget(self, job_id: str) -> JobBudget | None:
         with self._lock:

@@ -128,9 +128,8 @@ def estimate_job(
     table_bytes = sum(r * (ROW_BYTES + c * CELL_BYTES) for r, c in known)
     widths = model_widths(spec, party_id, columns or 0) if training else []
     parameters = sum(a * b + b for a, b in widths)
-    state = 2 + SLOTS[spec.train.optimizer]
-    activations = spec.train.batch_size * sum(b for _, b in widths) * 3
-    model_bytes = (parameters * state + activations) * PARAMETER_BYTES
+    activations = spec.train.batch_size * sum(b for _, b in widths) * 3 * PARAMETER_BYTES
+    model_bytes = parameters * parameter_bytes(spec) + activations
     if training and spec.protocol == "blindfl":  # the source layer's ciphertexts, mod n^2
         model_bytes += (columns or 0) * spec.model.source.out_dim * spec.crypto.key_bits // 4
         model_bytes += BLINDFL_BYTES
@@ -208,26 +207,15 @@ def admit(
         PartyBusy: it fits alone, but not beside the jobs held now (it waits for them).
     """
     if estimate.parameters > limits.max_parameters:
-        raise LimitExceeded(
-            f"the job's model holds {estimate.parameters:,} parameters here, over this "
-            f"party's limit max_parameters = {limits.max_parameters:,}; use narrower or "
-            "fewer layers (model.source.hidden, model.top.hidden), or ask the party's "
-            "operator to raise limits.max_parameters in its config"
-        )
+        raise too_many_parameters(estimate.parameters, limits)
     if estimate.rows is not None and estimate.rows > limits.max_rows:
         raise LimitExceeded(
             f"the job's tables hold about {estimate.rows:,} rows here, over this party's "
             f"limit max_rows = {limits.max_rows:,}; use a smaller dataset, or ask the "
             "party's operator to raise limits.max_rows in its config"
         )
-    need = idle_bytes + estimate.bytes
-    if need > limits.memory_bytes:
-        raise LimitExceeded(
-            f"the job would hold about {_gb(estimate.bytes)} here ({_gb(need)} with the "
-            f"daemon's own), over this party's limit memory_gb = {limits.memory_gb:g}; "
-            "use a smaller model or dataset, or ask the party's operator to raise "
-            "limits.memory_gb in its config"
-        )
+    if idle_bytes + estimate.bytes > limits.memory_bytes:
+        raise too_much_memory(estimate.bytes, idle_bytes, limits)
     if held >= limits.max_concurrent_jobs:
         raise PartyBusy(
             f"this party holds {held} jobs, its limit max_concurrent_jobs; the job waits "
@@ -238,6 +226,37 @@ def admit(
             f"the job's {_gb(estimate.bytes)} do not fit beside the {held} jobs held now "
             f"(memory_gb = {limits.memory_gb:g}); it waits for one of them to end"
         )
+
+
+def too_many_parameters(parameters: int, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"the job's model holds {parameters:,} parameters here, over this party's limit "
+        f"max_parameters = {limits.max_parameters:,}; use narrower or fewer layers "
+        "(model.source.hidden, model.top.hidden) or embeddings (model.source.embedding_dim), "
+        "or ask the party's operator to raise limits.max_parameters in its config"
+    )
+
+
+def too_much_memory(job_bytes: int, daemon_bytes: int, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"the job would hold about {_gb(job_bytes)} here ({_gb(job_bytes + daemon_bytes)} "
+        f"with the daemon's own), over this party's limit memory_gb = {limits.memory_gb:g}; "
+        "use a smaller model or dataset, or ask the party's operator to raise "
+        "limits.memory_gb in its config"
+    )
+
+
+def model_parameters(spec: JobSpec, party_id: str, width: int, cardinalities: Sequence[int]) -> int:
+    """The parameters this party's model of `spec` holds over loaded inputs of `width`
+    numeric columns and categorical columns of `cardinalities` (their embeddings too)."""
+    emb = spec.model.source.embedding_dim
+    widths = model_widths(spec, party_id, width + emb * len(cardinalities))
+    return sum(a * b + b for a, b in widths) + emb * sum(cardinalities)
+
+
+def parameter_bytes(spec: JobSpec) -> int:
+    """Bytes a parameter holds in training: its weight, gradient and optimiser slots."""
+    return PARAMETER_BYTES * (2 + SLOTS[spec.train.optimizer])
 
 
 def _gb(n: int) -> str:

@@ -21,9 +21,10 @@ from vfl.party.limits import (
     admit,
     estimate_job,
     machine_memory_bytes,
+    model_parameters,
     table_size,
 )
-from vfl.party.training.models import seeded_mlp
+from vfl.party.training.models import Bottom, seeded_mlp
 
 from tests.support.data import FATE
 
@@ -67,6 +68,11 @@ def test_the_estimated_parameters_are_the_models_own() -> None:
     expected = sum(p.numel() for m in (bottom, top) for p in m.parameters())
     assert estimate.rows == 569 and estimate.columns == 10
     assert estimate.parameters == expected
+    # once the data is loaded, a passive party's embeddings count too
+    emb = job.model.source.embedding_dim
+    passive = Bottom(5, [7, 3], emb, [20], out)
+    loaded = model_parameters(job, "shop", 5, [7, 3])
+    assert loaded == sum(p.numel() for p in passive.parameters())
 
 
 def test_a_wide_hidden_layer_is_over_max_parameters_with_the_fix() -> None:
