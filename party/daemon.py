@@ -209,7 +209,7 @@ class PartyDaemon:
                 table = job.prepare()
                 budget.check()  # the guard failed it while it loaded
             except BaseException:
-                self.guard.close(job_id)
+                self.guard.close(budget)
                 raise
         addresses = {**peers, **self.config.peers}
         missing = [p.id for p in spec.parties if p.id != me and p.id not in addresses]
@@ -358,3 +358,4 @@ class PartyDaemon:
         finally:
             self.jobs.finished(job_id, running)
             running.release()
+            self.guard.close(running.budget)

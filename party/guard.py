@@ -5,10 +5,12 @@ Admission (`Guard.admit`, at PREPARE) checks a job's estimate (`party.limits`) a
 its account; the account closes once the daemon no longer holds the job. A watchdog
 thread samples the resident memory of the daemon's process tree (the daemon and its
 worker processes) every `interval_s`. When it is over `limits.memory_gb`, the guard fails
-the job with the largest estimate (`MemoryLimitExceeded`); it fails another only if the
-memory grows a further `SLACK` of the limit after `GRACE_S` (a failed job's memory can
-stay with the allocator: the guard hands it back, `release_memory`, but never fails a
-job for memory that no longer grows). A job running longer than
+the job with the largest estimate (`MemoryLimitExceeded`). For `PENDING_S` after, while
+that job stops (its thread may allocate on until its next check, and what it held is
+freed once its error is dropped), the guard fails no other job and hands freed memory
+back to the system (`release_memory`); then it fails another only if the memory grows a
+further `SLACK` of the limit beyond the highest it reached (memory the allocator keeps is
+no reason to fail a job that does not grow). A job running longer than
 `limits.max_job_seconds` fails too. A job is failed the way a cancel stops it: its
 `on_fail` (the daemon's) reports it FAILED and closes its mailbox, and the job's own
 checks (`JobBudget.check`: between the blocks of a table being read, at every round)
@@ -41,8 +43,8 @@ from vfl.party.limits import (
 
 log = logging.getLogger(__name__)
 
-GRACE_S = 3.0  # after failing a job for memory, how long before it may fail another
-SLACK = 0.05  # ... and only if the memory grew this share of the limit since
+PENDING_S = 10.0  # after failing a job for memory, how long it waits for that job to stop
+SLACK = 0.05  # ... then it fails another only if the memory grew this share of the limit
 
 
 @dataclass
@@ -70,10 +72,11 @@ class Guard:
     Args:
         party_id: the daemon's party (its log lines).
         limits: the party config's `limits:`.
-        held: the jobs the daemon holds now (loading, prepared or running); an account
-            whose job is not among them is closed.
+        held: the jobs the daemon holds now (loading, prepared or running); the account
+            of a job that never started and is not among them is closed.
         sample: the bytes the daemon's process tree holds (`party.limits.tree_bytes`).
         interval_s: how often the watchdog samples.
+        pending_s: after failing a job for memory, how long it fails no other.
     """
 
     def __init__(
@@ -83,8 +86,9 @@ class Guard:
         held: Callable[[], set[str]],
         sample: Callable[[], int] = tree_bytes,
         interval_s: float = 0.2,
+        pending_s: float = PENDING_S,
     ) -> None:
-        self.party_id, self.limits = party_id, limits
+        self.party_id, self.limits, self._pending_s = party_id, limits, pending_s
         self._held, self._sample, self._interval = held, sample, interval_s
         self._lock = threading.Lock()
         self._budgets: dict[str, JobBudget] = {}
@@ -145,11 +149,14 @@ class Guard:
         with self._lock:
             return self._budgets.get(job_id)
 
-    def close(self, job_id: str) -> None:
-        """Close a job's account (its PREPARE failed, or it ended)."""
+    def close(self, budget: JobBudget) -> None:
+        """Close a job's account: its PREPARE failed, or its thread ended. (The account of
+        a job that never started closes once the daemon no longer holds it.)"""
         with self._lock:
-            budget = self._budgets.pop(job_id, None)
-        if budget is not None and budget.failure is not None:
+            if self._budgets.get(budget.job_id) is not budget:
+                return
+            del self._budgets[budget.job_id]
+        if budget.failure is not None:
             release_memory()
 
     def stop(self) -> None:
@@ -160,7 +167,7 @@ class Guard:
         """Close the accounts of jobs the daemon no longer holds (call with the lock);
         returns whether one of them was failed by the guard."""
         held = self._held() | keep
-        ended = [j for j in self._budgets if j not in held]
+        ended = [j for j, b in self._budgets.items() if j not in held and b.started is None]
         failed = any(self._budgets[j].failure is not None for j in ended)
         for job_id in ended:
             del self._budgets[job_id]
@@ -191,10 +198,16 @@ class Guard:
         if total <= limit:
             self._failed_at = None
             return
-        grown = self._failed_at is None or total > self._failed_at + SLACK * limit
-        if live and grown and now >= self._quiet_until:
+        if self._failed_at is not None:
+            if now < self._quiet_until:  # the failed job stops; its memory is handed back
+                self._failed_at = max(self._failed_at, total)
+                release_memory()
+                return
+            if total <= self._failed_at + SLACK * limit:
+                return  # what the failed job left with the allocator: no job grows
+        if live:
             victim = max(live, key=lambda b: (b.estimate.bytes, b.opened))
-            self._quiet_until, self._failed_at = now + GRACE_S, total
+            self._quiet_until, self._failed_at = now + self._pending_s, total
             self._fail(victim, self._too_big(total))
 
     def _too_big(self, total: int) -> MemoryLimitExceeded:

@@ -129,6 +129,7 @@ def _checked(
     for batch in batches:
         check()
         yield batch
+    check()  # before the columns are joined and encoded
 
 
 def scan_arrow(

@@ -123,11 +123,11 @@ class Memory:
         return self.value
 
 
-def test_the_guard_fails_the_largest_job_once_and_not_for_memory_that_stops_growing() -> None:
+def test_the_guard_fails_the_largest_job_and_another_only_if_memory_grows_on() -> None:
     # Prepare: two jobs held, the machine's memory as the test says
     memory = Memory(100 << 20)
     held = {"small", "large"}
-    guard = Guard("bank", Limits(memory_gb=1), lambda: set(held), memory, interval_s=0.02)
+    guard = Guard("bank", Limits(memory_gb=1), lambda: set(held), memory, 0.02, pending_s=0.5)
     failed: dict[str, LimitExceeded] = {}
     done = threading.Event()
 
@@ -135,20 +135,33 @@ def test_the_guard_fails_the_largest_job_once_and_not_for_memory_that_stops_grow
         return lambda error: (failed.__setitem__(job, error), done.set())
 
     try:
+        budgets = {}
         for job, size in (("small", 1 << 20), ("large", 50 << 20)):
-            budget = guard.admit(job, JobEstimate(10, 1, 1, size))
-            budget.on_fail = on_fail(job)
+            budgets[job] = guard.admit(job, JobEstimate(10, 1, 1, size))
+            budgets[job].on_fail = on_fail(job)
+            budgets[job].started = time.monotonic()
         # Execute: the tree passes the limit
         memory.value = 1100 << 20
         assert done.wait(5)
-        time.sleep(0.3)  # memory stays there (the allocator kept it), growing no further
+        memory.value = 1300 << 20  # the failed job allocates on until its next check
+        time.sleep(0.2)
         # Assert: the largest job failed, naming the limit; the other goes on
         assert list(failed) == ["large"]
         assert isinstance(failed["large"], MemoryLimitExceeded)
         assert "memory_gb = 1" in str(failed["large"])
         with pytest.raises(MemoryLimitExceeded):
-            guard.budget("large").check()  # type: ignore[union-attr]
-        guard.budget("small").check()  # type: ignore[union-attr]
+            budgets["large"].check()
+        budgets["small"].check()
+        # the failed job stopped; its memory stays with the allocator: no job grows
+        guard.close(budgets["large"])
+        time.sleep(0.6)
+        assert list(failed) == ["large"]
+        # the other job grows past the peak by more than the slack: it fails too
+        memory.value = 1400 << 20
+        deadline = time.monotonic() + 5
+        while "small" not in failed and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(failed) == ["large", "small"]
     finally:
         guard.stop()
 
