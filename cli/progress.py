@@ -12,6 +12,7 @@ from vfl.watching import views
 
 STAGES = {
     "SUBMITTED": "waiting for the parties",
+    "QUEUED": "queued until its parties have room (their limits)",
     "ALIGNING": "aligning rows (private set intersection)",
     "KEYING": "generating Paillier keys and setting up the secure layers",
     "TRAINING": "training",
@@ -74,6 +75,8 @@ def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
     line = f"{job_id}: {view.state} - {STAGES[view.state]}"
     if view.state in ("KEYING", "TRAINING", "PREDICTING") and view.result.intersection_size:
         line += f" ({view.result.intersection_size} common rows)"
+    if view.state == "QUEUED" and view.reason:
+        line += f": {view.reason}"
     if bar is not None:
         bar.write(line, file=sys.stderr)
     else:

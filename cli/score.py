@@ -4,7 +4,7 @@ The active party is found with `--party HOST:PORT`, else by asking the coordinat
 (`LocateModel`: the model's active party and the address it registered). One line per
 id: its score columns, or the error that kept it from being scored. Exit code 0 when
 every id was scored, 1 when some id was not (the others are still printed), 3 when the
-party did not answer or refused the request at its capacity (`PartyBusy`: the message
+party did not answer or refused the request at its capacity (`ScoringBusy`: the message
 says when to retry).
 """
 

@@ -1,10 +1,12 @@
 """Job states: the `vfl.v1.JobState` enum of the control plane, its groups and its names.
 
-SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
-with a reason (a prediction job: SUBMITTED -> ALIGNING -> PREDICTING -> SUCCEEDED); a job
-whose party was lost is PAUSED until `vfl resume` (or the
-coordinator's --auto-resume) launches it again from its newest common checkpoint. The
-job store keeps the short name ("TRAINING") so the database reads well.
+SUBMITTED (-> QUEUED) -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED /
+CANCELLED with a reason (a prediction job: SUBMITTED -> ALIGNING -> PREDICTING ->
+SUCCEEDED); a job whose party was lost is PAUSED until `vfl resume` (or the
+coordinator's --auto-resume) launches it again from its newest common checkpoint. A job
+that a party cannot take yet (it holds as many jobs as its `limits:` allow) waits QUEUED,
+in the coordinator's job store, and is launched once its parties have room. The job store
+keeps the short name ("TRAINING") so the database reads well.
 
 Model states (`vfl.v1.ModelState`, `coordinator.models`): AVAILABLE, INCOMPLETE, DELETING,
 DELETED, shown in lower case ("available").
@@ -34,6 +36,7 @@ FAILED = pb.JOB_STATE_FAILED
 CANCELLED = pb.JOB_STATE_CANCELLED
 PAUSED = pb.JOB_STATE_PAUSED
 PREDICTING = pb.JOB_STATE_PREDICTING
+QUEUED = pb.JOB_STATE_QUEUED
 
 TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
 RUNNING = frozenset({ALIGNING, KEYING, TRAINING, PREDICTING})  # also the stages a party reports

@@ -5,7 +5,8 @@ CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecE
 ├── UnknownModel        no model with that id (never trained, or deleted)
 ├── PartyUnavailable    a party named by a job is not registered or not reachable
 │   ├── PartyRefused    a party refused the job's input (its data, a model it does not fit)
-│   └── PartyBusy       a party refused an online request at its capacity (retry after a hint)
+│   └── ScoringBusy     a party refused an online request at its capacity (retry after a hint)
+├── PartyBusy           a party cannot take the job yet (its limits): the job waits QUEUED
 ├── AccessDenied        the caller's identity may not do this (coordinator.access)
 ├── StoreInUse          another coordinator holds the job database
 ├── CoordinatorLost     a client lost its connection to the coordinator mid-watch
@@ -36,13 +37,18 @@ class PartyRefused(PartyUnavailable):
     the model, or the job names what it does not expose (the user's input, not a fault)."""
 
 
-class PartyBusy(PartyUnavailable):
+class ScoringBusy(PartyUnavailable):
     """A party refused an online scoring request at once because it was at its capacity
     (RESOURCE_EXHAUSTED); the same request may be retried after `retry_after_s` seconds."""
 
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class PartyBusy(CoordinatorError):
+    """A party holds as many jobs as its limits allow (or their memory leaves no room for
+    this one): the job waits QUEUED and is launched once the party has room."""
 
 
 class AccessDenied(CoordinatorError):

@@ -1,7 +1,8 @@
 """Launching jobs on their parties: a new job, a paused one resumed from its newest common
 checkpoint, and after a restart the jobs the coordinator had submitted or was running.
 
-A launch runs in the background (`coordinator.background`): PrepareJob at every party,
+A launch runs in the background (`coordinator.background`): admission (a job whose
+parties have no room waits QUEUED, `coordinator.admission`), PrepareJob at every party,
 then StartJob. Until every party has answered PrepareJob, a party may not hold the job
 yet, so the health monitor only checks that its parties answer (`Launcher.holds_job`).
 """
@@ -17,9 +18,19 @@ import grpc
 from vfl.contract.errors import SpecError
 from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec
-from vfl.contract.states import ALIGNING, FAILED, PAUSED, RUNNING, SUBMITTED, JobState, state_name
+from vfl.contract.states import (
+    ALIGNING,
+    FAILED,
+    PAUSED,
+    QUEUED,
+    RUNNING,
+    SUBMITTED,
+    JobState,
+    state_name,
+)
+from vfl.coordinator.admission import Admission
 from vfl.coordinator.background import Background
-from vfl.coordinator.errors import CoordinatorError, PartyRefused, PartyUnavailable
+from vfl.coordinator.errors import CoordinatorError, PartyBusy, PartyRefused, PartyUnavailable
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
@@ -66,10 +77,27 @@ class Launcher:
         self._lock = threading.Lock()
         # jobs being launched whose parties have not all answered PrepareJob yet
         self._unprepared: set[str] = set()
+        self.admission = Admission(store, control, specs)
 
     def spawn(self, job_id: str) -> None:
-        """Launch a stored job in the background."""
-        self._threads.run(self._launch, job_id)
+        """Launch a stored job in the background, or queue it (QUEUED) if its parties have
+        no room for it now."""
+        self._threads.run(self._admit, job_id)
+
+    def admit_queued(self) -> None:
+        """Launch the QUEUED jobs whose parties have room now, oldest first."""
+        for job_id in self.admission.claim_queued():
+            rnd = self._store.get(job_id).result.resumed_from
+            why = "launched: its parties have room"
+            if self._store.set_state(job_id, ALIGNING, why, expect=QUEUED):
+                self._threads.run(self._launch, job_id, rnd)
+            else:  # cancelled meanwhile
+                self.admission.released(job_id)
+
+    def _admit(self, job_id: str) -> None:
+        with job_context(job_id):
+            if self.admission.claim(job_id, SUBMITTED):
+                self._launch_job(job_id, 0)
 
     def holds_job(self, job_id: str) -> bool:
         """Whether the parties of `job_id` must hold it by now (all answered PrepareJob)."""
@@ -81,6 +109,7 @@ class Launcher:
         after the jobs that were running (`_recover`) in the background."""
         for job_id in self._store.in_states(SUBMITTED):
             self.spawn(job_id)
+        self._threads.run(self.admit_queued)  # the queue, kept in the job store
         running = self._store.in_states(*RUNNING)
         if running:
             self._threads.run(self._recover, running)
@@ -187,6 +216,7 @@ class Launcher:
             self._control.prepare_all(job_id, record.spec_json, spec, addresses, resume_round)
             with self._lock:  # from now on every party holds the job (prepared)
                 self._unprepared.discard(job_id)
+            self.admission.released(job_id)
             ended = self._store.get(job_id)
             if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
                 self._control.abort_all(job_id, spec, ended.reason)
@@ -199,6 +229,9 @@ class Launcher:
                 refused.refused = True
                 self._store.update_result(job_id, refused)
             self._ending.end(job_id, FAILED, str(exc))
+        except PartyBusy as exc:  # a party has no room after all: wait for it
+            self._control.abort_all(job_id, spec, "queued: a party has no room for it yet")
+            self.admission.requeue(job_id, f"waiting for room: {exc}")
         except PartyUnavailable as exc:
             self._ending.end(job_id, FAILED, str(exc))
         except Exception:
@@ -209,6 +242,7 @@ class Launcher:
         finally:
             with self._lock:
                 self._unprepared.discard(job_id)
+            self.admission.released(job_id)
 
 
 def resume_round(job_id: str, held: dict[str, dict[int, str]]) -> int:

@@ -1,8 +1,8 @@
 """The job life cycle: submit, launch on the parties, fold in their reports, end states.
 
-SUBMITTED -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED / CANCELLED
-with a reason (`vfl.contract.states`). The coordinator talks to parties over the control
-plane only (`coordinator.party_control`); it never sees a payload.
+SUBMITTED (-> QUEUED) -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED /
+CANCELLED with a reason (`vfl.contract.states`). The coordinator talks to parties over the
+control plane only (`coordinator.party_control`); it never sees a payload.
 
 `Lifecycle` is what the servicer, the server and the dashboard use. It makes a job's state
 transitions itself (reports, cancel, pause, end states) and composes the rest: submission
@@ -86,6 +86,10 @@ class Lifecycle:
     def resume_pending(self) -> None:
         """After a restart: launch submitted jobs, look after running ones (`Launcher`)."""
         self.launcher.resume_pending()
+
+    def admit_queued(self) -> None:
+        """Launch the QUEUED jobs whose parties have room now (`coordinator.admission`)."""
+        self.launcher.admit_queued()
 
     def auto_resume(self) -> None:
         """Resume paused jobs whose parties all answer again (`serve --auto-resume`)."""
@@ -176,6 +180,7 @@ class Lifecycle:
         elif moved and outcome.state == SUCCEEDED:
             rounds = outcome.result.rounds
             log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
+            self._threads.run(self.admit_queued)  # its slots are free
         elif moved and outcome.state is not None:
             log.info("job %s %s (reported by %s)", job_id, state_name(outcome.state), party_id)
         return self.store.get(job_id).terminal
@@ -197,6 +202,7 @@ class Lifecycle:
             if self.store.set_state(job_id, PAUSED, why):
                 log.info("job %s PAUSED: %s", job_id, why)
                 self.control.abort_all(job_id, spec, f"paused: {reason}")
+                self._threads.run(self.admit_queued)  # its slots are free
 
     def end(self, job_id: str, state: JobState, reason: str, background: bool = False) -> None:
         """Move a job to an end state (unless it already ended) and abort it everywhere."""
@@ -212,6 +218,7 @@ class Lifecycle:
             self._threads.run(self.control.abort_all, job_id, spec, reason)
         else:
             self.control.abort_all(job_id, spec, reason)
+        self._threads.run(self.admit_queued)  # its slots are free
 
     def join(self, timeout: float) -> None:
         """Wait for launch and abort threads (a daemon stops only after them)."""

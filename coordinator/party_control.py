@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import grpc
 from vfl.contract.spec import JobSpec
-from vfl.coordinator.errors import PartyRefused, PartyUnavailable
+from vfl.coordinator.errors import PartyBusy, PartyRefused, PartyUnavailable
 from vfl.coordinator.store import JobStore
 from vfl.proto import party_pb2
 from vfl.proto.rpc import PeerClients, explain
@@ -87,6 +87,7 @@ class PartyControl:
             PartyUnavailable: the first party (in spec order) that could not prepare,
                 once every party has answered; `PartyRefused` when it refused the job's
                 input.
+            PartyBusy: a party cannot take the job yet (the job waits QUEUED).
         """
         peers = [party_pb2.PeerAddress(party_id=k, address=v) for k, v in addresses.items()]
         request = party_pb2.PrepareJobRequest(
@@ -98,8 +99,10 @@ class PartyControl:
                 pool.submit(self._call, p.id, addresses[p.id], "PrepareJob", request, deadline)
                 for p in spec.parties
             ]
-        for future in futures:
-            future.result()
+        errors = [f.exception() for f in futures]
+        failed = [e for e in errors if e is not None]
+        if failed:  # a party that cannot run the job at all outranks one that is busy
+            raise next((e for e in failed if not isinstance(e, PartyBusy)), failed[0])
 
     def start_all(self, job_id: str, spec: JobSpec, addresses: dict[str, str]) -> None:
         """Raises: PartyUnavailable: a party could not start the job."""
@@ -255,4 +258,7 @@ class PartyControl:
                 ) from None
             if exc.code() in REFUSALS:
                 raise PartyRefused(f"party '{party_id}': {exc.details()}") from None
+            if exc.code() == grpc.StatusCode.ABORTED and method == "PrepareJob":
+                raise PartyBusy(f"party '{party_id}': {exc.details()}") from None
+            # RESOURCE_EXHAUSTED: the job is over one of the party's limits; it fails
             raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None

@@ -103,6 +103,7 @@ def _monitor(
     while not running.stopping.wait(interval_s):
         try:
             running.lifecycle.check_parties(grace_s)
+            running.lifecycle.admit_queued()
             if auto_resume:
                 running.lifecycle.auto_resume()
         except Exception:  # noqa: BLE001 - the monitor must outlive any one bad record

@@ -2,6 +2,7 @@
 runs its training role, keeps its model parts and scores with them.
 
     PartyConfig, load_party_config    its config file (`vfl party serve --config`)
+    Limits                            what a job may hold here (the config's `limits:`)
     create_party_server, PartyServer  the running daemon (gRPC server, registration)
     DaemonOptions, PartyDaemon        the daemon's logic: prepare, start and end jobs, over its
                                       job registry, data-plane endpoint and compute

@@ -14,11 +14,15 @@ from .errors import (
     ConfigError as ConfigError,
     DataError as DataError,
     JobError as JobError,
+    LimitExceeded as LimitExceeded,
+    MemoryLimitExceeded as MemoryLimitExceeded,
     ModelError as ModelError,
+    PartyBusy as PartyBusy,
     PartyError as PartyError,
     PeerUnavailable as PeerUnavailable,
     RequestError as RequestError,
     ShuttingDown as ShuttingDown,
     UnknownModel as UnknownModel,
 )
+from .limits import Limits as Limits
 from .server import PartyServer as PartyServer, create_party_server as create_party_server

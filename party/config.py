@@ -24,10 +24,20 @@ compute:                          # optional; where the party's Paillier work ru
   min_task_ms: 20                 # least one-core ms of work per task (every op)
   kept_keys: 4                    # peers' keys whose obfuscator pools outlive jobs
   kept_obfuscators: 4096          # each filled up to this while no job runs
+limits:                           # optional; what a job may hold here (`party.limits`)
+  memory_gb: 12                   # default: 3/4 of this machine's memory
+  max_parameters: 500000000       # default: what fits memory_gb at 16 bytes each
+  max_rows: 50000000              # default: memory_gb / 256 bytes
+  max_concurrent_jobs: 4          # more jobs wait QUEUED; default max(4, 2 x cores)
+  max_job_seconds: 604800         # default 7 days
 scoring:                          # optional; online scoring's capacity at this daemon
   threads: 32                     # Predict calls held at once, all models together
   queue: 32                       # per model: requests waiting for its next micro-batch
 ```
+`limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
+over one FAILs naming it; one that fits alone but not beside the jobs held now waits
+QUEUED), and while jobs run (`party.guard`: a job whose memory grows past memory_gb, or
+that runs longer than max_job_seconds, fails; the others go on).
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
 ".[ray]"`); the daemon joins the cluster at its first job. `min_task_ms` is one number
@@ -68,9 +78,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vfl.contract.spec import TableSource, explain
 from vfl.party.errors import ConfigError
+from vfl.party.limits import Limits
 from vfl.secure.errors import ConfigError as SecureConfigError, ExecutorError
 from vfl.secure.executor import ComputeConfig, make_executor
 
@@ -85,36 +96,32 @@ _TOP = {
     "output_dir",
     "scorers",
     "compute",
+    "limits",
     "scoring",
 }
 MAX_SCORING_THREADS = 1024  # of `scoring.threads` and `scoring.queue`
 
 
-@dataclass(frozen=True)
-class ScoringLimits:
-    """Online scoring's capacity at one daemon (`scoring:` in the party config).
+class ScoringLimits(BaseModel):
+    """Online scoring's capacity at one daemon (`scoring:` in the party config): a
+    `Predict` beyond either bound is refused at once (RESOURCE_EXHAUSTED, retry hint)."""
 
-    Args:
-        threads: `Predict` calls held at once, every model together (each waits on a
-            thread of the scoring plane for its micro-batch).
-        queue: per model, requests waiting for the model's next micro-batch (one runs at a
-            time, of up to 64 ids).
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    Raises:
-        ConfigError: a bound below 1 or above `MAX_SCORING_THREADS`.
-    """
-
-    threads: int = 32
-    queue: int = 32
-
-    def __post_init__(self) -> None:
-        for name in ("threads", "queue"):
-            value = getattr(self, name)
-            if type(value) is not int or not 1 <= value <= MAX_SCORING_THREADS:
-                raise ConfigError(
-                    f"scoring.{name} must be a whole number from 1 to {MAX_SCORING_THREADS}, "
-                    f"not {value!r}"
-                )
+    threads: int = Field(
+        32,
+        ge=1,
+        le=MAX_SCORING_THREADS,
+        description="Predict calls held at once, every model together (each waits on a "
+        "thread of the scoring plane for its micro-batch)",
+    )
+    queue: int = Field(
+        32,
+        ge=1,
+        le=MAX_SCORING_THREADS,
+        description="per model, requests waiting for its next micro-batch (one runs at a "
+        "time, of up to 64 ids)",
+    )
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,7 @@ class PartyConfig:
     output_dir: Path | None = None  # scores of prediction jobs; None: <state_dir>/predictions
     scorers: tuple[str, ...] = ()  # identities that may score online here; (): see above
     compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
+    limits: Limits = field(default_factory=Limits.of_machine)  # what a job may hold here
     scoring: ScoringLimits = field(default_factory=ScoringLimits)  # online scoring's capacity
 
     @property
@@ -191,22 +199,31 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
         scorers=tuple(scorers),
         compute=_compute(raw.get("compute")),
+        limits=_limits(raw.get("limits")),
         scoring=_scoring(raw.get("scoring")),
     )
+
+
+def _limits(raw: Any) -> Limits:
+    """Raises:
+    ConfigError: an unknown or invalid `limits.FIELD`."""
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError("'limits' must be a mapping {memory_gb, max_parameters, ...}")
+    try:
+        return Limits.model_validate(raw or {})  # fields not given: Limits.of_machine's
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, Limits, "limits", "party config")) from None
 
 
 def _scoring(raw: Any) -> ScoringLimits:
     """Raises:
     ConfigError: an unknown or invalid `scoring.FIELD`."""
-    if raw is None:
-        return ScoringLimits()
-    if not isinstance(raw, dict):
+    if raw is not None and not isinstance(raw, dict):
         raise ConfigError("'scoring' must be a mapping {threads, queue}")
-    fields = set(ScoringLimits.__dataclass_fields__)
-    unknown = sorted(set(raw) - fields)
-    if unknown:
-        raise ConfigError(f"unknown field(s) {unknown} under 'scoring'; allowed: {sorted(fields)}")
-    return ScoringLimits(**{str(k): v for k, v in raw.items()})
+    try:
+        return ScoringLimits.model_validate(raw or {})
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, ScoringLimits, "scoring", "party config")) from None
 
 
 def _compute(raw: Any) -> ComputeConfig:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 from vfl.contract.errors import ContractError, SpecError
@@ -19,10 +20,12 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
-from vfl.party.errors import JobError, PartyError, shareable
+from vfl.party.errors import JobError, LimitExceeded, PartyError, shareable
+from vfl.party.guard import Guard
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
 from vfl.party.job import PartyJob
+from vfl.party.limits import JobEstimate, estimate_job
 from vfl.party.metrics import MeteredReporter, PartyMetrics
 from vfl.party.registry import JobRegistry, RunningJob
 from vfl.party.report_sender import ReportSender
@@ -70,6 +73,7 @@ class PartyDaemon:
         self.compute = PartyCompute(config, self.state)
         self.executor = self.compute.executor
         self.jobs = JobRegistry(config.party_id, self.compute.idle)
+        self.guard = Guard(config.party_id, config.limits, self.jobs.held)  # `limits:`
         self.address = ""  # where peers reach this daemon (set once it serves)
         self.metrics = PartyMetrics(self.jobs_by_state, self.compute.ready_counts)  # --metrics
         self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
@@ -198,7 +202,16 @@ class PartyDaemon:
             sweep(self.state, self.jobs.held() | {job_id})
         with self.jobs.loading(job_id):
             job = self._job(job_id, spec, resume_round)
-            table = job.prepare()
+            budget = self.guard.admit(job_id, self._estimate(spec, job))
+            if isinstance(job, PartyJob):  # the guard may fail it while its data loads
+                job.check = budget.check
+                job.check_model = functools.partial(self.guard.check_model, budget)
+            try:
+                table = job.prepare()
+                budget.check()  # the guard failed it while it loaded
+            except BaseException:
+                self.guard.close(budget)
+                raise
         addresses = {**peers, **self.config.peers}
         missing = [p.id for p in spec.parties if p.id != me and p.id not in addresses]
         if missing:
@@ -211,7 +224,9 @@ class PartyDaemon:
         mailbox = Mailbox()
         network = spec.network if spec.network is not None else self.options.network
         channel = self.endpoint.channel(job_id, mailbox, addresses, spec.train.timeout_s, network)
-        running = RunningJob(job, mailbox, channel)
+        running = RunningJob(job, mailbox, channel, budget)
+        budget.on_fail = functools.partial(self._fail_job, job_id)
+        budget.check()  # (failed before it had `on_fail`, which reports it)
         self.jobs.add(job_id, running)
         ttl = max(spec.train.timeout_s, PREPARED_TTL_S)
         expiry = threading.Timer(ttl, self._expire_if_never_started, (job_id, running.prepared_at))
@@ -236,6 +251,21 @@ class PartyDaemon:
             self.metrics.instruments(),
             self.executor,
         )
+
+    def _estimate(self, spec: JobSpec, job: PartyJob | PredictJob) -> JobEstimate:
+        """What `job` will hold here (`party.limits.estimate_job`), before it loads."""
+        given = [job.dataset] + ([job.test_dataset] if isinstance(job, PartyJob) else [])
+        tables = [d.source for d in given if d is not None]
+        return estimate_job(spec, self.config.party_id, tables, isinstance(job, PartyJob))
+
+    def _fail_job(self, job_id: str, error: LimitExceeded) -> None:
+        """The guard failed a held job (`party.guard`): report it FAILED, then stop it as
+        a cancel does (its thread stops at its next message or check)."""
+        party = self.config.party_id
+        with job_context(job_id):
+            reporter = CoordinatorReporter(self._coordinator, job_id, party, lambda: None)
+            reporter.failed(f"party '{party}': {shareable(error, party)}")
+            self.abort(job_id, f"over a limit of party '{party}'")
 
     def _expire_if_never_started(self, job_id: str, prepared_at: float) -> None:
         """Drop a prepared job (and its table) that no StartJob followed in time: its
@@ -292,6 +322,7 @@ class PartyDaemon:
         """Release the executor (its local processes, or its Ray connection) and the kept
         obfuscator pools (their refills and helper processes)."""
         self.compute.close()
+        self.guard.stop()
 
     # --- a job's thread ------------------------------------------------------------
 
@@ -309,12 +340,17 @@ class PartyDaemon:
                 lambda: self.abort(job_id, "cancelled by the coordinator"),
             ),
             self.metrics,
+            running.budget.check,
         )
+        running.budget.started = time.monotonic()
         try:
             reporter.done(running.job.run(running.channel, reporter))
         except ChannelClosed as exc:
             log.info("party %s: stopped (%s)", party, exc)
         except (PartyError, SecureError, ContractError) as exc:  # bad input, named
+            if exc is running.budget.failure:  # the guard reported it (`_fail_job`)
+                log.info("party %s: stopped (%s)", party, exc)
+                return
             log.warning("party %s: failed: %s", party, exc)
             reporter.failed(f"party '{party}': {shareable(exc, party)}")
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
@@ -323,3 +359,4 @@ class PartyDaemon:
         finally:
             self.jobs.finished(job_id, running)
             running.release()
+            self.guard.close(running.budget)

@@ -18,6 +18,7 @@ dataset.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeAlias
@@ -171,21 +172,27 @@ def load_table(cfg: TableSource, name: str) -> Table:
 
 
 def read_raw(
-    cfg: TableSource, name: str, mode: str | None = None, schema: dict[str, str] | None = None
+    cfg: TableSource,
+    name: str,
+    mode: str | None = None,
+    schema: dict[str, str] | None = None,
+    check: Callable[[], None] | None = None,
 ) -> RawTable:
     """Dataset `name` as raw typed columns, before preprocessing. `mode`: the preprocessing
     it is read for (default: the dataset's `preprocess:`); with `none`, every feature must
     be a number and every categorical cell an integer code, as before preprocessing
     existed. `schema` (column -> numeric, categorical or ignore): the kinds a fitted model
-    reads (else the dataset's `columns:` and `categorical:`, then inference).
+    reads (else the dataset's `columns:` and `categorical:`, then inference). `check`:
+    called before each block of a CSV or Parquet file is read (`scan_table`).
 
     Raises:
         DataError: missing file, unknown id, label or overridden column, a malformed value
             (preprocess: none), a numeric override on a column of words, no rows.
+        Exception: what `check` raises (a job the party's limits guard failed).
     """
     mode = mode or cfg.preprocess or "auto"
     if cfg.format in ("csv", "parquet"):
-        raw = _raw_columns(cfg, name, mode, schema)
+        raw = _raw_columns(cfg, name, mode, schema, check=check)
     elif cfg.format == "libsvm":
         raw = _raw_libsvm(_load_libsvm(existing(cfg, name), cfg, name), name)
     elif cfg.format == "sql":  # jobs read a snapshot of it (`party.sql`), as parquet
@@ -308,6 +315,7 @@ def _raw_columns(
     mode: str,
     schema: dict[str, str] | None,
     data: pa.Table | None = None,
+    check: Callable[[], None] | None = None,
 ) -> RawTable:
     """The typed columns of a CSV or Parquet table (or of the rows `data`, in memory),
     each numeric (float32, NaN where empty), text (codes into its words) or ignored, by
@@ -320,7 +328,7 @@ def _raw_columns(
     skip = [c for c, kind in kinds.items() if kind == "ignore"]
     typed = mode == "none"
     if data is None:
-        scanned = scan_table(cfg, name, typed=typed, text=text, skip=skip)
+        scanned = scan_table(cfg, name, typed=typed, text=text, skip=skip, check=check)
     else:
         scanned = scan_arrow(data, cfg, name, typed=typed, text=text, skip=skip)
     if schema is None:

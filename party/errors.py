@@ -4,6 +4,9 @@ PartyError          base
 ├── ConfigError     the party config file is invalid (names the field and the fix)
 ├── DataError       a dataset is missing or malformed (names the file, row, column)
 ├── JobError        a job cannot run here (unknown dataset, id sets differ, bad peer)
+├── LimitExceeded   a job is over one of this party's limits (names it, the estimate, the fix)
+│   └── MemoryLimitExceeded a running job's memory grew past the limit (the guard)
+├── PartyBusy       a job fits, but not beside the jobs held now: it waits QUEUED
 ├── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
 ├── ModelError      a model part is missing, deleted, corrupt, or does not fit the data
 │   └── UnknownModel    this party holds no part of the model (never trained here, deleted)
@@ -52,6 +55,21 @@ class DataError(PartyError):
 
 class JobError(PartyError):
     """A job cannot run on this party."""
+
+
+class LimitExceeded(PartyError):
+    """A job is over one of this party's limits (`limits:` in its config, `party.limits`):
+    the message names the limit, the job's estimate and the fix. The job fails."""
+
+
+class MemoryLimitExceeded(LimitExceeded):
+    """A running job's memory grew past the party's limit (`party.guard`): the party
+    failed that job, and serves its other jobs on."""
+
+
+class PartyBusy(PartyError):
+    """A job fits this party's limits, but not beside the jobs it holds now (its
+    max_concurrent_jobs, or memory they hold): the coordinator queues it until one ends."""
 
 
 class CheckpointError(PartyError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -16,6 +16,7 @@ from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
 from vfl.party.data import RawTable, Table, read_raw
 from vfl.party.errors import CheckpointError, DataError, JobError
+from vfl.party.limits import model_parameters, parameter_bytes
 from vfl.party.preprocess import Preprocessor, check_secure_bounds, fit
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
@@ -136,6 +137,9 @@ class PartyJob:
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
         self.snapshots: dict[str, str] = {}  # sql datasets read: name -> snapshot SHA-256
+        self.check: Callable[[], None] | None = None  # between blocks read (`party.guard`)
+        # before the model is built: its parameters and bytes apiece (`Guard.check_model`)
+        self.check_model: Callable[[int, int], None] | None = None
 
     def prepare(self) -> RawTable:
         """Load and check the data (and the checkpoint to resume from) before any party
@@ -175,7 +179,7 @@ class PartyJob:
         if dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         tick = time.monotonic()
-        raw = read_raw(self._source(dataset), dataset.name)
+        raw = read_raw(self._source(dataset), dataset.name, check=self.check)
         log.info(
             "party %s: read dataset %s: %d rows in %.2f s",
             self.party_id,
@@ -256,6 +260,9 @@ class PartyJob:
         ctx.start_round = self.resume_round
         ctx.instruments = self.instruments
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
+        if self.check_model is not None:  # the inputs are known now: embeddings counted
+            n = model_parameters(self.spec, self.party_id, train.width, train.cardinalities)
+            self.check_model(n, parameter_bytes(self.spec))
         result = self._train(ctx, labels, val_labels, reporter)
         # the ids of the rows validated on, in the order of `validation_outputs`
         val_ids = aligned_ids[len(order) :] if has_test else aligned_ids

@@ -140,11 +140,20 @@ class MeteredReporter:
     """A job's `Reporter` that counts PSI's rows and time, and every round with the time
     since the previous one, before passing each report on."""
 
-    def __init__(self, inner: CoordinatorReporter, metrics: PartyMetrics) -> None:
+    def __init__(
+        self,
+        inner: CoordinatorReporter,
+        metrics: PartyMetrics,
+        check: Callable[[], None] | None = None,
+    ) -> None:
+        """`check`: called at every stage, round and validation (the limits guard's
+        `JobBudget.check`, which raises once the job is failed)."""
         self._inner, self._metrics = inner, metrics
+        self._check = check or (lambda: None)
         self._last_round: float | None = None
 
     def stage(self, state: JobState) -> None:
+        self._check()
         self._inner.stage(state)
 
     def aligned(self, intersection_size: int, psi_seconds: float, test_size: int = 0) -> None:
@@ -155,6 +164,7 @@ class MeteredReporter:
     def round(
         self, rnd: int, total: int, loss: float | None, bytes_sent: int = 0, local_updates: int = 0
     ) -> None:
+        self._check()
         now = time.monotonic()
         self._metrics.rounds.inc()
         if self._last_round is not None:
@@ -163,6 +173,7 @@ class MeteredReporter:
         self._inner.round(rnd, total, loss, bytes_sent, local_updates)
 
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:
+        self._check()
         self._inner.validation(rnd, dict(metrics))
 
     def checkpoint(self, rnd: int) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,10 +84,12 @@ def scan_table(
     typed: bool = False,
     text: Collection[str] = (),
     skip: Collection[str] = (),
+    check: Callable[[], None] | None = None,
 ) -> Scanned:
     """Stream dataset `name` (csv or parquet) into a party's buffers (module docstring).
     `text`: columns read as text whatever they hold; `skip`: columns not read at all
-    (names not in the header are left to the caller).
+    (names not in the header are left to the caller); `check`: called before each block
+    (it may raise: the party's limits guard stops a job whose data outgrows its memory).
 
     Raises:
         DataError: a missing or unreadable file, an empty one, no such id, label or named
@@ -106,6 +108,8 @@ def scan_table(
     while True:
         try:
             batches = _batches(path, source, name, header, keep, forced, typed)
+            if check is not None:
+                batches = _checked(batches, check)
             scanned = _collect(
                 batches, name, header, id_col, label, text, source.format == "csv", typed
             )
@@ -117,6 +121,15 @@ def scan_table(
             continue
         pa.default_memory_pool().release_unused()  # the blocks parsed: back to the system
         return scanned
+
+
+def _checked(
+    batches: Iterator[pa.RecordBatch], check: Callable[[], None]
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        check()
+        yield batch
+    check()  # before the columns are joined and encoded
 
 
 def scan_arrow(

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from vfl.party.errors import JobError
+from vfl.party.guard import JobBudget
 from vfl.party.inference.batch import PredictJob
 from vfl.party.job import PartyJob
 from vfl.secure.channel import Channel, Mailbox
@@ -35,6 +36,7 @@ class RunningJob:
     job: PartyJob | PredictJob
     mailbox: Mailbox
     channel: Channel
+    budget: JobBudget  # its account with the party's limits guard
     thread: threading.Thread | None = None
     state: str = "PREPARED"
     prepared_at: float = field(default_factory=time.monotonic)

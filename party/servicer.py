@@ -28,7 +28,9 @@ from vfl.party.errors import (
     ConfigError,
     DataError,
     JobError,
+    LimitExceeded,
     Overloaded,
+    PartyBusy,
     PartyError,
     PeerUnavailable,
     RequestError,
@@ -62,6 +64,8 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
     (TableUnavailable, grpc.StatusCode.UNAVAILABLE),
     (ShuttingDown, grpc.StatusCode.UNAVAILABLE),
     (RequestError, grpc.StatusCode.INVALID_ARGUMENT),
+    (LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),  # the job fails (exit 1)
+    (PartyBusy, grpc.StatusCode.ABORTED),  # the coordinator queues the job
     (ChannelClosed, grpc.StatusCode.ABORTED),
     (PayloadError, grpc.StatusCode.INVALID_ARGUMENT),
     (DataError, grpc.StatusCode.FAILED_PRECONDITION),
@@ -242,6 +246,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             started_jobs=self._d.started_jobs(),
             version=VERSION,
             time=time.time(),
+            max_concurrent_jobs=cfg.limits.max_concurrent_jobs,
         )
 
     def CheckPeers(self, request, context):  # noqa: N802

@@ -20,6 +20,7 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_STATE_CANCELLED: _ClassVar[JobState]
     JOB_STATE_PAUSED: _ClassVar[JobState]
     JOB_STATE_PREDICTING: _ClassVar[JobState]
+    JOB_STATE_QUEUED: _ClassVar[JobState]
 
 class ModelState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -38,6 +39,7 @@ JOB_STATE_FAILED: JobState
 JOB_STATE_CANCELLED: JobState
 JOB_STATE_PAUSED: JobState
 JOB_STATE_PREDICTING: JobState
+JOB_STATE_QUEUED: JobState
 MODEL_STATE_UNSPECIFIED: ModelState
 MODEL_STATE_AVAILABLE: ModelState
 MODEL_STATE_INCOMPLETE: ModelState

@@ -89,20 +89,22 @@ class GetPartyInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPartyInfoResponse(_message.Message):
-    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs", "version", "time")
+    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs", "version", "time", "max_concurrent_jobs")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
     STARTED_JOBS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
+    MAX_CONCURRENT_JOBS_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     datasets: _containers.RepeatedScalarFieldContainer[str]
     running_jobs: _containers.RepeatedScalarFieldContainer[str]
     started_jobs: _containers.RepeatedScalarFieldContainer[str]
     version: str
     time: float
-    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., time: _Optional[float] = ...) -> None: ...
+    max_concurrent_jobs: int
+    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., time: _Optional[float] = ..., max_concurrent_jobs: _Optional[int] = ...) -> None: ...
 
 class ListCheckpointsRequest(_message.Message):
     __slots__ = ("job_id", "spec_json")

@@ -269,7 +269,7 @@ class Client:
         Raises:
             UnknownModel: no model `model_id`, or the party holds no part of it.
             PartyUnavailable: the active party (or a passive one) does not answer.
-            PartyBusy: the active party refused at its capacity (at once); retry after
+            ScoringBusy: the active party refused at its capacity (at once); retry after
                 the error's `retry_after_s`.
             CoordinatorError: the party refused (e.g. it is not the model's active party).
         """

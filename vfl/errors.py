@@ -6,7 +6,7 @@ gRPC call becomes one of them (`translated`).
     ├── UnknownJob          no job with that id
     ├── UnknownModel        no model with that id (never trained, or deleted)
     ├── PartyUnavailable    a party is not registered or does not answer
-    │   └── PartyBusy       a party refused at its capacity: retry after `retry_after_s`
+    │   └── ScoringBusy     a party refused at its capacity: retry after `retry_after_s`
     ├── AccessDenied        this identity may not do that
     ├── CoordinatorLost     the coordinator went away while a job was watched
     └── CoordinatorUnavailable  the coordinator could not be reached (names cause and fix)
@@ -25,8 +25,8 @@ from vfl.coordinator.errors import (
     CoordinatorError,
     CoordinatorLost,
     CoordinatorUnavailable,
-    PartyBusy,
     PartyUnavailable,
+    ScoringBusy,
     UnknownJob,
     UnknownModel,
 )
@@ -39,8 +39,8 @@ __all__ = [
     "CoordinatorError",
     "CoordinatorLost",
     "CoordinatorUnavailable",
-    "PartyBusy",
     "PartyUnavailable",
+    "ScoringBusy",
     "SpecError",
     "UnknownJob",
     "UnknownModel",
@@ -73,7 +73,7 @@ def translated(
 
     Raises:
         CoordinatorError: the subclass for the call's status (see Args); AccessDenied for
-            PERMISSION_DENIED; PartyBusy for RESOURCE_EXHAUSTED with a retry hint (a
+            PERMISSION_DENIED; ScoringBusy for RESOURCE_EXHAUSTED with a retry hint (a
             party at its capacity); else CoordinatorError itself, with the status's name.
         SpecError: when `invalid` is SpecError and the spec was refused.
     """
@@ -86,7 +86,7 @@ def translated(
         if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             hint = retry_after_s(exc)
             if hint is not None:  # refused at capacity: the message says when to retry
-                raise PartyBusy(details, hint) from None
+                raise ScoringBusy(details, hint) from None
             raise CoordinatorError(explain(exc, address, tls, expect)) from None
         kind: type[Exception] | None = {
             grpc.StatusCode.NOT_FOUND: missing,

@@ -116,7 +116,7 @@ def score_at(
     Raises:
         PartyUnavailable: the party is unreachable, or a passive party did not answer
             (names the cause and the fix).
-        PartyBusy: the party refused the request at its capacity, at once; retry after
+        ScoringBusy: the party refused the request at its capacity, at once; retry after
             its `retry_after_s`.
         UnknownModel: the party holds no part of the model.
         AccessDenied: this identity may not score there.

@@ -56,9 +56,9 @@ def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
         ("colour: red\n", "unknown top-level field(s) ['colour']"),
         ("compute: {executor: gpu}\n", "compute.executor must be one of"),
         ("compute: {min_block: 3}\n", "compute.min_block"),
-        ("scoring: {threads: 0}\n", "scoring.threads must be a whole number from 1 to 1024"),
-        ("scoring: {queue: true}\n", "scoring.queue must be a whole number"),
-        ("scoring: {depth: 3}\n", "unknown field(s) ['depth'] under 'scoring'"),
+        ("scoring: {threads: 0}\n", "'scoring.threads' must be an integer in [1, 1024]; got 0"),
+        ("scoring: {queue: true}\n", "'scoring.queue' must be an integer in [1, 1024]"),
+        ("scoring: {depth: 3}\n", "unknown field(s) 'scoring.depth' in scoring"),
         ("datasets: {d: {format: csv}}\n", "'datasets.d.path' is required"),
     ],
 )

@@ -1,0 +1,293 @@
+"""A party's limits (`limits:` in its config) and what a job will hold, checked at PREPARE.
+
+```yaml
+limits:                     # every field optional; defaults from this machine
+  memory_gb: 12             # the daemon's process tree (it and its workers); default 3/4
+                            # of the machine's memory (or of its cgroup's limit)
+  max_parameters: 500000000 # model parameters of one job at this party; default: what
+                            # fits the memory at 16 bytes a parameter
+  max_rows: 50000000        # rows of one job's tables here; default: memory / 256 bytes
+  max_concurrent_jobs: 4    # jobs held at once; more wait QUEUED; default max(4, 2 x cores)
+  max_job_seconds: 604800   # a job running longer here fails; default 7 days
+```
+
+Before a party loads a job's data or builds its model, `estimate_job` says what the job
+will hold from cheap facts: the tables' row counts (Parquet metadata; a CSV or LIBSVM
+file's size over its first MiB's lines), their header's columns, and the spec's layer
+widths. `admit` then refuses a job that is over a limit on its own (`LimitExceeded`: the
+job FAILs, naming the limit, the estimate and the fix) and defers one that fits alone
+but not beside the jobs running now (`PartyBusy`: the coordinator queues it). The guard
+(`party.guard`) watches what jobs really hold while they run.
+
+Bytes a table holds: `ROW_BYTES` a row (its id, label, the PSI's points and digests, the
+aligned order) plus `CELL_BYTES` a cell (the raw float32 column and its preprocessed
+copy); bench/results/scale_rows.txt measured 2.1 GB over an idle daemon for 1e7 rows of
+14 cells, which this puts at 2.7 GB. A model parameter holds 4 bytes for its weight, its
+gradient and each optimiser slot (adagrad 1, adam 2, sgd 0). A blindfl job adds its source
+layer's ciphertexts and `BLINDFL_BYTES` (the same file: a 1e5-row blindfl epoch's bank
+tree peaked 278 MB above split's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from vfl.contract.spec import JobSpec, TableSource
+from vfl.party.errors import LimitExceeded, PartyBusy
+
+GB = 1 << 30
+ROW_BYTES = 160
+CELL_BYTES = 8
+PARAMETER_BYTES = 4
+SLOTS = {"adagrad": 1, "adam": 2, "sgd": 0}  # optimiser state per parameter
+BLINDFL_BYTES = 256 << 20  # a blindfl job's obfuscator pools, key tables and workers' share
+SAMPLE_BYTES = 1 << 20  # a text file's rows: its size over this much of its start's lines
+MEMORY_SHARE = 0.75  # of the machine's memory, the default limit
+
+
+def machine_memory_bytes() -> int:
+    """This machine's memory, or its cgroup's limit if lower (a container's)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        text = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(text)) if text.isdigit() else total
+
+
+class Limits(BaseModel):
+    """What one party lets a job hold (`limits:` in the party config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    memory_gb: float = Field(
+        gt=0, description="GiB the daemon's process tree (it and its workers) may hold"
+    )
+    max_parameters: int = Field(ge=1, description="model parameters of one job here")
+    max_rows: int = Field(ge=1, description="rows of one job's tables here")
+    max_concurrent_jobs: int = Field(ge=1, description="jobs held at once; more wait QUEUED")
+    max_job_seconds: float = Field(7 * 86400.0, gt=0, description="a job's longest run here")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _machine_defaults(cls, data: Any) -> Any:
+        """Fields not given: from this machine (max_parameters and max_rows from memory_gb)."""
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        if out.get("memory_gb") is None:
+            out["memory_gb"] = round(machine_memory_bytes() * MEMORY_SHARE / GB, 2)
+        memory = out["memory_gb"]
+        if isinstance(memory, int | float) and not isinstance(memory, bool) and memory > 0:
+            if out.get("max_parameters") is None:
+                out["max_parameters"] = max(1, int(memory * GB) // (4 * PARAMETER_BYTES))
+            if out.get("max_rows") is None:
+                out["max_rows"] = max(1, int(memory * GB) // 256)
+        if out.get("max_concurrent_jobs") is None:
+            out["max_concurrent_jobs"] = max(4, 2 * (os.cpu_count() or 1))
+        return out
+
+    @classmethod
+    def of_machine(cls) -> Limits:
+        """Every limit at its default for this machine."""
+        return cls.model_validate({})
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gb * GB)
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """What a job will hold at one party: its tables' rows and columns (None: unknown,
+    e.g. a database's), its model's parameters, and the bytes of both."""
+
+    rows: int | None
+    columns: int | None
+    parameters: int
+    bytes: int
+
+
+def estimate_job(
+    spec: JobSpec, party_id: str, tables: Sequence[TableSource], training: bool = True
+) -> JobEstimate:
+    """What job `spec` will hold at party `party_id` reading `tables` (its training table,
+    then its test table if any); a prediction (`training=False`) builds no new model."""
+    sizes = [table_size(t) for t in tables]
+    known = [s for s in sizes if s is not None]
+    rows = sum(r for r, _ in known) if len(known) == len(sizes) and sizes else None
+    columns = max((c for _, c in known), default=None)
+    table_bytes = sum(r * (ROW_BYTES + c * CELL_BYTES) for r, c in known)
+    widths = model_widths(spec, party_id, columns or 0) if training else []
+    parameters = sum(a * b + b for a, b in widths)
+    activations = spec.train.batch_size * sum(b for _, b in widths) * 3 * PARAMETER_BYTES
+    model_bytes = parameters * parameter_bytes(spec) + activations
+    if training and spec.protocol == "blindfl":  # the source layer's ciphertexts, mod n^2
+        model_bytes += (columns or 0) * spec.model.source.out_dim * spec.crypto.key_bits // 4
+        model_bytes += BLINDFL_BYTES
+    return JobEstimate(rows, columns, parameters, table_bytes + model_bytes)
+
+
+def model_widths(spec: JobSpec, party_id: str, columns: int) -> list[tuple[int, int]]:
+    """The (in, out) widths of the linear layers this party builds for `spec` with
+    `columns` feature columns (embeddings, whose vocabularies are not known yet, aside)."""
+    src, top = spec.model.source, spec.model.top
+    out = src.out_dim
+    widths = _layers(columns, src.hidden, out) if columns else []
+    if spec.party(party_id).role == "active":
+        top_in = out * len(spec.parties)
+        widths += _layers(top_in, top.hidden, 1 if top.task != "multiclass" else 16)
+    return widths
+
+
+def _layers(width: int, hidden: Sequence[int], out: int) -> list[tuple[int, int]]:
+    dims = [width, *hidden, out]
+    return list(zip(dims, dims[1:], strict=False))
+
+
+def table_size(source: TableSource) -> tuple[int, int] | None:
+    """A table's rows and feature columns from cheap facts (module docstring); None for a
+    database's rows, or a file that cannot be read (its reader names why)."""
+    if source.format == "sql" or source.path is None:
+        return None
+    path = Path(source.path)
+    try:
+        if source.format == "parquet":
+            files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+            metas = [pq.ParquetFile(f).metadata for f in files]
+            rows = sum(m.num_rows for m in metas)
+            columns = max((m.num_columns for m in metas), default=0)
+        else:
+            rows, columns = _text_size(path, source.format == "libsvm")
+    except (OSError, ValueError):
+        return None
+    return rows, max(0, columns - 1 - int(source.label is not None))
+
+
+def _text_size(path: Path, libsvm: bool) -> tuple[int, int]:
+    """A text table's rows (its size over the mean length of its first MiB's lines) and
+    cells a row (CSV: the header's; LIBSVM: the most of a sampled line's)."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(SAMPLE_BYTES)
+    lines = head.splitlines()
+    if not lines:
+        return 0, 0
+    if libsvm:
+        columns = max(len(line.split()) for line in lines) + 1
+        count = len(lines)
+    else:
+        columns = lines[0].count(b",") + 1
+        count = len(lines) - 1
+    if size <= len(head) or count <= 0:
+        return max(count, 0), columns
+    return int(size * len(lines) / len(head)), columns
+
+
+def admit(
+    estimate: JobEstimate,
+    limits: Limits,
+    held: int,
+    idle_bytes: int,
+    now_bytes: int,
+) -> None:
+    """Whether this party takes a job of `estimate` now, with `held` other jobs held, its
+    process tree holding `idle_bytes` with no job and `now_bytes` now.
+
+    Raises:
+        LimitExceeded: the job is over a limit on its own (names it, the estimate, the fix).
+        PartyBusy: it fits alone, but not beside the jobs held now (it waits for them).
+    """
+    if estimate.parameters > limits.max_parameters:
+        raise too_many_parameters(estimate.parameters, limits)
+    if estimate.rows is not None and estimate.rows > limits.max_rows:
+        raise LimitExceeded(
+            f"the job's tables hold about {estimate.rows:,} rows here, over this party's "
+            f"limit max_rows = {limits.max_rows:,}; use a smaller dataset, or ask the "
+            "party's operator to raise limits.max_rows in its config"
+        )
+    if idle_bytes + estimate.bytes > limits.memory_bytes:
+        raise too_much_memory(estimate.bytes, idle_bytes, limits)
+    if held >= limits.max_concurrent_jobs:
+        raise PartyBusy(
+            f"this party holds {held} jobs, its limit max_concurrent_jobs; the job waits "
+            "for one of them to end"
+        )
+    if held and now_bytes + estimate.bytes > limits.memory_bytes:
+        raise PartyBusy(
+            f"the job's {_gb(estimate.bytes)} do not fit beside the {held} jobs held now "
+            f"(memory_gb = {limits.memory_gb:g}); it waits for one of them to end"
+        )
+
+
+def too_many_parameters(parameters: int, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"the job's model holds {parameters:,} parameters here, over this party's limit "
+        f"max_parameters = {limits.max_parameters:,}; use narrower or fewer layers "
+        "(model.source.hidden, model.top.hidden) or embeddings (model.source.embedding_dim), "
+        "or ask the party's operator to raise limits.max_parameters in its config"
+    )
+
+
+def too_much_memory(job_bytes: int, daemon_bytes: int, limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        f"the job would hold about {_gb(job_bytes)} here ({_gb(job_bytes + daemon_bytes)} "
+        f"with the daemon's own), over this party's limit memory_gb = {limits.memory_gb:g}; "
+        "use a smaller model or dataset, or ask the party's operator to raise "
+        "limits.memory_gb in its config"
+    )
+
+
+def model_parameters(spec: JobSpec, party_id: str, width: int, cardinalities: Sequence[int]) -> int:
+    """The parameters this party's model of `spec` holds over loaded inputs of `width`
+    numeric columns and categorical columns of `cardinalities` (their embeddings too)."""
+    emb = spec.model.source.embedding_dim
+    widths = model_widths(spec, party_id, width + emb * len(cardinalities))
+    return sum(a * b + b for a, b in widths) + emb * sum(cardinalities)
+
+
+def parameter_bytes(spec: JobSpec) -> int:
+    """Bytes a parameter holds in training: its weight, gradient and optimiser slots."""
+    return PARAMETER_BYTES * (2 + SLOTS[spec.train.optimizer])
+
+
+def _gb(n: int) -> str:
+    return f"{n / GB:.2f} GiB"
+
+
+def tree_bytes(pid: int | None = None) -> int:
+    """The resident memory of process `pid` (default: this one) and its descendants."""
+    root = os.getpid() if pid is None else pid
+    total, todo = 0, [root]
+    while todo:
+        p = todo.pop()
+        total += _rss(p)
+        todo += _children(p)
+    return total
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                kids += [int(k) for k in fh.read().split()]
+    except OSError:
+        pass
+    return kids

@@ -1,0 +1,179 @@
+"""A party's limits: the config's `limits:`, a job's estimate, admission, and the guard's
+choices while jobs run (`party.limits`, `party.guard`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from vfl.contract.spec import JobSpec, TableSource
+from vfl.party.config import parse_party_config
+from vfl.party.errors import ConfigError, LimitExceeded, MemoryLimitExceeded, PartyBusy
+from vfl.party.guard import Guard
+from vfl.party.limits import (
+    GB,
+    JobEstimate,
+    Limits,
+    admit,
+    estimate_job,
+    machine_memory_bytes,
+    model_parameters,
+    table_size,
+)
+from vfl.party.training.models import Bottom, seeded_mlp
+
+from tests.support.data import FATE
+
+GUEST = TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")
+
+
+def spec(top_hidden: list[int], source_hidden: list[int] | None = None) -> JobSpec:
+    return JobSpec.model_validate(
+        {
+            "parties": [
+                {"id": "bank", "role": "active", "data": {"dataset": "b"}},
+                {"id": "shop", "role": "passive", "data": {"dataset": "s"}},
+            ],
+            "model": {"top": {"hidden": top_hidden}, "source": {"hidden": source_hidden or []}},
+        }
+    )
+
+
+def test_limits_default_from_the_machine_and_name_a_bad_field() -> None:
+    given = parse_party_config({"party": "bank", "limits": {"memory_gb": 2}}, Path("."))
+    assert given.limits.memory_gb == 2
+    assert given.limits.max_parameters == 2 * GB // 16  # what fits at 16 bytes a parameter
+    assert given.limits.max_rows == 2 * GB // 256
+    default = parse_party_config({"party": "bank"}, Path(".")).limits
+    assert 0 < default.memory_bytes < machine_memory_bytes()
+    with pytest.raises(ConfigError, match=r"limits\.max_concurrent_jobs"):
+        parse_party_config({"party": "bank", "limits": {"max_concurrent_jobs": 0}}, Path("."))
+    with pytest.raises(ConfigError, match=r"limits\.cpus"):
+        parse_party_config({"party": "bank", "limits": {"cpus": 3}}, Path("."))
+
+
+def test_the_estimated_parameters_are_the_models_own() -> None:
+    # Prepare: the active party's top over 2 parties' cut layers, and its own bottom
+    job = spec([48, 24], [20])
+    # Execute
+    estimate = estimate_job(job, "bank", [GUEST])
+    # Assert: the same layers built by torch hold exactly as many parameters
+    out = job.model.source.out_dim
+    bottom = seeded_mlp(0, "b", 10, [20], out)
+    top = seeded_mlp(0, "t", out * 2, [48, 24], 1)
+    expected = sum(p.numel() for m in (bottom, top) for p in m.parameters())
+    assert estimate.rows == 569 and estimate.columns == 10
+    assert estimate.parameters == expected
+    # once the data is loaded, a passive party's embeddings count too
+    emb = job.model.source.embedding_dim
+    passive = Bottom(5, [7, 3], emb, [20], out)
+    loaded = model_parameters(job, "shop", 5, [7, 3])
+    assert loaded == sum(p.numel() for p in passive.parameters())
+
+
+def test_a_wide_hidden_layer_is_over_max_parameters_with_the_fix() -> None:
+    estimate = estimate_job(spec([65536, 65536]), "bank", [GUEST])
+    assert estimate.parameters > 65536**2
+    with pytest.raises(LimitExceeded, match="max_parameters") as info:
+        admit(estimate, Limits(memory_gb=16), 0, 0, 0)
+    assert f"{estimate.parameters:,}" in str(info.value)
+    assert "model.top.hidden" in str(info.value)
+
+
+def test_admission_refuses_alone_over_and_defers_beside_others() -> None:
+    limits = Limits(memory_gb=1, max_concurrent_jobs=2)
+    small = JobEstimate(rows=10, columns=2, parameters=10, bytes=100 << 20)
+    big = JobEstimate(rows=10, columns=2, parameters=10, bytes=900 << 20)
+    admit(small, limits, 1, 200 << 20, 300 << 20)  # fits
+    with pytest.raises(LimitExceeded, match="memory_gb = 1"):
+        admit(big, limits, 0, 200 << 20, 200 << 20)  # over on its own: fails
+    with pytest.raises(PartyBusy, match="max_concurrent_jobs"):
+        admit(small, limits, 2, 200 << 20, 300 << 20)  # a slot frees later
+    with pytest.raises(PartyBusy, match="waits"):
+        admit(small, limits, 1, 200 << 20, 950 << 20)  # the others' memory frees later
+    admit(small, limits, 0, 200 << 20, 950 << 20)  # no other job: the idle daemon's decides
+    rows = JobEstimate(rows=Limits(memory_gb=1).max_rows + 1, columns=1, parameters=1, bytes=0)
+    with pytest.raises(LimitExceeded, match="max_rows"):
+        admit(rows, limits, 0, 0, 0)
+
+
+def test_table_sizes_from_cheap_facts(tmp_path: Path) -> None:
+    rows = 60_000  # over the sampled MiB of a CSV
+    ids = [f"id{i}" for i in range(rows)]
+    pq.write_table(pa.table({"id": ids, "a": range(rows), "b": range(rows)}), tmp_path / "t.pq")
+    assert table_size(TableSource(path=str(tmp_path / "t.pq"), format="parquet")) == (rows, 2)
+    csv = tmp_path / "t.csv"
+    csv.write_text("id,y,a,b\n" + "".join(f"{i},{i % 2},{i * 3},{i * 7}\n" for i in range(rows)))
+    got_rows, columns = table_size(TableSource(path=str(csv), label="y"))  # type: ignore[misc]
+    assert columns == 2 and abs(got_rows - rows) < rows * 0.1
+    assert table_size(TableSource(path=str(tmp_path / "missing.csv"))) is None
+
+
+class Memory:
+    """The process tree's bytes as a test sets them (the guard's `sample`)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __call__(self) -> int:
+        return self.value
+
+
+def test_the_guard_fails_the_largest_job_and_another_only_if_memory_grows_on() -> None:
+    # Prepare: two jobs held, the machine's memory as the test says
+    memory = Memory(100 << 20)
+    held = {"small", "large"}
+    guard = Guard("bank", Limits(memory_gb=1), lambda: set(held), memory, 0.02, pending_s=0.5)
+    failed: dict[str, LimitExceeded] = {}
+    done = threading.Event()
+
+    def on_fail(job: str):
+        return lambda error: (failed.__setitem__(job, error), done.set())
+
+    try:
+        budgets = {}
+        for job, size in (("small", 1 << 20), ("large", 50 << 20)):
+            budgets[job] = guard.admit(job, JobEstimate(10, 1, 1, size))
+            budgets[job].on_fail = on_fail(job)
+            budgets[job].started = time.monotonic()
+        # Execute: the tree passes the limit
+        memory.value = 1100 << 20
+        assert done.wait(5)
+        memory.value = 1300 << 20  # the failed job allocates on until its next check
+        time.sleep(0.2)
+        # Assert: the largest job failed, naming the limit; the other goes on
+        assert list(failed) == ["large"]
+        assert isinstance(failed["large"], MemoryLimitExceeded)
+        assert "memory_gb = 1" in str(failed["large"])
+        with pytest.raises(MemoryLimitExceeded):
+            budgets["large"].check()
+        budgets["small"].check()
+        # the failed job stopped; its memory stays with the allocator: no job grows
+        guard.close(budgets["large"])
+        time.sleep(0.6)
+        assert list(failed) == ["large"]
+        # the other job grows past the peak by more than the slack: it fails too
+        memory.value = 1400 << 20
+        deadline = time.monotonic() + 5
+        while "small" not in failed and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert list(failed) == ["large", "small"]
+    finally:
+        guard.stop()
+
+
+def test_the_guard_fails_a_job_that_runs_past_max_job_seconds() -> None:
+    guard = Guard("bank", Limits(memory_gb=1, max_job_seconds=0.1), lambda: {"j"}, Memory(0), 0.02)
+    try:
+        budget = guard.admit("j", JobEstimate(1, 1, 1, 1))
+        budget.started = time.monotonic()
+        deadline = time.monotonic() + 5
+        while budget.failure is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert budget.failure is not None and "max_job_seconds" in str(budget.failure)
+    finally:
+        guard.stop()
