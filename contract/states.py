@@ -6,8 +6,8 @@ whose party was lost is PAUSED until `vfl resume` (or the
 coordinator's --auto-resume) launches it again from its newest common checkpoint. The
 job store keeps the short name ("TRAINING") so the database reads well.
 
-Model states (`vfl.v1.ModelState`, `coordinator.models`): AVAILABLE, INCOMPLETE, DELETING,
-DELETED, shown in lower case ("available").
+Model states (`vfl.v1.ModelState`, `coordinator.models`): AVAILABLE, INCOMPLETE, CORRUPT,
+DELETING, DELETED, shown in lower case ("available").
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ AVAILABLE = pb.MODEL_STATE_AVAILABLE
 INCOMPLETE = pb.MODEL_STATE_INCOMPLETE
 DELETING = pb.MODEL_STATE_DELETING
 DELETED = pb.MODEL_STATE_DELETED
+CORRUPT = pb.MODEL_STATE_CORRUPT
 
 _MODEL_PREFIX = "MODEL_STATE_"
 

@@ -23,7 +23,7 @@ from vfl.coordinator.errors import CoordinatorError, PartyRefused, PartyUnavaila
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
-from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2 as pb, party_pb2
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +163,18 @@ class Launcher:
                 if not idle:
                     log.info("re-attached: every party still runs the job")
                     continue
+                launched = self._store.get(job_id).result.started_at
+                restarted = [p for p in idle if _up_since(infos[p]) > launched > 0]
+                also = "".join(
+                    f"; party '{p}' restarted too (its daemon is up since "
+                    f"{time.strftime('%H:%M:%S UTC', time.gmtime(_up_since(infos[p])))})"
+                    for p in restarted
+                )
                 self._ending.pause(
                     job_id,
                     spec,
                     f"the coordinator restarted and part{'ies' if len(idle) > 1 else 'y'} "
-                    f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job",
+                    f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job{also}",
                 )
 
     def _launch(self, job_id: str, resume_round: int = 0) -> None:
@@ -209,6 +216,11 @@ class Launcher:
         finally:
             with self._lock:
                 self._unprepared.discard(job_id)
+
+
+def _up_since(info: party_pb2.GetPartyInfoResponse) -> float:
+    """When a party's daemon started, by this clock (0: it did not say)."""
+    return time.time() - (info.time - info.started_at) if info.started_at else 0.0
 
 
 def resume_round(job_id: str, held: dict[str, dict[int, str]]) -> int:
