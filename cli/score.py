@@ -3,7 +3,7 @@
 The active party is found with `--party HOST:PORT`, else by asking the coordinator
 (`LocateModel`: the model's active party and the address it registered). One line per
 id: its score columns, or the error that kept it from being scored (an id's characters
-that do not print, and backslashes, are shown escaped: `shown`). Exit code 0 when
+that do not print are shown escaped: `shown`). Exit code 0 when
 every id was scored, 1 when some id was not (the others are still printed).
 """
 
@@ -32,13 +32,11 @@ def score(args: argparse.Namespace) -> Scores:
 
 
 def shown(text: str) -> str:
-    """`text` for one line of a terminal: a backslash, a tab, a line break, an escape
-    sequence or any other character that does not print becomes its Python escape
-    (`\\`, `\\t`, `\\n`, `\\x1b`), so an id can neither break the columns nor drive the
-    terminal."""
+    """`text` for one line of a terminal: a tab, a line break, an escape sequence or any
+    other character that does not print becomes its Python escape (`\\t`, `\\n`,
+    `\\x1b`), so that an id can neither break the columns nor drive the terminal."""
     return "".join(
-        c if c.isprintable() and c != "\\" else c.encode("unicode_escape").decode("ascii")
-        for c in text
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
     )
 
 
