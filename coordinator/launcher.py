@@ -108,7 +108,7 @@ class Launcher:
             rnd = resume_round(job_id, held)
             self._restart(job_id, rnd)
             log.info("resuming after round %d", rnd)
-            self._threads.run(self._launch, job_id, rnd)
+            self._threads.run(self._launch, job_id, rnd, True)
             return ALIGNING, rnd
 
     def auto_resume(self) -> None:
@@ -177,11 +177,11 @@ class Launcher:
                     f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job{also}",
                 )
 
-    def _launch(self, job_id: str, resume_round: int = 0) -> None:
+    def _launch(self, job_id: str, resume_round: int = 0, resuming: bool = False) -> None:
         with job_context(job_id):
-            self._launch_job(job_id, resume_round)
+            self._launch_job(job_id, resume_round, resuming)
 
-    def _launch_job(self, job_id: str, resume_round: int) -> None:
+    def _launch_job(self, job_id: str, resume_round: int, resuming: bool) -> None:
         record = self._store.get(job_id)
         spec = self._specs.spec(job_id)
         with self._lock:
@@ -191,12 +191,14 @@ class Launcher:
             if not resume_round:
                 started = pb.JobResult(job=job_id, started_at=time.time())
                 self._store.set_state(job_id, ALIGNING, result=started)
+            if resuming:  # a party the pause's abort did not reach still runs the old run
+                self._control.abort_all(job_id, spec, "resumed: the paused run is dropped")
             self._control.prepare_all(job_id, record.spec_json, spec, addresses, resume_round)
             with self._lock:  # from now on every party holds the job (prepared)
                 self._unprepared.discard(job_id)
             ended = self._store.get(job_id)
-            if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
-                self._control.abort_all(job_id, spec, ended.reason)
+            if ended.terminal or ended.state == PAUSED:  # cancelled or paused while the
+                self._control.abort_all(job_id, spec, ended.reason)  # parties loaded: drop it
                 return
             self._control.start_all(job_id, spec, addresses)
             log.info("started on %d parties", len(spec.parties))
@@ -207,7 +209,7 @@ class Launcher:
                 self._store.update_result(job_id, refused)
             self._ending.end(job_id, FAILED, str(exc))
         except PartyUnavailable as exc:
-            self._ending.end(job_id, FAILED, str(exc))
+            self._unavailable(job_id, spec, str(exc), resuming)
         except Exception:
             log.exception("launch failed unexpectedly")
             self._ending.end(
@@ -216,6 +218,18 @@ class Launcher:
         finally:
             with self._lock:
                 self._unprepared.discard(job_id)
+
+    def _unavailable(self, job_id: str, spec: JobSpec, reason: str, resuming: bool) -> None:
+        """A party did not answer while the job launched: a job paused meanwhile (its
+        party stopped answering) stays paused, a resumed job pauses again (the parties
+        keep their checkpoints); only a fresh job that no party ran fails."""
+        state = self._store.get(job_id).state
+        if state == PAUSED:
+            log.info("launch stopped: the job was paused meanwhile (%s)", reason)
+        elif resuming:
+            self._ending.pause(job_id, spec, f"{reason} (while the job resumed)")
+        else:
+            self._ending.end(job_id, FAILED, reason)
 
 
 def _up_since(info: party_pb2.GetPartyInfoResponse) -> float:
