@@ -384,7 +384,15 @@ def table(s: dict) -> str:
     kinds = Counter((j["kind"], j["state"]) for j in s["jobs"])
     by_kind = ", ".join(f"{k} {st}: {n}" for (k, st), n in sorted(kinds.items()))
     over = s["over_limit"]
-    over_text = "; ".join(f"{j['state'] or 'open'} after {j['seconds']} s" for j in over) or "-"
+    over_text = (
+        "; ".join(
+            f"{j['state']} after {j['seconds']} s"
+            if j["state"] in TERMINAL
+            else f"still {j['state'] or 'SUBMITTED'} at the end"
+            for j in over
+        )
+        or "-"
+    )
     sc = s["scoring"]
     others = {k: v for k, v in sc["outcomes"].items() if k not in ("answered", "refused")}
     rows = [
