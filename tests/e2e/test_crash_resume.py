@@ -143,6 +143,7 @@ def test_a_planned_stop_pauses_the_job_at_once_saying_so_and_resume_finishes_it(
         daemons.stop()
 
 
+@pytest.mark.slow  # ~30 s: it waits out a 20 s grace
 def test_a_party_killed_and_restarted_within_the_grace_is_named_as_restarted(tmp_path) -> None:
     # Prepare: a grace the restarted daemon is back within
     daemons = start(tmp_path / "run", grace_s=20.0)
