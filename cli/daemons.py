@@ -34,22 +34,46 @@ def _few_malloc_arenas() -> None:
         pass
 
 
-def _daemon_setup(args: argparse.Namespace) -> threading.Event:
+class _Stop(threading.Event):
+    """Set when the daemon should stop; `why` says what asked it to (a planned stop)."""
+
+    why = ""
+
+    def stop(self, why: str) -> None:
+        if not self.is_set():
+            self.why = why
+        self.set()
+
+
+def _daemon_setup(args: argparse.Namespace) -> _Stop:
     """Logging, signal handlers and the parent watchdog of a daemon process."""
     _few_malloc_arenas()
     configure_daemon_logging()
-    stop = threading.Event()
+    stop = _Stop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(
+            sig,
+            lambda n, _: stop.stop(f"its operator stopped the daemon ({signal.Signals(n).name})"),
+        )
     if args.parent_pid:
 
         def watch_parent() -> None:
             while not stop.wait(1.0):
                 if os.getppid() != args.parent_pid:
-                    stop.set()
+                    stop.stop("the process that started the daemon ended")
 
         threading.Thread(target=watch_parent, daemon=True).start()
     return stop
+
+
+def _absolute(args: argparse.Namespace, *names: str) -> None:
+    """Make the path flags `names` absolute at once: relative to the folder the daemon was
+    started in, whatever later reads them (a certificate watch, a log line, a peer's
+    message)."""
+    for name in names:
+        value = getattr(args, name, None)
+        if value:
+            setattr(args, name, str(Path(value).resolve()))
 
 
 def _write_port(path: str | None, port: int) -> None:
@@ -62,6 +86,7 @@ def _write_port(path: str | None, port: int) -> None:
 def cmd_coordinator_serve(args: argparse.Namespace) -> int:
     from vfl.coordinator.server import create_coordinator_server
 
+    _absolute(args, "db", "tls", "port_file")
     tls = certs.load_identity(args.tls, COORDINATOR_ID) if args.tls else None
     stop = _daemon_setup(args)
     _warn_insecure(tls is None)
@@ -98,10 +123,11 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     from vfl.party.config import load_party_config
     from vfl.party.server import create_party_server
 
+    _absolute(args, "config", "tls", "audit", "state_dir", "port_file")
     config = load_party_config(args.config)
     overrides = {"listen": args.listen, "coordinator": args.coordinator}
     overrides["advertise"] = args.advertise
-    overrides["state_dir"] = args.state_dir and Path(args.state_dir).resolve()
+    overrides["state_dir"] = args.state_dir and Path(args.state_dir)
     config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v})
     tls = certs.load_identity(args.tls, config.party_id) if args.tls else None
     stop = _daemon_setup(args)
@@ -116,7 +142,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     _write_port(args.port_file, server.port)
     print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
     stop.wait()
-    server.stop()
+    server.stop(reason=stop.why)
     if metrics is not None:
         metrics.stop()
     return 0

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 from vfl.cli import progress
-from vfl.cli.run import add_local_run_flags
+from vfl.cli.run import add_local_run_flags, local_workdir
 from vfl.contract.spec import JobSpec, load_spec
 from vfl.coordinator.client import JobView
 from vfl.local.run import LocalRun, follow_or_cancel, started
@@ -72,7 +72,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ok = lambda: bool(views) and all(v.state == "SUCCEEDED" for v in views)  # noqa: E731
     party_args = ("--audit", audit) if secure else ()
     try:
-        with started(spec, args.workdir, party_args, tls=not args.insecure, went_well=ok) as run:
+        with started(
+            spec, local_workdir(args), party_args, tls=not args.insecure, went_well=ok
+        ) as run:
             out = _demo(run, spec, secure, run.base / audit, views, args.json)
     except KeyboardInterrupt:
         print("interrupted: job cancelled, processes stopped", file=sys.stderr)

@@ -32,13 +32,17 @@ def metric(model: pb.ModelSummary) -> str:
 
 def parties(model: pb.ModelSummary) -> str:
     """Who holds a part: "bank, shop", with "(missing)" or "(unreachable)" where not known
-    to hold one; a deleting model shows the parties that still hold theirs."""
+    to hold one, "(corrupt)" where the part cannot score; a deleting model shows the
+    parties that still hold theirs."""
     marks = []
+    corrupt = {h.party_id for h in model.parts if h.problem}
     for p in model.parties:
         if p in model.unreachable:
             marks.append(f"{p} (unreachable)")
         elif p in model.missing:
             marks.append(f"{p} (missing)")
+        elif p in corrupt:
+            marks.append(f"{p} (corrupt)")
         elif p in model.holders:
             marks.append(p)
     return ", ".join(marks) or "-"
@@ -67,6 +71,8 @@ def _party_line(model: pb.ModelSummary, party: str) -> str:
     if party not in parts:
         return f"{party}: holds its part"
     h = parts[party]
+    if h.problem:
+        return f"{party}: holds a part that cannot score: {h.problem}"
     key = f", key {h.key_fingerprint[:16]}" if h.key_fingerprint else ""
     kept = _when(h.created_at)
     line = f"{party}: holds its part ({h.role}, {h.columns} columns, kept {kept}{key})"

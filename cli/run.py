@@ -23,7 +23,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         view = run_local(
             spec,
             lambda c, j: progress.follow(c, j, show=not args.json),
-            workdir=args.workdir,
+            workdir=local_workdir(args),
             party_args=party_args,
             tls=not args.insecure,
         )
@@ -31,6 +31,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("interrupted: job cancelled, processes stopped", file=sys.stderr)
         return 130
     return finish(view, args.json)
+
+
+def local_workdir(args: argparse.Namespace) -> str | None:
+    """--workdir as an absolute path (a relative one is relative to this process's folder,
+    not to the daemons', which run in it); None without it."""
+    return str(Path(args.workdir).resolve()) if args.workdir else None
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

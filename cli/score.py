@@ -2,10 +2,10 @@
 
 The active party is found with `--party HOST:PORT`, else by asking the coordinator
 (`LocateModel`: the model's active party and the address it registered). One line per
-id: its score columns, or the error that kept it from being scored. Exit code 0 when
-every id was scored, 1 when some id was not (the others are still printed), 3 when the
-party did not answer or refused the request at its capacity (`ScoringBusy`: the message
-says when to retry).
+id: its score columns, or the error that kept it from being scored (an id's characters
+that do not print are shown escaped: `shown`). Exit code 0 when every id was scored, 1
+when some id was not (the others are still printed), 3 when the party did not answer or
+refused the request at its capacity (`ScoringBusy`: the message says when to retry).
 """
 
 from __future__ import annotations
@@ -32,6 +32,15 @@ def score(args: argparse.Namespace) -> Scores:
         )
 
 
+def shown(text: str) -> str:
+    """`text` for one line of a terminal: a tab, a line break, an escape sequence or any
+    other character that does not print becomes its Python escape (`\\t`, `\\n`,
+    `\\x1b`), so that an id can neither break the columns nor drive the terminal."""
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
+    )
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     scores = score(args)
     if args.json:
@@ -39,11 +48,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         for item in scores:
             if item.error is not None:
-                print(f"{item.id}\terror {item.error}: {item.message}")
+                print(f"{shown(item.id)}\terror {item.error}: {shown(item.message)}")
             else:
                 cells = [f"{k}={v:.6g}" for k, v in item.values.items()]
-                cells += [f"class={item.predicted_class}"] if item.predicted_class else []
-                print("\t".join([item.id, *cells]))
+                cells += [f"class={shown(item.predicted_class)}"] if item.predicted_class else []
+                print("\t".join([shown(item.id), *cells]))
     return 0 if scores.ok else 1
 
 

@@ -8,8 +8,8 @@ that a party cannot take yet (it holds as many jobs as its `limits:` allow) wait
 in the coordinator's job store, and is launched once its parties have room. The job store
 keeps the short name ("TRAINING") so the database reads well.
 
-Model states (`vfl.v1.ModelState`, `coordinator.models`): AVAILABLE, INCOMPLETE, DELETING,
-DELETED, shown in lower case ("available").
+Model states (`vfl.v1.ModelState`, `coordinator.models`): AVAILABLE, INCOMPLETE, CORRUPT,
+DELETING, DELETED, shown in lower case ("available").
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ AVAILABLE = pb.MODEL_STATE_AVAILABLE
 INCOMPLETE = pb.MODEL_STATE_INCOMPLETE
 DELETING = pb.MODEL_STATE_DELETING
 DELETED = pb.MODEL_STATE_DELETED
+CORRUPT = pb.MODEL_STATE_CORRUPT
 
 _MODEL_PREFIX = "MODEL_STATE_"
 

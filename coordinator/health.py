@@ -37,6 +37,8 @@ class Contact:
     problem: why the last probe failed.
     running_jobs: the jobs the party held at the last probe that answered.
     probed_at: unix time of the last probe (0: none).
+    up_since: unix time (this clock) the party's daemon started, as of the last probe
+        that answered (0: unknown).
     """
 
     heard_at: float = 0.0
@@ -44,6 +46,7 @@ class Contact:
     problem: str = ""
     running_jobs: tuple[str, ...] = ()
     probed_at: float = 0.0
+    up_since: float = 0.0
 
 
 class Contacts:
@@ -58,8 +61,11 @@ class Contacts:
         with self._lock:
             self._set(party_id, heard_at=time.time())
 
-    def probed(self, party_id: str, running: list[str] | None, problem: str = "") -> None:
-        """The party answered a probe (`running`: the jobs it holds), or did not (None)."""
+    def probed(
+        self, party_id: str, running: list[str] | None, problem: str = "", up_for: float = -1.0
+    ) -> None:
+        """The party answered a probe (`running`: the jobs it holds; `up_for`: seconds its
+        daemon has run, < 0 if it did not say), or did not (None)."""
         now = time.time()
         with self._lock:
             if running is None:
@@ -72,6 +78,7 @@ class Contacts:
                     problem="",
                     running_jobs=tuple(running),
                     probed_at=now,
+                    up_since=now - up_for if up_for >= 0 else 0.0,
                 )
 
     def get(self, party_id: str) -> Contact:
@@ -119,11 +126,13 @@ class PartyHealth:
     def _probe_party(self, party_id: str, address: str, within: float) -> list[str] | None:
         """The jobs the party holds; None (and the problem kept) if it did not answer."""
         try:
-            running = list(self._control.info(party_id, address, within).running_jobs)
+            info = self._control.info(party_id, address, within)
         except grpc.RpcError as exc:
             self.contacts.probed(party_id, None, self._control.explain(exc, address, party_id))
             return None
-        self.contacts.probed(party_id, running)
+        running = list(info.running_jobs)
+        up_for = info.time - info.started_at if info.started_at else -1.0  # its own clock
+        self.contacts.probed(party_id, running, up_for=up_for)
         return running
 
     def check(self, grace_s: float) -> None:
@@ -152,5 +161,18 @@ class PartyHealth:
             why = self.contacts.get(party_id).problem
             return f"party '{party_id}' at {address} stopped answering during the job ({why})"
         if holds_job and job_id not in running:
-            return f"party '{party_id}' no longer runs job {job_id} (was its daemon restarted?)"
+            return self._dropped(party_id, job_id)
         return None
+
+    def _dropped(self, party_id: str, job_id: str) -> str:
+        """Why party `party_id` answers without job `job_id`: its daemon started after the
+        job did (it was stopped or crashed, and restarted), or it dropped the job itself."""
+        up_since = self.contacts.get(party_id).up_since
+        launched = self._store.get(job_id).result.started_at
+        if up_since and launched and up_since > launched:
+            when = time.strftime("%H:%M:%S UTC", time.gmtime(up_since))
+            return (
+                f"party '{party_id}' restarted during the job (its daemon is up since {when}: "
+                "it was stopped or crashed) and no longer runs it"
+            )
+        return f"party '{party_id}' no longer runs job {job_id} (see the log of that party)"

@@ -34,7 +34,7 @@ from vfl.coordinator.errors import CoordinatorError, PartyBusy, PartyRefused, Pa
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
-from vfl.proto import coordinator_pb2 as pb
+from vfl.proto import coordinator_pb2 as pb, party_pb2
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +90,14 @@ class Launcher:
             rnd = self._store.get(job_id).result.resumed_from
             why = "launched: its parties have room"
             if self._store.set_state(job_id, ALIGNING, why, expect=QUEUED):
-                self._threads.run(self._launch, job_id, rnd)
+                self._threads.run(self._launch, job_id, rnd, rnd > 0)
             else:  # cancelled meanwhile
                 self.admission.released(job_id)
 
     def _admit(self, job_id: str) -> None:
         with job_context(job_id):
             if self.admission.claim(job_id, SUBMITTED):
-                self._launch_job(job_id, 0)
+                self._launch_job(job_id, 0, resuming=False)
 
     def holds_job(self, job_id: str) -> bool:
         """Whether the parties of `job_id` must hold it by now (all answered PrepareJob)."""
@@ -137,7 +137,7 @@ class Launcher:
             rnd = resume_round(job_id, held)
             self._restart(job_id, rnd)
             log.info("resuming after round %d", rnd)
-            self._threads.run(self._launch, job_id, rnd)
+            self._threads.run(self._launch, job_id, rnd, True)
             return ALIGNING, rnd
 
     def auto_resume(self) -> None:
@@ -192,18 +192,25 @@ class Launcher:
                 if not idle:
                     log.info("re-attached: every party still runs the job")
                     continue
+                launched = self._store.get(job_id).result.started_at
+                restarted = [p for p in idle if _up_since(infos[p]) > launched > 0]
+                also = "".join(
+                    f"; party '{p}' restarted too (its daemon is up since "
+                    f"{time.strftime('%H:%M:%S UTC', time.gmtime(_up_since(infos[p])))})"
+                    for p in restarted
+                )
                 self._ending.pause(
                     job_id,
                     spec,
                     f"the coordinator restarted and part{'ies' if len(idle) > 1 else 'y'} "
-                    f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job",
+                    f"{idle} no longer run{'' if len(idle) > 1 else 's'} the job{also}",
                 )
 
-    def _launch(self, job_id: str, resume_round: int = 0) -> None:
+    def _launch(self, job_id: str, resume_round: int = 0, resuming: bool = False) -> None:
         with job_context(job_id):
-            self._launch_job(job_id, resume_round)
+            self._launch_job(job_id, resume_round, resuming)
 
-    def _launch_job(self, job_id: str, resume_round: int) -> None:
+    def _launch_job(self, job_id: str, resume_round: int, resuming: bool) -> None:
         record = self._store.get(job_id)
         spec = self._specs.spec(job_id)
         with self._lock:
@@ -213,13 +220,15 @@ class Launcher:
             if not resume_round:
                 started = pb.JobResult(job=job_id, started_at=time.time())
                 self._store.set_state(job_id, ALIGNING, result=started)
+            if resuming:  # a party the pause's abort did not reach still runs the old run
+                self._control.abort_all(job_id, spec, "resumed: the paused run is dropped")
             self._control.prepare_all(job_id, record.spec_json, spec, addresses, resume_round)
             with self._lock:  # from now on every party holds the job (prepared)
                 self._unprepared.discard(job_id)
             self.admission.released(job_id)
             ended = self._store.get(job_id)
-            if ended.terminal:  # cancelled while the parties loaded: drop what they prepared
-                self._control.abort_all(job_id, spec, ended.reason)
+            if ended.terminal or ended.state == PAUSED:  # cancelled or paused while the
+                self._control.abort_all(job_id, spec, ended.reason)  # parties loaded: drop it
                 return
             self._control.start_all(job_id, spec, addresses)
             log.info("started on %d parties", len(spec.parties))
@@ -233,7 +242,7 @@ class Launcher:
             self._control.abort_all(job_id, spec, "queued: a party has no room for it yet")
             self.admission.requeue(job_id, f"waiting for room: {exc}")
         except PartyUnavailable as exc:
-            self._ending.end(job_id, FAILED, str(exc))
+            self._unavailable(job_id, spec, str(exc), resuming)
         except Exception:
             log.exception("launch failed unexpectedly")
             self._ending.end(
@@ -243,6 +252,23 @@ class Launcher:
             with self._lock:
                 self._unprepared.discard(job_id)
             self.admission.released(job_id)
+
+    def _unavailable(self, job_id: str, spec: JobSpec, reason: str, resuming: bool) -> None:
+        """A party did not answer while the job launched: a job paused meanwhile (its
+        party stopped answering) stays paused, a resumed job pauses again (the parties
+        keep their checkpoints); only a fresh job that no party ran fails."""
+        state = self._store.get(job_id).state
+        if state == PAUSED:
+            log.info("launch stopped: the job was paused meanwhile (%s)", reason)
+        elif resuming:
+            self._ending.pause(job_id, spec, f"{reason} (while the job resumed)")
+        else:
+            self._ending.end(job_id, FAILED, reason)
+
+
+def _up_since(info: party_pb2.GetPartyInfoResponse) -> float:
+    """When a party's daemon started, by this clock (0: it did not say)."""
+    return time.time() - (info.time - info.started_at) if info.started_at else 0.0
 
 
 def resume_round(job_id: str, held: dict[str, dict[int, str]]) -> int:

@@ -19,7 +19,15 @@ import threading
 from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec
 from vfl.contract.spec.predict import PredictSpec
-from vfl.contract.states import CANCELLED, FAILED, PAUSED, SUCCEEDED, JobState, state_name
+from vfl.contract.states import (
+    CANCELLED,
+    FAILED,
+    PAUSED,
+    RUNNING,
+    SUCCEEDED,
+    JobState,
+    state_name,
+)
 from vfl.coordinator.background import Background
 from vfl.coordinator.errors import CoordinatorError
 from vfl.coordinator.health import PartyHealth
@@ -27,7 +35,7 @@ from vfl.coordinator.launcher import Launcher
 from vfl.coordinator.metrics import CoordinatorMetrics
 from vfl.coordinator.models import Models
 from vfl.coordinator.party_control import CONTROL_TIMEOUT_S, PartyControl
-from vfl.coordinator.reports import apply_report, check_report
+from vfl.coordinator.reports import apply_report, check_report, happened
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
 from vfl.coordinator.submission import Submissions
@@ -164,8 +172,11 @@ class Lifecycle:
         spec = self.spec(job_id)
         spec.party(party_id)  # SpecError if the party is not in the job
         self.metrics.report(job_id, party_id, request)
+        if event == "stopping":
+            return self._stopping(job_id, spec, party_id, request.stopping.reason)
         if event in ("round", "validation"):
-            self.store.add_metric(job_id, party_id, event, getattr(request, event))
+            at = happened(record.result, request)  # not its arrival after an outage
+            self.store.add_metric(job_id, party_id, event, getattr(request, event), at)
         with self._results:  # read, fold in and write back at once: no report overwrites another
             current = self.store.get(job_id).result
             outcome = apply_report(current, spec, party_id, request)
@@ -185,14 +196,23 @@ class Lifecycle:
             log.info("job %s %s (reported by %s)", job_id, state_name(outcome.state), party_id)
         return self.store.get(job_id).terminal
 
+    def _stopping(self, job_id: str, spec: JobSpec, party_id: str, reason: str) -> bool:
+        """Party `party_id` stops its daemon as planned: a running job pauses at once, its
+        reason saying so (not, seconds later, that the party stopped answering)."""
+        if self.store.get(job_id).state in RUNNING:
+            why = reason or "its daemon was stopped"
+            self.pause(job_id, spec, f"party '{party_id}' stopped: {why}", background=True)
+        return True
+
     def check_parties(self, grace_s: float) -> None:
         """Fail running jobs whose parties stopped answering or lost the job."""
         self.health.check(grace_s)
 
     # --- pausing and ending ------------------------------------------------------------
 
-    def pause(self, job_id: str, spec: JobSpec, reason: str) -> None:
-        """A party was lost: pause the job (its parties keep their checkpoints)."""
+    def pause(self, job_id: str, spec: JobSpec, reason: str, background: bool = False) -> None:
+        """A party was lost: pause the job (its parties keep their checkpoints); with
+        `background`, the parties are told in a thread of their own."""
         with job_context(job_id):
             round_ = self.store.get(job_id).result.checkpoint_round
             why = (
@@ -201,7 +221,10 @@ class Lifecycle:
             )
             if self.store.set_state(job_id, PAUSED, why):
                 log.info("job %s PAUSED: %s", job_id, why)
-                self.control.abort_all(job_id, spec, f"paused: {reason}")
+                if background:
+                    self._threads.run(self.control.abort_all, job_id, spec, f"paused: {reason}")
+                else:
+                    self.control.abort_all(job_id, spec, f"paused: {reason}")
                 self._threads.run(self.admit_queued)  # its slots are free
 
     def end(self, job_id: str, state: JobState, reason: str, background: bool = False) -> None:

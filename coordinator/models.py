@@ -9,6 +9,9 @@ the job store's deletions into a `ModelSummary` whose state is
     AVAILABLE   no party that answered lacks its part (those that did not answer are
                 listed as unreachable)
     INCOMPLETE  a party answered that it holds no part of it
+    CORRUPT     every party that answered holds its part, but some party's part is
+                corrupt (its file fails its hash, cannot be read or does not match its
+                manifest): it cannot score; the party's part says why
     DELETING    deleted, and some party has not yet confirmed that it dropped its part:
                 it is listed as still holding one
     DELETED     deleted at every party: no longer listed; `show` says when
@@ -27,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import (
     AVAILABLE,
+    CORRUPT,
     DELETED,
     DELETING,
     INCOMPLETE,
@@ -49,6 +53,15 @@ def deleted_on(deletion: ModelDeletion) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(deletion.requested_at))
 
 
+def ended_at(record: JobRecord) -> float:
+    """When a job ended: its launch plus its own duration; else its last update (a job
+    that ended while the coordinator was down was updated only once it was back)."""
+    result = record.result
+    if result.started_at and result.seconds:
+        return result.started_at + result.seconds
+    return record.updated_at
+
+
 def summarise(
     record: JobRecord, spec: JobSpec, answers: Answers, deletion: ModelDeletion | None
 ) -> pb.ModelSummary:
@@ -65,7 +78,8 @@ def summarise(
     if deletion is None:
         holders = [p for p in parties if p in parts]
         missing = [p for p in parties if p not in parts and p not in unreachable]
-        state = INCOMPLETE if missing else AVAILABLE
+        corrupt = [p for p in holders if parts[p].problem]
+        state = INCOMPLETE if missing else CORRUPT if corrupt else AVAILABLE
     else:  # a party not yet confirmed holds its part, as far as anyone knows
         holders = [p for p in parties if p in deletion.pending]
         missing, unreachable = [], [p for p in unreachable if p in holders]
@@ -76,7 +90,7 @@ def summarise(
         name=record.name,
         protocol=spec.protocol,
         state=state,
-        created_at=record.updated_at,  # a job's last update is its end
+        created_at=ended_at(record),
         metrics=dict(record.result.metrics),
         parties=parties,
         holders=holders,
@@ -92,6 +106,7 @@ def summarise(
                 columns=part.columns,
                 drift=part.drift,
                 table_problems=dict(part.table_problems),
+                problem=part.problem,
             )
             for pid, part in parts.items()
         ],

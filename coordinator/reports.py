@@ -16,7 +16,7 @@ from vfl.contract.states import FAILED, RUNNING, SUCCEEDED, JobState, state_name
 from vfl.coordinator.errors import CoordinatorError
 from vfl.proto import coordinator_pb2 as pb
 
-EVENTS = ("stage", "aligned", "round", "validation", "done", "failed", "checkpoint")
+EVENTS = ("stage", "aligned", "round", "validation", "done", "failed", "checkpoint", "stopping")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ def check_report(request: pb.ReportProgressRequest) -> str:
     numbers = [*request.validation.metrics.values(), *request.done.metrics.values()]
     if request.round.HasField("loss"):
         numbers.append(request.round.loss)
+    if not math.isfinite(request.queued_seconds) or request.queued_seconds < 0:
+        raise CoordinatorError("a report's queued_seconds must be a finite number >= 0")
     if not all(math.isfinite(v) for v in numbers):
         raise CoordinatorError(f"report '{event}' holds a number that is not finite")
     return event
@@ -69,13 +71,13 @@ def apply_report(
         if request.round.HasField("loss"):
             new.loss = request.round.loss
     elif event == "validation":
-        seconds = round(time.time() - (new.started_at or time.time()), 3)
+        seconds = round(happened(new, request) - (new.started_at or time.time()), 3)
         metrics = request.validation.metrics
         new.history.add(round=request.validation.round, seconds=seconds, metrics=metrics)
         new.metrics.clear()
         new.metrics.update(metrics)
     elif event == "done":
-        return _party_done(new, spec, party_id, request.done)
+        return _party_done(new, spec, party_id, request.done, happened(new, request))
     elif event == "failed":
         return Outcome(new, FAILED, request.failed.reason or f"party '{party_id}' failed")
     elif event == "checkpoint":
@@ -84,13 +86,23 @@ def apply_report(
     return Outcome(new)
 
 
-def _party_done(result: pb.JobResult, spec: JobSpec, party_id: str, done: pb.PartyDone) -> Outcome:
+def happened(result: pb.JobResult, request: pb.ReportProgressRequest) -> float:
+    """When the report's event happened, by this clock: its arrival (now) less the time
+    it waited at the party (the coordinator was down), but not before the job started."""
+    now = time.time()
+    return max(now - request.queued_seconds, min(result.started_at or now, now))
+
+
+def _party_done(
+    result: pb.JobResult, spec: JobSpec, party_id: str, done: pb.PartyDone, ended_at: float
+) -> Outcome:
     result.parties[party_id].CopyFrom(
         pb.PartyTotals(
             bytes_sent=done.bytes_sent,
             seconds=done.seconds,
             local_updates=done.local_updates,
             drift=done.drift if done.HasField("drift") else None,
+            ended_at=ended_at,
         )
     )
     if party_id == spec.active.id:
@@ -104,5 +116,6 @@ def _party_done(result: pb.JobResult, spec: JobSpec, party_id: str, done: pb.Par
     result.bytes_sent = sum(p.bytes_sent for p in result.parties.values())
     if set(result.parties) != {p.id for p in spec.parties}:
         return Outcome(result)
-    result.seconds = round(time.time() - (result.started_at or time.time()), 3)
+    ended = max(p.ended_at for p in result.parties.values())  # the last party's end
+    result.seconds = round(ended - (result.started_at or ended), 3)
     return Outcome(result, SUCCEEDED)

@@ -213,8 +213,11 @@ class JobStore:
 
     # --- metrics ---------------------------------------------------------------------
 
-    def add_metric(self, job_id: str, party_id: str, event: str, report: Message) -> None:
-        """Keep one progress report (a `RoundDone` or `Validated`) of a party."""
+    def add_metric(
+        self, job_id: str, party_id: str, event: str, report: Message, at: float | None = None
+    ) -> None:
+        """Keep one progress report (a `RoundDone` or `Validated`) of a party, dated `at`
+        (unix time its event happened; default now)."""
         rnd = getattr(report, "round", None)
         with self._lock:
             self._db.execute(
@@ -225,7 +228,7 @@ class JobStore:
                     party_id,
                     event,
                     rnd if isinstance(rnd, int) else None,
-                    time.time(),
+                    time.time() if at is None else at,
                     json.dumps(to_plain(report)),
                 ),
             )

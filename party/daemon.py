@@ -37,6 +37,7 @@ from vfl.party.transport.endpoint import Endpoint
 from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
+from vfl.proto import coordinator_pb2 as pb
 from vfl.proto.rpc import PeerClients
 from vfl.secure.channel import Mailbox
 from vfl.secure.errors import ChannelClosed, SecureError
@@ -75,6 +76,11 @@ class PartyDaemon:
         self.jobs = JobRegistry(config.party_id, self.compute.idle)
         self.guard = Guard(config.party_id, config.limits, self.jobs.held)  # `limits:`
         self.address = ""  # where peers reach this daemon (set once it serves)
+        self.started_at = time.time()  # told to the coordinator (a restart, named as such)
+        # model id -> (its files' stamp, the problem found then): a part is checked again
+        # only when its files change
+        self._checked: dict[str, tuple[tuple[int, ...], str]] = {}
+        self._checked_lock = threading.Lock()
         self.metrics = PartyMetrics(self.jobs_by_state, self.compute.ready_counts)  # --metrics
         self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
             config.party_id, clients, self._deliver, self.metrics.envelope, self.options.audit_dir
@@ -121,6 +127,28 @@ class PartyDaemon:
     def models(self) -> list[Manifest]:
         """The model parts this party keeps, oldest first (none without a state directory)."""
         return [] if self.state is None else ModelStore(self.state).list()
+
+    def part_problem(self, model_id: str) -> str:
+        """Empty if this party's part of `model_id` can score, else why not (it is corrupt:
+        `ModelStore.problem`); checked again only once its files changed."""
+        if self.state is None:
+            return ""
+        store = ModelStore(self.state)
+        stamp = store.stamp(model_id)
+        with self._checked_lock:
+            known = self._checked.get(model_id)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        problem = store.problem(model_id, self.config.party_id)
+        if problem:
+            log.warning("party %s: %s", self.config.party_id, problem)
+        with self._checked_lock:
+            self._checked[model_id] = (stamp, problem)
+        return problem
+
+    def unreadable_models(self) -> dict[str, str]:
+        """The models whose manifest here is unreadable, each with the problem."""
+        return {} if self.state is None else ModelStore(self.state).unreadable(self.config.party_id)
 
     def drift(self, model_id: str) -> dict[str, int]:
         """The drift counts of the rows this party scored with `model_id` (zeros without a
@@ -311,6 +339,28 @@ class PartyDaemon:
         return mailbox.put(sender, tag, data)
 
     # --- shutdown ------------------------------------------------------------------
+
+    def announce_stop(self, reason: str, timeout: float) -> None:
+        """Tell the coordinator, for every job started here, that this daemon stops as
+        planned (`reason`, e.g. "its operator stopped the daemon (SIGTERM)"), and wait up
+        to `timeout` seconds for it to take the reports: the jobs pause at once, named
+        for what happened, not seconds later as a party that stopped answering."""
+        if self._coordinator is None:
+            return
+        party = self.config.party_id
+        settled = [
+            self._coordinator.post(
+                pb.ReportProgressRequest(
+                    job_id=job_id, party_id=party, stopping=pb.PartyStopping(reason=reason)
+                )
+            )
+            for job_id in sorted(self.jobs.started())
+        ]
+        deadline = time.monotonic() + timeout
+        for event in settled:
+            event.wait(max(0.0, deadline - time.monotonic()))
+        if settled:
+            log.info("party %s: told the coordinator it stops (%s)", party, reason)
 
     def stopping(self) -> None:
         """The daemon is about to stop its jobs and its server: from now on peers'

@@ -220,8 +220,11 @@ class PartyJob:
                 )
         return folder.source(dataset.name, dataset.source)
 
-    def _align(self, channel: Channel, table: RawTable, tag: str) -> tuple[np.ndarray, PsiResult]:
-        psi = align_rows(channel, self.spec, self.party_id, table, tag, self.executor)
+    def _align(
+        self, channel: Channel, table: RawTable, tag: str, dataset: Dataset | None
+    ) -> tuple[np.ndarray, PsiResult]:
+        name = "" if dataset is None else dataset.name
+        psi = align_rows(channel, self.spec, self.party_id, table, tag, self.executor, name)
         return psi.positions, psi
 
     def run(self, channel: Channel, reporter: Reporter) -> dict:
@@ -229,10 +232,12 @@ class PartyJob:
         self.raw = None  # the aligned, preprocessed rows replace it
         started = time.monotonic()
         reporter.stage(ALIGNING)
-        order, psi = self._align(channel, raw, "psi")
+        order, psi = self._align(channel, raw, "psi", self.dataset)
         test_size = 0
         if self.test_raw is not None:
-            test_order, test_psi = self._align(channel, self.test_raw, "psi-test")
+            test_order, test_psi = self._align(
+                channel, self.test_raw, "psi-test", self.test_dataset
+            )
             test_size = test_psi.intersection_size
             plan = self._plan(len(order), len(test_order))
             self._fit(raw, order)
@@ -373,10 +378,12 @@ def align_rows(
     table: RawTable | Table,
     tag: str,
     executor: BlockExecutor | None = None,
+    dataset: str = "",
 ) -> PsiResult:
     """PSI of `table`'s ids with the job's other parties (tag `tag`): the common rows'
     positions in `table`, in the order every party shares; large chunks of points are
-    blinded on the party's `executor` (None: local processes)."""
+    blinded on the party's `executor` (None: local processes). `dataset`, the table's
+    name, is named by an error about its ids (repeated ids, say)."""
     return run_psi(
         channel,
         party_id,
@@ -387,6 +394,7 @@ def align_rows(
         seed=spec.train.seed,
         config=PsiConfig(timeout=spec.train.timeout_s),
         executor=executor,
+        source=f"dataset '{dataset}'" if dataset else "",
     )
 
 

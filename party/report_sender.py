@@ -5,7 +5,9 @@ them, oldest first, so training never waits for the network. The queue is bounde
 (`Outbox`): a job's newest round report replaces an unsent older one, a job keeps at most
 `VALIDATIONS_KEPT` unsent validations, and at most `QUEUE_LIMIT` progress reports wait in
 all. The final reports (`done`, `failed`) are never dropped: they are retried until the
-coordinator answers, and `pending_final()` lists those still undelivered.
+coordinator answers, and `pending_final()` lists those still undelivered. Each attempt
+says how long its report has waited here (`queued_seconds`): a job that ended while the
+coordinator was down is dated to its end, not to the coordinator's return.
 
 While the coordinator cannot be reached the sender logs one warning, and one info line
 once it answers again. A report the coordinator refuses (an unknown job, say) is logged
@@ -49,6 +51,16 @@ class Pending:
     request: pb.ReportProgressRequest
     on_stop: Callable[[], None] | None = None
     settled: threading.Event = field(default_factory=threading.Event, compare=False)
+    made_at: float = field(default_factory=time.monotonic, compare=False)
+
+    def stamped(self) -> pb.ReportProgressRequest:
+        """The request as sent now: with how long it has waited here (`queued_seconds`),
+        so that the coordinator dates its event to when it happened, not to its arrival
+        after an outage."""
+        request = pb.ReportProgressRequest()
+        request.CopyFrom(self.request)
+        request.queued_seconds = round(max(0.0, time.monotonic() - self.made_at), 3)
+        return request
 
     @property
     def job_id(self) -> str:
@@ -239,7 +251,7 @@ class ReportSender:
     def _deliver(self, item: Pending) -> bool:
         """Send one report; False if it should be sent again (the coordinator is away)."""
         try:
-            stop = self._client.report(item.request, timeout=self._timeout())
+            stop = self._client.report(item.stamped(), timeout=self._timeout())
         except grpc.RpcError as exc:
             if exc.code() in _TRANSIENT:
                 self._went_away(exc)

@@ -79,7 +79,13 @@ class PartyServer:
     coordinator: CoordinatorClient | None
     reports: ReportSender | None  # delivers the jobs' reports to the coordinator
 
-    def stop(self, grace: float = 2.0) -> None:
+    def stop(self, grace: float = 2.0, reason: str = "") -> None:
+        """Stop serving: its jobs end here (their checkpoints stay) and the peers' envelopes
+        are refused as unavailable. With `reason` (a planned stop, e.g. "its operator
+        stopped the daemon (SIGTERM)"), the coordinator is told first, so that every job
+        started here pauses at once with that reason."""
+        if reason:
+            self.daemon.announce_stop(reason, timeout=grace)
         self.health.enter_graceful_shutdown()
         self.daemon.stopping()
         self.daemon.online.close_all("party daemon shutting down")

@@ -159,10 +159,14 @@ def _from_coordinator(
     check_caller(context, COORDINATOR_ID, action)
 
 
-def _part(m: Manifest, drift: dict[str, int], problems: dict[str, str]) -> pb.ModelPart:
+def _part(
+    m: Manifest, drift: dict[str, int], problems: dict[str, str], problem: str
+) -> pb.ModelPart:
     """What may leave the party of one model part: no path, no column name; drift counts,
-    the public form of its online scoring's table problems."""
+    the public form of its online scoring's table problems, and why the part cannot score
+    (it is corrupt), if so."""
     return pb.ModelPart(
+        problem=problem,
         drift=pb.DriftCounts(**drift),
         table_problems=problems,
         model_id=m.model_id,
@@ -224,13 +228,15 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def ListModelParts(self, request, context):  # noqa: N802
         _from_coordinator(context, "list a party's models")
-        parts = call(context, self._d.models, self._d)
-        return pb.ListModelPartsResponse(
-            parts=[
-                _part(m, self._d.drift(m.model_id), self._d.table_problems(m.model_id))
-                for m in parts
-            ]
-        )
+        d = self._d
+        held = call(context, lambda: [(m, d.part_problem(m.model_id)) for m in d.models()], d)
+        unreadable = call(context, d.unreadable_models, d)
+        parts = [
+            _part(m, d.drift(m.model_id), d.table_problems(m.model_id), problem)
+            for m, problem in held
+        ]
+        parts += [pb.ModelPart(model_id=mid, problem=why) for mid, why in unreadable.items()]
+        return pb.ListModelPartsResponse(parts=parts)
 
     def DeleteModelPart(self, request, context):  # noqa: N802
         _from_coordinator(context, "delete a party's models")
@@ -247,6 +253,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             version=VERSION,
             time=time.time(),
             max_concurrent_jobs=cfg.limits.max_concurrent_jobs,
+            started_at=self._d.started_at,
         )
 
     def CheckPeers(self, request, context):  # noqa: N802

@@ -29,6 +29,7 @@ class ModelState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MODEL_STATE_INCOMPLETE: _ClassVar[ModelState]
     MODEL_STATE_DELETING: _ClassVar[ModelState]
     MODEL_STATE_DELETED: _ClassVar[ModelState]
+    MODEL_STATE_CORRUPT: _ClassVar[ModelState]
 JOB_STATE_UNSPECIFIED: JobState
 JOB_STATE_SUBMITTED: JobState
 JOB_STATE_ALIGNING: JobState
@@ -45,6 +46,7 @@ MODEL_STATE_AVAILABLE: ModelState
 MODEL_STATE_INCOMPLETE: ModelState
 MODEL_STATE_DELETING: ModelState
 MODEL_STATE_DELETED: ModelState
+MODEL_STATE_CORRUPT: ModelState
 
 class SubmitJobRequest(_message.Message):
     __slots__ = ("spec_yaml",)
@@ -132,16 +134,18 @@ class ValidationPoint(_message.Message):
     def __init__(self, round: _Optional[int] = ..., seconds: _Optional[float] = ..., train_seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PartyTotals(_message.Message):
-    __slots__ = ("bytes_sent", "seconds", "local_updates", "drift")
+    __slots__ = ("bytes_sent", "seconds", "local_updates", "drift", "ended_at")
     BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     bytes_sent: int
     seconds: float
     local_updates: int
     drift: _party_pb2.DriftCounts
-    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ...) -> None: ...
+    ended_at: float
+    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., ended_at: _Optional[float] = ...) -> None: ...
 
 class JobResult(_message.Message):
     __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused")
@@ -299,7 +303,7 @@ class ResumeJobResponse(_message.Message):
     def __init__(self, state: _Optional[_Union[JobState, str]] = ..., round: _Optional[int] = ...) -> None: ...
 
 class ModelHolding(_message.Message):
-    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns", "drift", "table_problems")
+    __slots__ = ("party_id", "role", "created_at", "key_fingerprint", "columns", "drift", "table_problems", "problem")
     class TableProblemsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -314,6 +318,7 @@ class ModelHolding(_message.Message):
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
     TABLE_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     role: str
     created_at: float
@@ -321,7 +326,8 @@ class ModelHolding(_message.Message):
     columns: int
     drift: _party_pb2.DriftCounts
     table_problems: _containers.ScalarMap[str, str]
-    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., table_problems: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    problem: str
+    def __init__(self, party_id: _Optional[str] = ..., role: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., table_problems: _Optional[_Mapping[str, str]] = ..., problem: _Optional[str] = ...) -> None: ...
 
 class ModelSummary(_message.Message):
     __slots__ = ("model_id", "name", "protocol", "state", "created_at", "metrics", "parties", "holders", "missing", "unreachable", "deleted_at", "parts")
@@ -524,8 +530,14 @@ class PartyFailed(_message.Message):
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
+class PartyStopping(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
 class ReportProgressRequest(_message.Message):
-    __slots__ = ("job_id", "party_id", "stage", "aligned", "round", "validation", "done", "failed", "checkpoint")
+    __slots__ = ("job_id", "party_id", "stage", "aligned", "round", "validation", "done", "failed", "checkpoint", "stopping", "queued_seconds")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     STAGE_FIELD_NUMBER: _ClassVar[int]
@@ -535,6 +547,8 @@ class ReportProgressRequest(_message.Message):
     DONE_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    STOPPING_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     party_id: str
     stage: StageReached
@@ -544,7 +558,9 @@ class ReportProgressRequest(_message.Message):
     done: PartyDone
     failed: PartyFailed
     checkpoint: Checkpointed
-    def __init__(self, job_id: _Optional[str] = ..., party_id: _Optional[str] = ..., stage: _Optional[_Union[StageReached, _Mapping]] = ..., aligned: _Optional[_Union[Aligned, _Mapping]] = ..., round: _Optional[_Union[RoundDone, _Mapping]] = ..., validation: _Optional[_Union[Validated, _Mapping]] = ..., done: _Optional[_Union[PartyDone, _Mapping]] = ..., failed: _Optional[_Union[PartyFailed, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpointed, _Mapping]] = ...) -> None: ...
+    stopping: PartyStopping
+    queued_seconds: float
+    def __init__(self, job_id: _Optional[str] = ..., party_id: _Optional[str] = ..., stage: _Optional[_Union[StageReached, _Mapping]] = ..., aligned: _Optional[_Union[Aligned, _Mapping]] = ..., round: _Optional[_Union[RoundDone, _Mapping]] = ..., validation: _Optional[_Union[Validated, _Mapping]] = ..., done: _Optional[_Union[PartyDone, _Mapping]] = ..., failed: _Optional[_Union[PartyFailed, _Mapping]] = ..., checkpoint: _Optional[_Union[Checkpointed, _Mapping]] = ..., stopping: _Optional[_Union[PartyStopping, _Mapping]] = ..., queued_seconds: _Optional[float] = ...) -> None: ...
 
 class ReportProgressResponse(_message.Message):
     __slots__ = ("cancel",)

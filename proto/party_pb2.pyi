@@ -89,7 +89,7 @@ class GetPartyInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetPartyInfoResponse(_message.Message):
-    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs", "version", "time", "max_concurrent_jobs")
+    __slots__ = ("party_id", "datasets", "running_jobs", "started_jobs", "version", "time", "max_concurrent_jobs", "started_at")
     PARTY_ID_FIELD_NUMBER: _ClassVar[int]
     DATASETS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_JOBS_FIELD_NUMBER: _ClassVar[int]
@@ -97,6 +97,7 @@ class GetPartyInfoResponse(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     TIME_FIELD_NUMBER: _ClassVar[int]
     MAX_CONCURRENT_JOBS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     party_id: str
     datasets: _containers.RepeatedScalarFieldContainer[str]
     running_jobs: _containers.RepeatedScalarFieldContainer[str]
@@ -104,7 +105,8 @@ class GetPartyInfoResponse(_message.Message):
     version: str
     time: float
     max_concurrent_jobs: int
-    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., time: _Optional[float] = ..., max_concurrent_jobs: _Optional[int] = ...) -> None: ...
+    started_at: float
+    def __init__(self, party_id: _Optional[str] = ..., datasets: _Optional[_Iterable[str]] = ..., running_jobs: _Optional[_Iterable[str]] = ..., started_jobs: _Optional[_Iterable[str]] = ..., version: _Optional[str] = ..., time: _Optional[float] = ..., max_concurrent_jobs: _Optional[int] = ..., started_at: _Optional[float] = ...) -> None: ...
 
 class ListCheckpointsRequest(_message.Message):
     __slots__ = ("job_id", "spec_json")
@@ -129,7 +131,7 @@ class ListCheckpointsResponse(_message.Message):
     def __init__(self, checkpoints: _Optional[_Iterable[_Union[CheckpointInfo, _Mapping]]] = ...) -> None: ...
 
 class ModelPart(_message.Message):
-    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns", "drift", "table_problems")
+    __slots__ = ("model_id", "name", "role", "protocol", "created_at", "key_fingerprint", "columns", "drift", "table_problems", "problem")
     class TableProblemsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +148,7 @@ class ModelPart(_message.Message):
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
     TABLE_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
     model_id: str
     name: str
     role: str
@@ -155,7 +158,8 @@ class ModelPart(_message.Message):
     columns: int
     drift: DriftCounts
     table_problems: _containers.ScalarMap[str, str]
-    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[DriftCounts, _Mapping]] = ..., table_problems: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    problem: str
+    def __init__(self, model_id: _Optional[str] = ..., name: _Optional[str] = ..., role: _Optional[str] = ..., protocol: _Optional[str] = ..., created_at: _Optional[float] = ..., key_fingerprint: _Optional[str] = ..., columns: _Optional[int] = ..., drift: _Optional[_Union[DriftCounts, _Mapping]] = ..., table_problems: _Optional[_Mapping[str, str]] = ..., problem: _Optional[str] = ...) -> None: ...
 
 class DriftCounts(_message.Message):
     __slots__ = ("out_of_range", "unknown_categories", "unexpected_missing")

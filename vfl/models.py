@@ -14,7 +14,8 @@ class ModelPart:
     """What one party said of its part: its role, how many input columns the part reads,
     when it was kept (unix time), for blindfl its Paillier key's fingerprint and, while
     the model is served there, the tables its online scoring cannot use now (a serving
-    table that does not fit the model, a changed file that did not load) and why."""
+    table that does not fit the model, a changed file that did not load) and why.
+    `problem` says why the part cannot score (it is corrupt); "" when it can."""
 
     party_id: str
     role: str
@@ -22,13 +23,15 @@ class ModelPart:
     created_at: float
     key_fingerprint: str
     table_problems: dict[str, str] = field(default_factory=dict)
+    problem: str = ""
 
 
 @dataclass(frozen=True)
 class Model:
     """A model the federation holds: the training job `model_id` that made it.
 
-    `state` is "available", "incomplete" (some party holds no part), "deleting" (some
+    `state` is "available", "incomplete" (some party holds no part), "corrupt" (some
+    party's part is damaged: its `problem` says how), "deleting" (some
     party has not dropped its part yet) or "deleted". Of `parties` (every party of the
     model), `holders` hold a part, `missing` answered without one and `unreachable` did
     not answer. `deleted_at` is the unix time a delete was asked for, else None.
@@ -69,6 +72,7 @@ class Model:
                     p.created_at,
                     p.key_fingerprint,
                     dict(p.table_problems),
+                    p.problem,
                 )
                 for p in m.parts
             ),

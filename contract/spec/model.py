@@ -116,11 +116,14 @@ class NetworkSpec(SpecModel):
     """An emulated WAN on every data-plane envelope: a job's `network:`, or the flags of
     `vfl party serve` (`party.transport.wan.ShapedChannel`)."""
 
-    bandwidth_mbps: Annotated[float, Field(gt=0, le=1e6, strict=True), NUMBER] = Field(
-        description="link bandwidth in Mbit/s, e.g. network: {bandwidth_mbps: 20, rtt_ms: 50}"
+    # from 10 kbit/s: below it one envelope's serialisation time outgrows any job (and at
+    # 1e-300, a sleep of 1e300 s overflowed)
+    bandwidth_mbps: Annotated[float, Field(ge=0.01, le=1e6, strict=True), NUMBER] = Field(
+        description="link bandwidth in Mbit/s, from 0.01 to 1000000, e.g. "
+        "network: {bandwidth_mbps: 20, rtt_ms: 50}"
     )
     rtt_ms: Annotated[float, Field(ge=0, le=60000, strict=True), NUMBER] = Field(
-        0.0, description="round-trip time in milliseconds"
+        0.0, description="round-trip time in milliseconds, from 0 to 60000"
     )
 
     def serialisation_s(self, size: int) -> float:

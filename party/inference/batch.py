@@ -111,7 +111,8 @@ class PredictJob:
         assert self.model is not None and self.table is not None and self.inputs is not None
         begun = time.monotonic()
         reporter.stage(ALIGNING)
-        psi = align_rows(channel, self.spec, self.party_id, self.table, "psi", self.executor)
+        named = "" if self.dataset is None else self.dataset.name
+        psi = align_rows(channel, self.spec, self.party_id, self.table, "psi", self.executor, named)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3))
         order = psi.positions
         if len(order) == 0:

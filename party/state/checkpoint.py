@@ -56,9 +56,12 @@ def encode_checkpoint(ck: Checkpoint) -> bytes:
     return MAGIC + hashlib.sha256(data).digest() + data
 
 
-def decode_checkpoint(data: bytes, where: str) -> Checkpoint:
-    """Raises:
-    CheckpointError: not a checkpoint, or its body does not match its hash (corrupt).
+def verify_checkpoint(data: bytes, where: str) -> bytes:
+    """The body of checkpoint file `data`, once its header and hash are checked (nothing
+    is unpickled: a quick check that a file is whole).
+
+    Raises:
+        CheckpointError: not a checkpoint, or its body does not match its hash (corrupt).
     """
     if len(data) < _HEAD or not data.startswith(MAGIC):
         raise CheckpointError(f"{where} is not a checkpoint file (bad header); it was not loaded")
@@ -67,6 +70,14 @@ def decode_checkpoint(data: bytes, where: str) -> Checkpoint:
         raise CheckpointError(
             f"{where} is corrupt (its content does not match its hash); it was not loaded"
         )
+    return body
+
+
+def decode_checkpoint(data: bytes, where: str) -> Checkpoint:
+    """Raises:
+    CheckpointError: not a checkpoint, or its body does not match its hash (corrupt).
+    """
+    body = verify_checkpoint(data, where)
     try:
         raw = torch.load(io.BytesIO(body), weights_only=True)
         return Checkpoint(

@@ -8,7 +8,9 @@ The model id is the training job's id. The part is what this party needs to scor
 bottom model (`split`) or its key pair, shares and ciphertexts (`blindfl`), and at the
 active party the top model. It never leaves this party's daemon. Both files are written
 atomically (0600 in a 0700 folder), the manifest last, so a part without a manifest is
-an unfinished write and is not listed.
+an unfinished write and is not listed. A part whose file fails its hash, cannot be read or
+does not match its manifest, or whose manifest is unreadable, is listed with its problem
+(`problem`, `unreadable`): it cannot score, and `vfl models` says so.
 """
 
 from __future__ import annotations
@@ -21,9 +23,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from vfl.party.errors import ModelError, UnknownModel
+from vfl.party.errors import CheckpointError, ModelError, UnknownModel
 from vfl.party.preprocess import DRIFT_KINDS
-from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.party.state.checkpoint import (
+    Checkpoint,
+    decode_checkpoint,
+    encode_checkpoint,
+    verify_checkpoint,
+)
 from vfl.party.state.store import StateDir, safe_name, write_atomically
 from vfl.party.training.task import Task
 
@@ -135,6 +142,53 @@ class ModelStore:
         if (ck.job_id, ck.party_id, ck.spec_hash) != (model_id, party_id, manifest.spec_hash):
             raise ModelError(f"{where} does not match its manifest; it was not loaded")
         return manifest, ck.state
+
+    def problem(self, model_id: str, party_id: str) -> str:
+        """Empty if this party's part of `model_id` is whole (its manifest reads, its part
+        file is there and matches its hash; nothing is unpickled), else why not and the
+        fix; names the party and the model, never a path."""
+        where = f"party '{party_id}': part of model {model_id}"
+        fix = f"delete the model (`vfl models delete {model_id}`) and train it again"
+        try:
+            self.manifest(model_id, party_id)
+            verify_checkpoint((self.folder(model_id) / PART).read_bytes(), where)
+        except ModelError as exc:
+            return f"{exc}" if "train it again" in str(exc) else f"{exc}; {fix}"
+        except CheckpointError as exc:
+            return f"{exc}; {fix}"
+        except OSError:
+            return f"{where} is missing; {fix}"
+        return ""
+
+    def stamp(self, model_id: str) -> tuple[int, ...]:
+        """What changes when the files of `model_id` change (sizes, times, inodes): a
+        `problem` found for one stamp holds until the stamp changes."""
+        stamp: list[int] = []
+        for name in (MANIFEST, PART):
+            try:
+                st = (self.folder(model_id) / name).stat()
+            except OSError:
+                stamp += [-1, -1, -1]
+                continue
+            stamp += [st.st_size, st.st_mtime_ns, st.st_ino]
+        return tuple(stamp)
+
+    def unreadable(self, party_id: str) -> dict[str, str]:
+        """The models whose manifest is here but unreadable: model id -> the problem."""
+        if not self.root.is_dir():
+            return {}
+        found = {}
+        for folder in self.root.iterdir():
+            try:
+                Manifest.model_validate_json((folder / MANIFEST).read_bytes())
+            except FileNotFoundError:
+                continue  # an unfinished write
+            except (ValidationError, OSError):
+                found[folder.name] = (
+                    f"party '{party_id}': its manifest of model {folder.name} is unreadable; "
+                    f"delete the model (`vfl models delete {folder.name}`) and train it again"
+                )
+        return found
 
     def list(self) -> list[Manifest]:
         """Every model this party holds a complete part of, oldest first."""

@@ -100,9 +100,10 @@ def _take(ids: IdColumn, rows: np.ndarray) -> IdColumn:
     return ids[rows] if isinstance(ids, np.ndarray) else [ids[r] for r in rows.tolist()]
 
 
-def check_unique(ids: IdColumn) -> None:
-    """Reject repeated ids, naming counts only (never an id). Compares the first 8 bytes
-    of each id's hash, and the whole hashes of the ids whose first 8 bytes repeat.
+def check_unique(ids: IdColumn, source: str = "") -> None:
+    """Reject repeated ids, naming counts only (never an id) and `source`, what the ids
+    are (e.g. "dataset 'loans'"), if given. Compares the first 8 bytes of each id's hash,
+    and the whole hashes of the ids whose first 8 bytes repeat.
 
     Raises:
         PsiError: some id occurs in more than one row.
@@ -120,7 +121,8 @@ def check_unique(ids: IdColumn) -> None:
         return
     repeats = [len(g) for g in groups]
     raise PsiError(
-        f"{sum(repeats) - len(repeats)} of {len(ids)} rows repeat an id of an earlier row "
+        (f"{source}: " if source else "")
+        + f"{sum(repeats) - len(repeats)} of {len(ids)} rows repeat an id of an earlier row "
         f"({len(repeats)} distinct ids occur more than once); PSI needs one row per id: "
         "deduplicate the id column (e.g. keep the first row of each id) or choose a "
         "unique key column"
@@ -189,19 +191,21 @@ class OwnSet:
             yield hash_ids(self.ids, self.perm[lo : lo + chunk]).tobytes()
 
 
-def prepare_own(ids: IdColumn, max_ids: int) -> OwnSet:
-    """Check and shuffle one party's ids.
+def prepare_own(ids: IdColumn, max_ids: int, source: str = "") -> OwnSet:
+    """Check and shuffle one party's ids (`source`: what they are, for messages, e.g.
+    "dataset 'loans'").
 
     The shuffle never uses a job seed: peers know it and could undo the shuffle.
 
     Raises:
         PsiError: no ids, more than `max_ids`, an id of the wrong type, or duplicates.
     """
+    named = f"{source}: " if source else ""
     if not len(ids):
-        raise PsiError("this party has no ids; PSI needs at least one row")
+        raise PsiError(f"{named}this party has no ids; PSI needs at least one row")
     if len(ids) > max_ids:
-        raise PsiError(f"{len(ids)} ids exceed PsiConfig.max_ids={max_ids}")
-    check_unique(ids)
+        raise PsiError(f"{named}{len(ids)} ids exceed PsiConfig.max_ids={max_ids}")
+    check_unique(ids, source)
     perm = np.random.default_rng(secrets.randbits(128)).permutation(len(ids))
     return OwnSet(ids, perm)
 

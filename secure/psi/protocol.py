@@ -100,12 +100,14 @@ def run_psi(
     seed: int | None = None,
     config: PsiConfig | None = None,
     executor: BlockExecutor | None = None,
+    source: str = "",
 ) -> PsiResult:
     """Run this party's side of the PSI; every listed party must call it with the same
     roles, `tag_prefix` and `seed`.
 
     Args:
         ids: this party's ids, str or int, one per row (canonicalised to their text form).
+        source: what `ids` are, named by an error about them (e.g. "dataset 'loans'").
         seed: fixes the aligned order across re-runs; None draws a fresh order.
         executor: the party's (its config's `compute:`): large chunks are blinded there
             (None: `config.workers` local processes).
@@ -123,11 +125,11 @@ def run_psi(
     with Blinder(cfg.workers, cfg.parallel_min, executor) as blinder:
         if my_id == active_id:
             peers = list(passive_ids)
-            own = _own_set(wire, ids, peers, cfg)
+            own = _own_set(wire, ids, peers, cfg, source)
             send = lambda: _stream_own(wire, blinder, own, peers, cfg)  # noqa: E731
             positions, size, sizes = run_active(wire, blinder, own, peers, seed, send)
         else:
-            positions, size, sizes = _run_passive(wire, blinder, ids, active_id, cfg)
+            positions, size, sizes = _run_passive(wire, blinder, ids, active_id, cfg, source)
     if size == 0:
         raise PsiError(_empty_message(sizes))
     seconds = time.perf_counter() - start
@@ -151,12 +153,12 @@ def _check_roles(
         raise PsiError("tag_prefix must be non-empty, e.g. '<job_id>/psi'")
 
 
-def _own_set(wire: PsiWire, ids: IdColumn, peers: list[str], cfg: PsiConfig) -> OwnSet:
+def _own_set(wire: PsiWire, ids: IdColumn, peers: list[str], cfg: PsiConfig, source: str) -> OwnSet:
     """This party's set, hashed and shuffled; on bad input the peers are told, then this
     raises."""
     me = wire.channel.party_id
     try:
-        return prepare_own(ids, cfg.max_ids)
+        return prepare_own(ids, cfg.max_ids, source)
     except PsiError as exc:
         wire.abort(peers, f"own/{me}/n", str(exc))
         raise
@@ -174,13 +176,13 @@ def _stream_own(
 
 
 def _run_passive(
-    wire: PsiWire, blinder: Blinder, ids: IdColumn, active: str, cfg: PsiConfig
+    wire: PsiWire, blinder: Blinder, ids: IdColumn, active: str, cfg: PsiConfig, source: str
 ) -> tuple[np.ndarray, int, dict[str, int]]:
     """Stream this party's set while blinding the active party's set again (both at
     once, sharing the blinding pool, so neither set waits whole in a mailbox), then read
     the result."""
     me = wire.channel.party_id
-    own = _own_set(wire, ids, [active], cfg)
+    own = _own_set(wire, ids, [active], cfg, source)
 
     def double() -> None:
         try:

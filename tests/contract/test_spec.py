@@ -90,6 +90,13 @@ def test_relative_paths_resolve_against_the_spec_folder(tmp_path) -> None:
         (GOOD + "crypto: {key_bits: 1024}\n", "'crypto.key_bits' is 1024"),
         (GOOD + "crypto: {obfuscators: djn}\n", "'crypto.obfuscators'"),
         (GOOD + "network: {rtt_ms: 5}\n", "'network.bandwidth_mbps' is required"),
+        # a bandwidth so small that one envelope's serialisation time overflows a sleep
+        (GOOD + "network: {bandwidth_mbps: 1e-300}\n", "'network.bandwidth_mbps' must be"),
+        (GOOD + "network: {bandwidth_mbps: .inf}\n", "'network.bandwidth_mbps' must be"),
+        (GOOD + "network: {bandwidth_mbps: .nan}\n", "'network.bandwidth_mbps' must be"),
+        (GOOD + "network: {bandwidth_mbps: 10, rtt_ms: 1e300}\n", "'network.rtt_ms' must be"),
+        (GOOD + "network: {bandwidth_mbps: 10, rtt_ms: -1}\n", "'network.rtt_ms' must be"),
+        (GOOD + "network: {bandwidth_mbps: 10, rtt_ms: .nan}\n", "'network.rtt_ms' must be"),
     ],
 )
 def test_bad_specs_name_the_field(text: str, fragment: str) -> None:

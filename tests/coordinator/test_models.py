@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from vfl.cli.models import format_model, format_table
 from vfl.contract.spec import JobSpec, parse_spec_text
 from vfl.contract.spec.predict import PredictSpec
 from vfl.contract.states import (
     AVAILABLE,
+    CORRUPT,
     DELETED,
     DELETING,
     INCOMPLETE,
@@ -66,6 +68,18 @@ def test_a_model_every_party_holds_is_available_with_its_metrics() -> None:
 def test_a_party_that_answers_without_a_part_makes_it_incomplete() -> None:
     s = summarise(RECORD, SPEC, {"bank": [part()], "shop": [part("other-2")]}, None)
     assert s.state == INCOMPLETE and list(s.missing) == ["shop"] and list(s.holders) == ["bank"]
+
+
+def test_a_party_holding_a_corrupt_part_makes_it_corrupt_and_says_why() -> None:
+    bad = part(role="passive")
+    bad.problem = "party 'shop': part of model m-1 is corrupt"
+    s = summarise(RECORD, SPEC, {"bank": [part()], "shop": [bad]}, None)
+    assert s.state == CORRUPT and list(s.holders) == ["bank", "shop"] and not s.missing
+    assert {h.party_id: h.problem for h in s.parts} == {"bank": "", "shop": bad.problem}
+    assert "shop (corrupt)" in format_table([s])
+    assert "shop: holds a part that cannot score: party 'shop': part of model m-1 is corrupt" in (
+        format_model(s)
+    )
 
 
 def test_a_silent_party_is_unreachable_not_missing() -> None:
@@ -160,6 +174,38 @@ def test_a_party_tells_which_parts_it_keeps_never_their_columns(federation) -> N
         (listed,) = client.models()
     assert listed.model_id == model_id and listed.state == AVAILABLE
     assert list(listed.holders) == ["bank", "shop"] and listed.metrics["auc"] == 0.98
+
+
+@pytest.mark.grpc
+def test_a_corrupt_part_or_manifest_is_named_and_the_model_is_not_available(federation) -> None:
+    # Prepare: one byte of the shop's part flipped, as a bad disk or a torn copy leaves it
+    coord, _, configs, model_id = federation
+    shop_part = configs["shop"].state_dir / "models" / model_id / "part.ckpt"
+    data = bytearray(shop_part.read_bytes())
+    data[-1] ^= 0xFF
+    shop_part.write_bytes(bytes(data))
+    with CoordinatorClient(f"127.0.0.1:{coord.port}") as client:
+        # Execute
+        model = client.model(model_id)
+        # Assert: not available; the shop's part says what is wrong and the fix, no path
+        assert model.state == CORRUPT and list(model.holders) == ["bank", "shop"]
+        problems = {h.party_id: h.problem for h in model.parts}
+        assert problems["bank"] == ""
+        assert problems["shop"].startswith(f"party 'shop': part of model {model_id} is corrupt")
+        assert f"`vfl models delete {model_id}`" in problems["shop"]
+        assert str(configs["shop"].state_dir) not in problems["shop"]
+        # Execute: the bank's manifest unreadable too; then the shop's part kept again
+        manifest = configs["bank"].state_dir / "models" / model_id / "manifest.json"
+        manifest.write_text("{not json")
+        keep_part(configs["shop"].state_dir, model_id, "shop")
+        model = client.model(model_id)
+        # Assert
+        assert model.state == CORRUPT
+        problems = {h.party_id: h.problem for h in model.parts}
+        assert problems["bank"].startswith(f"party 'bank': its manifest of model {model_id}")
+        assert problems["shop"] == ""  # checked again: its files changed
+        keep_part(configs["bank"].state_dir, model_id, "bank")
+        assert client.model(model_id).state == AVAILABLE
 
 
 @pytest.mark.grpc

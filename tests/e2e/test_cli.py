@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from vfl.local import LocalTopology
+from vfl.proto.rpc import COORDINATOR_ID
+from vfl.secure.pki.federation import local_federation
 
 from tests.support.cli import REPO, VFL, vfl, write_job
 from tests.support.data import FATE, shared_data
@@ -172,6 +175,39 @@ def test_a_partys_data_error_reaches_the_job_without_its_paths_or_columns(tmp_pa
     assert "private" not in reason and "shop_customers" not in reason and column not in reason
     log = (tmp_path / "run" / "party-shop.log").read_text()
     assert str(table) in log and f"'{column}'" in log
+
+
+def test_a_relative_workdir_is_the_folder_the_command_ran_in(tmp_path) -> None:
+    # Prepare: `vfl run job.yaml --workdir wd`, as typed in a shell, from the job's folder
+    write_job(tmp_path / "job.yaml", epochs=1)
+    # Execute
+    out = subprocess.run(
+        [*VFL, "run", "job.yaml", "--json", "--workdir", "wd"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    # Assert: the run went through, its files in ./wd (not ./wd/wd)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["state"] == "SUCCEEDED"
+    assert (tmp_path / "wd" / "tls" / "ca.crt").is_file()
+    assert (tmp_path / "wd" / "coordinator.log").is_file() and not (tmp_path / "wd" / "wd").exists()
+
+
+def test_a_topology_in_a_relative_folder_starts_its_daemons_with_tls(tmp_path, monkeypatch) -> None:
+    # Prepare: a relative folder and CA, as `vfl.local.LocalTopology` may be given them
+    monkeypatch.chdir(tmp_path)
+    Path("wd").mkdir()
+    tls = local_federation(Path("wd") / "tls", [COORDINATOR_ID])
+    topology = LocalTopology(Path("wd"), tls_dir=tls)
+    try:
+        # Execute: its daemons run in that folder
+        address = topology.start_coordinator()
+    finally:
+        topology.stop()
+    # Assert: the coordinator found its certificate (else it exits: "wd/tls/ca.crt is missing")
+    assert address.startswith("127.0.0.1:")
 
 
 def test_ctrl_c_stops_every_process(tmp_path) -> None:

@@ -4,6 +4,9 @@ ends SUCCEEDED with the weights and metrics of an uninterrupted run."""
 
 from __future__ import annotations
 
+import signal
+import time
+
 import pytest
 import torch
 import yaml
@@ -24,9 +27,9 @@ DATASETS = breast_datasets_config()
 SPEC_TEXT = yaml.safe_dump(JOB)
 
 
-def start(workdir, auto_resume: bool = False) -> Daemons:
+def start(workdir, auto_resume: bool = False, grace_s: float = 2.0) -> Daemons:
     workdir.mkdir()
-    daemons = Daemons(workdir, auto_resume=auto_resume)
+    daemons = Daemons(workdir, grace_s=grace_s, auto_resume=auto_resume)
     daemons.start_coordinator()
     for party, datasets in DATASETS.items():
         daemons.start_party(party, datasets)
@@ -99,6 +102,63 @@ def test_a_killed_daemon_restarted_and_resumed_gives_the_uninterrupted_result(
             weights = final_weights(tmp_path / "run", party, job_id)
             for name, tensor in whole_weights[party].items():
                 assert torch.allclose(weights[name], tensor, rtol=0, atol=1e-6), (party, name)
+    finally:
+        daemons.stop()
+
+
+def test_a_planned_stop_pauses_the_job_at_once_saying_so_and_resume_finishes_it(
+    tmp_path, uninterrupted
+) -> None:
+    # Prepare: a grace long enough that only the party's own word can pause the job soon
+    whole, _ = uninterrupted
+    daemons = start(tmp_path / "run", grace_s=60.0)
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 20)
+        # Execute: the shop's operator stops its daemon (SIGTERM)
+        shop = daemons.procs.pop("shop")
+        shop.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        view = daemons.wait(job_id, lambda v: v.state != "TRAINING", timeout=30)
+        paused_after = time.monotonic() - stopped
+        # Assert: paused at once, for what happened (not a party that stopped answering)
+        assert view.state == "PAUSED", view.reason
+        assert paused_after < 15, paused_after
+        assert view.reason.startswith(
+            "party 'shop' stopped: its operator stopped the daemon (SIGTERM); every party has "
+            "checkpointed round"
+        ), view.reason
+        assert "stopped answering" not in view.reason and f"vfl resume {job_id}" in view.reason
+        assert shop.wait(30) == 0
+        # Execute: the shop is back; resume
+        daemons.start_party("shop", DATASETS["shop"])
+        out = daemons.vfl("resume", job_id, "--wait")
+        # Assert
+        assert out.returncode == 0, out.stderr + daemons.logs()
+        view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+        assert view.state == "SUCCEEDED", view.reason
+        assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
+    finally:
+        daemons.stop()
+
+
+@pytest.mark.slow  # ~30 s: it waits out a 20 s grace
+def test_a_party_killed_and_restarted_within_the_grace_is_named_as_restarted(tmp_path) -> None:
+    # Prepare: a grace the restarted daemon is back within
+    daemons = start(tmp_path / "run", grace_s=20.0)
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 10)
+        # Execute: kill -9, then start it again at once
+        daemons.kill("shop")
+        daemons.start_party("shop", DATASETS["shop"])
+        view = daemons.wait(job_id, lambda v: v.state != "TRAINING", timeout=60)
+        # Assert: the reason says it restarted, not that it may have been
+        assert view.state == "PAUSED", view.reason
+        assert view.reason.startswith("party 'shop' restarted during the job (its daemon is up")
+        assert "it was stopped or crashed" in view.reason and "?" not in view.reason
     finally:
         daemons.stop()
 

@@ -197,6 +197,21 @@ def test_vfl_score_prints_one_line_per_id(fed, capsys) -> None:
     assert "no job 'j-nope'" in capsys.readouterr().err
 
 
+def test_vfl_score_escapes_ids_that_would_break_a_line_or_drive_the_terminal(fed, capsys) -> None:
+    # Prepare: an id with an escape sequence (clear the screen), a line break and a tab
+    model = fed.models["split"]
+    odd = "9\x1b[2J\nfake\tline"
+    # Execute
+    code = main(["score", model, "--id", odd, "--id", SCORED[0], "--coordinator", fed.address])
+    # Assert: one line per id; the odd one shown escaped (the party's message quotes it so)
+    out = capsys.readouterr().out
+    assert code == 1 and "\x1b" not in out
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[1].startswith(f"{SCORED[0]}\tscore=")
+    shown = "9\\x1b[2J\\nfake\\tline"
+    assert lines[0] == f"{shown}\terror unknown_id: party 'bank' holds no row with id '{shown}'"
+
+
 def test_a_session_sends_only_ids_positions_and_ciphertexts(fed) -> None:
     model = fed.models["blindfl"]
     resp = predict(fed.bank.address, model, [*SCORED, ONLY_AT_BANK[1]])

@@ -28,13 +28,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _stored_job(db: Path, state=TRAINING, reason: str = "") -> str:
-    """A job in a coordinator's database, as the coordinator left it."""
+def _stored_job(db: Path, state=TRAINING, reason: str = "", started_at: float = 0.0) -> str:
+    """A job in a coordinator's database, as the coordinator left it (launched at
+    `started_at`, if given)."""
     store = JobStore(db)
     try:
         spec = parse_spec_text(job())
         job_id = store.create(spec.job, job(), spec.to_json())
-        store.set_state(job_id, state, reason)
+        launched = pb.JobResult(job=job_id, started_at=started_at) if started_at else None
+        store.set_state(job_id, state, reason, result=launched)
         return job_id
     finally:
         store.close()
@@ -111,6 +113,42 @@ def test_the_coordinators_stop_answer_stops_the_job_at_the_party(tmp_path) -> No
         sender.close(0)
         client.close()
         coord.stop(0)
+
+
+@pytest.mark.grpc
+def test_a_job_that_ended_while_the_coordinator_was_down_reports_its_own_duration(
+    tmp_path,
+) -> None:
+    # Prepare: a job launched 1 s ago; its coordinator is down
+    port = _free_port()
+    job_id = _stored_job(tmp_path / "jobs.sqlite", started_at=time.time() - 1.0)
+    client = CoordinatorClient(f"127.0.0.1:{port}")
+    sender = ReportSender(client)
+    coord = None
+    try:
+        # Execute: both parties end now, and the coordinator is back 4 s later
+        for party in ("bank", "shop"):
+            request = pb.ReportProgressRequest(
+                job_id=job_id, party_id=party, done=pb.PartyDone(rounds=5, seconds=0.9)
+            )
+            sender.post(request)
+        time.sleep(4.0)
+        coord = create_coordinator_server(str(tmp_path / "jobs.sqlite"), f"127.0.0.1:{port}")
+        assert sender.flush(timeout=60)
+        with CoordinatorClient(f"127.0.0.1:{coord.port}") as reader:
+            view = reader.get(job_id)
+    finally:
+        sender.close(0)
+        client.close()
+        if coord is not None:
+            coord.stop(0)
+    # Assert: about the 1 s the job ran, not the 5 s until the coordinator heard of its end
+    assert view.state == "SUCCEEDED"
+    assert 1.0 <= view.result.seconds < 2.5, view.result.seconds
+    ended = {p: t.ended_at for p, t in view.result.parties.items()}
+    assert max(ended.values()) - view.result.started_at == pytest.approx(
+        view.result.seconds, abs=1e-3
+    )
 
 
 def _report(job_id: str, **event) -> Pending:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from vfl.contract.spec import TableSource, parse_spec
+from vfl.secure.errors import PsiError
 
 from tests.support.data import FATE, breast, motor, shared_data
 from tests.support.harness import run_inprocess
@@ -73,15 +74,30 @@ def test_partial_overlap_is_aligned_by_psi_without_sending_ids(tmp_path) -> None
     assert not any(i in d for d in sent for i in ids[:50] if len(i) >= 4)
 
 
-def test_duplicate_ids_fail_the_job(tmp_path) -> None:
-    host = tmp_path / "host.csv"
-    lines = (FATE / "breast_hetero_host.csv").read_text().splitlines()
-    host.write_text("\n".join([*lines, lines[1]]) + "\n")
+@pytest.mark.parametrize("repeating", ["bank", "shop"])
+def test_repeated_ids_fail_the_job_naming_the_dataset(tmp_path, repeating) -> None:
+    # Prepare: one party's dataset "customers_2026" repeats the id of its first row
+    source = FATE / f"breast_hetero_{'guest' if repeating == 'bank' else 'host'}.csv"
+    lines = source.read_text().splitlines()
+    table = tmp_path / "table.csv"
+    table.write_text("\n".join([*lines, lines[1]]) + "\n")
     datasets = breast()
-    datasets["shop"] = {"d": TableSource(path=str(host))}
-    spec = spec_for([("bank", "active"), ("shop", "passive")], "binary")
-    with pytest.raises(Exception, match="duplicate"):
+    label = "y" if repeating == "bank" else None
+    datasets[repeating] = {"customers_2026": TableSource(path=str(table), label=label)}
+    raw = spec_for([("bank", "active"), ("shop", "passive")], "binary").model_dump(
+        mode="json", exclude_none=True
+    )
+    for party in raw["parties"]:
+        if party["id"] == repeating:
+            party["data"] = {"dataset": "customers_2026"}
+    spec = parse_spec(raw)
+    # Execute
+    with pytest.raises(PsiError) as err:
         run_inprocess(spec, datasets)
+    # Assert: the first error raised (the repeating party's, or its peer's, told by it)
+    # names the dataset
+    assert "dataset 'customers_2026': 1 of 570 rows repeat an id" in str(err.value)
+    assert "deduplicate the id column" in str(err.value)
 
 
 def test_binary_task_with_three_label_values_is_rejected() -> None:

@@ -35,9 +35,11 @@ class LocalTopology:
         tls_dir: Path | None = None,
         coordinator_args: tuple[str, ...] = (),
     ) -> None:
-        self.workdir = workdir
+        # absolute: the daemons run in `workdir`, where a relative path would name
+        # `workdir/workdir/...` ("wd/tls/ca.crt is missing")
+        self.workdir = Path(workdir).resolve()
         self.party_args, self.coordinator_args = party_args, coordinator_args
-        self.tls_args = ("--tls", str(tls_dir)) if tls_dir else ()
+        self.tls_args = ("--tls", str(Path(tls_dir).resolve())) if tls_dir else ()
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.coordinator_address = ""
 

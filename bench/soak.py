@@ -1,0 +1,462 @@
+"""Soak: one federation under mixed load for an hour, with a party killed every few minutes.
+
+    python bench/soak.py                              60 minutes
+    python bench/soak.py --minutes 10 --json soak.json
+    python bench/soak.py --minutes 3 --over-limit-every 0      no over-limit job
+
+One federation (bench/soak_federation.py): a coordinator and two party daemons, "bank"
+(active) and "shop" (passive), as processes with mutual TLS, as `vfl run` starts them,
+on the credit shape (bench/credit_data.py: 30,000 rows, 13 + 10 dense features). For
+`--minutes` it runs, all at once:
+
+- training jobs back to back, split and blindfl in turn (512-bit INSECURE test keys),
+  each followed by a batch prediction of the whole table with the model it made;
+- `--clients` (200) online scoring clients, threads of this process, each with its own
+  mutual-TLS channel to the active party's daemon, sending one `Predict` of one random id
+  at a time (deadline `--score-deadline`), with a random pause of mean `--think-ms`;
+- every few minutes (uniformly 0.5 to 1.5 times `--kill-every`) a kill -9 of a random
+  party daemon; 10 s later the processes of its tree still alive are counted (they must
+  be none), then it is started again with the same config and state, and the job it
+  paused is resumed with `vfl resume`;
+- every `--over-limit-every` seconds (the first at half of it) a job whose top model has
+  very wide hidden layers (`--over-limit-hidden`), which a party must refuse.
+
+An operator on call (a thread) resumes every paused job with `vfl resume` once its
+parties run (at most `MAX_RESUMES` times a job, then cancels it), and starts again a
+daemon that died without being killed by the soak (an unplanned death, reported).
+Afterwards no job is submitted and no daemon killed; the jobs still running get
+`--drain-minutes` to end. A job is lost unless it ended SUCCEEDED, or FAILED for an
+over-limit job. Reported: jobs finished and lost, daemon restarts, leftover processes
+after each kill, peak resident memory of each daemon's processes (sampled every second),
+and online scoring's p50/p99 and the shares of answered and refused (RESOURCE_EXHAUSTED)
+calls. A markdown table, and with `--json FILE` everything as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import grpc
+import numpy as np
+import yaml
+from credit_data import credit_job, credit_tables
+from soak_federation import SoakFederation, alive, rss_bytes, session_members
+from vfl.proto import party_pb2, party_pb2_grpc
+from vfl.proto.rpc import dial
+
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+MAX_RESUMES = 3  # resumes of one job before the operator gives up and cancels it
+LEFTOVER_WAIT_S = 10.0  # after a kill: processes of its tree alive this much later
+OPERATOR_EVERY_S = 5.0
+
+
+@dataclass
+class Job:
+    """One submitted job as the soak saw it."""
+
+    job_id: str
+    kind: str  # split | blindfl | predict | over-limit
+    submitted: float  # time.monotonic()
+    state: str = ""
+    reason: str = ""
+    seconds: float = 0.0  # submitted to its end, as the soak saw it
+    pauses: list[str] = field(default_factory=list)
+    resumes: int = 0
+
+    @property
+    def lost(self) -> bool:
+        """Not ended as it should: SUCCEEDED, or FAILED for an over-limit job."""
+        return self.state != ("FAILED" if self.kind == "over-limit" else "SUCCEEDED")
+
+
+class Record:
+    """What the soak saw; thread-safe."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: dict[str, Job] = {}
+        self.kills: list[dict] = []
+        self.unplanned: list[dict] = []
+        self.restarts = 0
+        self.calls: Counter[str] = Counter()
+        self.latencies: dict[str, list[float]] = {}
+        self.peak_rss: dict[str, int] = {}
+
+    def call(self, outcome: str, seconds: float) -> None:
+        with self.lock:
+            self.calls[outcome] += 1
+            self.latencies.setdefault(outcome, []).append(seconds)
+
+    def rss(self, name: str, value: int) -> None:
+        with self.lock:
+            self.peak_rss[name] = max(self.peak_rss.get(name, 0), value)
+
+
+class Soak:
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args = args
+        self.tables = credit_tables(workdir, args.rows)
+        self.fed = SoakFederation(workdir, self.tables, args.grace)
+        self.record = Record()
+        self.stop = threading.Event()  # no more submissions or kills
+        self.halt = threading.Event()  # everything stops (after the drain)
+        self.model = ""  # the newest model, for online scoring
+        self.ids = [str(i) for i in range(args.rows)]
+        self.began = 0.0
+
+    # --- jobs -------------------------------------------------------------------------
+
+    def spec(self, protocol: str, hidden: list[int] | None = None) -> str:
+        a = self.args
+        epochs = a.split_epochs if protocol == "split" else a.blindfl_epochs
+        raw = credit_job(
+            protocol, self.tables, a.key_bits, epochs, {"fraction": 0.2}, hidden=hidden
+        )
+        for party in raw["parties"]:
+            party["data"] = {"dataset": "data"}
+        return yaml.safe_dump(raw)
+
+    def submit(self, kind: str, text: str) -> Job | None:
+        """Submit a job (a prediction for kind "predict"), retrying while the coordinator
+        does not answer; None once the soak halts."""
+        client = self.fed.client
+        assert client is not None
+        while not self.halt.is_set():
+            try:
+                job_id = client.predict(text) if kind == "predict" else client.submit(text)
+            except grpc.RpcError as exc:
+                print(f"  submit {kind}: {exc.code().name}: {exc.details()}", file=sys.stderr)
+                time.sleep(2.0)
+                continue
+            job = Job(job_id, kind, time.monotonic())
+            with self.record.lock:
+                self.record.jobs[job_id] = job
+            return job
+        return None
+
+    def follow(self, job: Job) -> Job:
+        """Poll the job until it ends (or the soak halts); the operator resumes it while
+        it is paused."""
+        client = self.fed.client
+        assert client is not None
+        while not self.halt.is_set():
+            try:
+                view = client.get(job.job_id)
+            except grpc.RpcError:
+                time.sleep(1.0)
+                continue
+            with self.record.lock:
+                if view.state == "PAUSED" and (not job.pauses or job.pauses[-1] != view.reason):
+                    job.pauses.append(view.reason)
+                job.state, job.reason = view.state, view.reason
+                if view.state in TERMINAL:
+                    job.seconds = round(time.monotonic() - job.submitted, 2)
+                    return job
+            time.sleep(1.0)
+        return job
+
+    def trainer(self) -> None:
+        """Training jobs back to back, each followed by a prediction with its model."""
+        protocols = ["split", "blindfl"]
+        n = 0
+        while not self.stop.is_set():
+            job = self.submit(protocols[n % 2], self.spec(protocols[n % 2]))
+            n += 1
+            if job is None or self.follow(job).state != "SUCCEEDED":
+                continue
+            self.model = job.job_id
+            request = {"model": job.job_id, "data": {"bank": "data", "shop": "data"}}
+            predicted = self.submit("predict", yaml.safe_dump(request))
+            if predicted is not None:
+                self.follow(predicted)
+
+    def over_limit(self) -> None:
+        """A job with very wide hidden layers every `--over-limit-every` seconds."""
+        every = self.args.over_limit_every
+        due = self.began + every / 2
+        while not self.stop.wait(max(0.0, due - time.monotonic())):
+            due += every
+            job = self.submit("over-limit", self.spec("split", self.args.over_limit_hidden))
+            if job is not None:
+                threading.Thread(target=self.follow, args=(job,), daemon=True).start()
+
+    # --- kills and the operator on call --------------------------------------------------
+
+    def killer(self) -> None:
+        """kill -9 a random party daemon every few minutes; count what it leaves behind;
+        start it again."""
+        rng = random.Random(self.args.seed)
+        while not self.stop.wait(self.args.kill_every * rng.uniform(0.5, 1.5)):
+            party = rng.choice(sorted(self.fed.parties))
+            daemon = self.fed.parties[party]
+            pid, at = daemon.pid, round(time.monotonic() - self.began, 1)
+            members = daemon.kill()
+            time.sleep(LEFTOVER_WAIT_S)
+            left = sorted({p for p in members if alive(p)} | set(session_members(pid)))
+            self.restart(party)
+            with self.record.lock:
+                self.record.kills.append(
+                    {"party": party, "at_s": at, "processes": len(members), "leftover": left}
+                )
+            print(
+                f"  {at:7.1f} s: kill -9 {party} ({len(members)} processes): "
+                f"{len(left)} left after {LEFTOVER_WAIT_S:.0f} s; restarted",
+                file=sys.stderr,
+            )
+
+    def operator(self) -> None:
+        """Start again a daemon that died unplanned; resume every paused job."""
+        while not self.halt.wait(OPERATOR_EVERY_S):
+            for name, daemon in self.fed.parties.items():
+                code = daemon.exited()
+                if code is None or daemon.down_on_purpose:
+                    continue
+                at = round(time.monotonic() - self.began, 1)
+                print(f"  {at:7.1f} s: {name} died (exit {code}); restarting", file=sys.stderr)
+                with self.record.lock:
+                    self.record.unplanned.append({"party": name, "at_s": at, "exit": code})
+                self.restart(name)
+            if all(d.exited() is None for d in self.fed.parties.values()):
+                self.resume_paused()
+
+    def restart(self, party: str) -> None:
+        """Start a party daemon again (trying until it serves, or the soak halts)."""
+        while not self.halt.is_set():
+            try:
+                self.fed.parties[party].start()
+            except RuntimeError as exc:
+                print(f"  restarting {party} failed, again in 5 s: {exc}", file=sys.stderr)
+                time.sleep(5.0)
+                continue
+            with self.record.lock:
+                self.record.restarts += 1
+            return
+
+    def resume_paused(self) -> None:
+        with self.record.lock:
+            paused = [j for j in self.record.jobs.values() if j.state == "PAUSED"]
+        for job in paused:
+            if job.resumes >= MAX_RESUMES:
+                self.fed.vfl("cancel", job.job_id)
+                continue
+            out = self.fed.vfl("resume", job.job_id)
+            if out.returncode == 0:
+                with self.record.lock:
+                    job.resumes += 1
+                    job.state = "RESUMED"  # until the next poll
+
+    # --- online scoring and memory ----------------------------------------------------
+
+    def scorer(self, seed: int) -> None:
+        """One online scoring client: one id per `Predict`, a random pause between."""
+        rng = np.random.default_rng(seed)
+        assert self.fed.client is not None
+        tls = self.fed.client.tls
+        channel, address = None, ""
+        while not self.stop.wait(rng.exponential(self.args.think_ms / 1e3)):
+            if not self.model:
+                continue
+            if self.fed.party_address("bank") != address:
+                if channel is not None:
+                    channel.close()
+                address = self.fed.party_address("bank")
+                channel = dial(address, tls, expect="bank")
+            assert channel is not None
+            stub = party_pb2_grpc.PartyServiceStub(channel)
+            request = party_pb2.PredictRequest(
+                model_id=self.model, ids=[self.ids[rng.integers(len(self.ids))]]
+            )
+            begun = time.monotonic()
+            try:
+                reply = stub.Predict(request, timeout=self.args.score_deadline)
+                outcome = "answered" if not reply.results[0].error else "id error"
+            except grpc.RpcError as exc:
+                code = exc.code()
+                outcome = "refused" if code == grpc.StatusCode.RESOURCE_EXHAUSTED else code.name
+            self.record.call(outcome, time.monotonic() - begun)
+        if channel is not None:
+            channel.close()
+
+    def sampler(self) -> None:
+        """Resident memory of each daemon's processes, every second."""
+        daemons = {"coordinator": self.fed.coordinator, **self.fed.parties}
+        while not self.halt.wait(1.0):
+            for name, daemon in daemons.items():
+                self.record.rss(name, rss_bytes(daemon.members()))
+
+    # --- the run ----------------------------------------------------------------------
+
+    def run(self) -> dict:
+        a = self.args
+        self.fed.start()
+        self.began = time.monotonic()
+        loops = [self.trainer, self.killer] if a.kill_every > 0 else [self.trainer]
+        loops += [self.over_limit] if a.over_limit_every > 0 else []
+        submitters = [threading.Thread(target=f, daemon=True) for f in loops]
+        scorers = [
+            threading.Thread(target=self.scorer, args=(i,), daemon=True) for i in range(a.clients)
+        ]
+        background = [
+            threading.Thread(target=f, daemon=True) for f in (self.operator, self.sampler)
+        ]
+        for t in [*submitters, *scorers, *background]:
+            t.start()
+        try:
+            self.stop.wait(a.minutes * 60)
+        finally:
+            self.stop.set()
+            self.drain(submitters)
+            self.halt.set()
+            for t in background:
+                t.join(60)
+            stopped_left = self.shut_down()
+        return self.summary(time.monotonic() - self.began, stopped_left)
+
+    def drain(self, submitters: list[threading.Thread]) -> None:
+        """Let the jobs still running end (the operator still resumes them)."""
+        deadline = time.monotonic() + self.args.drain_minutes * 60
+        while time.monotonic() < deadline:
+            with self.record.lock:
+                open_jobs = [j for j in self.record.jobs.values() if j.state not in TERMINAL]
+            if not open_jobs and not any(t.is_alive() for t in submitters):
+                return
+            time.sleep(1.0)
+
+    def shut_down(self) -> list[int]:
+        """Stop every daemon (SIGTERM); the processes of their sessions alive 10 s later."""
+        sessions = [d.pid for d in (self.fed.coordinator, *self.fed.parties.values())]
+        self.fed.stop()
+        time.sleep(LEFTOVER_WAIT_S)
+        return sorted(p for sid in sessions for p in session_members(sid))
+
+    def summary(self, seconds: float, stopped_left: list[int]) -> dict:
+        r = self.record
+        with r.lock:
+            jobs = [asdict(j) | {"lost": j.lost} for j in r.jobs.values()]
+            calls, latencies = dict(r.calls), {k: list(v) for k, v in r.latencies.items()}
+            kills, unplanned = list(r.kills), list(r.unplanned)
+            restarts, peak = r.restarts, dict(r.peak_rss)
+        total = sum(calls.values())
+        answered = latencies.get("answered", [])
+        everything = [s for v in latencies.values() for s in v]
+        return {
+            "settings": {k: v for k, v in vars(self.args).items() if k != "json"},
+            "seconds": round(seconds, 1),
+            "jobs": jobs,
+            "jobs_submitted": len(jobs),
+            "jobs_finished": sum(j["state"] == "SUCCEEDED" for j in jobs),
+            "jobs_lost": sum(j["lost"] for j in jobs),
+            "over_limit": [j for j in jobs if j["kind"] == "over-limit"],
+            "daemon_restarts": restarts,
+            "kills": kills,
+            "leftover_processes": sum(len(k["leftover"]) for k in kills),
+            "leftover_after_stop": stopped_left,
+            "unplanned_deaths": unplanned,
+            "peak_rss_mb": {k: round(v / 2**20) for k, v in sorted(peak.items())},
+            "scoring": {
+                "calls": total,
+                "outcomes": calls,
+                "answered_share": calls.get("answered", 0) / total if total else 0.0,
+                "refused_share": calls.get("refused", 0) / total if total else 0.0,
+                "p50_ms": _percentile(answered, 50),
+                "p99_ms": _percentile(answered, 99),
+                "p50_ms_all": _percentile(everything, 50),
+                "p99_ms_all": _percentile(everything, 99),
+            },
+        }
+
+
+def _percentile(seconds: list[float], q: float) -> float | None:
+    return round(float(np.percentile(seconds, q)) * 1e3, 1) if seconds else None
+
+
+def table(s: dict) -> str:
+    """The soak's outcome as a markdown table."""
+    kinds = Counter((j["kind"], j["state"]) for j in s["jobs"])
+    by_kind = ", ".join(f"{k} {st}: {n}" for (k, st), n in sorted(kinds.items()))
+    over = s["over_limit"]
+    over_text = (
+        "; ".join(
+            f"{j['state']} after {j['seconds']} s"
+            if j["state"] in TERMINAL
+            else f"still {j['state'] or 'SUBMITTED'} at the end"
+            for j in over
+        )
+        or "-"
+    )
+    sc = s["scoring"]
+    others = {k: v for k, v in sc["outcomes"].items() if k not in ("answered", "refused")}
+    rows = [
+        ("minutes", f"{s['seconds'] / 60:.1f}"),
+        ("jobs submitted", f"{s['jobs_submitted']} ({by_kind or '-'})"),
+        ("jobs finished (SUCCEEDED)", s["jobs_finished"]),
+        ("jobs lost (must be 0)", s["jobs_lost"]),
+        ("over-limit jobs", f"{len(over)}: {over_text}"),
+        ("kill -9 of a party daemon", len(s["kills"])),
+        ("daemon restarts", s["daemon_restarts"]),
+        ("unplanned daemon deaths", len(s["unplanned_deaths"])),
+        (
+            "leftover processes 10 s after a kill (must be 0)",
+            f"{s['leftover_processes']} (per kill: "
+            + (", ".join(str(len(k["leftover"])) for k in s["kills"]) or "-")
+            + ")",
+        ),
+        ("processes left 10 s after stopping the daemons", len(s["leftover_after_stop"])),
+        ("peak RSS, MB", ", ".join(f"{k} {v:,}" for k, v in s["peak_rss_mb"].items())),
+        ("scoring calls", f"{sc['calls']:,}"),
+        ("answered / refused", f"{sc['answered_share']:.1%} / {sc['refused_share']:.1%}"),
+        ("other outcomes", ", ".join(f"{k} {v:,}" for k, v in sorted(others.items())) or "-"),
+        ("scoring p50 / p99, answered, ms", f"{sc['p50_ms']} / {sc['p99_ms']}"),
+        ("scoring p50 / p99, every call, ms", f"{sc['p50_ms_all']} / {sc['p99_ms_all']}"),
+    ]
+    return "\n".join(["| measure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
+
+
+def _widths(text: str) -> list[int]:
+    return [int(w) for w in text.split(",") if w.strip()]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=60.0, help="load time (default 60)")
+    p.add_argument("--drain-minutes", type=float, default=10.0, help="for open jobs after")
+    p.add_argument("--rows", type=int, default=30_000)
+    p.add_argument("--key-bits", type=int, default=512, help="blindfl's (test keys below 2048)")
+    p.add_argument("--split-epochs", type=int, default=10)
+    p.add_argument("--blindfl-epochs", type=int, default=2)
+    p.add_argument("--clients", type=int, default=200, help="online scoring clients")
+    p.add_argument("--think-ms", type=float, default=1000.0, help="mean pause between calls")
+    p.add_argument("--score-deadline", type=float, default=10.0, help="seconds per call")
+    p.add_argument("--kill-every", type=float, default=240.0, help="mean seconds; 0: none")
+    p.add_argument("--over-limit-every", type=float, default=600.0, help="seconds; 0: none")
+    p.add_argument("--over-limit-hidden", type=_widths, default=[65536, 65536])
+    p.add_argument("--grace", type=float, default=10.0, help="coordinator's --party-grace")
+    p.add_argument("--seed", type=int, default=0, help="which party is killed when")
+    p.add_argument("--workdir", help="keep the federation's files here (default: temporary)")
+    p.add_argument("--json", metavar="FILE", help="also write everything as JSON to FILE")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="vfl-soak-") as tmp:
+        workdir = Path(args.workdir).resolve() if args.workdir else Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        summary = Soak(args, workdir).run()
+    print(table(summary))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+    return 0 if summary["jobs_lost"] == 0 and summary["leftover_processes"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
