@@ -68,7 +68,7 @@ def run_active(
         return np.empty((0, KEY_BYTES), dtype=np.uint8)
 
     def digests() -> np.ndarray:  # while the pool blinds: no serial step after matching
-        return first_word(order_digests(own.ids, np.arange(own.size), seed))
+        return order_words(own.ids, own.size, seed)
 
     steps = [blind(p) for p in passives] + [take(p) for p in passives]
     try:
@@ -109,6 +109,7 @@ def match(
         own_pos, their_pos = common_rows(mine[peer], their_keys)
         lookup = np.full(own_size, -1, dtype=np.int64)
         lookup[own_pos] = their_pos
+        del own_pos, their_pos
         present &= lookup >= 0
         lookups[peer] = lookup
     return np.flatnonzero(present), lookups
@@ -118,21 +119,26 @@ def common_rows(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(positions in `a`, positions in `b`) of the rows the two hold alike; `a` and `b`
     are (n, k) uint8 arrays of distinct rows each. Matched on their first 8 bytes when
     those are distinct in each (a sort of `b`'s and a search for `a`'s, then the rest of
-    each pair compared), else on every byte."""
-    a0, b0 = first_word(a), first_word(b)
-    by_b = np.argsort(b0)
-    ranked = b0[by_b]
+    each pair compared), else on every byte. Each temporary is freed as soon as it is
+    used: at 1e7 rows a side, every one is 80 MB."""
+    a0 = first_word(a)
+    by_b = np.argsort(first_word(b))
+    ranked = first_word(b)[by_b]
     if distinct(a0) and not np.any(ranked[1:] == ranked[:-1]):
         at = np.searchsorted(ranked, a0)
-        at[at == len(ranked)] = 0
-        ia = np.flatnonzero(ranked[at] == a0)
+        np.minimum(at, len(ranked) - 1, out=at)
+        hit = ranked[at] == a0
+        del a0, ranked
+        ia = np.flatnonzero(hit)
+        del hit
         ib = by_b[at[ia]]
+        del at, by_b
         same = np.ones(len(ia), dtype=bool)  # 8 equal bytes of different points: no match
         for lo in range(0, len(ia), HASH_CHUNK):
             pair = slice(lo, lo + HASH_CHUNK)
             same[pair] = np.all(a[ia[pair]] == b[ib[pair]], axis=1)
-        return ia[same], ib[same]
-    del a0, b0, by_b, ranked
+        return (ia, ib) if same.all() else (ia[same], ib[same])
+    del a0, by_b, ranked
     both = np.concatenate([a, b])
     order = byte_order(both)
     ranked_rows = both[order]
@@ -158,11 +164,29 @@ def _aligned(ids: IdColumn, rows: np.ndarray, first: np.ndarray, seed: int | Non
 _LITTLE = np.little_endian
 
 
-def order_digests(ids: IdColumn, rows: np.ndarray, seed: int | None) -> np.ndarray:
-    """The first KEY_BYTES of SHA-256(seed, id) of the ids at `rows` (a fresh salt if no
-    seed), as (len(rows), KEY_BYTES) uint8 rows, hashed `HASH_CHUNK` ids at a time."""
-    salt = secrets.token_bytes(16) if seed is None else str(int(seed)).encode()
-    prefix = _ORDER_DOMAIN + salt + b"\x00"
+def order_words(ids: IdColumn, count: int, seed: int | None) -> np.ndarray:
+    """The first 8 bytes of SHA-256(seed, id) of the first `count` ids (a fresh salt if
+    no seed), as uint64 (`first_word`), computed `HASH_CHUNK` ids at a time (never every
+    whole digest at once)."""
+    salt = _salt(seed)
+    out = np.empty(count, dtype=np.uint64)
+    for lo in range(0, count, HASH_CHUNK):
+        rows = np.arange(lo, min(lo + HASH_CHUNK, count))
+        out[lo : lo + len(rows)] = first_word(order_digests(ids, rows, seed, salt))
+    return out
+
+
+def _salt(seed: int | None) -> bytes:
+    return secrets.token_bytes(16) if seed is None else str(int(seed)).encode()
+
+
+def order_digests(
+    ids: IdColumn, rows: np.ndarray, seed: int | None, salt: bytes | None = None
+) -> np.ndarray:
+    """The first KEY_BYTES of SHA-256(seed, id) of the ids at `rows` (`salt` if given,
+    else a fresh salt if no seed), as (len(rows), KEY_BYTES) uint8 rows, hashed
+    `HASH_CHUNK` ids at a time."""
+    prefix = _ORDER_DOMAIN + (salt or _salt(seed)) + b"\x00"
     keys = np.empty((len(rows), KEY_BYTES), dtype=np.uint8)
     for lo in range(0, len(rows), HASH_CHUNK):
         canon = id_texts(ids, rows[lo : lo + HASH_CHUNK])
