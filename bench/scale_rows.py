@@ -51,6 +51,7 @@ from vfl.contract.spec import TableSource  # noqa: E402
 CORES = os.cpu_count() or 1
 PARTIES = ("bank", "shop")
 READ_LINE = re.compile(r"read dataset \S+: (\d+) rows in ([\d.]+) s")
+LOG_STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
 
 
 def kept_tables(folder: Path, rows: int, fmt: str) -> dict:
@@ -83,12 +84,14 @@ def job_spec(tables: dict, protocol: str, key_bits: int) -> dict:
 
 class Sampler:
     """Polls the party daemons under `vfl run` (`pid`): each one's VmHWM and the peak
-    RSS of its process tree."""
+    RSS of its process tree; `timeline` holds every sample (wall clock, party, the
+    daemon's RSS and its tree's, in KiB)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.hwm = dict.fromkeys(PARTIES, 0)
         self.tree = dict.fromkeys(PARTIES, 0)
+        self.timeline: list[tuple[float, str, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -106,6 +109,7 @@ class Sampler:
                 self.hwm[party] = max(self.hwm[party], _status_kb(pid, "VmHWM"))
                 tree = sum(_status_kb(p, "VmRSS") for p in [pid, *_descendants(pid)])
                 self.tree[party] = max(self.tree[party], tree)
+                self.timeline.append((time.time(), party, _status_kb(pid, "VmRSS"), tree))
 
 
 def _children(pid: int) -> list[int]:
@@ -148,8 +152,9 @@ def _status_kb(pid: int, field: str) -> int:
     return 0
 
 
-def run_job(spec: dict, folder: Path) -> dict:
-    """One `vfl run --json --workdir`: its result, wall seconds, memory and load seconds."""
+def run_job(spec: dict, folder: Path, trace: Path | None = None) -> dict:
+    """One `vfl run --json --workdir`: its result, wall seconds, memory and load seconds;
+    `trace`: also write each party's memory over time beside its log lines there."""
     work = folder / f"work-{spec['job']}"
     path = folder / f"{spec['job']}.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -166,6 +171,8 @@ def run_job(spec: dict, folder: Path) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"vfl run failed:\n{err.read_text()[-3000:]}")
     result = json.loads(out.read_text())
+    if trace is not None:
+        write_trace(trace, sampler.timeline, work)
     loads = []
     for party in PARTIES:
         log = (work / f"party-{party}.log").read_text()
@@ -177,6 +184,25 @@ def run_job(spec: dict, folder: Path) -> dict:
         "hwm_mb": {p: kb / 1024 for p, kb in sampler.hwm.items()},
         "tree_mb": {p: kb / 1024 for p, kb in sampler.tree.items()},
     }
+
+
+def write_trace(path: Path, timeline: list, work: Path) -> None:
+    """Each party's memory samples and log lines in time order, seconds from the first
+    sample: where in the job a party's memory goes."""
+    lines = [
+        (t, f"{party:5} rss {rss / 1024:7.0f} MB  tree {tree / 1024:7.0f} MB")
+        for t, party, rss, tree in timeline
+    ]
+    for party in PARTIES:
+        for line in (work / f"party-{party}.log").read_text().splitlines():
+            stamp = LOG_STAMP.match(line)
+            if stamp:
+                when = time.mktime(time.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S"))
+                lines.append(
+                    (when + int(stamp.group(2)) / 1000, f"{party:5} log {line[24:][:150]}")
+                )
+    start = min((t for t, _ in lines), default=0.0)
+    path.write_text("".join(f"{t - start:8.1f}  {text}\n" for t, text in sorted(lines)))
 
 
 def load_floor(tables: dict) -> float:
@@ -266,6 +292,7 @@ def main() -> None:
     parser.add_argument(
         "--project", type=int, default=10_000_000, help="rows of the Ray projection (0: none)"
     )
+    parser.add_argument("--trace", help="write each job's memory timeline to DIR/<case>.txt")
     parser.add_argument(
         "--tables", help="keep the generated tables in this folder and reuse them on later runs"
     )
@@ -293,7 +320,8 @@ def main() -> None:
                 "psi": 4 * rows * t_mult / CORES,
                 "epoch": epoch_floor(rows) if protocol == "split" else float("nan"),
             }
-            run = run_job(job_spec(tables, protocol, args.key_bits), folder)
+            trace = Path(args.trace) / f"{rows}-{fmt}-{protocol}.txt" if args.trace else None
+            run = run_job(job_spec(tables, protocol, args.key_bits), folder, trace)
         r = run["result"]
         history = r.get("history") or [{}]
         epoch = history[-1].get("train_seconds", float("nan"))

@@ -205,7 +205,10 @@ class Preprocessor(_Fitted):
             return self._apply_sparse(raw, what, drift, rows), drift
         self._check_columns(raw, what)
         nums = self.numeric
-        feats = np.zeros((n, len(self.feature_names)), dtype=np.float32)
+        # column-major: writing a column touches only its own pages, so each raw column
+        # is released before the next is written (row-major, the first column written
+        # would touch every page of the matrix while the raw table is still whole)
+        feats = np.zeros((n, len(self.feature_names)), dtype=np.float32, order="F")
         k = len(nums)
         for j, col in enumerate(nums):
             values = raw.column(col.name).values

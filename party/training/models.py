@@ -145,7 +145,7 @@ class Inputs:
 
     def nonzeros(self) -> np.ndarray:
         """Every stored value (a sparse matrix's nonzeros; all of a dense array)."""
-        return np.asarray(self.x.data) if self.sparse else self.x.ravel()
+        return np.asarray(self.x.data) if self.sparse else self.x.ravel(order="K")
 
 
 def _sparse_product(x: sp.csr_matrix, weight: torch.Tensor) -> torch.Tensor:
