@@ -32,14 +32,15 @@ def infer_features(
     seen: np.ndarray, own: np.ndarray, target: np.ndarray, known: np.ndarray
 ) -> Inference:
     """Regress `target` (X_A, rows x d_A) on `seen` (what B saw of each row) and on `own`
-    (X_B) from rows `known`; R² per feature on every other row."""
+    (X_B) from rows `known`; R² per feature on every other row (NaN for a feature that is
+    constant in the known rows: nothing can be learnt of it from them)."""
     rest = np.setdiff1d(np.arange(len(target)), known)
     with_seen = np.hstack([seen, own])
     guess = ridge_predict(with_seen[known], target[known], with_seen[rest])
     base = ridge_predict(own[known], target[known], own[rest])
-    return Inference(
-        len(known), r2_per_column(target[rest], guess), r2_per_column(target[rest], base)
-    )
+    varies = target[known].std(axis=0) > 0
+    r2, r2_base = r2_per_column(target[rest], guess), r2_per_column(target[rest], base)
+    return Inference(len(known), np.where(varies, r2, np.nan), np.where(varies, r2_base, np.nan))
 
 
 def per_row(

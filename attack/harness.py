@@ -180,7 +180,11 @@ def feature_rows(
         score, base = float(np.nanmean(inf.r2)), float(np.nanmean(inf.baseline))
         gained = score > base + R2_MARGIN
         verdict = (BY_DESIGN if protocol == "blindfl" else LEAKS) if gained else AT_CHANCE
-        used = f"{what} (epochs {'+'.join(map(str, epochs))}) + X_B, k={k} known rows of X_A"
+        learnable = int(np.isfinite(inf.r2).sum())
+        used = (
+            f"{what} (epochs {'+'.join(map(str, epochs))}) + X_B, k={k} known rows of X_A "
+            f"(mean over the {learnable} of {d_a} features that vary in them)"
+        )
         plot = {"r2": inf.r2, "baseline_r2": inf.baseline}
         out.append(
             AttackRow(

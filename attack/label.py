@@ -4,7 +4,7 @@ the paper's description.
 
 A *signal* is a per-row vector the passive party can read in each training round: in
 `split`, the derivative dL/d(act) it receives; in `blindfl`, the m3 ciphertexts it
-receives (their leading 64 bits) and the plaintexts it decrypts (its m1 shares S); in any
+receives (their lowest 64 bits) and the plaintexts it decrypts (its m1 shares S); in any
 build that sends something more in the clear, that too. For every signal, two scores per
 row and round:
 

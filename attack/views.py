@@ -21,7 +21,10 @@ from vfl.secure.wire.payload import tensor_from_payload
 
 ROUND_TAG = re.compile(r"^train/r(\d+)/(.+)$")
 ROUND_RECORD = re.compile(r"^train_r(\d+)$")
-LEAD_BYTES = 8  # a ciphertext is read by its leading 64 bits
+# A ciphertext is read by its lowest 64 bits: uniform whatever the key, whereas its
+# leading bits follow the modulus's (two runs under two keys differ there, not in what
+# the ciphertexts carry).
+LOW_BYTES = 8
 
 
 @dataclass
@@ -34,7 +37,7 @@ class PartyView:
     (`rows`; split: `act`, `grad`, at the active party `act_<passive>`, `grad_<passive>`;
     blindfl active: `z`, `g`). `received`: per training
     round, what each envelope it received decodes to, by the tag's tail (`grad`, `m3`, ...):
-    a tensor as a tensor, ciphertexts as the leading 64 bits of each, a float matrix.
+    a tensor as a tensor, ciphertexts as the lowest 64 bits of each, a float matrix.
     `decrypted`: the plaintexts it decrypted, by record name. `final`: what its trained
     model computes on its rows (`representation`)."""
 
@@ -92,7 +95,7 @@ def load_view(party: str, role: str, view_dir: Path, audit_dir: Path | None) -> 
 
 def received_rounds(audit_dir: Path, party: str) -> dict[int, dict[str, np.ndarray]]:
     """What `party` received in each training round, decoded: per round, tag tail ->
-    a tensor, or the leading 64 bits of each ciphertext as floats (rows x columns)."""
+    a tensor, or the lowest 64 bits of each ciphertext as floats (rows x columns)."""
     out: dict[int, dict[str, np.ndarray]] = {}
     for rec in read_audit(audit_dir, party):
         found = ROUND_TAG.match(rec["tag"])
@@ -105,8 +108,9 @@ def received_rounds(audit_dir: Path, party: str) -> dict[int, dict[str, np.ndarr
 
 
 def decoded(payload: common_pb2.Payload) -> np.ndarray | None:
-    """A tensor as the party decodes it; ciphertexts as the leading 64 bits of each, as a
-    float matrix of their logical shape; None for other kinds."""
+    """A tensor as the party decodes it; ciphertexts as the lowest 64 bits of each (their
+    big-endian encoding's last 8 bytes), as a float matrix of their logical shape; None
+    for other kinds."""
     kind = payload.WhichOneof("kind")
     if kind == "tensor":
         return np.asarray(tensor_from_payload(payload), dtype=np.float64)
@@ -115,6 +119,6 @@ def decoded(payload: common_pb2.Payload) -> np.ndarray | None:
     c = payload.ciphertexts
     shape = [int(d) for d in c.shape]
     width = int(c.width)
-    blob = np.frombuffer(c.blob, dtype=np.uint8).reshape(-1, width)[:, :LEAD_BYTES]
+    blob = np.frombuffer(c.blob, dtype=np.uint8).reshape(-1, width)[:, -LOW_BYTES:]
     lead = blob.copy().view(">u8").ravel().astype(np.float64)
     return lead.reshape(shape) if int(np.prod(shape)) == lead.size else lead[:, None]
