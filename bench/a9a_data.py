@@ -64,6 +64,32 @@ def a9a3_tables(folder: Path, seed: int = 0) -> dict[str, tuple[TableSource, str
     return tables
 
 
+def a9a_sampled_tables(
+    folder: Path, rows: int = 28_000, positives: float = 0.22, seed: int = 0
+) -> dict[str, TableSource]:
+    """`rows` rows of a9a's training file with `positives` of them positive (drawn by
+    `rng([seed, 3])`, in their original order), written as a9a_s.guest and a9a_s.host in
+    `folder`; each party's table (bank: label y)."""
+    guest, host = _lines("a9a.guest"), _lines("a9a.host")
+    labels = _labels(guest)
+    rng = np.random.default_rng([seed, 3])
+    n_pos = round(rows * positives)
+    chosen = np.concatenate(
+        [
+            rng.choice(np.flatnonzero(labels == 1), n_pos, replace=False),
+            rng.choice(np.flatnonzero(labels == 0), rows - n_pos, replace=False),
+        ]
+    )
+    keep = np.sort(chosen)
+    tables = {}
+    for party, side, lines in (("bank", "guest", guest), ("shop", "host", host)):
+        path = folder / f"a9a_s.{side}"
+        path.write_text("\n".join(lines[i] for i in keep) + "\n")
+        label = {"label": "y"} if party == "bank" else {}
+        tables[party] = TableSource(path=str(path), format="libsvm", **label)
+    return tables
+
+
 def _matrix(lines: list[str], width: int, skip: int) -> sp.csr_matrix:
     rows, cols = [], []
     for i, line in enumerate(lines):

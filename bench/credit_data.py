@@ -21,14 +21,19 @@ from vfl.contract.spec import TableSource
 BANK_FEATURES, SHOP_FEATURES = 13, 10
 
 
-def credit_arrays(rows: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def credit_arrays(
+    rows: int, seed: int = 0, positives: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bank features, shop features, labels) for `rows` people, each column with mean 0
-    and standard deviation 1."""
+    and standard deviation 1; with `positives`, the label is 1 for that fraction of the
+    rows with the largest noisy logit (else for a logit above 0, about half)."""
     rng = np.random.default_rng(seed)
     xa, xb = rng.normal(size=(rows, BANK_FEATURES)), rng.normal(size=(rows, SHOP_FEATURES))
     wa, wb = rng.normal(size=BANK_FEATURES), rng.normal(size=SHOP_FEATURES)
     logit = np.sin(xa @ wa / 2) + (xa[:, :3].sum(1) * xb[:, :3].sum(1)) / 3 + xb @ wb / 4
-    y = (logit + rng.normal(scale=0.5, size=rows) > 0).astype(int)
+    noisy = logit + rng.normal(scale=0.5, size=rows)
+    cut = 0.0 if positives is None else float(np.quantile(noisy, 1 - positives))
+    y = (noisy > cut).astype(int)
     return _standardised(xa), _standardised(xb), y
 
 
@@ -36,9 +41,12 @@ def _standardised(x: np.ndarray) -> np.ndarray:
     return (x - x.mean(axis=0)) / x.std(axis=0)
 
 
-def credit_tables(folder: Path, rows: int = 30_000, seed: int = 0) -> dict[str, TableSource]:
-    """Write bank.csv and shop.csv into `folder`; return each party's table."""
-    xa, xb, y = credit_arrays(rows, seed)
+def credit_tables(
+    folder: Path, rows: int = 30_000, seed: int = 0, positives: float | None = None
+) -> dict[str, TableSource]:
+    """Write bank.csv and shop.csv into `folder`; return each party's table (`positives`:
+    as `credit_arrays`)."""
+    xa, xb, y = credit_arrays(rows, seed, positives)
     ids = np.arange(rows)
     bank, shop = folder / "bank.csv", folder / "shop.csv"
     _write(bank, ["id", "y", *(f"a{i}" for i in range(BANK_FEATURES))], [ids, y], xa)

@@ -175,7 +175,7 @@ def _daemon_options(args: argparse.Namespace):
             ) from None
     elif args.rtt_ms is not None:
         raise CoordinatorError("--rtt-ms needs --bandwidth-mbps too")
-    return DaemonOptions(audit_dir=args.audit, network=network)
+    return DaemonOptions(audit_dir=args.audit, network=network, record_views=args.record_views)
 
 
 def _warn_insecure(insecure: bool) -> None:
@@ -243,6 +243,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     certs.add_tls_flags(ps, client=False)
     ps.add_argument("--audit", metavar="DIR", help="log every data-plane envelope to DIR")
+    ps.add_argument(
+        "--record-views",
+        action="store_true",
+        help="keep each job's view at this party (what it received, decrypted and held, "
+        "step by step) in its state directory, for `vfl attack`; off by default",
+    )
     ps.add_argument("--bandwidth-mbps", type=float, help="emulate a WAN link: bandwidth")
     ps.add_argument("--rtt-ms", type=float, help="emulate a WAN link: round-trip time")
     daemon_flags(ps)

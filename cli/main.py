@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 def build_parser() -> argparse.ArgumentParser:
     from vfl.cli import (
+        attack,
         certs,
         daemons,
         data,
@@ -42,7 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="vfl", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    groups = (daemons, jobs, doctor, report, predict, score, models, certs, run, demo, data, spec)
+    groups = (
+        daemons,
+        jobs,
+        doctor,
+        report,
+        predict,
+        score,
+        models,
+        certs,
+        run,
+        attack,
+        demo,
+        data,
+        spec,
+    )
     for group in groups:
         group.add_parser(sub)
     return p

@@ -54,6 +54,7 @@ class DaemonOptions:
     audit_dir: str | None = None  # log every envelope (the wire audit, docs/security.md)
     network: NetworkSpec | None = None  # emulate a WAN on every job's data plane
     scoring_timeout_s: float = 10.0  # online scoring: longest wait for a peer's envelope
+    record_views: bool = False  # keep each job's view in the state directory (`vfl attack`)
 
 
 class PartyDaemon:
@@ -278,6 +279,7 @@ class PartyDaemon:
             resume_round,
             self.metrics.instruments(),
             self.executor,
+            self.options.record_views,
         )
 
     def _estimate(self, spec: JobSpec, job: PartyJob | PredictJob) -> JobEstimate:

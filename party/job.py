@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
 from vfl.party.data import RawTable, Table, read_raw
@@ -22,6 +23,7 @@ from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
 from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
 from vfl.party.state.snapshots import Snapshots
+from vfl.party.state.views import ViewFiles
 from vfl.party.training import trainers
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.models import Inputs
@@ -121,9 +123,22 @@ class PartyJob:
         resume_round: int = 0,
         instruments: Instruments | None = None,
         executor: BlockExecutor | None = None,
+        record_views: bool = False,
     ) -> None:
         """`instruments`: what the job counts for the daemon's metrics; `executor`: the
-        party's (from its config's `compute:`; None: the secure layer's own local pool)."""
+        party's (from its config's `compute:`; None: the secure layer's own local pool);
+        `record_views`: keep this party's view of the job in its state directory
+        (`party.state.views`, for `vfl attack`).
+
+        Raises:
+            JobError: `record_views` without a state directory.
+        """
+        if record_views and state is None:
+            raise JobError(
+                f"party '{party_id}' keeps no state directory to record its view in; "
+                "give it one (state_dir: in its config) or drop --record-views"
+            )
+        self.record_views = record_views
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
         self.instruments = instruments or Instruments()
         self.executor = executor
@@ -264,6 +279,8 @@ class PartyJob:
         ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
         ctx.start_round = self.resume_round
         ctx.instruments = self.instruments
+        if self.record_views:
+            ctx.view = self._view(ctx, aligned[0], labels)
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         if self.check_model is not None:  # the inputs are known now: embeddings counted
             n = model_parameters(self.spec, self.party_id, train.width, train.cardinalities)
@@ -277,6 +294,24 @@ class PartyJob:
         result["seconds"] = round(time.monotonic() - started, 3)
         result["bytes_sent"] = channel.stats.bytes_sent
         return result
+
+    def _view(self, ctx: RoleContext, ids: np.ndarray, labels: np.ndarray | None) -> ViewFiles:
+        """This party's recorded view (`party.state.views`), begun with its own rows: their
+        ids, its inputs, the plan's training and validation rows (and its labels)."""
+        assert self.state is not None
+        view = ViewFiles(self.state.root / "views" / self.job_id)
+        every = np.arange(ctx.inputs.rows)
+        x = ctx.inputs.features(every)
+        own = {
+            "ids": np.array([str(i) for i in ids]),
+            "inputs": x.toarray() if isinstance(x, sp.csr_matrix) else x,
+            "train_rows": ctx.plan.train_rows,
+            "val_rows": ctx.plan.val_rows,
+            "batches_per_epoch": np.array(ctx.plan.batches_per_epoch),
+            "labels": labels,
+        }
+        view.record("own", own)
+        return view
 
     def _fit(self, raw: RawTable, rows: np.ndarray) -> None:
         """The training rows' preprocessing, fitted on `rows` (on resume, the one fitted

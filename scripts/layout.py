@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "vfl")
+FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "attack", "vfl")
 
 
 def package_of(module: str) -> str | None:

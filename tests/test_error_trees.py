@@ -38,7 +38,11 @@ def _raised(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-ROOTS = [("secure", "vfl.secure.errors.SecureError"), ("celu", "vfl.celu.errors.CeluError")]
+ROOTS = [
+    ("secure", "vfl.secure.errors.SecureError"),
+    ("celu", "vfl.celu.errors.CeluError"),
+    ("attack", "vfl.attack.errors.AttackError"),
+]
 
 
 @pytest.mark.parametrize(("package", "root"), ROOTS)

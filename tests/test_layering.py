@@ -9,6 +9,7 @@ The parts, bottom up (each may import only the parts listed for it):
     contract  job spec, states, logs, shared errors: messages, celu (the spec's section)
     coordinator  the coordinator daemon
     party     the party daemon; of the coordinator only its client
+    attack    `vfl attack`'s analysis of recorded views: the party's view readers below
     api       the public Python API (`vfl`, `vfl.local`): everything below
     cli       the `vfl` command, a shell over the API: anything
 
@@ -37,10 +38,11 @@ ALLOWED: dict[str, set[str]] = {
     "contract": {"proto", "celu"},
     "coordinator": {"proto", "rpc", "secure", "celu", "contract"},
     "party": {"proto", "rpc", "secure", "celu", "contract", "coordinator.client"},
-    "cli": {"proto", "rpc", "secure", "celu", "contract", "coordinator", "party", "api"},
+    "attack": {"proto", "rpc", "secure", "celu", "contract", "party"},
+    "cli": {"proto", "rpc", "secure", "celu", "contract", "coordinator", "party", "api", "attack"},
     "api": {"proto", "rpc", "secure", "celu", "contract", "coordinator"},
 }
-FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "vfl")
+FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "attack", "vfl")
 
 
 def _part(module: str) -> str:

@@ -25,6 +25,7 @@ from vfl.contract.spec.load import (
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.model import (
     CryptoSpec,
+    DefenceSpec,
     JobSpec,
     ModelSpec,
     NetworkSpec,
@@ -37,6 +38,7 @@ from vfl.contract.spec.model import (
 
 __all__ = [
     "CryptoSpec",
+    "DefenceSpec",
     "DataSpec",
     "JobSpec",
     "ModelSpec",

@@ -131,6 +131,23 @@ class NetworkSpec(SpecModel):
         return size * 8 / (self.bandwidth_mbps * 1e6)
 
 
+class DefenceSpec(SpecModel):
+    """An optional defence of `protocol: split` against label inference by the passive
+    parties (docs/security.md, "A defence for split"): a trade-off between accuracy and
+    what the derivatives reveal, not security. Either or both."""
+
+    label_epsilon: Annotated[float, Field(gt=0, le=50, strict=True), NUMBER] | None = Field(
+        None,
+        description="randomised response on the active party's training labels, epsilon-"
+        "label-DP: each binary label is flipped once, with probability 1 / (1 + e^epsilon)",
+    )
+    gradient_noise: Annotated[float, Field(gt=0, le=1000, strict=True), NUMBER] | None = Field(
+        None,
+        description="Gaussian noise added to each derivative sent to a passive party, its "
+        "standard deviation this many times the batch's root mean square derivative",
+    )
+
+
 class JobSpec(SpecModel):
     """A vertical federated learning job: who takes part with which rows, and how to train."""
 
@@ -150,6 +167,9 @@ class JobSpec(SpecModel):
     validation: ValidationSpec = Field(default_factory=ValidationSpec)
     network: NetworkSpec | None = Field(None, description="emulate a WAN (benchmarks)")
     crypto: CryptoSpec = Field(default_factory=CryptoSpec)
+    defence: DefenceSpec | None = Field(
+        None, description="split only: label-DP randomised response and/or gradient noise"
+    )
     predict: PredictSpec | None = Field(
         None, description="set by the coordinator: score with a stored model, do not train"
     )
@@ -165,6 +185,13 @@ class JobSpec(SpecModel):
                 "either every party names its test rows (data.test_dataset or data.test_path) "
                 "or none does (then validation.fraction of the rows is held out)"
             )
+        if self.defence is not None and self.protocol != "split":
+            raise FieldProblem(
+                "defence", "is for protocol: split (blindfl's passive parties see no derivative)"
+            )
+        if self.defence is not None and self.defence.label_epsilon is not None:
+            if self.model.top.task != "binary":
+                raise FieldProblem("defence", "label_epsilon needs model.top.task: binary")
         return self
 
     @property

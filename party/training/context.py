@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,6 +40,28 @@ class Reporter(Protocol):
         return None
 
 
+class View(Protocol):
+    """Where a party records its own view of a job, step by step (`vfl attack`,
+    `party.state.views`): what it decoded from the envelopes it received, what it
+    decrypted, and its own state. Each method does nothing here (a job outside `vfl
+    attack`): the trainers call it unconditionally, so a recorded job runs the same code."""
+
+    recording: bool = False  # whether anything is kept (what only a record needs is skipped)
+
+    def record(self, name: str, arrays: dict[str, Any]) -> None:
+        """Keep `arrays` (name -> array) under `name` (e.g. `train/r12`, `own`)."""
+        return None
+
+    def decrypted(self, tag: str, rows: Sequence[Sequence[int]]) -> None:
+        """Keep the plaintexts this party decrypted from the envelope(s) under `tag`, one
+        sequence per row of ciphertexts (or per data row, once unpacked)."""
+        return None
+
+
+class NoView(View):
+    """A view that keeps nothing (every job but `vfl attack`'s)."""
+
+
 @dataclass(frozen=True)
 class Instruments:
     """What a party's job counts for its daemon's metrics (`party.metrics`)."""
@@ -61,6 +83,7 @@ class RoleContext:
     start_round: int = 0  # > 0: resumed after this round from a checkpoint
     instruments: Instruments = field(default_factory=Instruments)
     executor: BlockExecutor | None = None  # the party's (config `compute:`); None: local
+    view: View = field(default_factory=NoView)  # `vfl attack`: this party's recorded view
 
     @property
     def timeout(self) -> float:

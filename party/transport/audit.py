@@ -54,10 +54,11 @@ class AuditLog:
                 fh.write(json.dumps(record) + "\n")
 
 
-def read_audit(directory: str | Path) -> list[dict]:
-    """All records of an audit directory, each with its payload bytes under 'data'."""
+def read_audit(directory: str | Path, party: str | None = None) -> list[dict]:
+    """All records of an audit directory (only `party`'s, if given), each with its payload
+    bytes under 'data'."""
     out = []
-    for log in sorted(Path(directory).glob("*.jsonl")):
+    for log in sorted(Path(directory).glob(f"{party or '*'}.jsonl")):
         party = log.stem
         for line in log.read_text().splitlines():
             rec = json.loads(line)

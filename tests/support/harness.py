@@ -46,10 +46,11 @@ def run_inprocess(
     resume_round: int = 0,
     hub: InProcessHub | None = None,
     executors: dict[str, BlockExecutor] | None = None,
+    record_views: bool = False,
 ) -> dict[str, dict]:
     """Run `spec` with parties as threads (each with its state directory in `states`, if
-    given, resumed after `resume_round` if > 0; with the executor in `executors`, if any);
-    re-raises the first party error."""
+    given, resumed after `resume_round` if > 0; with the executor in `executors`, if any;
+    recording its view there with `record_views`); re-raises the first party error."""
     hub = hub or InProcessHub()
     channels = {p.id: hub.channel(p.id, hook) for p in spec.parties}
     results: dict[str, dict] = {}
@@ -64,7 +65,14 @@ def run_inprocess(
             else:
                 executor = (executors or {}).get(pid)
                 job = PartyJob(
-                    "job", spec, pid, datasets[pid], state, resume_round, executor=executor
+                    "job",
+                    spec,
+                    pid,
+                    datasets[pid],
+                    state,
+                    resume_round,
+                    executor=executor,
+                    record_views=record_views,
                 )
             results[pid] = job.run(channels[pid], RecordingReporter())
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller

@@ -284,6 +284,7 @@ class BlindActiveTrainer:
         if self.embed is not None:
             self.embed.backward(f"{tag}/emb", g, self.src_lr)
         self.updater.record_round(rnd, (rows, z), grad)
+        self.ctx.view.record(f"train/r{rnd}", {"rows": rows, "z": z, "g": g})
         return loss
 
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:

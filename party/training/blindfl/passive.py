@@ -114,6 +114,7 @@ class BlindPassiveTrainer:
                 keypair=keypair,
                 step_factors=self._step_factors(),
             )
+            self.src.on_decrypt = ctx.view.decrypted if ctx.view.recording else None
         if ctx.inputs.cat is not None:
             self.embed = PassiveEmbedLayer(
                 ctx.channel,
@@ -134,7 +135,12 @@ class BlindPassiveTrainer:
         return feature_step_factors(features(self.ctx.inputs, self.ctx.plan.train_rows))
 
     def run(self) -> dict:
-        return train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
+        if self.src is not None and self.ctx.view.recording:  # its plaintext X_A U_A
+            every = np.arange(self.ctx.inputs.rows)
+            plain = features(self.ctx.inputs, every) @ self.src.own_share()
+            self.ctx.view.record("final", {"representation": np.asarray(plain)})
+        return result
 
     def close(self) -> None:
         close_layers(self.src, self.embed)
@@ -142,6 +148,7 @@ class BlindPassiveTrainer:
     def step(self, rnd: int, rows: np.ndarray) -> None:
         m3 = self._round(f"train/r{rnd}", self.ctx.inputs, rows, "train")
         self.updater.record_round(rnd, rows, m3)
+        self.ctx.view.record(f"train/r{rnd}", {"rows": rows})
 
     def validate(self, rnd: int) -> None:
         self._round(f"val/r{rnd}", self.ctx.val_inputs, self.ctx.plan.val_rows, "val")

@@ -24,6 +24,7 @@ from vfl.party.training.models import (
     set_output_bias,
 )
 from vfl.party.training.plan import in_chunks
+from vfl.party.training.split.defence import GradientNoise, randomised_labels
 from vfl.party.training.task import Labels, Task
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
@@ -35,6 +36,13 @@ class ActiveTrainer:
         self.passives = [p.id for p in s.passives]
         src = s.model.source
         self.width = src.out_dim
+        defence = s.defence
+        if defence is not None and defence.label_epsilon is not None and labels.train is not None:
+            noisy = randomised_labels(
+                labels.train, ctx.plan.train_rows, defence.label_epsilon, s.train.seed
+            )
+            labels = Labels(noisy, labels.val)  # trains on them; validates on the true ones
+        self.noise = GradientNoise(defence, s.train.seed)
         self.labels = labels
         self.bottom = (
             None
@@ -123,11 +131,14 @@ class ActiveTrainer:
             loss = self.task.losses(self._forward(rows, leaves), self.labels.of(rows)).mean()
             self.opt.zero_grad()
             loss.backward()
-            grads = [leaf_grad(a) for a in leaves]
+            grads = [self.noise(leaf_grad(a)) for a in leaves]
             self.opt.step()
         for p, g in zip(self.passives, grads, strict=True):
             self.ctx.channel.send(p, f"train/r{rnd}/grad", tensor_to_payload(g.numpy()))
         self.updater.record_round(rnd, (rows, acts), grads)
+        seen = {f"act_{p}": a for p, a in zip(self.passives, acts, strict=True)}
+        seen.update({f"grad_{p}": g for p, g in zip(self.passives, grads, strict=True)})
+        self.ctx.view.record(f"train/r{rnd}", {"rows": rows, **seen})
         return float(loss.detach())
 
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:

@@ -40,7 +40,12 @@ class PassiveTrainer:
         """Nothing to release."""
 
     def run(self) -> dict:
-        return train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
+        result = train_rounds(self.ctx, self.updater, self.step, self.validate, self.state_dict)
+        if self.ctx.view.recording:  # its own trained bottom on its own rows
+            with torch.no_grad():
+                out = self.bottom(self.ctx.inputs.take(np.arange(self.ctx.inputs.rows)))
+            self.ctx.view.record("final", {"representation": out})
+        return result
 
     def state_dict(self) -> dict[str, Any]:
         """Bottom model, optimiser and local-update state (a checkpoint)."""
@@ -83,6 +88,7 @@ class PassiveTrainer:
         # recomputed one: the worker may have stepped in between, and the cosine weighting
         # of later local updates must measure drift from what the active party saw.
         self.updater.record_round(rnd, (rows, sent), grad)
+        self.ctx.view.record(f"train/r{rnd}", {"rows": rows, "act": sent, "grad": grad})
 
     def local_update(self, batch_id: int, entry: CachedBatch, t: int) -> None:
         rows, cached_act = entry.activation

@@ -1,0 +1,86 @@
+"""`vfl attack` end to end on the bundled breast data (a smoke test: breast is too small
+for the must-show numbers, which bench/attacks.py measures on 25k+ rows)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import vfl
+from tests.support.data import FATE
+
+pytestmark = pytest.mark.subprocess
+
+FIELDS = {
+    "attack",
+    "attacker",
+    "used",
+    "score",
+    "baseline",
+    "chance_low",
+    "chance_high",
+    "verdict",
+    "scored",
+}
+
+
+def _job(tmp_path: Path, protocol: str, extra: str = "") -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(f"""
+job: breast-{protocol}
+parties:
+  - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
+  - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
+protocol: {protocol}
+model: {{source: {{out_dim: 4}}, top: {{hidden: [8]}}}}
+train: {{epochs: 3, batch_size: 64}}
+validation: {{every: 1000}}
+{extra}""")
+    return path
+
+
+def test_blindfl_smoke_attacks_stay_at_chance_and_the_report_says_so(tmp_path: Path) -> None:
+    keys = "crypto: {key_bits: 512, allow_insecure_test_keys: true}\n"
+    job, report = _job(tmp_path, "blindfl", keys), tmp_path / "r"
+    out = vfl("attack", str(job), "--json", "--out", str(report), "--no-distinguisher")
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    assert (result["job"], result["protocol"], result["state"]) == (
+        "breast-blindfl",
+        "blindfl",
+        "SUCCEEDED",
+    )
+    assert result["metrics"]["auc"] > 0.9
+    rows = result["attacks"]
+    assert all(set(r) == FIELDS for r in rows)
+    assert {r["attack"] for r in rows} == {
+        "norm",
+        "direction",
+        "model_completion",
+        "feature_inference",
+    }
+    label = [r for r in rows if r["attack"] in ("norm", "direction")]
+    assert {r["used"].split(",")[0] for r in label} >= {"received m3"}
+    assert all(r["attacker"] == "shop (passive)" and r["verdict"] == "at chance" for r in label)
+    features = [r for r in rows if r["attack"] == "feature_inference"]
+    assert features and all(r["attacker"] == "bank (active)" for r in features)
+    assert all(r["chance_low"] < r["chance_high"] for r in rows)
+    text = (report / "report.md").read_text()
+    assert "| norm | shop (passive)" in text and list(report.glob("*.png"))
+    assert json.loads((report / "attacks.json").read_text()) == result
+
+
+@pytest.mark.slow
+def test_split_leaks_every_way_the_table_shows(tmp_path: Path) -> None:
+    out = vfl("attack", str(_job(tmp_path, "split")))
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    head = "job breast-split (split): SUCCEEDED, validation "
+    assert lines[0].startswith(head) and "auc" in lines[0]
+    assert lines[1].split()[:3] == ["attack", "attacker", "score"]
+    verdicts = {line.split()[0]: line for line in lines[2:]}
+    for attack in ("direction", "distinguisher", "feature_inference"):  # breast: 63% positive,
+        assert "  leaks  " in verdicts[attack], out.stdout  # so the norm score need not rank
+    assert "seconds: job" in out.stderr
