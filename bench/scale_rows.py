@@ -45,6 +45,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from credit_data import BANK_FEATURES, SHOP_FEATURES, write_credit_tables  # noqa: E402
+from procs import children, descendants  # noqa: E402
 from psi import x25519_microseconds  # noqa: E402
 from vfl.contract.spec import TableSource  # noqa: E402
 
@@ -102,34 +103,14 @@ class Sampler:
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):  # VmHWM is exact; the tree's peak is sampled
-            for pid in _children(self.pid):
+            for pid in children(self.pid):
                 party = _party_of(pid)
                 if party is None:
                     continue
                 self.hwm[party] = max(self.hwm[party], _status_kb(pid, "VmHWM"))
-                tree = sum(_status_kb(p, "VmRSS") for p in [pid, *_descendants(pid)])
+                tree = sum(_status_kb(p, "VmRSS") for p in descendants(pid))
                 self.tree[party] = max(self.tree[party], tree)
                 self.timeline.append((time.time(), party, _status_kb(pid, "VmRSS"), tree))
-
-
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids += [int(k) for k in fh.read().split()]
-    except OSError:
-        pass
-    return kids
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], _children(pid)
-    while todo:
-        kid = todo.pop()
-        out.append(kid)
-        todo += _children(kid)
-    return out
 
 
 def _party_of(pid: int) -> str | None:
