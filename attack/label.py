@@ -4,7 +4,8 @@ the paper's description.
 
 A *signal* is a per-row vector the passive party can read in each training round: in
 `split`, the derivative dL/d(act) it receives; in `blindfl`, the m3 ciphertexts it
-receives (their lowest 64 bits) and the plaintexts it decrypts (its m1 shares S); in any
+receives (their lowest 64 bits) and the plaintexts it decrypts (its m1 shares S, and
+with categorical columns the Embed-MatMul layer's c and dE - S); in any
 build that sends something more in the clear, that too. For every signal, two scores per
 row and round:
 
@@ -24,6 +25,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from vfl.attack.views import PartyView
+
+
+# what a blindfl passive party decrypts in a training round: record tail -> signal name
+DECRYPTED_PER_ROUND = (
+    ("m1", "decrypted m1 (S)"),  # MatMul layer, rows not precomputed at setup
+    ("emb_c", "decrypted c (embedding forward)"),  # Embed-MatMul: E'_B W - M
+    ("emb_de", "decrypted dE - S"),  # Embed-MatMul: its masked embedding step
+)
 
 
 @dataclass(frozen=True)
@@ -49,11 +58,12 @@ def passive_signals(view: PartyView) -> list[Signal]:
                 found.setdefault(f"received {tail}", {})[rnd] = (rows, per_row)
     for rnd in view.rounds:
         batch = _rows(view, rnd)
-        plain = view.decrypted.get(f"train_r{rnd}_m1")
-        if batch is not None and plain is not None:
-            per_row = _per_row(plain, len(batch))
-            if per_row is not None:
-                found.setdefault("decrypted m1 (S)", {})[rnd] = (batch, per_row)
+        for tail, name in DECRYPTED_PER_ROUND:
+            plain = view.decrypted.get(f"train_r{rnd}_{tail}")
+            if batch is not None and plain is not None:
+                per_row = _per_row(plain, len(batch))
+                if per_row is not None:
+                    found.setdefault(name, {})[rnd] = (batch, per_row)
     shares = view.decrypted.get("src_rows_train")
     if shares is not None:  # S_i of every training row, decrypted once at setup
         train = np.asarray(view.own["train_rows"])

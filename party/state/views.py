@@ -6,7 +6,8 @@ its own aligned ids, inputs and training and validation rows (`own`; the active 
 also its labels, for the harness to score attacks after the fact), per training round
 what it decoded from the envelopes it received and its own state (`train/r<n>`: the rows,
 split's activations and derivatives, blindfl's Z and G at the active party), what it
-decrypted (`dec/<tag>`: the plaintexts of m1 at a blindfl passive party, as floats), and
+decrypted (`dec/<tag>`: at a blindfl passive party the plaintexts of m1 and of the
+Embed-MatMul layer's c and de, as floats), and
 after training what its own model computes on its rows (`final`). The envelopes as they
 crossed are the wire audit's (`--audit`); nothing here is sent anywhere.
 """

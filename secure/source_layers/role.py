@@ -17,6 +17,7 @@ parameters and the role's fields to the role (`_load_saved`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from vfl.secure.channel import Channel
@@ -33,6 +34,8 @@ from vfl.secure.source_layers.state import (
 )
 
 P = TypeVar("P", bound=LayerParamsLike)
+# (tag, rows of plaintexts): what a party decrypted, for its own record of its view
+DecryptHook = Callable[[str, Sequence[Sequence[int]]], None]
 
 
 class LayerRole(ABC, Generic[P]):
@@ -61,6 +64,13 @@ class LayerRole(ABC, Generic[P]):
         self.channel, self.config, self.seed = channel, config, seed
         self._init = init or {}
         self._crypto = PartyCrypto(channel.party_id, config, keypair, own_pool)
+        # `vfl attack`: sees every plaintext this role decrypts (None: nothing does)
+        self.on_decrypt: DecryptHook | None = None
+
+    def _decrypted(self, tag: str, rows: Sequence[Sequence[int]]) -> None:
+        """Hand the plaintexts decrypted from the envelope(s) under `tag` to `on_decrypt`."""
+        if self.on_decrypt is not None:
+            self.on_decrypt(tag, rows)
 
     def fill_obfuscator_pools(self) -> None:
         """Precompute the r^n obfuscators of coming steps now (blocks until full)."""

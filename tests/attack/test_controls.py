@@ -44,9 +44,9 @@ def test_split_on_permuted_labels_lands_at_chance(tmp_path: Path) -> None:
 def test_blindfl_that_sends_g_in_the_clear_is_flagged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Prepare
+    # Prepare: the shop also holds a column of words (its Embed-MatMul layer)
     leaky_blindfl(monkeypatch)
-    data = synthetic_tables(tmp_path, 2000, positives=0.2)
+    data = synthetic_tables(tmp_path, 2000, positives=0.2, words=True)
     # Execute
     views = recorded_run(attack_spec("blindfl"), data, tmp_path / "r")
     rows = label_rows(views["shop"], binary_labels(views["bank"]))
@@ -55,7 +55,8 @@ def test_blindfl_that_sends_g_in_the_clear_is_flagged(
     assert clear["direction"].verdict == LEAKS and clear["direction"].score >= 0.9
     assert clear["norm"].verdict == LEAKS
     rest = [r for r in rows if not r.used.startswith("received g,")]
-    assert {r.used.split(",")[0] for r in rest} >= {"received m3"}
+    signals = {r.used.split(",")[0] for r in rest}
+    assert signals >= {"received m3", "decrypted c (embedding forward)", "decrypted dE - S"}
     assert all(r.verdict == AT_CHANCE for r in rest), [(r.used, r.score) for r in rest]
 
 

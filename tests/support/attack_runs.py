@@ -19,15 +19,22 @@ from vfl.secure.wire.payload import tensor_to_payload
 from tests.support.harness import run_inprocess
 
 TEST_KEYS = {"key_bits": 512, "allow_insecure_test_keys": True}  # test keys, never 2048
+WORDS = 24  # more than preprocessing one-hot encodes (party.preprocess.ONE_HOT_MAX)
 
 
 def synthetic_tables(
-    folder: Path, rows: int, positives: float, seed: int = 0, informative: bool = True
+    folder: Path,
+    rows: int,
+    positives: float,
+    seed: int = 0,
+    informative: bool = True,
+    words: bool = False,
 ) -> dict:
-    """bank (id, y, a0..a3) and shop (id, b0..b5) CSVs in `folder`; y depends on both
-    parties' columns (with `informative`; else on neither), with about `positives` of the
-    rows positive. Returns each party's datasets {"d": table} and the labels by row (id =
-    row number)."""
+    """bank (id, y, a0..a3) and shop (id, b0..b5, and with `words` a column w of WORDS
+    words by b0's quantile: embedded, so blindfl's Embed-MatMul layer) CSVs in `folder`; y
+    depends on both parties' columns (with `informative`; else on neither), with about
+    `positives` of the rows positive. Returns each party's datasets {"d": table} and the
+    labels by row (id = row number)."""
     rng = np.random.default_rng(seed)
     xa, xb = rng.normal(size=(rows, 4)), rng.normal(size=(rows, 6))
     logit = xa @ rng.normal(size=4) + xb @ rng.normal(size=6) + rng.normal(size=rows)
@@ -54,6 +61,11 @@ def synthetic_tables(
         comments="",
         fmt=["%d"] + ["%.5f"] * 6,
     )
+    if words:
+        cuts = np.quantile(xb[:, 0], np.arange(1, WORDS) / WORDS)
+        lines = shop.read_text().splitlines()
+        column = ["w", *(f"word{q}" for q in np.searchsorted(cuts, xb[:, 0]))]
+        shop.write_text("".join(f"{line},{w}\n" for line, w in zip(lines, column, strict=True)))
     return {
         "bank": {"d": TableSource(path=str(bank), label="y")},
         "shop": {"d": TableSource(path=str(shop))},

@@ -126,6 +126,7 @@ class BlindPassiveTrainer:
                 s.train.seed,
                 keypair=keypair,
             )
+            self.embed.on_decrypt = ctx.view.decrypted if ctx.view.recording else None
 
     def _step_factors(self) -> np.ndarray | None:
         """This party's per-feature step factors from its own training rows (plain SGD:

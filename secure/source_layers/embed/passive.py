@@ -250,6 +250,7 @@ class PassiveEmbedLayer(LayerRole[EmbedParams]):
         eaw = self._crypto.matmul.matmul(e_a, st.w_b, he_b.pk.nsquare, cols)
         c = st.wire.recv(f"{tag}/c", own.pk, (n, cols), st.h_lay.slots, f_z)
         plain = decrypt_rows(own, c)
+        self._decrypted(f"{tag}/c", plain)
         if st.masks.active:
             zero_sum = st.masks.next_masks(tag, n, cols, int(he_b.pk.n))
             pairs = zip(plain, zero_sum, strict=True)
@@ -303,6 +304,7 @@ class PassiveEmbedLayer(LayerRole[EmbedParams]):
             masked = st.d_lay.unpack(decrypt_rows(own, de))
         except ValueError as exc:
             raise PayloadError(f"the masked embedding step does not fit its slots: {exc}") from exc
+        self._decrypted(f"{tag}/de", masked)
         p_t = round_shift(np.array(masked, dtype=object), prm.trunc_bits)
         shape = (n, st.q_b.segment_count)
         s_t = st.wire.recv(f"{tag}/st", st.he_b.pk, shape, lay.slots, prm.feature_bits)

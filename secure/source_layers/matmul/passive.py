@@ -13,7 +13,6 @@ keeps [[V_A]] shifted by 0..k-1 rows (few features) or folds each group's rows o
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,9 +61,6 @@ from vfl.secure.wire.keys import public_key_from_payload, public_key_to_payload
 from vfl.secure.wire.payload import Payload
 
 log = logging.getLogger(__name__)
-
-# (tag, rows of plaintexts): what this party decrypted, for its own record of its view
-DecryptHook = Callable[[str, Sequence[Sequence[int]]], None]
 
 
 @dataclass
@@ -127,8 +123,6 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         self._pending: Pending[Features] = Pending("pass x explicitly")
         self._row_shares: dict[str, list[list[int]]] = {}  # set -> S_i per row
         self._wire = self._wire_to(active_id)
-        # `vfl attack`: sees every plaintext this party decrypts (None: nothing does)
-        self.on_decrypt: DecryptHook | None = None
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters with the active party and initialise shares.
@@ -245,7 +239,7 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
         m1 = self._wire.recv(f"{tag}/m1", own.pk, shape, slots, st.params.output_bits)
         plain = own.decrypt(flat(m1.rows))
         if self.on_decrypt is not None:
-            self.on_decrypt(f"{tag}/m1", shaped(plain, st.cols))
+            self._decrypted(f"{tag}/m1", shaped(plain, st.cols))
         return plain
 
     def _shares_of(self, st: _State, rows: RowRef, x: Features) -> list[int]:
@@ -277,8 +271,7 @@ class PassiveSourceLayer(LayerRole[LayerParams]):
             m1 = self._wire.recv(f"{tag}/{name}/s{part}", own.pk, (count, cols), slots, f_z)
             plain.extend(shaped(own.decrypt(flat(m1.rows)), cols))
         self._row_shares[name] = chunks.split(plain, n)
-        if self.on_decrypt is not None:
-            self.on_decrypt(f"{tag}/{name}", self._row_shares[name])
+        self._decrypted(f"{tag}/{name}", self._row_shares[name])
 
     def own_share(self) -> np.ndarray:
         """U_A, this party's plaintext share of its weights (fixed since setup).

@@ -312,3 +312,18 @@ def test_one_step_with_2048_bit_keys_matches_plaintext():
     assert_close(z, plain_step(job.model, codes, target, 2)[0], RTOL)
     assert_model(job)
     close(job)
+
+
+def test_a_recording_passive_party_sees_each_plaintext_it_decrypts(test_keys):
+    # Prepare: a passive party whose view is recorded (`vfl attack`)
+    job = make_job(test_keys, vocab={"A1": [4, 5]})
+    seen: dict[str, list] = {}
+    job.passives[0].on_decrypt = lambda tag, rows: seen.setdefault(tag, [list(r) for r in rows])
+    rng = np.random.default_rng(3)
+    # Execute
+    secure_step(job, "b0", draw_codes(rng, job, 8), rng.normal(size=(8, 4)))
+    # Assert: the forward cross term c and the masked embedding step de, a row per row
+    assert sorted(seen) == ["b0/c", "b0/de"]
+    assert [len(seen[t]) for t in ("b0/c", "b0/de")] == [8, 8]
+    assert all(isinstance(v, int) for row in seen["b0/de"] for v in row)
+    close(job)
