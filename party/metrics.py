@@ -20,6 +20,10 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
     vfl_party_psi_seconds_total               time spent in PSI
     vfl_party_obfuscators_ready{key}          obfuscators kept ready for a peer's key
                                               (by its owner; filled while no job runs)
+    vfl_party_refused_total{at}               calls refused at capacity (RESOURCE_EXHAUSTED
+                                              and a retry hint): at "scoring" (every
+                                              scoring.threads busy) or "model queue" (a
+                                              model's scoring.queue full)
 """
 
 from __future__ import annotations
@@ -113,12 +117,22 @@ class PartyMetrics:
             "vfl_party_psi_rows", "Rows in the intersections PSI found.", registry=r
         )
         self.psi_seconds = Counter("vfl_party_psi_seconds", "Seconds spent in PSI.", registry=r)
+        self.refused = Counter(
+            "vfl_party_refused",
+            "Calls refused at capacity (RESOURCE_EXHAUSTED with a retry hint), by where.",
+            ["at"],
+            registry=r,
+        )
         self.drift = Counter(
             "vfl_party_drift",
             "Cells of scored rows outside what the model's preprocessing was fitted on.",
             ["model", "kind"],
             registry=r,
         )
+
+    def refusal(self, at: str) -> None:
+        """Count one call refused at capacity, at `at` (a plane's name, "model queue")."""
+        self.refused.labels(at).inc()
 
     def count_drift(self, model_id: str, counts: Mapping[str, int]) -> None:
         """Count a scoring's drift (`party.preprocess.Drift.totals`) for `model_id`."""

@@ -120,7 +120,7 @@ def create_party_server(
     coordinator = CoordinatorClient(config.coordinator, identity) if config.coordinator else None
     reports = ReportSender(coordinator) if coordinator is not None else None
     daemon = PartyDaemon(config, clients, reports, options)
-    router = PlaneRouter(planes(config))
+    router = PlaneRouter(planes(config), daemon.metrics.refusal)
     server = make_server(CONTROL_THREADS, router)
     party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
     health_servicer = health.HealthServicer()

@@ -274,6 +274,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
             try:
                 prediction = self._d.online.predict(request.model_id, ids, caller)
             except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry
+                self._d.metrics.refusal("model queue")
                 context.set_trailing_metadata(retry_metadata(exc.retry_after_s))
                 raise
             return prediction_to_proto(prediction)

@@ -185,9 +185,13 @@ class PlaneRouter(grpc.ServerInterceptor):
     refuses those of an admitting plane beyond its threads; every other call stays on the
     server's pool. `close` ends the pools' threads (after the server stopped)."""
 
-    def __init__(self, planes: Sequence[Plane]) -> None:
+    def __init__(
+        self, planes: Sequence[Plane], on_refused: Callable[[str], None] | None = None
+    ) -> None:
+        """`on_refused(plane name)` hears of each refusal (the daemon's metrics count it)."""
         self.planes = tuple(planes)
         self.pools = {p.name: PlanePool(p) for p in self.planes}
+        self._on_refused = on_refused
         self._refusals = ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="rpc-refuse")
 
     def intercept_service(
@@ -201,6 +205,8 @@ class PlaneRouter(grpc.ServerInterceptor):
             return handler
         pool = self.pools[plane.name]
         if plane.admit and not pool.admit():
+            if self._on_refused is not None:
+                self._on_refused(plane.name)
             seconds = pool.retry_after_s()
             return _refusal(handler, busy_message(plane.busy, seconds), seconds, self._refusals)
         return _on_pool(handler, pool)

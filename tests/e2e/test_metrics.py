@@ -12,12 +12,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from vfl.contract.spec import parse_spec_text
 from vfl.local.run import started
 from vfl.secure.pki.federation import load_identity
 
 from tests.support.data import FATE
+from tests.support.metrics import endpoint, scrape
 
 pytestmark = pytest.mark.subprocess
 
@@ -38,23 +38,6 @@ ROUNDS = {
     "party-bank": "vfl_party_rounds_total",
     "party-shop": "vfl_party_rounds_total",
 }
-
-
-def endpoint(workdir: Path, daemon: str) -> str:
-    """The metrics URL a daemon printed when it started (it bound port 0)."""
-    found = re.search(r"metrics on (https?://\S+)", (workdir / f"{daemon}.log").read_text())
-    assert found, f"{daemon} printed no metrics address"
-    return found.group(1)
-
-
-def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        text = resp.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_every_daemon_counts_rounds_while_a_job_trains(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from vfl.cli.main import main
 
 from tests.support.data import FATE, breast_datasets_config
 from tests.support.jobs import checkpointed_breast_job
+from tests.support.metrics import endpoint, scrape
 from tests.support.processes import Daemons
 from tests.support.scoring_load import StateLog, batch_scores, burst
 
@@ -58,7 +59,7 @@ def federation(tmp_path_factory):
     for party, datasets in breast_datasets_config().items():
         body = {"party": party, "coordinator": daemons.address, "datasets": datasets}
         (workdir / f"{party}.yaml").write_text(yaml.safe_dump({**body, "scoring": SCORING}))
-        ports[party] = daemons.start_party(party, datasets)
+        ports[party] = daemons.start_party(party, datasets, flags=("--metrics", "127.0.0.1:0"))
     try:
         with daemons.client() as client:
             model = client.submit(yaml.safe_dump(MODEL))
@@ -102,6 +103,10 @@ def test_a_burst_of_predicts_is_answered_or_refused_at_once_and_training_succeed
     for o in refused:
         assert o.retry_after_s is not None and o.retry_after_s > 0, o
         assert "party 'bank'" in o.details and "retry in" in o.details, o.details
+    # Assert: the bank's metrics counted each refusal, by where (threads, a model's queue)
+    counted = scrape(endpoint(daemons.workdir, "bank"))
+    at = {dict(k[1])["at"]: v for k, v in counted.items() if k[0] == "vfl_party_refused_total"}
+    assert sum(at.values()) == len(refused) and set(at) <= {"scoring", "model queue"}, at
     # Assert: the job trained through the burst, never paused, and succeeded
     assert during == "TRAINING", seen
     assert seen[-1] == "SUCCEEDED" and "PAUSED" not in seen, (seen, daemons.logs())

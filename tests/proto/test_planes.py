@@ -28,11 +28,13 @@ class Server:
 
     def __init__(self, threads: int, ask: bool = False) -> None:
         self.release, self.ask = threading.Event(), ask
+        self.refusals: list[str] = []  # what the router told of each refusal
         self.router = PlaneRouter(
             [
                 Plane("answers", frozenset({ANSWER}), 1),
                 Plane("waits", frozenset({WAIT}), threads, admit=True, busy="the test is busy"),
-            ]
+            ],
+            self.refusals.append,
         )
         self.server = make_server(1, self.router)
         unary = grpc.unary_unary_rpc_method_handler
@@ -99,6 +101,7 @@ def test_calls_beyond_an_admitting_plane_are_refused_at_once_and_other_planes_se
         assert retry_after_s(exc) is not None and retry_after_s(exc) > 0
     assert other == b"answer" and results == [b"waited", b"waited"]
     assert srv.router.pools["waits"].refused == 5 and srv.router.pools["waits"].held == 0
+    assert srv.refusals == ["waits"] * 5
 
 
 def test_a_call_that_needs_another_call_of_its_server_never_deadlocks(server) -> None:

@@ -40,15 +40,21 @@ class Daemons:
         return self.address
 
     def start_party(
-        self, party_id: str, datasets: dict[str, dict], audit: Path | None = None
+        self,
+        party_id: str,
+        datasets: dict[str, dict],
+        audit: Path | None = None,
+        flags: tuple[str, ...] = (),
     ) -> int:
-        """`vfl party serve` (with `--audit DIR`: the wire audit of every envelope)."""
+        """`vfl party serve` (with `--audit DIR`: the wire audit of every envelope), with
+        more `flags` of it."""
         config = self.workdir / f"{party_id}.yaml"
         if not config.exists():
             body = {"party": party_id, "coordinator": self.address, "datasets": datasets}
             config.write_text(yaml.safe_dump(body))
         args = ["party", "serve", "--config", str(config)]
-        return self._spawn(party_id, args + (["--audit", str(audit)] if audit else []))
+        args += ["--audit", str(audit)] if audit else []
+        return self._spawn(party_id, args + list(flags))
 
     def kill(self, name: str) -> None:
         """kill -9: no clean-up, no goodbye."""
