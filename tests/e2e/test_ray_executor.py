@@ -32,6 +32,7 @@ from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast, breast_datasets_config
 from tests.support.harness import run_inprocess
 from tests.support.processes import Daemons
+from tests.support.proctree import alive, describe, in_session, tree, wait_gone
 from tests.support.ray_cluster import LocalRayCluster, ray_missing
 
 MISSING = ray_missing()
@@ -167,10 +168,9 @@ def test_an_unreachable_cluster_fails_the_job_before_training(keys, monkeypatch)
         run_with(executor, keys, monkeypatch)
 
 
-def daemon_job(tmp_path, compute: dict, predict: bool = False) -> tuple[JobView, str]:
-    """A one-epoch blindfl breast job between `vfl party serve` daemons, bank's config
-    with `compute` (with `predict`, then `vfl predict` with its model); the job's end and
-    bank's log."""
+def submitted(tmp_path, compute: dict, epochs: int = 1) -> tuple[Daemons, str]:
+    """`vfl party serve` daemons, bank's config with `compute`, running a blindfl breast
+    job of `epochs`: the daemons (to stop) and the job's id."""
     daemons = Daemons(tmp_path)
     daemons.start_coordinator()
     datasets = breast_datasets_config()
@@ -180,10 +180,22 @@ def daemon_job(tmp_path, compute: dict, predict: bool = False) -> tuple[JobView,
         for party in ("bank", "shop"):
             daemons.start_party(party, datasets[party])
         job = spec().model_dump(mode="json")
+        job["train"]["epochs"] = epochs
         for p in job["parties"]:
             p["data"] = {"dataset": "breast"}
         with daemons.client() as client:
-            job_id = client.submit(yaml.safe_dump(job))
+            return daemons, client.submit(yaml.safe_dump(job))
+    except BaseException:
+        daemons.stop()
+        raise
+
+
+def daemon_job(tmp_path, compute: dict, predict: bool = False) -> tuple[JobView, str]:
+    """A one-epoch blindfl breast job between `vfl party serve` daemons, bank's config
+    with `compute` (with `predict`, then `vfl predict` with its model); the job's end and
+    bank's log."""
+    daemons, job_id = submitted(tmp_path, compute)
+    try:
         view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
         if predict and view.state == "SUCCEEDED":
             scored = daemons.vfl(
@@ -211,3 +223,33 @@ def test_a_daemon_whose_cluster_is_down_fails_the_job_at_prepare(tmp_path) -> No
     assert view.state == "FAILED"
     assert "party 'bank'" in view.reason and "Ray cluster" in view.reason
     assert "127.0.0.1:1" not in view.reason  # the cluster's address stays at the party
+
+
+@pytest.mark.subprocess
+def test_a_killed_daemon_leaves_no_driver_and_its_ray_workers_end(cluster, tmp_path) -> None:
+    # Prepare: bank's Paillier work on the cluster, in a job long enough to kill mid-run
+    known = set(cluster.worker_pids())  # the workers of this test process's own driver
+    compute = {"executor": "ray", "address": cluster.address, "min_task_ms": MIN_TASK_MS}
+    daemons, job_id = submitted(tmp_path, compute, epochs=8)
+    try:
+        daemons.wait(job_id, lambda v: v.state == "TRAINING", timeout=120)
+        daemons.wait(job_id, lambda v: set(cluster.worker_pids()) - known, timeout=60)
+        pid = daemons.procs["bank"].pid
+        mine, daemon_tree = set(cluster.worker_pids()) - known, tree(pid)
+        # Execute
+        daemons.kill("bank")
+        # Assert: the daemon was the driver; no process of its own and none of the
+        # workers the cluster ran for it outlive it by 10 s
+        left = wait_gone(daemon_tree | mine, timeout=10.0)
+        assert not left, describe(left)
+        assert not in_session(pid), describe(in_session(pid))
+        assert all(alive(w) for w in known)  # the cluster and its other drivers go on
+        # a daemon started again joins the cluster again and the job resumes to its end
+        daemons.wait(job_id, lambda v: v.state == "PAUSED")
+        daemons.start_party("bank", breast_datasets_config()["bank"])
+        resumed = daemons.vfl("resume", job_id)
+        assert resumed.returncode == 0, resumed.stderr
+        view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+        assert view.state == "SUCCEEDED", view.reason
+    finally:
+        daemons.stop()
