@@ -5,7 +5,8 @@ Admission (`Guard.admit`, at PREPARE) checks a job's estimate (`party.limits`) a
 its account; the account closes once the daemon no longer holds the job. A watchdog
 thread samples the resident memory of the daemon's process tree (the daemon and its
 worker processes) every `interval_s`. When it is over `limits.memory_gb`, the guard fails
-the job with the largest estimate (`MemoryLimitExceeded`). For `PENDING_S` after, while
+the job that holds the most by its account (`JobBudget.held_bytes`: its estimate, or
+more where its table reader has read more) with `MemoryLimitExceeded`. For `PENDING_S` after, while
 that job stops (its thread may allocate on until its next check, and what it held is
 freed once its error is dropped), the guard fails no other job and hands freed memory
 back to the system (`release_memory`); then it fails another only if the memory grows a
@@ -58,10 +59,21 @@ class JobBudget:
     failure: LimitExceeded | None = None
     on_fail: Callable[[LimitExceeded], None] | None = None  # set once the job is held
     opened: float = field(default_factory=time.monotonic)
+    read_bytes: int = 0  # the most its table reader said it had read
 
-    def check(self) -> None:
-        """Raises:
-        LimitExceeded: the guard failed this job (over memory or time)."""
+    @property
+    def held_bytes(self) -> int:
+        """What the job holds by the best account: its estimate, with the table's part
+        replaced by what it read where it read more (a table larger than estimated, or
+        one whose size could not be known, as a database's)."""
+        return self.estimate.bytes + max(0, self.read_bytes - self.estimate.table_bytes)
+
+    def check(self, read_bytes: int = 0) -> None:
+        """Between blocks of a table read (with the bytes read so far) and at every round.
+
+        Raises:
+            LimitExceeded: the guard failed this job (over memory or time)."""
+        self.read_bytes = max(self.read_bytes, read_bytes)
         if self.failure is not None:
             raise self.failure
 
@@ -206,7 +218,7 @@ class Guard:
             if total <= self._failed_at + SLACK * limit:
                 return  # what the failed job left with the allocator: no job grows
         if live:
-            victim = max(live, key=lambda b: (b.estimate.bytes, b.opened))
+            victim = max(live, key=lambda b: (b.held_bytes, b.opened))
             self._quiet_until, self._failed_at = now + self._pending_s, total
             self._fail(victim, self._too_big(total))
 

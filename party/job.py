@@ -152,7 +152,8 @@ class PartyJob:
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
         self.snapshots: dict[str, str] = {}  # sql datasets read: name -> snapshot SHA-256
-        self.check: Callable[[], None] | None = None  # between blocks read (`party.guard`)
+        # between blocks read, with the bytes read so far (`party.guard`)
+        self.check: Callable[[int], None] | None = None
         # before the model is built: its parameters and bytes apiece (`Guard.check_model`)
         self.check_model: Callable[[int, int], None] | None = None
 

@@ -108,12 +108,14 @@ class Limits(BaseModel):
 @dataclass(frozen=True)
 class JobEstimate:
     """What a job will hold at one party: its tables' rows and columns (None: unknown,
-    e.g. a database's), its model's parameters, and the bytes of both."""
+    e.g. a database's), its model's parameters, the bytes of both, and of those the
+    tables' (`table_bytes`)."""
 
     rows: int | None
     columns: int | None
     parameters: int
     bytes: int
+    table_bytes: int = 0
 
 
 def estimate_job(
@@ -133,7 +135,7 @@ def estimate_job(
     if training and spec.protocol == "blindfl":  # the source layer's ciphertexts, mod n^2
         model_bytes += (columns or 0) * spec.model.source.out_dim * spec.crypto.key_bits // 4
         model_bytes += BLINDFL_BYTES
-    return JobEstimate(rows, columns, parameters, table_bytes + model_bytes)
+    return JobEstimate(rows, columns, parameters, table_bytes + model_bytes, table_bytes)
 
 
 def model_widths(spec: JobSpec, party_id: str, columns: int) -> list[tuple[int, int]]:

@@ -84,12 +84,13 @@ def scan_table(
     typed: bool = False,
     text: Collection[str] = (),
     skip: Collection[str] = (),
-    check: Callable[[], None] | None = None,
+    check: Callable[[int], None] | None = None,
 ) -> Scanned:
     """Stream dataset `name` (csv or parquet) into a party's buffers (module docstring).
     `text`: columns read as text whatever they hold; `skip`: columns not read at all
     (names not in the header are left to the caller); `check`: called before each block
-    (it may raise: the party's limits guard stops a job whose data outgrows its memory).
+    with the bytes of the blocks read so far (it may raise: the party's limits guard stops
+    a job whose data outgrows its memory, and learns how much each job has read).
 
     Raises:
         DataError: a missing or unreadable file, an empty one, no such id, label or named
@@ -124,12 +125,14 @@ def scan_table(
 
 
 def _checked(
-    batches: Iterator[pa.RecordBatch], check: Callable[[], None]
+    batches: Iterator[pa.RecordBatch], check: Callable[[int], None]
 ) -> Iterator[pa.RecordBatch]:
+    read = 0
     for batch in batches:
-        check()
+        check(read)
+        read += batch.nbytes
         yield batch
-    check()  # before the columns are joined and encoded
+    check(read)  # before the columns are joined and encoded
 
 
 def scan_arrow(

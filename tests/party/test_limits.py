@@ -177,3 +177,32 @@ def test_the_guard_fails_a_job_that_runs_past_max_job_seconds() -> None:
         assert budget.failure is not None and "max_job_seconds" in str(budget.failure)
     finally:
         guard.stop()
+
+
+def test_the_guard_fails_the_job_whose_table_outgrew_its_estimate() -> None:
+    # Prepare: a job estimated large, and one over a database whose size was unknown at
+    # PREPARE (no table bytes in its estimate) that has since read much more
+    memory = Memory(100 << 20)
+    held = {"estimated", "database"}
+    guard = Guard("bank", Limits(memory_gb=1), lambda: set(held), memory, 0.02, pending_s=0.5)
+    failed: list[str] = []
+    try:
+        sizes = {"estimated": JobEstimate(10**6, 4, 1, 300 << 20, 250 << 20)}
+        sizes["database"] = JobEstimate(None, None, 1, 20 << 20)
+        budgets = {job: guard.admit(job, estimate) for job, estimate in sizes.items()}
+        for job, budget in budgets.items():
+            budget.on_fail = lambda error, job=job: failed.append(job)
+            budget.started = time.monotonic()
+        for read in range(0, 700 << 20, 64 << 20):  # its reader's checks, block by block
+            budgets["database"].check(read)
+        # Execute: the tree passes the limit
+        memory.value = 1100 << 20
+        deadline = time.monotonic() + 5
+        while not failed and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # Assert: the job that grew is failed, not the one with the larger estimate
+        assert failed == ["database"]
+        assert budgets["database"].held_bytes > budgets["estimated"].held_bytes
+        budgets["estimated"].check()
+    finally:
+        guard.stop()

@@ -9,9 +9,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from vfl.contract.spec import TableSource
-from vfl.party.data import load_table
+from vfl.party.data import load_table, read_raw
 from vfl.party.errors import DataError
-from vfl.party.reader import read_table
+from vfl.party.reader import PARQUET_BATCH, read_table
 
 
 def _parquet_of(csv_path, out, id_col: str = "id") -> None:
@@ -124,3 +124,16 @@ def test_kinds_are_inferred_without_typing(tmp_path) -> None:
     read = read_table(TableSource(path=str(f)), "d")
     assert [read.kind(c) for c in range(1, 4)] == ["numeric", "text", "empty"]
     assert read.numbers(1).tolist() == [2.0, None]
+
+
+def test_the_reader_tells_its_check_the_bytes_read_so_far(tmp_path) -> None:
+    # Prepare: a Parquet file of three blocks of the reader's
+    rows = 3 * PARQUET_BATCH
+    table = pa.table({"id": [str(i) for i in range(rows)], "x": np.arange(rows, dtype=float)})
+    pq.write_table(table, tmp_path / "t.parquet")
+    seen: list[int] = []
+    # Execute
+    read_raw(TableSource(path=str(tmp_path / "t.parquet"), format="parquet"), "t", check=seen.append)
+    # Assert: a check before each block and one after the last, the count only growing
+    assert len(seen) == 4 and seen[0] == 0 and seen == sorted(seen)
+    assert seen[-1] >= rows * 8  # at least the numbers' own bytes
