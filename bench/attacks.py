@@ -3,7 +3,7 @@ with 25,000+ scored rows, the split defences' accuracy cost against the attack s
 they buy, and feature inference against `out_dim`.
 
     python bench/attacks.py                                  every case below (long)
-    python bench/attacks.py --only a9a22:split credit3:split some cases
+    python bench/attacks.py --only a9a22:split credit3:split:hidden32   some cases
     python bench/attacks.py --defences                       split's defences on a9a22
     python bench/attacks.py --out-dims 1 2 4 8 16            blindfl's Z vs out_dim (credit3)
     python bench/attacks.py --defences --rows 8000           the defences on fewer rows
@@ -12,13 +12,15 @@ Tables (bank active with the label, shop passive):
 
     a9a22    28,000 rows of a9a's training file, 22% positive (bench/a9a_data.py:
              a9a_sampled_tables); bank 51 binary columns, shop 74
-    credit3  10,000 synthetic credit rows, 3% positive (bench/credit_data.py, `positives`);
-             bank 13 dense columns, shop 10 (8,000 training rows: 16,000 scored over two
-             epochs)
+    credit3  synthetic credit rows, 3% positive (bench/credit_data.py, `positives`); bank 13
+             dense columns, shop 10; 30,000 rows for split, 10,000 for blindfl (8,000
+             training rows: 16,000 scored over two epochs; the 2048-bit run in minutes)
 
 Every job: source out_dim 16 (unless --out-dims), top [32], batch 256, 2 epochs, lr 0.05,
 adagrad, 20% of the rows held out and validated once at the end; blindfl with 1024-bit
-test keys (the `:2048` case with 2048). Each case is one `vfl attack --json` (the job,
+test keys (the `:2048` case with 2048). A case's third part is the key size or, for
+`:hidden32`, a bottom model with one hidden layer of 32 (split's default bottom, like
+blindfl's source layer, is linear). Each case is one `vfl attack --json` (the job,
 the same job on permuted labels, the attacks); the table gives each attack's score, its
 baseline, the band a view without the labels lands in and the verdict, then the job's
 validation AUC and the seconds of the job, of the permuted-label job and of the attacks.
@@ -44,6 +46,7 @@ CASES = (
     "a9a22:split",
     "a9a22:blindfl",
     "credit3:split",
+    "credit3:split:hidden32",
     "credit3:blindfl",
     "credit3:blindfl:2048",
 )
@@ -55,11 +58,20 @@ DEFENCES = (  # (name, defence) on a9a22 split
 )
 
 
-def tables(name: str, folder: Path, rows: int | None = None) -> dict:
+ROWS = {  # table -> protocol -> rows (--rows overrides)
+    "a9a22": {"split": 28_000, "blindfl": 28_000},
+    "credit3": {"split": 30_000, "blindfl": 10_000},
+}
+
+
+def tables(name: str, folder: Path, rows: int) -> dict:
+    """The table `name` with `rows` rows, written into its own folder under `folder`."""
+    at = folder / f"{name}-{rows}"
+    at.mkdir(exist_ok=True)
     if name == "a9a22":
-        return a9a_sampled_tables(folder, rows=rows or 28_000, positives=0.22)
+        return a9a_sampled_tables(at, rows=rows, positives=0.22)
     if name == "credit3":
-        return credit_tables(folder, rows=rows or 10_000, positives=0.03)
+        return credit_tables(at, rows=rows, positives=0.03)
     raise SystemExit(f"unknown table {name}")
 
 
@@ -68,12 +80,12 @@ def spec(table: str, protocol: str, data: dict, key_bits: int, **extra) -> dict:
         {"id": pid, "role": role, "data": {"path": data[pid].path, **data[pid].given()}}
         for pid, role in (("bank", "active"), ("shop", "passive"))
     ]
-    out_dim = extra.pop("out_dim", 16)
+    source = {"out_dim": extra.pop("out_dim", 16), "hidden": extra.pop("hidden", [])}
     body = {
         "job": f"{table}-{protocol}",
         "parties": parties,
         "protocol": protocol,
-        "model": {"source": {"out_dim": out_dim}, "top": {"hidden": [32], "task": "binary"}},
+        "model": {"source": source, "top": {"hidden": [32], "task": "binary"}},
         "train": {"epochs": 2, "batch_size": 256, "lr": 0.05, "seed": 0},
         "validation": {"fraction": 0.2, "every": 100_000},
         **extra,
@@ -129,15 +141,22 @@ def main() -> None:
         "--no-distinguisher", action="store_true", help="one run per case (no permuted twin)"
     )
     parser.add_argument("--out-dims", type=int, nargs="+", help="blindfl on credit3 per out_dim")
-    parser.add_argument("--rows", type=int, help="rows of each table (default 28,000 / 10,000)")
+    parser.add_argument("--rows", type=int, help="rows of each table (default: ROWS)")
     parser.add_argument("--json", type=Path, help="also write every result here")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="vfl-bench-attacks-") as tmp:
         folder = Path(tmp)
-        made: dict[str, dict] = {}
+        made: dict[tuple[str, int], dict] = {}
+
+        def table_of(name: str, protocol: str) -> dict:
+            rows = args.rows or ROWS[name][protocol]
+            if (name, rows) not in made:
+                made[name, rows] = tables(name, folder, rows)
+            return made[name, rows]
+
         if args.defences:
-            data = made.setdefault("a9a22", tables("a9a22", folder, args.rows))
+            data = table_of("a9a22", "split")
             print("| defence | validation AUC | norm | direction | model completion gain |")
             print("|---|---|---|---|---|")
             for name, defence in DEFENCES:
@@ -153,7 +172,7 @@ def main() -> None:
                     f"{pick['direction']['score']:.3f} | {mc['score'] - mc['baseline']:+.3f} |"
                 )
         elif args.out_dims:
-            data = made.setdefault("credit3", tables("credit3", folder, args.rows))
+            data = table_of("credit3", "blindfl")
             print("| out_dim | k | mean R² from Z + X_B | from X_B alone |")
             print("|---|---|---|---|")
             for h in args.out_dims:
@@ -167,9 +186,13 @@ def main() -> None:
                         print(f"| {h} | {k} | {a['score']:.3f} | {a['baseline']:.3f} |")
         else:
             for case in args.only:
-                table, protocol, *bits = case.split(":")
-                data = made.setdefault(table, tables(table, folder, args.rows))
-                body = spec(table, protocol, data, int(bits[0]) if bits else 1024)
+                table, protocol, *option = case.split(":")
+                data = table_of(table, protocol)
+                if option == ["hidden32"]:
+                    body = spec(table, protocol, data, 1024, hidden=[32])
+                    body["job"] += "-hidden32"
+                else:
+                    body = spec(table, protocol, data, int(option[0]) if option else 1024)
                 flags = ("--no-distinguisher",) if args.no_distinguisher else ()
                 results[case] = attack(body, folder, *flags)
                 print_rows(case, results[case])
