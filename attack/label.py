@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 from vfl.attack.views import PartyView
 
-
 # what a blindfl passive party decrypts in a training round: record tail -> signal name
 DECRYPTED_PER_ROUND = (
     ("m1", "decrypted m1 (S)"),  # MatMul layer, rows not precomputed at setup
