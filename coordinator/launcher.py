@@ -38,6 +38,8 @@ from vfl.proto import coordinator_pb2 as pb, party_pb2
 
 log = logging.getLogger(__name__)
 
+RESUME_WAIT_S = 10.0  # how long a resume waits for the job's previous launch to return
+
 
 class Ending(Protocol):
     """How a launch ends a job it cannot run (`Lifecycle`)."""
@@ -77,6 +79,8 @@ class Launcher:
         self._lock = threading.Lock()
         # jobs being launched whose parties have not all answered PrepareJob yet
         self._unprepared: set[str] = set()
+        self._launching: set[str] = set()  # jobs whose launch has not returned
+        self._launch_ended = threading.Condition(self._lock)
         self.admission = Admission(store, control, specs)
 
     def spawn(self, job_id: str) -> None:
@@ -125,6 +129,7 @@ class Launcher:
             PartyUnavailable: a party is not registered or does not answer.
         """
         with job_context(job_id):
+            self._wait_launch_ended(job_id)
             record = self._store.get(job_id)
             if record.state != PAUSED:
                 raise CoordinatorError(
@@ -139,6 +144,23 @@ class Launcher:
             log.info("resuming after round %d", rnd)
             self._threads.run(self._launch, job_id, rnd, True)
             return ALIGNING, rnd
+
+    def _wait_launch_ended(self, job_id: str) -> None:
+        """Wait for a launch of `job_id` still in flight (paused while a party loads its
+        data, it drops what the parties prepared once they answer) to return.
+
+        Raises:
+            CoordinatorError: it has not returned within `RESUME_WAIT_S`.
+        """
+        with self._lock:
+            ended = self._launch_ended.wait_for(
+                lambda: job_id not in self._launching, RESUME_WAIT_S
+            )
+        if not ended:
+            raise CoordinatorError(
+                f"job {job_id} was paused while its parties loaded their data, and a party "
+                "is loading still; try again once it has (a minute for a large table)"
+            )
 
     def auto_resume(self) -> None:
         """Resume paused jobs whose parties all answer again (`serve --auto-resume`)."""
@@ -215,6 +237,7 @@ class Launcher:
         spec = self._specs.spec(job_id)
         with self._lock:
             self._unprepared.add(job_id)
+            self._launching.add(job_id)
         try:
             addresses = self._control.addresses(spec)
             if not resume_round:
@@ -233,6 +256,9 @@ class Launcher:
             self._control.start_all(job_id, spec, addresses)
             log.info("started on %d parties", len(spec.parties))
         except PartyRefused as exc:  # the user's input: marked so that the CLI exits 2
+            if self._store.get(job_id).state == PAUSED:  # a party dropped the job it was
+                log.info("launch stopped: the job was paused meanwhile (%s)", exc)  # loading
+                return
             with self._results:
                 refused = self._store.get(job_id).result
                 refused.refused = True
@@ -251,6 +277,8 @@ class Launcher:
         finally:
             with self._lock:
                 self._unprepared.discard(job_id)
+                self._launching.discard(job_id)
+                self._launch_ended.notify_all()
             self.admission.released(job_id)
 
     def _unavailable(self, job_id: str, spec: JobSpec, reason: str, resuming: bool) -> None:

@@ -367,7 +367,9 @@ class PartyDaemon:
     def stopping(self) -> None:
         """The daemon is about to stop its jobs and its server: from now on peers'
         envelopes are refused as unavailable (`ShuttingDown`), so that their jobs pause
-        instead of failing on a job this party ended only because it stops."""
+        instead of failing on a job this party ended only because it stops, and a job
+        it was loading is answered as unavailable too."""
+        self.jobs.stopping()
         self.endpoint.stop_taking()
 
     def close(self) -> None:

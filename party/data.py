@@ -18,7 +18,7 @@ dataset.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeAlias
@@ -119,18 +119,29 @@ def _code(word: str) -> int:
         return int(number)
 
 
-@dataclass
 class RawTable:
     """A dataset's rows before preprocessing: ids, labels (if any) and either its typed
     columns (CSV, Parquet) or a CSR matrix of its LIBSVM columns (`sparse`). A job frees
-    each column once preprocessed (`release`)."""
+    each column once preprocessed (`release`). Columns are found by name in constant
+    time: a table may have tens of thousands."""
 
-    name: str
-    ids: np.ndarray  # numpy strings (`party.reader.IDS`)
-    labels: np.ndarray | None  # float64
-    columns: tuple[RawColumn, ...]
-    sparse: sp.csr_matrix | None = None
-    sparse_names: tuple[str, ...] = ()
+    def __init__(
+        self,
+        name: str,
+        ids: np.ndarray,  # numpy strings (`party.reader.IDS`)
+        labels: np.ndarray | None,  # float64
+        columns: Sequence[RawColumn],
+        sparse: sp.csr_matrix | None = None,
+        sparse_names: tuple[str, ...] = (),
+    ) -> None:
+        self.name, self.ids, self.labels = name, ids, labels
+        self.sparse, self.sparse_names = sparse, sparse_names
+        self._columns = {c.name: c for c in columns}  # in the table's order
+
+    @property
+    def columns(self) -> tuple[RawColumn, ...]:
+        """The columns not released, in the table's order."""
+        return tuple(self._columns.values())
 
     @property
     def rows(self) -> int:
@@ -138,13 +149,12 @@ class RawTable:
 
     def release(self, name: str) -> None:
         """Drop column `name` (its buffer is freed once nothing else holds it)."""
-        self.columns = tuple(c for c in self.columns if c.name != name)
+        self._columns.pop(name, None)
 
     def column(self, name: str) -> RawColumn:
-        for col in self.columns:
-            if col.name == name:
-                return col
-        raise KeyError(name)
+        """Raises:
+        KeyError: no such column (or it was released)."""
+        return self._columns[name]
 
     def sparse_table(self, rows: np.ndarray | None = None) -> Table:
         """The LIBSVM rows (`rows` of them, in that order; None: every row) as a `Table`."""

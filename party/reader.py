@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,6 +178,23 @@ class _Widen(Exception):
 
 
 def _header(path: Path, source: TableSource, name: str) -> tuple[str, ...]:
+    """The table's column names, each once.
+
+    Raises:
+        DataError: no file or header, another format, or a name given to two columns.
+    """
+    header = _names(path, source, name)
+    twice = sorted(h for h, n in Counter(header).items() if n > 1)
+    if twice:
+        shown = ", ".join(f"'{h}'" for h in twice[:5]) + (" ..." if len(twice) > 5 else "")
+        raise DataError(
+            f"dataset '{name}': the header names {shown} more than once; give each column "
+            "its own name"
+        )
+    return header
+
+
+def _names(path: Path, source: TableSource, name: str) -> tuple[str, ...]:
     if source.format == "parquet":
         files = _parquet_files(path)
         if not files:

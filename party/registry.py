@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from vfl.party.errors import JobError
+from vfl.party.errors import JobError, ShuttingDown
 from vfl.party.guard import JobBudget
 from vfl.party.inference.batch import PredictJob
 from vfl.party.job import PartyJob
@@ -66,6 +66,7 @@ class JobRegistry:
         self._jobs: dict[str, RunningJob] = {}
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
+        self._stopping = False  # the daemon stops: what it aborts, it aborts for that
         self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
         self._busy = 0  # jobs running
 
@@ -76,6 +77,7 @@ class JobRegistry:
 
         Raises:
             JobError: the job was aborted meanwhile.
+            ShuttingDown: ... because the daemon stops (the job pauses, not fails).
         """
         with self._lock:
             self._preparing.add(job_id)
@@ -88,7 +90,14 @@ class JobRegistry:
                 self._aborted_loading.discard(job_id)
         if aborted:
             me = self.party_id
+            if self._stopping:
+                raise ShuttingDown(f"party '{me}' stopped while it loaded the data of job {job_id}")
             raise JobError(f"job {job_id} was aborted while party '{me}' loaded its data")
+
+    def stopping(self) -> None:
+        """The daemon stops: jobs aborted from now on end because it does."""
+        with self._lock:
+            self._stopping = True
 
     def add(self, job_id: str, running: RunningJob) -> None:
         """Hold a prepared job (in place of one prepared before and not started).

@@ -266,3 +266,65 @@ def test_a_job_submitted_right_after_a_party_restart_runs(topology) -> None:
             assert view.state == "SUCCEEDED", f"attempt {attempt}: {view.reason}"
     finally:
         current.stop(0)
+
+
+@pytest.fixture
+def kept(tmp_path: Path, wide_csv: Path):
+    """Coordinator (grace 1 s), bank (breast and the wide table) and shop, each party
+    keeping its checkpoints in a state directory; `restart(name)` starts it again on its
+    port with its state."""
+    coord = create_coordinator_server(
+        str(tmp_path / "jobs.sqlite"), "127.0.0.1:0", health_interval_s=0.5, party_grace_s=1.0
+    )
+    address = f"127.0.0.1:{coord.port}"
+    tables = {
+        "bank": {
+            "breast": TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y"),
+            "wide": TableSource(path=str(wide_csv), label="y"),
+        },
+        "shop": {"breast": TableSource(path=str(FATE / "breast_hetero_host.csv"))},
+    }
+    servers = {
+        p: create_party_server(
+            PartyConfig(p, "127.0.0.1:0", address, datasets=d, state_dir=tmp_path / f"{p}-state")
+        )
+        for p, d in tables.items()
+    }
+
+    def restart(name: str) -> None:
+        old = servers[name]
+        config = dataclasses.replace(old.daemon.config, listen=f"127.0.0.1:{old.port}")
+        servers[name] = create_party_server(config)
+
+    client = CoordinatorClient(address)
+    yield client, servers, restart
+    client.close()
+    for server in (*servers.values(), coord):
+        server.stop(0)
+
+
+def test_a_resumed_job_that_loses_a_party_while_it_launches_pauses_again(kept) -> None:
+    # Prepare: a job paused with its checkpoints kept, its shop back
+    client, servers, restart = kept
+    job_id = client.submit(job(bank="wide", epochs=30))
+    view = wait(client, job_id, until=("TRAINING",))
+    deadline = time.monotonic() + 60
+    while client.get(job_id).result.checkpoint_round < 10 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    servers["shop"].stop(0)
+    view = wait(client, job_id, until=("PAUSED", "FAILED", "SUCCEEDED"))
+    assert view.state == "PAUSED", view.reason
+    restart("shop")
+    # Execute: resume; the shop is lost again while the bank still loads its wide table
+    assert client.resume(job_id)[0] == "ALIGNING"
+    while job_id not in servers["bank"].daemon.running_jobs() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    servers["shop"].stop(0)
+    # Assert: paused again with its checkpoints, not failed; once back, it resumes to its end
+    view = wait(client, job_id, until=("PAUSED", "FAILED", "SUCCEEDED"))
+    assert view.state == "PAUSED", view.reason
+    restart("shop")
+    client.resume(job_id)
+    view = wait(client, job_id, timeout=180)
+    assert view.state == "SUCCEEDED", view.reason
+    assert view.result.resumed_from >= 10

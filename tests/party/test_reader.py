@@ -133,7 +133,16 @@ def test_the_reader_tells_its_check_the_bytes_read_so_far(tmp_path) -> None:
     pq.write_table(table, tmp_path / "t.parquet")
     seen: list[int] = []
     # Execute
-    read_raw(TableSource(path=str(tmp_path / "t.parquet"), format="parquet"), "t", check=seen.append)
+    read_raw(
+        TableSource(path=str(tmp_path / "t.parquet"), format="parquet"), "t", check=seen.append
+    )
     # Assert: a check before each block and one after the last, the count only growing
     assert len(seen) == 4 and seen[0] == 0 and seen == sorted(seen)
     assert seen[-1] >= rows * 8  # at least the numbers' own bytes
+
+
+def test_a_name_given_to_two_columns_is_named_with_the_fix(tmp_path) -> None:
+    path = tmp_path / "dup.csv"
+    path.write_text("id,y,a,b,a\n1,0,1,2,3\n2,1,4,5,6\n")
+    with pytest.raises(DataError, match="names 'a' more than once; give each column its own"):
+        load_table(TableSource(path=str(path), label="y"), "d")
