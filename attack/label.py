@@ -57,12 +57,13 @@ def passive_signals(view: PartyView) -> list[Signal]:
                 found.setdefault(f"received {tail}", {})[rnd] = (rows, per_row)
     for rnd in view.rounds:
         batch = _rows(view, rnd)
+        if batch is None:
+            continue
         for tail, name in DECRYPTED_PER_ROUND:
             plain = view.decrypted.get(f"train_r{rnd}_{tail}")
-            if batch is not None and plain is not None:
-                per_row = _per_row(plain, len(batch))
-                if per_row is not None:
-                    found.setdefault(name, {})[rnd] = (batch, per_row)
+            per_row = None if plain is None else _per_row(plain, len(batch))
+            if per_row is not None:
+                found.setdefault(name, {})[rnd] = (batch, per_row)
     shares = view.decrypted.get("src_rows_train")
     if shares is not None:  # S_i of every training row, decrypted once at setup
         train = np.asarray(view.own["train_rows"])

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import yaml
 from credit_data import credit_job, credit_tables
-from soak_federation import SoakFederation, alive, session_members
+from procs import alive, session_members
+from soak_federation import SoakFederation
 
 LEFTOVER_WAIT_S = 10.0
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")

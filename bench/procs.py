@@ -1,8 +1,10 @@
 """Process trees of a benchmark's daemons, read from Linux /proc: their processes and
 threads, the CPU seconds they used, and pinning each party daemon to a core.
 
-Used by bench/secure_epoch.py (`Pinner`, its "pinned" mode) and bench/predict.py
-(`tree_cpu_seconds`, the parties' CPU seconds).
+Used by bench/secure_epoch.py (`Pinner`, its "pinned" mode), bench/predict.py
+(`tree_cpu_seconds`, the parties' CPU seconds), bench/scale_rows.py and the soak's
+federation (bench/soak_federation.py: which processes of a killed daemon live on, and
+their memory).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import threading
 from pathlib import Path
 
 from floor import cores
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def children(pid: int) -> list[int]:
@@ -54,11 +58,47 @@ def tree_cpu_seconds(pid: int) -> float:
     (0 where a process is gone)."""
     total = 0.0
     for p in descendants(pid):
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+        fields = stat_fields(p)
+        if fields is not None:
+            total += sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first); None if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie."""
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def session_members(sid: int) -> list[int]:
+    """The living processes of session `sid` (a daemon started with its own session is
+    its session's leader: its sid is its pid, and the workers it starts keep it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
-        total += sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        fields = stat_fields(int(entry.name))
+        if fields is not None and fields[0] not in ("Z", "X") and int(fields[3]) == sid:
+            found.append(int(entry.name))
+    return found
+
+
+def rss_bytes(pids: list[int]) -> int:
+    """Resident memory of `pids` together (0 for those gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+        except (OSError, IndexError, ValueError):
+            continue
     return total
 
 

@@ -49,7 +49,8 @@ import grpc
 import numpy as np
 import yaml
 from credit_data import credit_job, credit_tables
-from soak_federation import SoakFederation, alive, rss_bytes, session_members
+from procs import alive, rss_bytes, session_members
+from soak_federation import SoakFederation
 from vfl.proto import party_pb2, party_pb2_grpc
 from vfl.proto.rpc import dial
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import yaml
-from procs import descendants
+from procs import descendants, session_members
 from vfl.contract.spec import TableSource
 from vfl.coordinator.client import CoordinatorClient
 from vfl.proto.rpc import COORDINATOR_ID
@@ -26,45 +26,6 @@ from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 VFL = [sys.executable, "-m", "vfl.cli.main"]
 START_TIMEOUT_S = 120.0
-PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state first); None if gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` exists and is not a zombie."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] not in ("Z", "X")
-
-
-def session_members(sid: int) -> list[int]:
-    """The living processes of session `sid` (a daemon started with its own session is
-    its session's leader: its sid is its pid, and the workers it starts keep it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat(int(entry.name))
-        if fields is not None and fields[0] not in ("Z", "X") and int(fields[3]) == sid:
-            found.append(int(entry.name))
-    return found
-
-
-def rss_bytes(pids: list[int]) -> int:
-    """Resident memory of `pids` together (0 for those gone)."""
-    total = 0
-    for pid in pids:
-        try:
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
 
 
 class Daemon:

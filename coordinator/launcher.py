@@ -255,20 +255,11 @@ class Launcher:
                 return
             self._control.start_all(job_id, spec, addresses)
             log.info("started on %d parties", len(spec.parties))
-        except PartyRefused as exc:  # the user's input: marked so that the CLI exits 2
-            if self._store.get(job_id).state == PAUSED:  # a party dropped the job it was
-                log.info("launch stopped: the job was paused meanwhile (%s)", exc)  # loading
-                return
-            with self._results:
-                refused = self._store.get(job_id).result
-                refused.refused = True
-                self._store.update_result(job_id, refused)
-            self._ending.end(job_id, FAILED, str(exc))
         except PartyBusy as exc:  # a party has no room after all: wait for it
             self._control.abort_all(job_id, spec, "queued: a party has no room for it yet")
             self.admission.requeue(job_id, f"waiting for room: {exc}")
-        except PartyUnavailable as exc:
-            self._unavailable(job_id, spec, str(exc), resuming)
+        except PartyUnavailable as exc:  # and PartyRefused
+            self._unavailable(job_id, spec, exc, resuming)
         except Exception:
             log.exception("launch failed unexpectedly")
             self._ending.end(
@@ -281,13 +272,23 @@ class Launcher:
                 self._launch_ended.notify_all()
             self.admission.released(job_id)
 
-    def _unavailable(self, job_id: str, spec: JobSpec, reason: str, resuming: bool) -> None:
-        """A party did not answer while the job launched: a job paused meanwhile (its
-        party stopped answering) stays paused, a resumed job pauses again (the parties
-        keep their checkpoints); only a fresh job that no party ran fails."""
-        state = self._store.get(job_id).state
-        if state == PAUSED:
+    def _unavailable(
+        self, job_id: str, spec: JobSpec, exc: PartyUnavailable, resuming: bool
+    ) -> None:
+        """A party did not answer, or refused, while the job launched: a job paused
+        meanwhile (a party stopped answering, or dropped the job it was loading) stays
+        paused; a refusal of the job's input fails it, marked so that the CLI exits 2; a
+        resumed job pauses again (the parties keep their checkpoints); only a fresh job
+        that no party ran fails."""
+        reason = str(exc)
+        if self._store.get(job_id).state == PAUSED:
             log.info("launch stopped: the job was paused meanwhile (%s)", reason)
+        elif isinstance(exc, PartyRefused):
+            with self._results:
+                refused = self._store.get(job_id).result
+                refused.refused = True
+                self._store.update_result(job_id, refused)
+            self._ending.end(job_id, FAILED, reason)
         elif resuming:
             self._ending.pause(job_id, spec, f"{reason} (while the job resumed)")
         else:
