@@ -77,7 +77,7 @@ from vfl.coordinator.client import CoordinatorClient
 from vfl.local.run import LocalTopology, spec_to_yaml
 from vfl.local.topology import as_datasets, spec_datasets
 from vfl.proto import party_pb2, party_pb2_grpc
-from vfl.proto.rpc import COORDINATOR_ID, dial
+from vfl.rpc import COORDINATOR_ID, dial
 from vfl.secure.executor import ComputeConfig
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 

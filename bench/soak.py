@@ -52,7 +52,7 @@ from credit_data import credit_job, credit_tables
 from procs import alive, rss_bytes, session_members
 from soak_federation import SoakFederation
 from vfl.proto import party_pb2, party_pb2_grpc
-from vfl.proto.rpc import dial
+from vfl.rpc import dial
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 MAX_RESUMES = 3  # resumes of one job before the operator gives up and cancels it

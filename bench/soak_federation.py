@@ -21,7 +21,7 @@ import yaml
 from procs import descendants, session_members
 from vfl.contract.spec import TableSource
 from vfl.coordinator.client import CoordinatorClient
-from vfl.proto.rpc import COORDINATOR_ID
+from vfl.rpc import COORDINATOR_ID
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 VFL = [sys.executable, "-m", "vfl.cli.main"]

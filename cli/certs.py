@@ -25,7 +25,7 @@ import argparse
 import os
 
 from vfl.cli.commands import actions
-from vfl.proto.rpc import COORDINATOR_ID
+from vfl.rpc import COORDINATOR_ID
 from vfl.secure.pki.certs import PartyFiles, init_ca
 from vfl.secure.pki.federation import ADMIN_ID, export_bundle, issue_identity, load_identity
 from vfl.secure.pki.requests import request, sign

@@ -15,7 +15,7 @@ from vfl.cli import certs
 from vfl.cli.commands import actions
 from vfl.contract.logs import configure_daemon_logging
 from vfl.coordinator.errors import CoordinatorError
-from vfl.proto.rpc import COORDINATOR_ID
+from vfl.rpc import COORDINATOR_ID
 
 MALLOC_ARENAS = 2  # glibc's malloc arenas (default: 8 per core, each keeping freed memory)
 MMAP_FROM = 1 << 18  # bytes from which glibc maps a block of its own (returned when freed)

@@ -78,7 +78,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 def cmd_health(args: argparse.Namespace) -> int:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
-    from vfl.proto.rpc import dial
+    from vfl.rpc import dial
 
     request = health_pb2.HealthCheckRequest(service=args.service)
     with dial(args.address, certs.client_tls(args), expect=args.expect) as channel:

@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
     import grpc
-    from vfl.proto.rpc import COORDINATOR_ID, explain
+    from vfl.rpc import COORDINATOR_ID, explain
 
     if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
         return exc.details() or exc.code().name

@@ -26,7 +26,7 @@ from vfl.coordinator.errors import (
     UnknownModel,
 )
 from vfl.coordinator.watch import JobFeeds
-from vfl.proto.rpc import call_with_status_async, check_caller_async, identify_caller_async
+from vfl.rpc import call_with_status_async, check_caller_async, identify_caller_async
 
 T = TypeVar("T")
 Pool = Literal["reads", "parties", "commands"]  # a field of `Pools`

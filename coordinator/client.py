@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 from vfl.contract.states import JobState, model_state_name, state_name
 from vfl.proto import coordinator_pb2 as pb, coordinator_pb2_grpc as pb_grpc
-from vfl.proto.rpc import COORDINATOR_ID, ChannelCache, Tls
-from vfl.proto.serde import to_plain
+from vfl.rpc import COORDINATOR_ID, ChannelCache, Tls
+from vfl.rpc.serde import to_plain
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from vfl.coordinator.client import CoordinatorClient
 from vfl.proto import coordinator_pb2 as pb
-from vfl.proto.rpc import COORDINATOR_ID, VERSION, dial, explain, host_of
+from vfl.rpc import COORDINATOR_ID, VERSION, dial, explain, host_of
 from vfl.secure.pki.certs import CertError, PartyFiles, verify_party_cert
 
 HEALTH_TIMEOUT_S = 5.0

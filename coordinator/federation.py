@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 from vfl.coordinator.store import JobStore
 from vfl.proto import coordinator_pb2 as pb, party_pb2
-from vfl.proto.rpc import VERSION, PeerClients, explain
+from vfl.rpc import VERSION, PeerClients, explain
 
 CHECK_TIMEOUT_S = 10.0  # GetPartyInfo, and CheckPeers (5 s per peer at most, peers in turn)
 

@@ -40,7 +40,7 @@ from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
 from vfl.coordinator.submission import Submissions
 from vfl.proto import coordinator_pb2 as pb
-from vfl.proto.rpc import COORDINATOR_ID, PeerClients
+from vfl.rpc import COORDINATOR_ID, PeerClients
 from vfl.secure.pki.certs import CertError, check_party_id
 
 log = logging.getLogger(__name__)

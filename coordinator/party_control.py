@@ -18,7 +18,7 @@ from vfl.contract.spec import JobSpec
 from vfl.coordinator.errors import PartyBusy, PartyRefused, PartyUnavailable
 from vfl.coordinator.store import JobStore
 from vfl.proto import party_pb2
-from vfl.proto.rpc import PeerClients, explain
+from vfl.rpc import PeerClients, explain
 
 log = logging.getLogger(__name__)
 

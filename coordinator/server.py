@@ -22,7 +22,7 @@ from vfl.coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from vfl.coordinator.servicer import CoordinatorServicer
 from vfl.coordinator.store import JobStore
 from vfl.proto import coordinator_pb2_grpc
-from vfl.proto.rpc import PeerClients, Tls, bind, make_aio_server
+from vfl.rpc import PeerClients, Tls, bind, make_aio_server
 from vfl.secure.pki.rotation import IdentityWatch
 
 if TYPE_CHECKING:

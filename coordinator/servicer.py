@@ -24,7 +24,7 @@ from vfl.coordinator.store import JobRecord
 from vfl.coordinator.views import report, summary, view
 from vfl.coordinator.watch import JobFeeds
 from vfl.proto import coordinator_pb2 as pb, coordinator_pb2_grpc as pb_grpc
-from vfl.proto.rpc import call_with_status_async
+from vfl.rpc import call_with_status_async
 
 __all__ = ["WATCH_POLL_S", "CoordinatorServicer", "Pools"]
 

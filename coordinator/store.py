@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from vfl.contract.states import SUBMITTED, TERMINAL, JobState, state_from_name, state_name
 from vfl.coordinator.errors import StoreInUse, UnknownJob
 from vfl.proto import coordinator_pb2 as pb
-from vfl.proto.serde import to_plain
+from vfl.rpc.serde import to_plain
 
 _TERMINAL_NAMES = tuple(state_name(s) for s in sorted(TERMINAL))
 

@@ -38,7 +38,7 @@ from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
 from vfl.proto import coordinator_pb2 as pb
-from vfl.proto.rpc import PeerClients
+from vfl.rpc import PeerClients
 from vfl.secure.channel import Mailbox
 from vfl.secure.errors import ChannelClosed, SecureError
 

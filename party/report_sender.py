@@ -28,7 +28,7 @@ import grpc
 from vfl.contract.logs import job_context
 from vfl.coordinator.client import CoordinatorClient
 from vfl.proto import coordinator_pb2 as pb
-from vfl.proto.rpc import COORDINATOR_ID, explain
+from vfl.rpc import COORDINATOR_ID, explain
 
 log = logging.getLogger(__name__)
 

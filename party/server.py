@@ -1,6 +1,6 @@
 """Starting and stopping a party daemon: gRPC server, health service, registration.
 
-The server's calls run on planes, each with threads of its own (`proto.rpc.planes`;
+The server's calls run on planes, each with threads of its own (`rpc.planes`;
 docs/architecture.md, "Threads per plane"): the data plane (`Push`: training jobs'
 envelopes, and on a pool of its own those of online scoring sessions), the scoring plane
 (`Predict`: at most `scoring.threads` calls held, one more refused at once with
@@ -25,7 +25,7 @@ from vfl.party.report_sender import ReportSender
 from vfl.party.servicer import PartyServicer
 from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.proto import party_pb2_grpc
-from vfl.proto.rpc import (
+from vfl.rpc import (
     COORDINATOR_ID,
     PLANE_KEY,
     PeerClients,

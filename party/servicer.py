@@ -8,7 +8,7 @@ DeleteModelPart, CheckPeers) only from the coordinator. Online scoring checks it
 `party.inference.online`: `Predict` from any identity but the model's passive parties (or
 the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
 party. A `Predict` refused for capacity (`Overloaded`: its model's queue is full) is
-RESOURCE_EXHAUSTED with the retry hint in its trailing metadata (`proto.rpc.planes`; the
+RESOURCE_EXHAUSTED with the retry hint in its trailing metadata (`rpc.planes`; the
 daemon-wide bound, the scoring plane's threads, refuses before this servicer is reached).
 """
 
@@ -42,7 +42,7 @@ from vfl.party.errors import (
 from vfl.party.inference.serving import NOT_AT_PEER, UNKNOWN_ID, Prediction
 from vfl.party.state.models import Manifest
 from vfl.proto import party_pb2 as pb, party_pb2_grpc as pb_grpc
-from vfl.proto.rpc import (
+from vfl.rpc import (
     COORDINATOR_ID,
     MAX_ENVELOPE_BYTES,
     VERSION,
@@ -78,7 +78,7 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
 
 
 def call(context: grpc.ServicerContext, fn: Callable[[], T], daemon: PartyDaemon) -> T:
-    """Run `fn`; errors become statuses by `_CODES` (`proto.rpc.call_with_status`) with
+    """Run `fn`; errors become statuses by `_CODES` (`rpc.call_with_status`) with
     what of them may leave the daemon's party."""
 
     def message(exc: Exception) -> str:

@@ -16,7 +16,7 @@ done
 # (pyproject's package-dir). It cannot follow the editable install's import hook, so it
 # gets the same view from a folder of links, .typecheck/vfl (mypy_path in pyproject).
 rm -rf .typecheck && mkdir -p .typecheck/vfl
-for src in vfl/*.py vfl/*.pyi vfl/local proto contract party coordinator secure celu cli attack; do
+for src in vfl/*.py vfl/*.pyi vfl/local proto rpc contract party coordinator secure celu cli attack; do
   ln -s "../../$src" ".typecheck/vfl/$(basename "$src")"
 done
 

@@ -14,12 +14,24 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "attack", "vfl")
+FOLDERS = (
+    "proto",
+    "rpc",
+    "contract",
+    "party",
+    "coordinator",
+    "secure",
+    "celu",
+    "cli",
+    "attack",
+    "vfl",
+)
+LIMIT = 400  # lines: a hand-written module over this is to be split
 
 
 def package_of(module: str) -> str | None:
     """The package a module belongs to: its top-level folder (`vfl.party.job` -> `party`),
-    but `proto.rpc` (gRPC plumbing, beside the generated messages) counts on its own."""
+    but `rpc` (gRPC plumbing, beside the generated messages) counts on its own."""
     names = module.split(".")
     if names[0] == "vfl":
         names = names[1:]
@@ -27,8 +39,6 @@ def package_of(module: str) -> str | None:
             return "vfl"  # the root package: the public API
     if names[0] not in FOLDERS:
         return None
-    if names[:2] == ["proto", "rpc"]:
-        return ".".join(names[:2])
     return names[0]
 
 
@@ -47,13 +57,45 @@ def modules(repo: Path) -> dict[str, Path]:
 
 
 def imported(tree: ast.AST) -> list[str]:
+    """Every module an import names, at any depth (inside a function too), but those under
+    `if TYPE_CHECKING:`, which never run. `from a import b` names `a.b` as well, in case
+    `b` is a module (`module_edges` keeps the names that are)."""
     names = []
+    skip = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.append(node.module)
+            names += [f"{node.module}.{a.name}" for a in node.names]
     return names
+
+
+def own(name: str) -> str | None:
+    """`vfl.party.job` and `party.job` -> `party.job`; None for other libraries."""
+    names = name.split(".")
+    if names[0] == "vfl":
+        names = names[1:] if names[1:] and names[1] in FOLDERS else ["vfl", *names[1:]]
+    return ".".join(names) if names and names[0] in FOLDERS else None
+
+
+def module_edges(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports (a name that is not a module of ours, such as
+    a class in `from a import B`, is dropped)."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, path in mods.items():
+        for target in imported(ast.parse(path.read_text())):
+            there = own(target)
+            if there in mods and there != name:
+                edges[name].add(there)
+    return edges
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -115,7 +157,18 @@ def main(repo: Path) -> None:
     sizes = sorted(((len(p.read_text().splitlines()), n) for n, p in mods.items()), reverse=True)
     print("largest modules:", ", ".join(f"{n} {size}" for size, n in sizes[:8]))
     print("largest classes:", ", ".join(f"{n} {size}" for size, n in sorted(classes)[::-1][:8]))
-    print(f"modules: {len(mods)}, over 400 lines: {sum(1 for s, _ in sizes if s > 400)}")
+    over = [f"{n} {size}" for size, n in sizes if size > LIMIT]
+    print(
+        f"modules: {len(mods)}, over {LIMIT} lines: {len(over)}",
+        *over[:1] and [f"({', '.join(over)})"],
+    )
+    module_cycles = cycles(module_edges(mods))
+    print(
+        "module cycles (any import that runs, in a function too):",
+        "; ".join(" -> ".join(c) for c in module_cycles) or "none",
+    )
+    top = sorted(p.name for p in (repo / "secure").glob("*.py"))
+    print(f"modules at secure's top: {len(top)} ({', '.join(top)})")
 
 
 if __name__ == "__main__":

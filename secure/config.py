@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from vfl.secure.errors import ConfigError, PaillierKeyError
 
 if TYPE_CHECKING:  # annotations only: vfl.secure.paillier imports this module
-    from vfl.secure.executor_base import BlockExecutor
+    from vfl.secure.executor.base import BlockExecutor
     from vfl.secure.paillier.counters import OpCounts
 
 MIN_KEY_BITS = 2048

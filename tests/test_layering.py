@@ -2,10 +2,10 @@
 
 The parts, bottom up (each may import only the parts listed for it):
 
-    proto     generated messages and serde: nothing of ours
+    proto     generated messages: nothing of ours
     celu      CELU-VFL: nothing of ours
     secure    BlindFL, Paillier, PSI, PKI: the generated messages
-    rpc       vfl.proto.rpc, gRPC plumbing: messages, secure (the PKI)
+    rpc       vfl.rpc, gRPC plumbing and serde: messages, secure (the PKI)
     contract  job spec, states, logs, shared errors: messages, celu (the spec's section)
     coordinator  the coordinator daemon
     party     the party daemon; of the coordinator only its client
@@ -42,14 +42,23 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"proto", "rpc", "secure", "celu", "contract", "coordinator", "party", "api", "attack"},
     "api": {"proto", "rpc", "secure", "celu", "contract", "coordinator"},
 }
-FOLDERS = ("proto", "contract", "party", "coordinator", "secure", "celu", "cli", "attack", "vfl")
+FOLDERS = (
+    "proto",
+    "rpc",
+    "contract",
+    "party",
+    "coordinator",
+    "secure",
+    "celu",
+    "cli",
+    "attack",
+    "vfl",
+)
 
 
 def _part(module: str) -> str:
     """The part a `vfl.…` module belongs to."""
     names = module.split(".")
-    if names[:3] == ["vfl", "proto", "rpc"]:
-        return "rpc"
     if len(names) == 1 or names[1] not in FOLDERS:
         return "api"
     return names[1]

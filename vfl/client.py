@@ -22,8 +22,8 @@ from vfl.coordinator.client import CoordinatorClient, Job, JobView
 from vfl.coordinator.errors import UnknownJob, UnknownModel
 from vfl.errors import translated
 from vfl.models import Model
-from vfl.proto.rpc import COORDINATOR_ID
 from vfl.results import JobResult, Progress
+from vfl.rpc import COORDINATOR_ID
 from vfl.scoring import Scores, score_at
 from vfl.secure.pki.certs import PartyFiles
 from vfl.secure.pki.federation import ADMIN_ID, load_identity

@@ -30,7 +30,7 @@ from vfl.coordinator.errors import (
     UnknownJob,
     UnknownModel,
 )
-from vfl.proto.rpc import explain, retry_after_s
+from vfl.rpc import explain, retry_after_s
 from vfl.secure.pki.certs import CertError
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 from vfl.coordinator.errors import CoordinatorError, PartyUnavailable, UnknownModel
 from vfl.errors import translated
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
-from vfl.proto.rpc import Tls, dial
+from vfl.rpc import Tls, dial
 
 MAX_IDS = 1024  # ids in one Predict request; more are sent as several
 _ERRORS = {pb.ID_ERROR_UNKNOWN_ID: "unknown_id", pb.ID_ERROR_NOT_AT_PEER: "not_at_peer"}

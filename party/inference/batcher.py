@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from vfl.party.errors import Overloaded
-from vfl.proto.rpc.planes import MIN_RETRY_S, busy_message
+from vfl.rpc.planes import MIN_RETRY_S, busy_message
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)

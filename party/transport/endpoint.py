@@ -19,7 +19,7 @@ from vfl.party.transport.audit import AuditLog
 from vfl.party.transport.grpc_channel import GrpcChannel
 from vfl.party.transport.ping import PING_JOB, PingResult, ping_peers
 from vfl.party.transport.wan import ShapedChannel
-from vfl.proto.rpc import PeerClients
+from vfl.rpc import PeerClients
 from vfl.secure.channel import Channel, EnvelopeHook, Mailbox, decode_payload
 from vfl.secure.errors import PayloadError
 

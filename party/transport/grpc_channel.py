@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import grpc
 from vfl.proto import party_pb2
-from vfl.proto.rpc import CHUNK_BYTES, PLANE_KEY, PeerClients, explain, handshake_failed
+from vfl.rpc import CHUNK_BYTES, PLANE_KEY, PeerClients, explain, handshake_failed
 from vfl.secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
 from vfl.secure.errors import ChannelClosed, ChannelError
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import grpc
 from vfl.party.transport.grpc_channel import chunks
 from vfl.proto import common_pb2
-from vfl.proto.rpc import PeerClients, explain
+from vfl.rpc import PeerClients, explain
 from vfl.secure.channel import EnvelopeHook
 
 PING_JOB = "doctor-ping"  # never a job's id (those end in 8 hex digits)

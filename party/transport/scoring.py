@@ -10,7 +10,7 @@ import logging
 import grpc
 from vfl.party.errors import ModelError, PeerUnavailable
 from vfl.proto import party_pb2 as pb
-from vfl.proto.rpc import PeerClients, explain
+from vfl.rpc import PeerClients, explain
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ import scipy.sparse as sp
 from gmpy2 import mpz
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import InputError
-from vfl.secure.executor_base import PRODUCT_TERM, BlockExecutor
-from vfl.secure.executor_local import LocalExecutor
+from vfl.secure.executor.base import PRODUCT_TERM, BlockExecutor
+from vfl.secure.executor.local import LocalExecutor
 from vfl.secure.paillier.blocks import MultiexpBlock, blob, multiexp_block, partials, width_of
 from vfl.secure.paillier.counters import OpCounts
 from vfl.secure.paillier.encoding import encode

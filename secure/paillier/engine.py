@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import gmpy2
 from gmpy2 import mpz
 from vfl.secure.errors import PaillierKeyError
-from vfl.secure.executor_base import (
+from vfl.secure.executor.base import (
     DECRYPT,
     RERANDOMIZE_FULL,
     RERANDOMIZE_TABLE,

@@ -11,7 +11,7 @@ the pool may split any request between itself and its helpers.
 
 The helper is a daemon "spawn" process owned by its `ObfuscatorWorker` and stopped by
 `close()` (or when the object is garbage collected, or when its parent dies, even by
-SIGKILL: `secure.lifeline`): a script that uses helpers needs
+SIGKILL: `secure.executor.lifeline`): a script that uses helpers needs
 the usual `if __name__ == "__main__":` guard. A pool's helpers, together, are its
 `ObfuscatorHelpers`: they start once the pool has its table, and a pool whose helper
 dies, or whose helpers cannot start, carries on alone.
@@ -27,7 +27,7 @@ import weakref
 from multiprocessing.connection import Connection
 
 from gmpy2 import mpz
-from vfl.secure.lifeline import watch_parent
+from vfl.secure.executor.lifeline import watch_parent
 from vfl.secure.paillier.fixed_base import ObfuscatorTable
 from vfl.secure.paillier.keys import PrivateKey, PublicKey
 from vfl.secure.paillier.short_exponent import ShortExponentTable
@@ -185,7 +185,7 @@ def _serve(
 ) -> None:
     """The helper's loop: a count in, a blob of that many obfuscators out; None stops.
     `key`: (n, h_s); `bases`: those of an `ObfuscatorTable`, None for a short-exponent one.
-    The helper ends with `parent_pid`, even if it is killed (`secure.lifeline`)."""
+    The helper ends with `parent_pid`, even if it is killed (`secure.executor.lifeline`)."""
     watch_parent(parent_pid)
     public = PublicKey(mpz(key[0]), "helper", None if key[1] is None else mpz(key[1]))
     private = None if factors is None else PrivateKey(public, mpz(factors[0]), mpz(factors[1]))

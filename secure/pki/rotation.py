@@ -5,7 +5,7 @@ restart.
 calls) and, when any changed, reads them and switches only if the new set is whole: the
 certificate is from the CA in `ca.crt`, currently valid, names the same identity, and
 matches the key. Until then (a half-copied pair, an expired replacement) it keeps the set
-it has and logs why once. The transport (`proto.rpc`) hands the current set to new TLS
+it has and logs why once. The transport (`rpc`) hands the current set to new TLS
 handshakes: the server's credentials ask on every handshake, clients dial new channels when
 `generation` moves. Connections already open keep the certificate they started with.
 

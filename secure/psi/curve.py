@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from vfl.secure.errors import PayloadError, PsiError
-from vfl.secure.executor_base import PSI_POINT, BlockExecutor
-from vfl.secure.lifeline import watch_parent
+from vfl.secure.executor.base import PSI_POINT, BlockExecutor
+from vfl.secure.executor.lifeline import watch_parent
 
 POINT_BYTES = 32
 POINT_DTYPE = f"S{POINT_BYTES}"

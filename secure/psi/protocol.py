@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from vfl.secure.channel import Channel
 from vfl.secure.errors import PayloadError, PsiError, SecureError
-from vfl.secure.executor_base import BlockExecutor
+from vfl.secure.executor.base import BlockExecutor
 from vfl.secure.psi.active import run_active
 from vfl.secure.psi.curve import Blinder, IdColumn, OwnSet, prepare_own
 from vfl.secure.psi.wire import MAX_CHUNK, PsiWire

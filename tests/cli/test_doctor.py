@@ -17,7 +17,7 @@ from vfl.party.server import PartyServer, create_party_server
 from vfl.party.transport.grpc_channel import chunks
 from vfl.party.transport.ping import PING_JOB
 from vfl.proto import common_pb2, party_pb2, party_pb2_grpc
-from vfl.proto.rpc import COORDINATOR_ID, dial
+from vfl.rpc import COORDINATOR_ID, dial
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 pytestmark = pytest.mark.grpc

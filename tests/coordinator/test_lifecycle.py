@@ -14,7 +14,7 @@ from vfl.contract.states import SUCCEEDED, TRAINING
 from vfl.coordinator.lifecycle import Lifecycle
 from vfl.coordinator.store import JobStore
 from vfl.proto import coordinator_pb2 as pb
-from vfl.proto.rpc import PeerClients
+from vfl.rpc import PeerClients
 
 from tests.support.jobs import job
 

@@ -29,7 +29,7 @@ from vfl.party.server import create_party_server
 from vfl.party.state import StateDir
 from vfl.party.state.models import Column, Manifest, ModelStore
 from vfl.proto import coordinator_pb2 as pb, party_pb2, party_pb2_grpc
-from vfl.proto.rpc import dial
+from vfl.rpc import dial
 
 from tests.support.jobs import job
 

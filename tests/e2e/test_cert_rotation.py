@@ -25,7 +25,7 @@ from vfl.coordinator.server import create_coordinator_server
 from vfl.party.config import PartyConfig
 from vfl.party.server import create_party_server
 from vfl.proto import party_pb2
-from vfl.proto.rpc import dial, explain
+from vfl.rpc import dial, explain
 from vfl.secure.pki.certs import CertError, init_ca
 from vfl.secure.pki.federation import load_identity
 from vfl.secure.pki.requests import request, sign

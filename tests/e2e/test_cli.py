@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from vfl.local import LocalTopology
-from vfl.proto.rpc import COORDINATOR_ID
+from vfl.rpc import COORDINATOR_ID
 from vfl.secure.pki.federation import local_federation
 
 from tests.support.cli import REPO, VFL, vfl, write_job

@@ -25,7 +25,7 @@ from vfl.coordinator.server import create_coordinator_server
 from vfl.party.config import PartyConfig
 from vfl.party.server import create_party_server
 from vfl.proto import party_pb2 as ppb
-from vfl.proto.rpc import MAX_MESSAGE_BYTES
+from vfl.rpc import MAX_MESSAGE_BYTES
 
 from tests.support.data import FATE
 from tests.support.fuzz import COORD, GHOST_JOB, PARTY, RPCS, field_requests, raw_requests

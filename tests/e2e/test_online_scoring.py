@@ -23,7 +23,7 @@ from vfl.party.server import create_party_server
 from vfl.party.state.models import ModelStore
 from vfl.party.transport.audit import read_audit
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
-from vfl.proto.rpc import dial
+from vfl.rpc import dial
 
 from tests.support.data import FATE
 from tests.support.jobs import wait

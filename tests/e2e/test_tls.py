@@ -20,7 +20,7 @@ from vfl.coordinator.server import create_coordinator_server
 from vfl.party.config import PartyConfig
 from vfl.party.server import create_party_server
 from vfl.proto import coordinator_pb2 as cpb, party_pb2, party_pb2_grpc
-from vfl.proto.rpc import dial, explain
+from vfl.rpc import dial, explain
 from vfl.secure.pki.certs import CertError, PartyFiles, init_ca, issue
 from vfl.secure.pki.federation import export_bundle, issue_identity, load_identity, local_federation
 

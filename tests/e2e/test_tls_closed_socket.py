@@ -17,7 +17,7 @@ import pytest
 import yaml
 from vfl.party.transport.grpc_channel import GrpcChannel
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
-from vfl.proto.rpc import PeerClients, dial, explain, handshake_failed
+from vfl.rpc import PeerClients, dial, explain, handshake_failed
 from vfl.secure.channel import Mailbox
 from vfl.secure.errors import ChannelError
 from vfl.secure.pki.certs import PartyFiles

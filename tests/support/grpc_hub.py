@@ -11,7 +11,7 @@ from __future__ import annotations
 from vfl.party.servicer import PartyServicer
 from vfl.party.transport.grpc_channel import GrpcChannel
 from vfl.proto import party_pb2_grpc
-from vfl.proto.rpc import PeerClients, bind, make_server
+from vfl.rpc import PeerClients, bind, make_server
 from vfl.secure.channel import EnvelopeHook, Mailbox
 
 

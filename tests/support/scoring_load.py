@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 from vfl.coordinator.client import CoordinatorClient
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
-from vfl.proto.rpc import dial, retry_after_s
+from vfl.rpc import dial, retry_after_s
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.coordinator.client import CoordinatorClient, JobView
 from vfl.local.topology import LocalTopology, as_datasets, spec_datasets
-from vfl.proto.rpc import COORDINATOR_ID
+from vfl.rpc import COORDINATOR_ID
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 from vfl.specs import spec_to_yaml
 

@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
+import vfl.secure.source_layers.matmul.row_shares as row_shares
 from gmpy2 import mpz
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
@@ -44,7 +45,6 @@ from vfl.secure.source_layers.common import (
     pack_real,
     shaped,
 )
-from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.link import PassiveLink
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_from_payload
 from vfl.secure.source_layers.role import LayerRole

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
+import vfl.secure.source_layers.matmul.row_shares as row_shares
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, PayloadError, SecureError
@@ -40,7 +41,6 @@ from vfl.secure.source_layers.common import (
     pack_real,
     shaped,
 )
-from vfl.secure.source_layers.matmul import row_shares
 from vfl.secure.source_layers.matmul.row_packing import HornerRows, ShiftedCopies, packed_products
 from vfl.secure.source_layers.matmul.setup import LayerParams, passive_info_payload
 from vfl.secure.source_layers.role import LayerRole

@@ -22,11 +22,11 @@ products stay in one task. Callers keep work under two tasks' worth in their own
 Two engines, chosen by the party config's `compute:` section (`ComputeConfig`), never by
 a job spec, because the machines belong to the party:
 
-- `local` (the default, `secure.executor_local`): a process pool over this machine's
+- `local` (the default, `secure.executor.local`): a process pool over this machine's
   cores ("spawn" processes, started at the first parallel map); a single block runs
   in-process. A large shared array (an obfuscator table) goes into shared memory once
   instead of into every task.
-- `ray` (`secure.executor_ray`): the party's own Ray cluster, which the daemon joins as
+- `ray` (`secure.executor.ray_cluster`): the party's own Ray cluster, which the daemon joins as
   a driver at the first job (`connect()`: an unreachable cluster fails that job before
   training starts). `share` puts the value into the cluster's object store once
   (`ray.put`); every task gets the reference, so key material and tables cross to each
@@ -35,7 +35,7 @@ a job spec, because the machines belong to the party:
   when a config asks for it.
 
 This module holds the `compute:` settings (`ComputeConfig`) and `make_executor`, and
-re-exports the seam (`secure.executor_base`: `BlockExecutor`, `Shared`, the cost model)
+re-exports the seam (`secure.executor.base`: `BlockExecutor`, `Shared`, the cost model)
 and both engines, so that a caller imports all of it from here.
 
 Only the party's own values and the functions' own byte blobs cross to workers; nothing
@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vfl.secure.errors import ConfigError
-from vfl.secure.executor_base import (
+from vfl.secure.executor.base import (
     DECRYPT,
     OP_COSTS_MS,
     PRODUCT_TERM,
@@ -59,8 +59,8 @@ from vfl.secure.executor_base import (
     Shared,
     op_cost_ms,
 )
-from vfl.secure.executor_local import LocalExecutor
-from vfl.secure.executor_ray import RAY_INSTALL, RayExecutor, import_ray
+from vfl.secure.executor.local import LocalExecutor
+from vfl.secure.executor.ray_cluster import RAY_INSTALL, RayExecutor, import_ray
 
 __all__ = [
     "DECRYPT",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 
 import grpc
-from vfl.proto.rpc.status import Problem
+from vfl.rpc.status import Problem
 from vfl.secure.pki.certs import CertError, PartyFiles, party_id_from_cert
 from vfl.secure.pki.rotation import IdentityWatch
 

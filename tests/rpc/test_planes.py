@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import pytest
-from vfl.proto.rpc import Plane, PlaneRouter, bind, dial, make_server, retry_after_s
+from vfl.rpc import Plane, PlaneRouter, bind, dial, make_server, retry_after_s
 
 SERVICE = "t.Test"
 WAIT, ANSWER = f"/{SERVICE}/Wait", f"/{SERVICE}/Answer"  # as Predict and Push

@@ -2,7 +2,7 @@
 
 How a caller uses it, and the two engines behind it, are in `secure.executor`. This
 module is what the Paillier engine, ciphertext products and PSI import: the interface
-and the cost model only, no engine (`secure.executor_local`, `secure.executor_ray`).
+and the cost model only, no engine (`secure.executor.local`, `secure.executor.ray_cluster`).
 """
 
 from __future__ import annotations

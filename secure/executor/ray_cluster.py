@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from vfl.secure.errors import ExecutorError
-from vfl.secure.executor_base import B, BlockExecutor, R, S, Shared
+from vfl.secure.executor.base import B, BlockExecutor, R, S, Shared
 
 RAY_INSTALL = 'pip install -e ".[ray]"'
 log = logging.getLogger(__name__)

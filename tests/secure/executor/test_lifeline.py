@@ -15,7 +15,7 @@ from tests.support.proctree import describe, tree, wait_gone
 
 PARENT = """
 import sys, time
-from vfl.secure.executor_local import LocalExecutor
+from vfl.secure.executor.local import LocalExecutor
 from vfl.secure.psi.curve import Blinder
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`LocalExecutor`: a party's executor over this machine's cores (`compute.executor: local`).
 
 A process pool of "spawn" processes, started at the first parallel map, each ending with
-the daemon even when it is killed (`secure.lifeline`); a single block, or every block
+the daemon even when it is killed (`secure.executor.lifeline`); a single block, or every block
 with one worker, runs in-process. A large shared array (an obfuscator
 table) goes into shared memory once instead of into every task: `share` puts each numpy
 array of 1 MiB or more there, and a worker attaches it read-only in its handle's place.
@@ -21,8 +21,8 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import Any
 
 import numpy as np
-from vfl.secure.executor_base import B, BlockExecutor, R, S, Shared
-from vfl.secure.lifeline import watch_parent
+from vfl.secure.executor.base import B, BlockExecutor, R, S, Shared
+from vfl.secure.executor.lifeline import watch_parent
 
 _SHARED_MEMORY_BYTES = 1 << 20  # arrays from this size are shared, not sent per task
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ that answers with a status has both forms, sharing one decision: `check_caller` 
 `AioParseCheck`. Callers import the names from here.
 """
 
-from vfl.proto.rpc.dial import (
+from vfl.rpc.dial import (
     CHUNK_BYTES,
     MAX_ENVELOPE_BYTES,
     MAX_MESSAGE_BYTES,
@@ -27,7 +27,7 @@ from vfl.proto.rpc.dial import (
     handshake_failed,
     host_of,
 )
-from vfl.proto.rpc.identity import (
+from vfl.rpc.identity import (
     COORDINATOR_ID,
     VERSION,
     Tls,
@@ -37,7 +37,7 @@ from vfl.proto.rpc.identity import (
     identify_caller_async,
     watch,
 )
-from vfl.proto.rpc.planes import (
+from vfl.rpc.planes import (
     PLANE_KEY,
     RETRY_AFTER_KEY,
     Plane,
@@ -46,7 +46,7 @@ from vfl.proto.rpc.planes import (
     retry_after_s,
     retry_metadata,
 )
-from vfl.proto.rpc.serve import (
+from vfl.rpc.serve import (
     AioParseCheck,
     ParseCheck,
     bind,
@@ -54,7 +54,7 @@ from vfl.proto.rpc.serve import (
     make_server,
     server_credentials,
 )
-from vfl.proto.rpc.status import (
+from vfl.rpc.status import (
     Codes,
     Problem,
     call_with_status,

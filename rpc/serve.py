@@ -1,7 +1,7 @@
 """The server side: making servers, binding them (with mutual TLS), parsing requests.
 
 Party daemons serve on thread pools (`make_server`, one pool per plane:
-`proto.rpc.planes`); the coordinator serves on `grpc.aio`
+`rpc.planes`); the coordinator serves on `grpc.aio`
 (`make_aio_server`), so that clients following jobs hold no thread. Both limit messages to
 `MAX_MESSAGE_BYTES`, as channels do, and answer a request that does not parse with
 INVALID_ARGUMENT naming its message type (`ParseCheck`, `AioParseCheck`; gRPC's own answer
@@ -18,9 +18,9 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-from vfl.proto.rpc.dial import MAX_MESSAGE_BYTES
-from vfl.proto.rpc.identity import Tls, watch
-from vfl.proto.rpc.planes import PlaneRouter
+from vfl.rpc.dial import MAX_MESSAGE_BYTES
+from vfl.rpc.identity import Tls, watch
+from vfl.rpc.planes import PlaneRouter
 from vfl.secure.pki.rotation import IdentityPem, IdentityWatch
 
 _SERVER_OPTIONS: list[tuple[str, Any]] = [
@@ -130,7 +130,7 @@ class AioParseCheck(grpc.aio.ServerInterceptor):
 
 def make_server(max_workers: int = 16, router: PlaneRouter | None = None) -> grpc.Server:
     """A thread-pool server: each call in progress holds one of `max_workers` threads, or
-    one of its plane's (`router`: calls served on pools of their own, `proto.rpc.planes`)."""
+    one of its plane's (`router`: calls served on pools of their own, `rpc.planes`)."""
     interceptors: tuple[grpc.ServerInterceptor, ...] = (ParseCheck(),)
     if router is not None:
         interceptors = (router, *interceptors)  # first: it wraps the others' handlers

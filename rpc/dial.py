@@ -20,7 +20,7 @@ import threading
 
 import grpc
 from vfl.proto import party_pb2_grpc
-from vfl.proto.rpc.identity import Tls, watch
+from vfl.rpc.identity import Tls, watch
 from vfl.secure.pki.certs import RENEW_HINT
 from vfl.secure.pki.rotation import IdentityWatch
 
