@@ -61,8 +61,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         DataError: the dataset's file is missing or unreadable, or its database fails.
     """
     from vfl.party.config import load_party_config
-    from vfl.party.describe import describe_dataset
     from vfl.party.errors import ConfigError
+    from vfl.party.tables.describe import describe_dataset
 
     config = load_party_config(args.config)
     source = config.datasets.get(args.dataset)

@@ -8,8 +8,9 @@ runs its training role, keeps its model parts and scores with them.
                                       job registry, data-plane endpoint and compute
     PartyError and its subclasses     what the party raises (`party.errors`)
 
-Sub-packages: `training` (the roles), `inference` (batch and online scoring), `state`
-(checkpoints and model parts on disk), `transport` (the gRPC data plane, wire audit).
+Sub-packages: `tables` (reading and preparing its tables), `training` (the roles),
+`inference` (batch and online scoring), `state` (checkpoints and model parts on disk),
+`transport` (the gRPC data plane, wire audit).
 The names load on first use (`__init__.pyi` lists them), so importing one module of the
 party, e.g. its config, does not start loading the whole daemon.
 """

@@ -7,7 +7,6 @@ from .config import (
     parse_party_config as parse_party_config,
 )
 from .daemon import DaemonOptions as DaemonOptions, PartyDaemon as PartyDaemon
-from .data import Table as Table, load_table as load_table
 from .errors import (
     AccessDenied as AccessDenied,
     CheckpointError as CheckpointError,
@@ -26,3 +25,4 @@ from .errors import (
 )
 from .limits import Limits as Limits
 from .server import PartyServer as PartyServer, create_party_server as create_party_server
+from .tables.data import Table as Table, load_table as load_table

@@ -59,11 +59,11 @@ file changes, and skipped with a warning for a model whose columns it does not h
 A `format: sql` entry (url, query or table, and where its password is) exists only
 here: a job spec cannot name a database, a query or a credential, and a url holding a
 password is refused when the config loads. Each job reads such a dataset once, at PREPARE,
-into a Parquet snapshot in the state directory, which a resume reads again (`party.sql`,
+into a Parquet snapshot in the state directory, which a resume reads again (`party.tables.sql`,
 `party.state.snapshots`). Online scoring takes no snapshot: a sql dataset that a model
 was trained on, or one marked `serve: true`, is queried for the ids of each micro-batch
 (the ids as a parameter, through a small pool of read-only connections with a statement
-timeout; `party.sql_lookup`), so a changed or added row is scored at the next request,
+timeout; `party.tables.sql_lookup`), so a changed or added row is scored at the next request,
 and a database that fails fails those requests, naming the party and the dataset.
 Relative paths (datasets, password files, state_dir) resolve
 against the config file's folder. The state directory holds the party's checkpoints, keys,

@@ -15,15 +15,15 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
-from vfl.party.data import RawTable, Table, read_raw
 from vfl.party.errors import CheckpointError, DataError, JobError
 from vfl.party.limits import model_parameters, parameter_bytes
-from vfl.party.preprocess import Preprocessor, check_secure_bounds, fit
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
 from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
+from vfl.party.tables.data import RawTable, Table, read_raw
+from vfl.party.tables.preprocess import Preprocessor, check_secure_bounds, fit
 from vfl.party.training import trainers
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.models import Inputs

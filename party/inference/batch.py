@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import ALIGNING, PREDICTING
-from vfl.party.data import Table
 from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset, snapshotted
-from vfl.party.preprocess import Drift
 from vfl.party.state import StateDir
 from vfl.party.state.models import ModelStore
 from vfl.party.state.store import write_atomically
+from vfl.party.tables.data import Table
+from vfl.party.tables.preprocess import Drift
 from vfl.party.training.context import Reporter
 from vfl.party.training.models import Inputs
 from vfl.secure.channel import Channel

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 from vfl.contract.spec import JobSpec
-from vfl.party.data import RawColumn, RawTable, Table, read_raw
 from vfl.party.errors import DataError, ModelError, UnknownModel
 from vfl.party.job import Dataset
-from vfl.party.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
-from vfl.party.reader import IDS
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest, ModelStore
+from vfl.party.tables.data import RawColumn, RawTable, Table, read_raw
+from vfl.party.tables.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
+from vfl.party.tables.reader import IDS
 from vfl.party.training import trainers
 from vfl.party.training.context import Reporter, RoleContext
 from vfl.party.training.models import Inputs

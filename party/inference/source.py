@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from vfl.party.data import Table
 from vfl.party.errors import PartyError
 from vfl.party.inference.model import LoadedModel
-from vfl.party.preprocess import DRIFT_KINDS, Drift
+from vfl.party.tables.data import Table
+from vfl.party.tables.preprocess import DRIFT_KINDS, Drift
 from vfl.party.training.models import Inputs
 
 

@@ -5,7 +5,7 @@ that a resume reads the same rows.
     <state_dir>/snapshots/<job_id>/<dataset>.parquet.sha256   the file's SHA-256 (hex)
 
 A job takes its snapshots at PREPARE (`Snapshots.take`: the dataset's query streamed into
-a Parquet file by `party.sql.write_parquet`), records their hashes in its checkpoints and
+a Parquet file by `party.tables.sql.write_parquet`), records their hashes in its checkpoints and
 its model manifest, and a resumed job reads them again once `Snapshots.verify` found each
 file unchanged; it never queries the database again. The table reader reads a snapshot
 as the Parquet dataset `Snapshots.source` gives.
@@ -29,8 +29,8 @@ from pathlib import Path
 
 from vfl.contract.spec import TableSource
 from vfl.party.errors import CheckpointError, ConfigError
-from vfl.party.sql import as_parquet, write_parquet
 from vfl.party.state.store import StateDir, safe_name, write_atomically
+from vfl.party.tables.sql import as_parquet, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class Snapshots:
         also written beside it.
 
         Raises:
-            ConfigError, DataError: the database fails (`party.sql`).
+            ConfigError, DataError: the database fails (`party.tables.sql`).
         """
         began = time.monotonic()
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -17,14 +17,14 @@ import pytest
 from vfl.contract.errors import SpecError
 from vfl.contract.spec import TableSource, parse_spec_text
 from vfl.party.config import parse_party_config
-from vfl.party.data import read_raw
-from vfl.party.describe import describe_dataset
 from vfl.party.errors import CheckpointError, ConfigError, DataError, JobError, PartyError
 from vfl.party.job import PartyJob, resolve_dataset
-from vfl.party.sql import write_parquet
 from vfl.party.state import StateDir
 from vfl.party.state.models import Manifest
 from vfl.party.state.snapshots import Snapshots, file_sha256, sweep
+from vfl.party.tables.data import read_raw
+from vfl.party.tables.describe import describe_dataset
+from vfl.party.tables.sql import write_parquet
 
 from tests.support.postgres import Postgres
 
@@ -375,7 +375,7 @@ def test_every_party_error_here_has_a_public_form(pg: Postgres, tmp_path: Path) 
         write_parquet(sql_source(pg, query="SELECT 1/0 AS id"), "crm", tmp_path / "x")
 
 
-@pytest.mark.parametrize("module", ["vfl.party.sql", "vfl.party.sql_lookup"])
+@pytest.mark.parametrize("module", ["vfl.party.tables.sql", "vfl.party.tables.sql_lookup"])
 def test_the_sql_modules_import_neither_grpc_nor_the_driver(module: str) -> None:
     """The driver (an optional extra) loads when a sql dataset is read, not before."""
     code = f"import sys, {module}; print('grpc' in sys.modules, 'psycopg' in sys.modules)"

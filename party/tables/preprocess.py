@@ -2,7 +2,7 @@
 part, applied identically in training, validation, batch prediction and online scoring.
 
 `fit(raw, rows, mode)` learns a `Preprocessor` from the training rows `rows` of a
-`RawTable` (`party.data.read_raw`); `Preprocessor.apply(raw)` turns any table of the same
+`RawTable` (`party.tables.data.read_raw`); `Preprocessor.apply(raw)` turns any table of the same
 columns into the model's inputs (a `Table`) and counts drift. The fitted statistics are
 the party's own: nothing of them leaves it (the other parties learn the number of input
 columns, as they did before). A `Preprocessor` is JSON (pydantic), never pickle.
@@ -42,8 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict, Field
 from vfl.contract.spec.data import Preprocess
-from vfl.party.data import RawColumn, RawTable, Table, with_columns
 from vfl.party.errors import DataError
+from vfl.party.tables.data import RawColumn, RawTable, Table, with_columns
 
 Z_LIMIT = 8.0  # |input| after preprocessing (auto, zscore)
 LOG_SKEW = 1.0  # a non-negative column more skewed than this is logged

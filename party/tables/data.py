@@ -5,7 +5,7 @@ categorical columns; for `libsvm`, `id` is "auto" (a leading `@7`/`7` token is t
 otherwise the line number), "line" or "first", and any `label` means the file carries a
 label token). A `Table` holds ids (as text), a float32 feature matrix and, at the
 active party, the raw label column. CSV and Parquet go through the typed table reader
-(`party.reader`, pyarrow) and their features are a dense array; LIBSVM features stay
+(`party.tables.reader`, pyarrow) and their features are a dense array; LIBSVM features stay
 a CSR matrix (`scipy.sparse`) from the file on, holding only the columns that occur in
 the file (named by their index, `f<index>`), so a table of 1e6 hashed columns takes
 memory in proportion to its nonzeros, never rows x columns. `with_columns` gives a table
@@ -27,16 +27,16 @@ import numpy as np
 import pyarrow as pa
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
-from vfl.party.columns import column_index, row_place
 from vfl.party.errors import DataError
-from vfl.party.reader import IDS, existing, name_bad_cell, scan_arrow, scan_table
+from vfl.party.tables.columns import column_index, row_place
+from vfl.party.tables.reader import IDS, existing, name_bad_cell, scan_arrow, scan_table
 
 Features: TypeAlias = np.ndarray | sp.csr_matrix
 
 
 @dataclass(frozen=True)
 class Table:
-    ids: np.ndarray  # numpy strings (`party.reader.IDS`)
+    ids: np.ndarray  # numpy strings (`party.tables.reader.IDS`)
     features: Features  # float32, (rows, d): dense (CSV) or CSR (LIBSVM)
     labels: np.ndarray | None  # float64, (rows,)
     feature_names: tuple[str, ...]
@@ -128,7 +128,7 @@ class RawTable:
     def __init__(
         self,
         name: str,
-        ids: np.ndarray,  # numpy strings (`party.reader.IDS`)
+        ids: np.ndarray,  # numpy strings (`party.tables.reader.IDS`)
         labels: np.ndarray | None,  # float64
         columns: Sequence[RawColumn],
         sparse: sp.csr_matrix | None = None,
@@ -168,13 +168,13 @@ class RawTable:
 def load_table(cfg: TableSource, name: str) -> Table:
     """Load and check dataset `name` (the name only labels messages), preprocessed as its
     `preprocess:` setting says, fitted on every row (a job fits on its training rows:
-    `read_raw` and `party.preprocess.fit`).
+    `read_raw` and `party.tables.preprocess.fit`).
 
     Raises:
         DataError: missing file, unknown id or label column, non-numeric/NaN values (with
             preprocess: none), no rows.
     """
-    from vfl.party.preprocess import fit  # noqa: PLC0415 - it builds on this module
+    from vfl.party.tables.preprocess import fit  # noqa: PLC0415 - it builds on this module
 
     raw = read_raw(cfg, name)
     table, _ = fit(raw, None, cfg.preprocess or "auto").apply(raw, f"dataset '{name}'")
@@ -206,7 +206,7 @@ def read_raw(
         raw = _raw_columns(cfg, name, mode, schema, check=check)
     elif cfg.format == "libsvm":
         raw = _raw_libsvm(_load_libsvm(existing(cfg, name), cfg, name), name)
-    elif cfg.format == "sql":  # jobs read a snapshot of it (`party.sql`), as parquet
+    elif cfg.format == "sql":  # jobs read a snapshot of it (`party.tables.sql`), as parquet
         raise DataError(
             f"dataset '{name}' is read from a database: jobs and predictions read it through "
             "the snapshot they take when prepared, online scoring by id (`raw_rows`)"

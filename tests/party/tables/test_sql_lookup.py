@@ -19,11 +19,11 @@ from vfl.party.errors import DataError, TableUnavailable
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.rows import Rows, SqlRows, TableRows, serving_table
 from vfl.party.job import Dataset
-from vfl.party.sql import write_parquet
-from vfl.party.sql_lookup import Lookup
 from vfl.party.state import StateDir
+from vfl.party.tables.sql import write_parquet
+from vfl.party.tables.sql_lookup import Lookup
 
-from tests.party.test_sql import ENV, assert_no_secret, sql_source
+from tests.party.tables.test_sql import ENV, assert_no_secret, sql_source
 from tests.support.data import FATE
 from tests.support.harness import run_inprocess
 from tests.support.postgres import Postgres

@@ -1,4 +1,4 @@
-"""A dataset's typed columns, as the table reader (`party.reader`) reads them.
+"""A dataset's typed columns, as the table reader (`party.tables.reader`) reads them.
 
 A `ReadTable` holds a file's columns as a `pyarrow.Table` and gives a column as ids
 (text), numbers (`floats`, float64), integer codes (`codes`) or its inferred kind

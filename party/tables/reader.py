@@ -39,8 +39,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from vfl.contract.spec import TableSource
-from vfl.party.columns import ReadTable, column_index, row_place
 from vfl.party.errors import DataError
+from vfl.party.tables.columns import ReadTable, column_index, row_place
 
 __all__ = [
     "IDS",
@@ -145,7 +145,7 @@ def scan_arrow(
     skip: Collection[str] = (),
 ) -> Scanned:
     """`scan_table` of rows already in memory as an Arrow table (those a database gave for
-    some ids, with the types of a snapshot of it: `party.sql`), into the same buffers.
+    some ids, with the types of a snapshot of it: `party.tables.sql`), into the same buffers.
 
     Raises:
         DataError: no such id or label column; (typed) an empty cell, or a feature or

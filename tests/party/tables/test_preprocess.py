@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
-from vfl.party.data import load_table, read_raw
 from vfl.party.errors import DataError
-from vfl.party.preprocess import (
+from vfl.party.tables.data import load_table, read_raw
+from vfl.party.tables.preprocess import (
     EMPTY,
     MISSING_SUFFIX,
     UNKNOWN,

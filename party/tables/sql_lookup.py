@@ -5,7 +5,7 @@ parameter, never written into the statement:
 
     SELECT * FROM (<query>) AS q WHERE q.<id> = ANY(%s)      (`table:` FROM <table> AS q)
 
-and gives the rows as an Arrow table of a snapshot's types (`party.sql.result_table`),
+and gives the rows as an Arrow table of a snapshot's types (`party.tables.sql.result_table`),
 so a row looked up scores as the same row of a snapshot. PostgreSQL moves the condition
 into the query, so an index on the id column serves it. How the ids are compared is
 learnt at the first lookup from the id column's type (`Lookup.describe`, the query with
@@ -30,12 +30,12 @@ model's micro-batcher at the active party, the session's thread at a passive one
 lookup needs one connection at a time; `psycopg_pool` runs worker threads per pool and,
 while the database is down, makes a lookup wait for its timeout and fail with "no
 connection in time", where connecting on demand fails at once with libpq's reason,
-which `party.sql` names (unreachable, refused credential, refused otherwise).
+which `party.tables.sql` names (unreachable, refused credential, refused otherwise).
 
 Errors (`party.errors`), each naming the dataset; the public form also omits the host:
 
-    ConfigError   as `party.sql`: the driver, the url or the credential
-    DataError     as `party.sql`: the server cannot be reached or refused; the query
+    ConfigError   as `party.tables.sql`: the driver, the url or the credential
+    DataError     as `party.tables.sql`: the server cannot be reached or refused; the query
                   failed, returns no id column or a column twice; and here: the lookup
                   took longer than its timeout; an id asked for is held by two rows
 """
@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
-from vfl.party.sql import Database, query_text, result_columns, result_table, table_name
+from vfl.party.tables.sql import Database, query_text, result_columns, result_table, table_name
 
 LOOKUP_TIMEOUT_S = 2.0  # a lookup's statement_timeout (well under a scoring timeout)
 POOL_SIZE = 2  # idle connections kept per dataset

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
-from vfl.party.data import load_table, with_columns
 from vfl.party.errors import DataError
+from vfl.party.tables.data import load_table, with_columns
 
 from tests.support.data import shared_data
 

@@ -13,9 +13,9 @@ from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.party.errors import DataError, ModelError
 from vfl.party.job import PartyJob
-from vfl.party.preprocess import Preprocessor
 from vfl.party.state import StateDir
 from vfl.party.state.models import ModelStore
+from vfl.party.tables.preprocess import Preprocessor
 
 from tests.support.harness import run_inprocess
 

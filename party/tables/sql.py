@@ -13,7 +13,7 @@ type (text, dates, ...) becomes text, as it prints; NULL stays null (an empty ce
 column is always text (`7` reads as "7").
 
 Online scoring does not snapshot: it looks the rows of the ids it scores up at each
-micro-batch (`party.sql_lookup`), with the same column types (`result_columns`,
+micro-batch (`party.tables.sql_lookup`), with the same column types (`result_columns`,
 `result_table`), so that a row scores online as it does in a snapshot.
 
 The password is read at each connection (`Database.connect`), from the daemon's

@@ -1,6 +1,6 @@
 """What a party would be fitted on: a summary of each column of one of its datasets.
 
-`describe_dataset` reads a dataset through the typed table reader (`party.reader`) and
+`describe_dataset` reads a dataset through the typed table reader (`party.tables.reader`) and
 gives, per column, its type as preprocessing would take it (id, label, numeric,
 categorical: words or a column set so, ignore: set so, or empty), the share of
 missing cells (empty, or NaN), the exact number of distinct present values and, for
@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from vfl.contract.spec import TableSource
-from vfl.party.reader import ReadTable, read_table
-from vfl.party.sql import as_parquet, write_parquet
+from vfl.party.tables.reader import ReadTable, read_table
+from vfl.party.tables.sql import as_parquet, write_parquet
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def describe_dataset(source: TableSource, name: str) -> tuple[int, list[ColumnSu
 
     Raises:
         DataError: the file is missing, unreadable or lacks the id, label or a
-            categorical column (`read_table`); the database fails (`party.sql`).
+            categorical column (`read_table`); the database fails (`party.tables.sql`).
         ConfigError: a sql dataset's credential is unset or refused.
     """
     if source.format == "sql":
