@@ -37,7 +37,7 @@ from sparse_data import sparse_arrays
 from torch import nn
 from vfl.party.training.blindfl.active import side_width
 from vfl.party.training.metrics import auc
-from vfl.party.training.models import seeded_mlp
+from vfl.party.training.nets import seeded_mlp
 from vfl.party.training.plan import make_plan
 from vfl.secure.config import DENSE_FEATURE_BITS
 from vfl.secure.source_layers.sharing import sample_share

@@ -1,7 +1,7 @@
 """The models the federation holds: `vfl models`, `vfl models show M`, `vfl models delete M`.
 
 A model is a training job that SUCCEEDED, under that job's id. Each party of the job
-keeps its own part in its state directory (`party.state.models`); no part ever leaves its
+keeps its own part in its state directory (`party.state.model_store`); no part ever leaves its
 party, and the coordinator keeps none. It asks the parties which parts they keep
 (`ListModelParts`: summaries without paths or column names) and folds their answers and
 the job store's deletions into a `ModelSummary` whose state is

@@ -15,7 +15,7 @@ import threading
 from vfl.party.config import PartyConfig
 from vfl.party.errors import PartyError
 from vfl.party.state import StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 from vfl.secure.errors import SecureError
 from vfl.secure.executor import make_executor
 from vfl.secure.paillier.pool_cache import PoolCache

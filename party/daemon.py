@@ -31,7 +31,7 @@ from vfl.party.registry import JobRegistry, RunningJob
 from vfl.party.report_sender import ReportSender
 from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
-from vfl.party.state.models import Manifest, ModelStore
+from vfl.party.state.model_store import Manifest, ModelStore
 from vfl.party.state.snapshots import sweep
 from vfl.party.transport.endpoint import Endpoint
 from vfl.party.transport.grpc_channel import SESSION_PLANE

@@ -19,14 +19,14 @@ from vfl.party.errors import CheckpointError, DataError, JobError
 from vfl.party.limits import model_parameters, parameter_bytes
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
-from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
+from vfl.party.state.model_store import Column, Manifest, ModelStore, key_fingerprint
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.data import RawTable, Table, read_raw
 from vfl.party.tables.preprocess import Preprocessor, check_secure_bounds, fit
 from vfl.party.training import trainers
 from vfl.party.training.context import Instruments, Reporter, RoleContext
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan, make_plan, make_test_plan
 from vfl.party.training.task import make_task
 from vfl.secure.channel import Channel

@@ -40,7 +40,7 @@ from vfl.party.errors import (
     shareable,
 )
 from vfl.party.inference.serving import NOT_AT_PEER, UNKNOWN_ID, Prediction
-from vfl.party.state.models import Manifest
+from vfl.party.state.model_store import Manifest
 from vfl.proto import party_pb2 as pb, party_pb2_grpc as pb_grpc
 from vfl.rpc import (
     COORDINATOR_ID,

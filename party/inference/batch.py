@@ -22,12 +22,12 @@ from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset, snapshotted
 from vfl.party.state import StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 from vfl.party.state.store import write_atomically
 from vfl.party.tables.data import Table
 from vfl.party.tables.preprocess import Drift
 from vfl.party.training.context import Reporter
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor
 

@@ -19,13 +19,13 @@ from vfl.contract.spec import JobSpec
 from vfl.party.errors import DataError, ModelError, UnknownModel
 from vfl.party.job import Dataset
 from vfl.party.state import StateDir
-from vfl.party.state.models import Manifest, ModelStore
+from vfl.party.state.model_store import Manifest, ModelStore
 from vfl.party.tables.data import RawColumn, RawTable, Table, read_raw
 from vfl.party.tables.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
 from vfl.party.tables.reader import IDS
 from vfl.party.training import trainers
 from vfl.party.training.context import Reporter, RoleContext
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor

@@ -48,7 +48,7 @@ from vfl.party.inference.session import (
 )
 from vfl.party.inference.source import Problem
 from vfl.party.state import StateDir
-from vfl.party.state.models import MANIFEST, ModelStore
+from vfl.party.state.model_store import MANIFEST, ModelStore
 from vfl.party.tables.sql_lookup import LOOKUP_TIMEOUT_S
 from vfl.party.transport.scoring import ScoringPeers
 from vfl.secure.channel import Channel, Mailbox

@@ -41,7 +41,7 @@ from vfl.party.inference.source import Found, Problem, RowSource
 from vfl.party.inference.sql_rows import SqlRows
 from vfl.party.job import Dataset, resolve_dataset
 from vfl.party.tables.sql_lookup import LOOKUP_TIMEOUT_S
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 
 __all__ = ["Found", "Problem", "RowSource", "Rows", "SqlRows", "TableRows", "serving_table"]
 

@@ -16,7 +16,7 @@ from vfl.party.errors import PartyError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.tables.data import Table
 from vfl.party.tables.preprocess import DRIFT_KINDS, Drift
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 
 
 @dataclass(frozen=True)

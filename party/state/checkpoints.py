@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.party.errors import CheckpointError
-from vfl.party.state.checkpoint import Checkpoint
+from vfl.party.state.checkpoint_file import Checkpoint
 from vfl.party.state.store import StateDir
 
 log = logging.getLogger(__name__)

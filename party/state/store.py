@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from vfl.party.errors import CheckpointError, ConfigError
-from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.party.state.checkpoint_file import Checkpoint, decode_checkpoint, encode_checkpoint
 
 KEEP = 2
 _NAME = re.compile(r"^round-(\d{9})\.ckpt$")

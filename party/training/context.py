@@ -11,7 +11,7 @@ import numpy as np
 from vfl.celu.local_loop import LocalUpdater, UpdateFn
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import JobState
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
 from vfl.party.training.context import RoleContext
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.party.training.split.active import ActiveTrainer
 from vfl.party.training.split.passive import PassiveTrainer
 from vfl.party.training.task import Labels, Task, make_task

@@ -27,7 +27,7 @@ from vfl.coordinator.store import JobRecord, JobStore, ModelDeletion
 from vfl.party.config import PartyConfig
 from vfl.party.server import create_party_server
 from vfl.party.state import StateDir
-from vfl.party.state.models import Column, Manifest, ModelStore
+from vfl.party.state.model_store import Column, Manifest, ModelStore
 from vfl.proto import coordinator_pb2 as pb, party_pb2, party_pb2_grpc
 from vfl.rpc import dial
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from vfl.party.state import StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 
 from tests.support.data import breast_datasets_config
 from tests.support.jobs import job

@@ -20,7 +20,7 @@ from vfl.coordinator.server import create_coordinator_server
 from vfl.party.config import PartyConfig
 from vfl.party.daemon import DaemonOptions
 from vfl.party.server import create_party_server
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 from vfl.party.transport.audit import read_audit
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
 from vfl.rpc import dial

@@ -16,7 +16,7 @@ from vfl.contract.spec.predict import PredictSpec
 from vfl.party.config import PartyConfig
 from vfl.party.daemon import PartyDaemon
 from vfl.party.state import StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 from vfl.rpc import PeerClients
 from vfl.secure.executor import ComputeConfig
 from vfl.secure.source_layers.state import tables_from_state

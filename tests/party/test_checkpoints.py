@@ -12,7 +12,7 @@ from gmpy2 import mpz
 from vfl.contract.spec import parse_spec
 from vfl.party.errors import CheckpointError
 from vfl.party.state import Checkpoint, StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 from vfl.party.tables.data import read_raw
 from vfl.party.tables.preprocess import fit
 from vfl.secure.channel import InProcessHub

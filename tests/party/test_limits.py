@@ -24,7 +24,7 @@ from vfl.party.limits import (
     model_parameters,
     table_size,
 )
-from vfl.party.training.models import Bottom, seeded_mlp
+from vfl.party.training.nets import Bottom, seeded_mlp
 
 from tests.support.data import FATE
 

@@ -17,7 +17,7 @@ from vfl.party.errors import ModelError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.job import Dataset
 from vfl.party.state import StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 
 from tests.party.test_blindfl_training import categorical_job
 from tests.support.data import FATE, breast

@@ -31,8 +31,8 @@ from vfl.party.training.blindfl.common import (
     trained_config,
 )
 from vfl.party.training.context import RoleContext, train_rounds
-from vfl.party.training.models import (
-    Inputs,
+from vfl.party.training.inputs import Inputs
+from vfl.party.training.nets import (
     leaf_grad,
     make_optimizer,
     mlp_forward,

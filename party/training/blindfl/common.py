@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.party.errors import CheckpointError
 from vfl.party.training.context import RoleContext
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
 from vfl.secure.config import DENSE_FEATURE_BITS, SecureConfig
 from vfl.secure.paillier.keys import KeyPair

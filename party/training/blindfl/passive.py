@@ -19,7 +19,7 @@ from vfl.party.training.blindfl.common import (
     trained_config,
 )
 from vfl.party.training.context import RoleContext, train_rounds
-from vfl.party.training.models import Inputs
+from vfl.party.training.inputs import Inputs
 from vfl.proto import common_pb2
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
 from vfl.secure.source_layers.embed import PassiveEmbedLayer

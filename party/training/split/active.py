@@ -15,8 +15,8 @@ import torch
 from vfl.celu.weighting import active_local_loss
 from vfl.celu.workset import CachedBatch
 from vfl.party.training.context import RoleContext, train_rounds
-from vfl.party.training.models import (
-    Inputs,
+from vfl.party.training.inputs import Inputs
+from vfl.party.training.nets import (
     leaf_grad,
     make_optimizer,
     seeded_bottom,

@@ -15,7 +15,8 @@ import torch
 from vfl.celu.weighting import passive_local_derivative
 from vfl.celu.workset import CachedBatch
 from vfl.party.training.context import RoleContext, train_rounds
-from vfl.party.training.models import Inputs, make_optimizer, seeded_bottom
+from vfl.party.training.inputs import Inputs
+from vfl.party.training.nets import make_optimizer, seeded_bottom
 from vfl.party.training.plan import in_chunks
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 

@@ -19,9 +19,10 @@ import torch
 from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.party.state import StateDir
-from vfl.party.state.models import ModelStore
+from vfl.party.state.model_store import ModelStore
 from vfl.party.tables.data import load_table
-from vfl.party.training.models import Inputs, mlp_forward, seeded_bottom, seeded_mlp
+from vfl.party.training.inputs import Inputs
+from vfl.party.training.nets import mlp_forward, seeded_bottom, seeded_mlp
 
 from tests.support.blindfl_keys import pin_keys, seeded_keys
 from tests.support.harness import run_inprocess

@@ -20,7 +20,7 @@ from vfl.party.config import parse_party_config
 from vfl.party.errors import CheckpointError, ConfigError, DataError, JobError, PartyError
 from vfl.party.job import PartyJob, resolve_dataset
 from vfl.party.state import StateDir
-from vfl.party.state.models import Manifest
+from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import Snapshots, file_sha256, sweep
 from vfl.party.tables.data import read_raw
 from vfl.party.tables.describe import describe_dataset

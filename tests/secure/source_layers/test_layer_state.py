@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gmpy2 import mpz
-from vfl.party.state.checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint
+from vfl.party.state.checkpoint_file import Checkpoint, decode_checkpoint, encode_checkpoint
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import PaillierKeyError, SecureError, StateError
 from vfl.secure.source_layers.crypto import PartyCrypto

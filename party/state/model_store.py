@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from vfl.party.errors import CheckpointError, ModelError, UnknownModel
-from vfl.party.state.checkpoint import (
+from vfl.party.state.checkpoint_file import (
     Checkpoint,
     decode_checkpoint,
     encode_checkpoint,
