@@ -6,12 +6,15 @@ received, decrypted and held (its recorded view), scored against the truth after
     completion  passive model completion (Fu et al. 2022)
     features    feature inference by the active party
     distinguish true-label vs permuted-label transcripts
-    harness     who knows what, scoring, verdicts (`evaluate`, `AttackReport`)
+    harness     who knows what, scoring, verdicts (`AttackRow`, `AttackReport`)
+    network     the attacks on a network job's views, by protocol
+    kinds       the attacks of each model kind (`evaluate`)
     report      the table, the JSON and the Markdown report
 """
 
 from vfl.attack.errors import AttackError, DataError, ViewError
-from vfl.attack.harness import AttackReport, AttackRow, evaluate
+from vfl.attack.harness import AttackReport, AttackRow
+from vfl.attack.kinds import evaluate
 from vfl.attack.views import PartyView, load_view
 
 __all__ = [

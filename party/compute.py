@@ -13,11 +13,11 @@ import logging
 import threading
 
 from vfl.party.config import PartyConfig
-from vfl.party.errors import PartyError
+from vfl.party.errors import JobError, PartyError
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
-from vfl.secure.errors import SecureError
-from vfl.secure.executor import make_executor
+from vfl.secure.errors import ExecutorError, SecureError
+from vfl.secure.executor import BlockExecutor, make_executor
 from vfl.secure.paillier.pool_cache import PoolCache
 from vfl.secure.source_layers.crypto import keep_saved_tables
 
@@ -71,3 +71,20 @@ class PartyCompute:
                 log.warning("party %s: model %s: no kept pools (%s)", me, manifest.model_id, exc)
                 continue
             log.info("party %s: keeps obfuscators for %s (%s)", me, owners, manifest.model_id)
+
+
+def connect(executor: BlockExecutor, party_id: str) -> None:
+    """Make sure the party's executor can run tasks (joins its Ray cluster).
+
+    Raises:
+        JobError: it cannot (names the party and the fix, not the cluster's address).
+    """
+    try:
+        executor.connect()
+    except ExecutorError as exc:
+        raise JobError(f"party '{party_id}': {exc}") from None
+
+
+def log_tasks(executor: BlockExecutor | None, party_id: str) -> None:
+    if executor is not None:
+        log.info("party %s: %s executor, %d tasks so far", party_id, executor.name, executor.tasks)

@@ -2,7 +2,7 @@
 
 It wires the parts a party daemon is made of: its jobs (`party.registry`), its end of the
 data plane (`party.transport.endpoint`), its executor and kept pools (`party.compute`),
-its models and online scoring (`party.inference.online`). The servicer
+its model parts (`party.parts`) and online scoring (`party.inference.online`). The servicer
 (`party/servicer.py`) only translates between protobufs and these calls; every domain
 error is a `PartyError` or `SecureError` that the servicer maps to a status.
 """
@@ -27,11 +27,12 @@ from vfl.party.inference.online import OnlineScoring
 from vfl.party.job import PartyJob
 from vfl.party.limits import JobEstimate, estimate_job
 from vfl.party.metrics import MeteredReporter, PartyMetrics
+from vfl.party.parts import ModelParts
 from vfl.party.registry import JobRegistry, RunningJob
 from vfl.party.report_sender import ReportSender
 from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
-from vfl.party.state.model_store import Manifest, ModelStore
+from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import sweep
 from vfl.party.transport.endpoint import Endpoint
 from vfl.party.transport.grpc_channel import SESSION_PLANE
@@ -78,11 +79,8 @@ class PartyDaemon:
         self.guard = Guard(config.party_id, config.limits, self.jobs.held)  # `limits:`
         self.address = ""  # where peers reach this daemon (set once it serves)
         self.started_at = time.time()  # told to the coordinator (a restart, named as such)
-        # model id -> (its files' stamp, the problem found then): a part is checked again
-        # only when its files change
-        self._checked: dict[str, tuple[tuple[int, ...], str]] = {}
-        self._checked_lock = threading.Lock()
         self.metrics = PartyMetrics(self.jobs_by_state, self.compute.ready_counts)  # --metrics
+        self.parts = ModelParts(config.party_id, self.state, self.metrics)  # its model store
         self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
             config.party_id, clients, self._deliver, self.metrics.envelope, self.options.audit_dir
         )
@@ -95,7 +93,7 @@ class PartyDaemon:
             lambda: self.address,
             timeout,
             self.executor,
-            self._count_drift,
+            self.parts.count_drift,
         )
 
     # --- control plane -------------------------------------------------------------
@@ -127,59 +125,22 @@ class PartyDaemon:
 
     def models(self) -> list[Manifest]:
         """The model parts this party keeps, oldest first (none without a state directory)."""
-        return [] if self.state is None else ModelStore(self.state).list()
-
-    def part_problem(self, model_id: str) -> str:
-        """Empty if this party's part of `model_id` can score, else why not (it is corrupt:
-        `ModelStore.problem`); checked again only once its files changed."""
-        if self.state is None:
-            return ""
-        store = ModelStore(self.state)
-        stamp = store.stamp(model_id)
-        with self._checked_lock:
-            known = self._checked.get(model_id)
-        if known is not None and known[0] == stamp:
-            return known[1]
-        problem = store.problem(model_id, self.config.party_id)
-        if problem:
-            log.warning("party %s: %s", self.config.party_id, problem)
-        with self._checked_lock:
-            self._checked[model_id] = (stamp, problem)
-        return problem
-
-    def unreadable_models(self) -> dict[str, str]:
-        """The models whose manifest here is unreadable, each with the problem."""
-        return {} if self.state is None else ModelStore(self.state).unreadable(self.config.party_id)
-
-    def drift(self, model_id: str) -> dict[str, int]:
-        """The drift counts of the rows this party scored with `model_id` (zeros without a
-        state directory)."""
-        return {} if self.state is None else ModelStore(self.state).drift(model_id)
+        return self.parts.models()
 
     def table_problems(self, model_id: str) -> dict[str, str]:
         """The tables online scoring with `model_id` cannot use now, and why, in the form
         that may leave the party (`OnlineScoring.problems`)."""
         return {name: p.public for name, p in self.online.problems(model_id).items()}
 
-    def _count_drift(self, model_id: str, counts: dict[str, int]) -> None:
-        """Online scoring's drift: the party's metrics and its model store count it."""
-        self.metrics.count_drift(model_id, counts)
-        if self.state is not None:
-            ModelStore(self.state).add_drift(model_id, counts)
-
     def delete_model(self, model_id: str) -> bool:
-        """Drop this party's part of `model_id`; returns whether it held one.
+        """Drop this party's part of `model_id` (and online scoring's copy); returns
+        whether it held one.
 
         Raises:
             ModelError: `model_id` cannot be a model's id.
         """
-        if self.state is None:
-            return False
         self.online.unload(model_id, "deleted")  # no scoring from an in-memory copy
-        held = ModelStore(self.state).delete(model_id)
-        if held:
-            log.info("party %s: dropped its part of model %s", self.config.party_id, model_id)
-        return held
+        return self.parts.delete(model_id)
 
     def start(self, job_id: str) -> None:
         """Start a prepared job's thread (a job started already is left as it is).

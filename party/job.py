@@ -7,107 +7,33 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
+from vfl.party.compute import connect, log_tasks
+from vfl.party.datasets import Dataset, align_rows, resolve_dataset
 from vfl.party.errors import CheckpointError, DataError, JobError
-from vfl.party.limits import model_parameters, parameter_bytes
+from vfl.party.kinds import TrainingRole, kind_of
+from vfl.party.limits import model_parameters
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
-from vfl.party.state.model_store import Column, Manifest, ModelStore, key_fingerprint
+from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.data import RawTable, Table, read_raw
-from vfl.party.tables.preprocess import Preprocessor, check_secure_bounds, fit
-from vfl.party.training import trainers
+from vfl.party.tables.preprocess import Preprocessor, fit
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan, make_plan, make_test_plan
 from vfl.party.training.task import make_task
 from vfl.secure.channel import Channel
-from vfl.secure.errors import ExecutorError
 from vfl.secure.executor import BlockExecutor
-from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi
+from vfl.secure.psi.protocol import PsiResult
 
 log = logging.getLogger(__name__)
-
-
-class Dataset(NamedTuple):
-    """A dataset of the party's config, with the job's column settings applied."""
-
-    name: str
-    source: TableSource
-
-
-def resolve_dataset(
-    spec: JobSpec, party_id: str, datasets: dict[str, TableSource], test: bool = False
-) -> Dataset | None:
-    """The dataset (or test dataset) this party uses, from its own config only.
-
-    Raises:
-        JobError: the job names a path, or a dataset this party does not expose.
-    """
-    data = spec.party(party_id).data
-    if data.path is not None or data.test_path is not None:
-        raise JobError(
-            f"party '{party_id}' does not open paths named in job specs; expose the file as a "
-            f"dataset in the party config and name it with data: {{dataset: NAME}}"
-        )
-    name = data.test_dataset if test else data.dataset
-    if name is None:
-        return None
-    if name not in datasets:
-        raise JobError(
-            f"party '{party_id}' exposes no dataset '{name}'; it exposes "
-            f"{sorted(datasets) or 'none'}: add it under 'datasets' in the party config"
-        )
-    source = datasets[name]
-    if source.format == "sql" and data.format is not None:
-        raise JobError(
-            f"party '{party_id}' reads dataset '{name}' from a database; a job cannot change "
-            f"its format to {data.format}: remove 'format' from the job's data"
-        )
-    return Dataset(name, source.model_copy(update=data.given()))
-
-
-@contextmanager
-def snapshotted(
-    dataset: Dataset, state: StateDir | None, job_id: str, party_id: str
-) -> Iterator[Dataset]:
-    """`dataset` as the table reader can read it while the block runs: a sql dataset is
-    queried into a snapshot of job `job_id`, removed when the block ends (a prediction
-    reads its rows once); a file is itself."""
-    if dataset.source.format != "sql":
-        yield dataset
-        return
-    folder = Snapshots(state, job_id, party_id)
-    try:
-        folder.take(dataset.name, dataset.source)
-        yield Dataset(dataset.name, folder.source(dataset.name, dataset.source))
-    finally:
-        folder.drop("its rows were read")
-
-
-def connect(executor: BlockExecutor, party_id: str) -> None:
-    """Make sure the party's executor can run tasks (joins its Ray cluster).
-
-    Raises:
-        JobError: it cannot (names the party and the fix, not the cluster's address).
-    """
-    try:
-        executor.connect()
-    except ExecutorError as exc:
-        raise JobError(f"party '{party_id}': {exc}") from None
-
-
-def log_tasks(executor: BlockExecutor | None, party_id: str) -> None:
-    if executor is not None:
-        log.info("party %s: %s executor, %d tasks so far", party_id, executor.name, executor.tasks)
 
 
 class PartyJob:
@@ -143,6 +69,7 @@ class PartyJob:
         self.instruments = instruments or Instruments()
         self.executor = executor
         self.role = spec.party(party_id).role
+        self.kind = kind_of(spec)  # what it trains, keeps and will hold
         self.dataset = resolve_dataset(spec, party_id, datasets)
         self.test_dataset = resolve_dataset(spec, party_id, datasets, test=True)
         self.raw: RawTable | None = None  # the rows as read, until preprocessed
@@ -203,12 +130,11 @@ class PartyJob:
             raw.rows,
             time.monotonic() - tick,
         )
-        if self.spec.protocol == "blindfl":  # before keys: the secure layer must hold them
-            check_secure_bounds(raw, dataset.source.preprocess, self.party_id)
+        self.kind.check_rows(self.spec, raw, dataset.source.preprocess, self.party_id)
         if self.role == "active":
             if raw.labels is None:
                 raise DataError(f"dataset '{dataset.name}' has no label column; set 'label'")
-            make_task(self.spec.model.top.task, raw.labels)  # fail early on bad labels
+            make_task(self.spec.model.task, raw.labels)  # fail early on bad labels
         return raw
 
     def _reads_sql(self) -> bool:
@@ -285,7 +211,7 @@ class PartyJob:
         log.info("party %s: %d rounds", self.party_id, plan.total_rounds)
         if self.check_model is not None:  # the inputs are known now: embeddings counted
             n = model_parameters(self.spec, self.party_id, train.width, train.cardinalities)
-            self.check_model(n, parameter_bytes(self.spec))
+            self.check_model(n, self.kind.parameter_bytes(self.spec))
         result = self._train(ctx, labels, val_labels, reporter)
         # the ids of the rows validated on, in the order of `validation_outputs`
         val_ids = aligned_ids[len(order) :] if has_test else aligned_ids
@@ -343,11 +269,11 @@ class PartyJob:
         )
 
     def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
-        """KEYING (blindfl: keys, their exchange and the layers' setup; on resume, the keys
-        and layers of the checkpoint, with nothing exchanged), then TRAINING."""
-        if self.spec.protocol == "blindfl":
+        """KEYING (a keyed job: keys, their exchange and the layers' setup; on resume, the
+        keys and layers of the checkpoint, with nothing exchanged), then TRAINING."""
+        if self.kind.keyed(self.spec):
             reporter.stage(KEYING)
-        trainer = trainers.make(ctx, self.role, labels, val_labels)
+        trainer = self.kind.trainer(ctx, self.role, labels, val_labels)
         try:
             if self.resume is not None and isinstance(ctx.checkpoints, JobCheckpoints):
                 trainer.restore(ctx.checkpoints.trainer_state(self.resume))
@@ -363,7 +289,7 @@ class PartyJob:
         finally:
             trainer.close()
 
-    def _keep_model(self, trainer: trainers.Trainer, rows: int) -> None:
+    def _keep_model(self, trainer: TrainingRole, rows: int) -> None:
         """Keep this party's part of the trained model in its model store (a party without
         a state directory keeps none)."""
         if self.state is None or self.preprocessor is None:
@@ -377,14 +303,15 @@ class PartyJob:
             columns=model_columns(self.preprocessor),
             spec_json=self.spec.to_json(),
             spec_hash=self.spec.spec_hash(),
-            key_fingerprint=_fingerprint(trainer),
+            kind=self.kind.name,
+            key_fingerprint=self.kind.key_fingerprint(trainer),
             task=getattr(trainer, "task", None),
             metrics=dict(getattr(trainer, "metrics", {})),
             rows=rows,
             peers=dict(self.peers),
             snapshots=dict(self.snapshots),
         )
-        part = trainers.model_part(trainer)
+        part = self.kind.model_part(trainer)
         part["preprocess"] = self.preprocessor.model_dump_json()
         ModelStore(self.state).save(manifest, part)
         log.info("party %s: kept its part of model %s", self.party_id, self.job_id)
@@ -405,51 +332,6 @@ class PartyJob:
             self.preprocessor.model_dump_json() if self.preprocessor is not None else None,
             dict(self.snapshots),
         )
-
-
-def align_rows(
-    channel: Channel,
-    spec: JobSpec,
-    party_id: str,
-    table: RawTable | Table,
-    tag: str,
-    executor: BlockExecutor | None = None,
-    dataset: str = "",
-) -> PsiResult:
-    """PSI of `table`'s ids with the job's other parties (tag `tag`): the common rows'
-    positions in `table`, in the order every party shares; large chunks of points are
-    blinded on the party's `executor` (None: local processes). `dataset`, the table's
-    name, is named by an error about its ids (repeated ids, say)."""
-    return run_psi(
-        channel,
-        party_id,
-        spec.active.id,
-        [p.id for p in spec.passives],
-        table.ids,
-        tag,
-        seed=spec.train.seed,
-        config=PsiConfig(timeout=spec.train.timeout_s),
-        executor=executor,
-        source=f"dataset '{dataset}'" if dataset else "",
-    )
-
-
-def model_columns(preprocessor: Preprocessor) -> tuple[Column, ...]:
-    """The columns a model reads, in order: its numeric features, then its categorical
-    columns with their number of codes."""
-    if preprocessor.sparse is not None:
-        return tuple(Column(name=name, kind="dense") for name in preprocessor.sparse.names)
-    dense = [Column(name=c.name, kind="dense") for c in preprocessor.numeric]
-    cats = [
-        Column(name=c.name, kind="categorical", cardinality=c.cardinality)
-        for c in preprocessor.categorical
-    ]
-    return tuple(dense + cats)
-
-
-def _fingerprint(trainer: trainers.Trainer) -> str:
-    keypair = getattr(trainer, "keypair", None)
-    return "" if keypair is None else key_fingerprint(keypair.public.n)
 
 
 def _inputs(table: Table) -> Inputs:

@@ -22,10 +22,8 @@ but not beside the jobs running now (`PartyBusy`: the coordinator queues it). Th
 Bytes a table holds: `ROW_BYTES` a row (its id, label, the PSI's points and digests, the
 aligned order) plus `CELL_BYTES` a cell (the raw float32 column and its preprocessed
 copy); bench/results/scale_rows.txt measured 2.1 GB over an idle daemon for 1e7 rows of
-14 cells, which this puts at 2.7 GB. A model parameter holds 4 bytes for its weight, its
-gradient and each optimiser slot (adagrad 1, adam 2, sgd 0). A blindfl job adds its source
-layer's ciphertexts and `BLINDFL_BYTES` (the same file: a 1e5-row blindfl epoch's bank
-tree peaked 278 MB above split's).
+14 cells, which this puts at 2.7 GB. What the model holds is its kind's estimate
+(`party.kinds`: `ModelKind.estimate`, and `parameters` once the inputs are loaded).
 """
 
 from __future__ import annotations
@@ -40,13 +38,12 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.party.errors import LimitExceeded, PartyBusy
+from vfl.party.kinds import kind_of
 
 GB = 1 << 30
 ROW_BYTES = 160
 CELL_BYTES = 8
-PARAMETER_BYTES = 4
-SLOTS = {"adagrad": 1, "adam": 2, "sgd": 0}  # optimiser state per parameter
-BLINDFL_BYTES = 256 << 20  # a blindfl job's obfuscator pools, key tables and workers' share
+PARAMETER_DEFAULT_BYTES = 16  # a parameter, for the default max_parameters (docstring)
 SAMPLE_BYTES = 1 << 20  # a text file's rows: its size over this much of its start's lines
 MEMORY_SHARE = 0.75  # of the machine's memory, the default limit
 
@@ -88,7 +85,7 @@ class Limits(BaseModel):
         memory = out["memory_gb"]
         if isinstance(memory, int | float) and not isinstance(memory, bool) and memory > 0:
             if out.get("max_parameters") is None:
-                out["max_parameters"] = max(1, int(memory * GB) // (4 * PARAMETER_BYTES))
+                out["max_parameters"] = max(1, int(memory * GB) // PARAMETER_DEFAULT_BYTES)
             if out.get("max_rows") is None:
                 out["max_rows"] = max(1, int(memory * GB) // 256)
         if out.get("max_concurrent_jobs") is None:
@@ -128,31 +125,8 @@ def estimate_job(
     rows = sum(r for r, _ in known) if len(known) == len(sizes) and sizes else None
     columns = max((c for _, c in known), default=None)
     table_bytes = sum(r * (ROW_BYTES + c * CELL_BYTES) for r, c in known)
-    widths = model_widths(spec, party_id, columns or 0) if training else []
-    parameters = sum(a * b + b for a, b in widths)
-    activations = spec.train.batch_size * sum(b for _, b in widths) * 3 * PARAMETER_BYTES
-    model_bytes = parameters * parameter_bytes(spec) + activations
-    if training and spec.protocol == "blindfl":  # the source layer's ciphertexts, mod n^2
-        model_bytes += (columns or 0) * spec.model.source.out_dim * spec.crypto.key_bits // 4
-        model_bytes += BLINDFL_BYTES
-    return JobEstimate(rows, columns, parameters, table_bytes + model_bytes, table_bytes)
-
-
-def model_widths(spec: JobSpec, party_id: str, columns: int) -> list[tuple[int, int]]:
-    """The (in, out) widths of the linear layers this party builds for `spec` with
-    `columns` feature columns (embeddings, whose vocabularies are not known yet, aside)."""
-    src, top = spec.model.source, spec.model.top
-    out = src.out_dim
-    widths = _layers(columns, src.hidden, out) if columns else []
-    if spec.party(party_id).role == "active":
-        top_in = out * len(spec.parties)
-        widths += _layers(top_in, top.hidden, 1 if top.task != "multiclass" else 16)
-    return widths
-
-
-def _layers(width: int, hidden: Sequence[int], out: int) -> list[tuple[int, int]]:
-    dims = [width, *hidden, out]
-    return list(zip(dims, dims[1:], strict=False))
+    model = kind_of(spec).estimate(spec, party_id, columns or 0, training)
+    return JobEstimate(rows, columns, model.parameters, table_bytes + model.bytes, table_bytes)
 
 
 def table_size(source: TableSource) -> tuple[int, int] | None:
@@ -250,15 +224,8 @@ def too_much_memory(job_bytes: int, daemon_bytes: int, limits: Limits) -> LimitE
 
 def model_parameters(spec: JobSpec, party_id: str, width: int, cardinalities: Sequence[int]) -> int:
     """The parameters this party's model of `spec` holds over loaded inputs of `width`
-    numeric columns and categorical columns of `cardinalities` (their embeddings too)."""
-    emb = spec.model.source.embedding_dim
-    widths = model_widths(spec, party_id, width + emb * len(cardinalities))
-    return sum(a * b + b for a, b in widths) + emb * sum(cardinalities)
-
-
-def parameter_bytes(spec: JobSpec) -> int:
-    """Bytes a parameter holds in training: its weight, gradient and optimiser slots."""
-    return PARAMETER_BYTES * (2 + SLOTS[spec.train.optimizer])
+    numeric columns and categorical columns of `cardinalities` (its kind's count)."""
+    return kind_of(spec).parameters(spec, party_id, width, cardinalities)
 
 
 def _gb(n: int) -> str:

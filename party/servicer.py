@@ -229,10 +229,10 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
     def ListModelParts(self, request, context):  # noqa: N802
         _from_coordinator(context, "list a party's models")
         d = self._d
-        held = call(context, lambda: [(m, d.part_problem(m.model_id)) for m in d.models()], d)
-        unreadable = call(context, d.unreadable_models, d)
+        held = call(context, lambda: [(m, d.parts.problem(m.model_id)) for m in d.models()], d)
+        unreadable = call(context, d.parts.unreadable, d)
         parts = [
-            _part(m, d.drift(m.model_id), d.table_problems(m.model_id), problem)
+            _part(m, d.parts.drift(m.model_id), d.table_problems(m.model_id), problem)
             for m, problem in held
         ]
         parts += [pb.ModelPart(model_id=mid, problem=why) for mid, why in unreadable.items()]

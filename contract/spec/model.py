@@ -15,6 +15,10 @@ from vfl.contract.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.predict import PredictSpec
 
+ModelKindName = Literal["network"]
+Task = Literal["binary", "multiclass", "regression"]
+Protocol = Literal["split", "blindfl"]
+KIND_PROTOCOLS: dict[ModelKindName, tuple[Protocol, ...]] = {"network": ("split", "blindfl")}
 LayerWidths = tuple[Annotated[int, Field(ge=1, le=65536, strict=True)], ...]
 
 
@@ -45,12 +49,28 @@ class TopSpec(SpecModel):
     """The active party's top model."""
 
     hidden: LayerWidths = Field((32,), description="hidden layer widths, e.g. [32], or []")
-    task: Literal["binary", "multiclass", "regression"] = "binary"
+    task: Task = "binary"
 
 
 class ModelSpec(SpecModel):
+    """The model a job trains. Its kind follows from the section: `network` (each party's
+    `source`, the active party's `top`) is the only kind today; a second family adds its
+    own section here (`trees: {...}`), `kind` answers it, and `KIND_PROTOCOLS` lists the
+    protocols it runs under (docs/architecture.md, "Adding a model kind")."""
+
     source: SourceSpec = Field(default_factory=SourceSpec)
     top: TopSpec = Field(default_factory=TopSpec)
+
+    @property
+    def kind(self) -> ModelKindName:
+        """The family of this model: what every party asks its roles, parts and scoring of
+        (`party.kinds.kind_of`)."""
+        return "network"
+
+    @property
+    def task(self) -> Task:
+        """What the model predicts, whatever its kind."""
+        return self.top.task
 
 
 class TrainSpec(SpecModel):
@@ -159,7 +179,7 @@ class JobSpec(SpecModel):
         json_schema_extra={"minItems": 2},
     )
     model: ModelSpec = Field(default_factory=ModelSpec)
-    protocol: Literal["split", "blindfl"] = Field(
+    protocol: Protocol = Field(
         "split", description="split: plaintext split learning; blindfl: secure source layers"
     )
     local_updates: LocalUpdateConfig = Field(default_factory=LocalUpdateConfig)
@@ -185,12 +205,18 @@ class JobSpec(SpecModel):
                 "either every party names its test rows (data.test_dataset or data.test_path) "
                 "or none does (then validation.fraction of the rows is held out)"
             )
+        if self.protocol not in KIND_PROTOCOLS[self.model.kind]:
+            raise FieldProblem(
+                "protocol",
+                f"is {self.protocol}: a {self.model.kind} model trains under "
+                f"{' or '.join(KIND_PROTOCOLS[self.model.kind])}",
+            )
         if self.defence is not None and self.protocol != "split":
             raise FieldProblem(
                 "defence", "is for protocol: split (blindfl's passive parties see no derivative)"
             )
         if self.defence is not None and self.defence.label_epsilon is not None:
-            if self.model.top.task != "binary":
+            if self.model.task != "binary":
                 raise FieldProblem("defence", "label_epsilon needs model.top.task: binary")
         return self
 

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import ALIGNING, PREDICTING
+from vfl.party.compute import connect, log_tasks
+from vfl.party.datasets import Dataset, align_rows, resolve_dataset, snapshotted
 from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
-from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_dataset, snapshotted
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
 from vfl.party.state.store import write_atomically
@@ -78,10 +79,12 @@ class PredictJob:
             connect(self.executor, self.party_id)
         self.model = LoadedModel.open(self.state, self.request.model, self.party_id)
         m = self.model.manifest
-        if m.role != self.role or m.protocol != self.spec.protocol:
+        held = (m.role, m.kind, m.protocol)
+        if held != (self.role, self.spec.model.kind, self.spec.protocol):
             raise ModelError(
                 f"party '{self.party_id}' holds model {m.model_id} as the {m.role} party of a "
-                f"{m.protocol} job, not as the {self.role} party of a {self.spec.protocol} job"
+                f"{m.protocol} {m.kind} job, not as the {self.role} party of a "
+                f"{self.spec.protocol} {self.spec.model.kind} job"
             )
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")

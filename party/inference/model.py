@@ -4,7 +4,7 @@
 checks its columns against those the model was trained on (before any computation) and
 preprocesses it as in training (`prepare`: the same for rows already read raw; `no_rows`:
 for none, the model's width);
-`scorer` builds the party's trainer in scoring mode on a job's channel.
+`scorer` builds the party's scoring role (its model kind's) on a job's channel.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 from vfl.contract.spec import JobSpec
+from vfl.party.datasets import Dataset
 from vfl.party.errors import DataError, ModelError, UnknownModel
-from vfl.party.job import Dataset
+from vfl.party.kinds import ScoringRole, kind_named
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest, ModelStore
 from vfl.party.tables.data import RawColumn, RawTable, Table, read_raw
 from vfl.party.tables.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
 from vfl.party.tables.reader import IDS
-from vfl.party.training import trainers
 from vfl.party.training.context import Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
@@ -135,8 +135,8 @@ class LoadedModel:
         batch_size: int,
         timeout_s: float | None = None,
         executor: BlockExecutor | None = None,
-    ) -> trainers.Trainer:
-        """This party's trainer in scoring mode, loaded with the model: call its
+    ) -> ScoringRole:
+        """This party's scoring role of the model's kind, loaded with the model: call its
         `score(tag, inputs, rows)` in the same order as every other party. Its receives
         wait up to `timeout_s` (default: the training spec's `train.timeout_s`); its
         Paillier work runs on `executor` (None: its own local pool)."""
@@ -158,9 +158,9 @@ class LoadedModel:
             lock=threading.RLock(),
             executor=executor,
         )
-        trainer = trainers.for_scoring(ctx, self.manifest.role, self.manifest.task)
-        trainer.load_model(self.part)
-        return trainer
+        scorer = kind_named(self.manifest.kind).scorer(ctx, self.manifest.role, self.manifest.task)
+        scorer.load_model(self.part)
+        return scorer
 
 
 def _no_cells(column: str, kind: str, dataset: str) -> RawColumn:

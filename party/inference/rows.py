@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
+from vfl.party.datasets import Dataset, resolve_dataset
 from vfl.party.errors import DataError, ModelError, PartyError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.source import Found, Problem, RowSource
 from vfl.party.inference.sql_rows import SqlRows
-from vfl.party.job import Dataset, resolve_dataset
 from vfl.party.tables.sql_lookup import LOOKUP_TIMEOUT_S
 from vfl.party.training.inputs import Inputs
 

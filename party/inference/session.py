@@ -7,7 +7,7 @@ Micro-batch n of a session (tags `score/b<n>/...`, the session id as the job id)
     A_k -> B   score/b<n>/lacks   kind `indices`: positions of the ids A_k holds no row of;
                                   or kind `control` {unavailable: why}: A_k could not
                                   look them up (a database of its failed)
-    B <-> A_k  score/b<n>/...     the model's forward for those rows (`trainer.score`)
+    B <-> A_k  score/b<n>/...     the model's forward for those rows (`ScoringRole.score`)
 
 Each party finds the rows of the ids in its own tables (`party.inference.rows`: its
 serving tables, then the model's training table, each read again when its file changed,
@@ -31,8 +31,8 @@ from vfl.party.errors import ModelError, TableUnavailable
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.rows import Rows
 from vfl.party.inference.source import Found
+from vfl.party.kinds import ScoringRole
 from vfl.party.training.context import Reporter
-from vfl.party.training.trainers import Trainer
 from vfl.secure.channel import Channel, Mailbox
 from vfl.secure.errors import ChannelClosed, ChannelTimeout
 from vfl.secure.wire.payload import (
@@ -82,7 +82,7 @@ class ActiveSession:
         self,
         session_id: str,
         channel: Channel,
-        scorer: Trainer,
+        scorer: ScoringRole,
         passives: dict[str, str],  # party id -> address
         timeout: float,
         foreground: Foreground = nullcontext,
@@ -143,7 +143,7 @@ class PassiveSession:
         model: LoadedModel,
         channel: Channel,
         mailbox: Mailbox,
-        scorer: Trainer,
+        scorer: ScoringRole,
         rows: Rows,
         idle_s: float = PASSIVE_IDLE_S,
         foreground: Foreground = nullcontext,

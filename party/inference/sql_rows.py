@@ -21,10 +21,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from vfl.party.datasets import Dataset
 from vfl.party.errors import ModelError, PartyError, TableUnavailable
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.source import Found, Problem
-from vfl.party.job import Dataset
 from vfl.party.tables.data import raw_rows
 from vfl.party.tables.sql_lookup import LOOKUP_TIMEOUT_S, Lookup
 

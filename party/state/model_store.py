@@ -31,7 +31,7 @@ from vfl.party.state.checkpoint_file import (
     verify_checkpoint,
 )
 from vfl.party.state.store import StateDir, safe_name, write_atomically
-from vfl.party.tables.preprocess import DRIFT_KINDS
+from vfl.party.tables.preprocess import DRIFT_KINDS, Preprocessor
 from vfl.party.training.task import Task
 
 MANIFEST = "manifest.json"
@@ -59,6 +59,7 @@ class Manifest(BaseModel):
     party_id: str
     role: Literal["active", "passive"]
     protocol: Literal["split", "blindfl"]
+    kind: Literal["network"] = "network"  # the model's family (`party.kinds`)
     columns: tuple[Column, ...]
     spec_json: str  # the training spec (canonical JSON)
     spec_hash: str
@@ -229,3 +230,16 @@ class ModelStore:
         (folder / MANIFEST).unlink(missing_ok=True)  # unlisted first, then gone
         shutil.rmtree(folder, ignore_errors=True)
         return True
+
+
+def model_columns(preprocessor: Preprocessor) -> tuple[Column, ...]:
+    """The columns a model reads, in order: its numeric features, then its categorical
+    columns with their number of codes."""
+    if preprocessor.sparse is not None:
+        return tuple(Column(name=name, kind="dense") for name in preprocessor.sparse.names)
+    dense = [Column(name=c.name, kind="dense") for c in preprocessor.numeric]
+    cats = [
+        Column(name=c.name, kind="categorical", cardinality=c.cardinality)
+        for c in preprocessor.categorical
+    ]
+    return tuple(dense + cats)

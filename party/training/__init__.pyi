@@ -4,4 +4,3 @@
 from .context import RoleContext as RoleContext
 from .plan import Plan as Plan, make_plan as make_plan
 from .task import Task as Task, make_task as make_task
-from .trainers import Trainer as Trainer

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from vfl.attack.data import permuted_labels
-from vfl.attack.harness import AT_CHANCE, LEAKS, binary_labels, distinguisher_row, label_rows
+from vfl.attack.harness import AT_CHANCE, LEAKS, binary_labels
+from vfl.attack.network import distinguisher_row, label_rows
 
 from tests.support.attack_runs import attack_spec, leaky_blindfl, recorded_run, synthetic_tables
 

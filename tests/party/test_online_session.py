@@ -11,11 +11,11 @@ import pytest
 from vfl.contract.spec import TableSource, parse_spec
 from vfl.contract.spec.predict import parse_predict_text
 from vfl.party.config import parse_party_config
+from vfl.party.datasets import Dataset
 from vfl.party.errors import ConfigError, DataError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.rows import Rows, TableRows
 from vfl.party.inference.session import ActiveSession, PassiveSession, SilentReporter
-from vfl.party.job import Dataset
 from vfl.party.state import StateDir
 from vfl.secure.channel import InProcessHub, Mailbox
 from vfl.secure.errors import PayloadError

@@ -13,9 +13,9 @@ import pytest
 import torch
 from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
+from vfl.party.datasets import Dataset
 from vfl.party.errors import ModelError
 from vfl.party.inference.model import LoadedModel
-from vfl.party.job import Dataset
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
 

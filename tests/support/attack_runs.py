@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from vfl.attack import PartyView, load_view
 from vfl.contract.spec import JobSpec, TableSource, parse_spec
+from vfl.party.kinds import network
 from vfl.party.state import StateDir
-from vfl.party.training import trainers
 from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
 from vfl.party.transport.audit import AuditLog
 from vfl.secure.wire.payload import tensor_to_payload
@@ -135,5 +135,6 @@ class LeakyBlindPassiveTrainer(BlindPassiveTrainer):
 
 def leaky_blindfl(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the in-process parties of this test run the leaky build of blindfl."""
-    monkeypatch.setattr(trainers, "BlindActiveTrainer", LeakyBlindActiveTrainer)
-    monkeypatch.setattr(trainers, "BlindPassiveTrainer", LeakyBlindPassiveTrainer)
+    monkeypatch.setitem(
+        network.ROLES, "blindfl", (LeakyBlindActiveTrainer, LeakyBlindPassiveTrainer)
+    )

@@ -17,8 +17,9 @@ import pytest
 from vfl.contract.errors import SpecError
 from vfl.contract.spec import TableSource, parse_spec_text
 from vfl.party.config import parse_party_config
+from vfl.party.datasets import resolve_dataset
 from vfl.party.errors import CheckpointError, ConfigError, DataError, JobError, PartyError
-from vfl.party.job import PartyJob, resolve_dataset
+from vfl.party.job import PartyJob
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import Snapshots, file_sha256, sweep

@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from vfl.contract.spec import TableSource, parse_spec
+from vfl.party.datasets import Dataset
 from vfl.party.errors import DataError, TableUnavailable
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.rows import Rows, SqlRows, TableRows, serving_table
-from vfl.party.job import Dataset
 from vfl.party.state import StateDir
 from vfl.party.tables.sql import write_parquet
 from vfl.party.tables.sql_lookup import Lookup
