@@ -22,8 +22,10 @@ from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint
 from vfl.party.state.models import Column, Manifest, ModelStore, key_fingerprint
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
-from vfl.party.tables.data import RawTable, Table, read_raw
-from vfl.party.tables.preprocess import Preprocessor, check_secure_bounds, fit
+from vfl.party.tables.load import read_raw
+from vfl.party.tables.preprocess.fit import check_secure_bounds, fit
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
+from vfl.party.tables.table import RawTable, Table
 from vfl.party.training import trainers
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.models import Inputs

@@ -24,8 +24,8 @@ from vfl.party.job import Dataset, align_rows, connect, log_tasks, resolve_datas
 from vfl.party.state import StateDir
 from vfl.party.state.models import ModelStore
 from vfl.party.state.store import write_atomically
-from vfl.party.tables.data import Table
-from vfl.party.tables.preprocess import Drift
+from vfl.party.tables.preprocess.drift import Drift
+from vfl.party.tables.table import Table
 from vfl.party.training.context import Reporter
 from vfl.party.training.models import Inputs
 from vfl.secure.channel import Channel

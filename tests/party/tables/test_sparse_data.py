@@ -20,7 +20,7 @@ from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.party.state import StateDir
 from vfl.party.state.models import ModelStore
-from vfl.party.tables.data import load_table
+from vfl.party.tables.load import load_table
 from vfl.party.training.models import Inputs, mlp_forward, seeded_bottom, seeded_mlp
 
 from tests.support.blindfl_keys import pin_keys, seeded_keys
