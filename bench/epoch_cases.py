@@ -94,7 +94,8 @@ CASES = {"credit": credit_spec, "a9a": a9a_spec, "ctr": ctr_spec}
 # --- Floors ---------------------------------------------------------------------------
 def _a9a_arrays() -> tuple:
     from vfl.contract.spec import TableSource
-    from vfl.party.tables.data import load_table, with_columns
+    from vfl.party.tables.load import load_table
+    from vfl.party.tables.table import with_columns
 
     def load(side: str, test: bool):
         name = f"a9a.t.{side}" if test else f"a9a.{side}"

@@ -25,4 +25,5 @@ from .errors import (
 )
 from .limits import Limits as Limits
 from .server import PartyServer as PartyServer, create_party_server as create_party_server
-from .tables.data import Table as Table, load_table as load_table
+from .tables.load import load_table as load_table
+from .tables.table import Table as Table

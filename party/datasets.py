@@ -12,7 +12,7 @@ from vfl.contract.spec import JobSpec, TableSource
 from vfl.party.errors import JobError
 from vfl.party.state import StateDir
 from vfl.party.state.snapshots import Snapshots
-from vfl.party.tables.data import RawTable, Table
+from vfl.party.tables.table import RawTable, Table
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor
 from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi

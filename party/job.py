@@ -23,8 +23,10 @@ from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint
 from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
-from vfl.party.tables.data import RawTable, Table, read_raw
-from vfl.party.tables.preprocess import Preprocessor, fit
+from vfl.party.tables.load import read_raw
+from vfl.party.tables.preprocess.fit import fit
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
+from vfl.party.tables.table import RawTable, Table
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan, make_plan, make_test_plan

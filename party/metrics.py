@@ -135,7 +135,7 @@ class PartyMetrics:
         self.refused.labels(at).inc()
 
     def count_drift(self, model_id: str, counts: Mapping[str, int]) -> None:
-        """Count a scoring's drift (`party.tables.preprocess.Drift.totals`) for `model_id`."""
+        """Count a scoring's drift (`party.tables.preprocess.drift.Drift.totals`) for `model_id`."""
         for kind, n in counts.items():
             self.drift.labels(model_id, kind).inc(n)
 

@@ -25,8 +25,8 @@ from vfl.party.inference.model import LoadedModel
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
 from vfl.party.state.store import write_atomically
-from vfl.party.tables.data import Table
-from vfl.party.tables.preprocess import Drift
+from vfl.party.tables.preprocess.drift import Drift
+from vfl.party.tables.table import Table
 from vfl.party.training.context import Reporter
 from vfl.party.training.inputs import Inputs
 from vfl.secure.channel import Channel

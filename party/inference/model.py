@@ -21,9 +21,12 @@ from vfl.party.errors import DataError, ModelError, UnknownModel
 from vfl.party.kinds import ScoringRole, kind_named
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest, ModelStore
-from vfl.party.tables.data import RawColumn, RawTable, Table, read_raw
-from vfl.party.tables.preprocess import Categorical, Drift, Numeric, Preprocessor, SparseScales
-from vfl.party.tables.reader import IDS
+from vfl.party.tables.load import read_raw
+from vfl.party.tables.preprocess.drift import Drift
+from vfl.party.tables.preprocess.fitted import Categorical, Numeric, SparseScales
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
+from vfl.party.tables.reader.buffers import IDS
+from vfl.party.tables.table import RawColumn, RawTable, Table
 from vfl.party.training.context import Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan

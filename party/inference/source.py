@@ -14,8 +14,8 @@ from typing import Protocol
 import numpy as np
 from vfl.party.errors import PartyError
 from vfl.party.inference.model import LoadedModel
-from vfl.party.tables.data import Table
-from vfl.party.tables.preprocess import DRIFT_KINDS, Drift
+from vfl.party.tables.preprocess.drift import DRIFT_KINDS, Drift
+from vfl.party.tables.table import Table
 from vfl.party.training.inputs import Inputs
 
 

@@ -5,7 +5,7 @@ the ids of each micro-batch, never snapshotted (`party.tables.sql_lookup`).
 0`): a table that does not fit raises `ModelError` (a serving table is then skipped:
 `rows.serving_table`). A database that fails at that moment is no error yet: each lookup
 tries it again. `find(ids)` looks the ids up, reads the rows as a snapshot of the same
-rows is read (`party.tables.data.raw_rows`: the same column types and kinds) and preprocesses
+rows is read (`party.tables.load.raw_rows`: the same column types and kinds) and preprocesses
 them with the model's fitted preprocessing (`LoadedModel.prepare`), so a row scores as
 `vfl predict` over the same database rows scores it; a row changed in the database is
 scored with its new values at the next micro-batch, a person added is found at once. A
@@ -25,7 +25,7 @@ from vfl.party.datasets import Dataset
 from vfl.party.errors import ModelError, PartyError, TableUnavailable
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.source import Found, Problem
-from vfl.party.tables.data import raw_rows
+from vfl.party.tables.load import raw_rows
 from vfl.party.tables.sql_lookup import LOOKUP_TIMEOUT_S, Lookup
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.contract.spec.data import Preprocess
-from vfl.party.tables.data import RawTable
+from vfl.party.tables.table import RawTable
 from vfl.party.training.context import RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.task import Task

@@ -19,8 +19,8 @@ from vfl.contract.spec import JobSpec
 from vfl.contract.spec.data import Preprocess
 from vfl.party.kinds.base import ModelEstimate, ModelKind, ScoringRole, TrainingRole, Y
 from vfl.party.state.model_store import key_fingerprint
-from vfl.party.tables.data import RawTable
-from vfl.party.tables.preprocess import check_secure_bounds
+from vfl.party.tables.preprocess.fit import check_secure_bounds
+from vfl.party.tables.table import RawTable
 from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
 from vfl.party.training.context import RoleContext
 from vfl.party.training.split.active import ActiveTrainer

@@ -31,7 +31,8 @@ from vfl.party.state.checkpoint_file import (
     verify_checkpoint,
 )
 from vfl.party.state.store import StateDir, safe_name, write_atomically
-from vfl.party.tables.preprocess import DRIFT_KINDS, Preprocessor
+from vfl.party.tables.preprocess.drift import DRIFT_KINDS
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.training.task import Task
 
 MANIFEST = "manifest.json"
@@ -213,7 +214,7 @@ class ModelStore:
         return {k: int(saved.get(k, 0)) if isinstance(saved, dict) else 0 for k in DRIFT_KINDS}
 
     def add_drift(self, model_id: str, counts: dict[str, int]) -> dict[str, int]:
-        """Add `counts` (`party.tables.preprocess.Drift.totals`) to `model_id`'s drift counts."""
+        """Add `counts` (`preprocess.drift.Drift.totals`) to `model_id`'s drift counts."""
         total = self.drift(model_id)
         for kind in DRIFT_KINDS:
             total[kind] += int(counts.get(kind, 0))

@@ -1,6 +1,6 @@
 """What a party would be fitted on: a summary of each column of one of its datasets.
 
-`describe_dataset` reads a dataset through the typed table reader (`party.tables.reader`) and
+`describe_dataset` reads a dataset through the typed table reader (`party.tables.reader.whole`) and
 gives, per column, its type as preprocessing would take it (id, label, numeric,
 categorical: words or a column set so, ignore: set so, or empty), the share of
 missing cells (empty, or NaN), the exact number of distinct present values and, for
@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from vfl.contract.spec import TableSource
-from vfl.party.tables.reader import ReadTable, read_table
+from vfl.party.tables.reader.columns import ReadTable
+from vfl.party.tables.reader.whole import read_table
 from vfl.party.tables.sql import as_parquet, write_parquet
 
 

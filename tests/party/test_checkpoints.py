@@ -13,8 +13,8 @@ from vfl.contract.spec import parse_spec
 from vfl.party.errors import CheckpointError
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.model_store import ModelStore
-from vfl.party.tables.data import read_raw
-from vfl.party.tables.preprocess import fit
+from vfl.party.tables.load import read_raw
+from vfl.party.tables.preprocess.fit import fit
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import ChannelClosed
 from vfl.secure.paillier.cipher_matrix import CipherMatrix

@@ -20,7 +20,7 @@ from vfl.party.config import parse_party_config
 from vfl.party.inference.model import LoadedModel
 from vfl.party.inference.rows import Found, Rows
 from vfl.party.state import StateDir
-from vfl.party.tables.data import read_raw
+from vfl.party.tables.load import read_raw
 
 from tests.support.data import FATE, breast
 from tests.support.harness import run_inprocess

@@ -19,7 +19,7 @@ from vfl.secure.wire.payload import tensor_to_payload
 from tests.support.harness import run_inprocess
 
 TEST_KEYS = {"key_bits": 512, "allow_insecure_test_keys": True}  # test keys, never 2048
-WORDS = 24  # more than preprocessing one-hot encodes (party.tables.preprocess.ONE_HOT_MAX)
+WORDS = 24  # more than preprocessing one-hot encodes (party.tables.preprocess.fit.ONE_HOT_MAX)
 
 
 def synthetic_tables(

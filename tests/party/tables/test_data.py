@@ -6,7 +6,8 @@ import pytest
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
-from vfl.party.tables.data import load_table, with_columns
+from vfl.party.tables.load import load_table
+from vfl.party.tables.table import with_columns
 
 from tests.support.data import shared_data
 

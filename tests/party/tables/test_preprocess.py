@@ -10,18 +10,17 @@ import pytest
 import scipy.sparse as sp
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
-from vfl.party.tables.data import load_table, read_raw
-from vfl.party.tables.preprocess import (
+from vfl.party.tables.load import load_table, read_raw
+from vfl.party.tables.preprocess.fit import check_secure_bounds, fit
+from vfl.party.tables.preprocess.fitted import (
     EMPTY,
     MISSING_SUFFIX,
     UNKNOWN,
     Z_LIMIT,
     Categorical,
     Numeric,
-    Preprocessor,
-    check_secure_bounds,
-    fit,
 )
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
 
 ROWS = 400
 

@@ -15,7 +15,7 @@ from vfl.party.errors import DataError, ModelError
 from vfl.party.job import PartyJob
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
-from vfl.party.tables.preprocess import Preprocessor
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
 
 from tests.support.harness import run_inprocess
 

@@ -10,8 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
-from vfl.party.tables.data import load_table, read_raw
-from vfl.party.tables.reader import PARQUET_BATCH, read_table
+from vfl.party.tables.load import load_table, read_raw
+from vfl.party.tables.reader.scan import PARQUET_BATCH
+from vfl.party.tables.reader.whole import read_table
 
 
 def _parquet_of(csv_path, out, id_col: str = "id") -> None:

@@ -20,7 +20,7 @@ from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
-from vfl.party.tables.data import load_table
+from vfl.party.tables.load import load_table
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.nets import mlp_forward, seeded_bottom, seeded_mlp
 

@@ -23,8 +23,8 @@ from vfl.party.job import PartyJob
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import Snapshots, file_sha256, sweep
-from vfl.party.tables.data import read_raw
 from vfl.party.tables.describe import describe_dataset
+from vfl.party.tables.load import read_raw
 from vfl.party.tables.sql import write_parquet
 
 from tests.support.postgres import Postgres

@@ -1,4 +1,6 @@
-"""A dataset's typed columns, as the table reader (`party.tables.reader`) reads them.
+"""A dataset's typed columns, as a file read whole (`party.tables.reader.whole`) holds
+them; where a row or a column is in a file (`row_place`, `column_index`); and the cell
+conversions both readers share (`text_ids`, `stripped`, `word_codes`).
 
 A `ReadTable` holds a file's columns as a `pyarrow.Table` and gives a column as ids
 (text), numbers (`floats`, float64), integer codes (`codes`) or its inferred kind
@@ -40,10 +42,7 @@ class ReadTable:
 
     def ids(self, col: int) -> np.ndarray:
         """Column `col` as stripped text ids (dtype object)."""
-        ids = self.data.column(col)
-        if not pa.types.is_string(ids.type):
-            ids = pc.cast(ids, pa.string())
-        return pc.fill_null(pc.utf8_trim_whitespace(ids), "").to_numpy(zero_copy_only=False)
+        return text_ids(self.data.column(col))
 
     def floats(self, col: int) -> np.ndarray:
         """Column `col` as float64; every cell must be a number.
@@ -100,14 +99,7 @@ class ReadTable:
     def words(self, col: int) -> tuple[np.ndarray, tuple[str, ...]]:
         """Column `col` as text: (int32 codes into the words, -1 for an empty cell; the
         distinct stripped words)."""
-        column = self.data.column(col)
-        if not pa.types.is_string(column.type):
-            column = pc.cast(column, pa.string())
-        text = pc.utf8_trim_whitespace(column)
-        text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
-        encoded = pc.dictionary_encode(text.combine_chunks())
-        codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
-        return codes.astype(np.int32), tuple(encoded.dictionary.to_pylist())
+        return word_codes(stripped(self.data.column(col)))
 
     def kind(self, col: int) -> Kind:
         """numeric (every present cell a number), text, or empty (no cell present)."""
@@ -150,6 +142,26 @@ def column_index(header: tuple[str, ...], column: str | None, what: str, name: s
             f"the dataset's '{what}' setting",
         )
     return header.index(column)
+
+
+def text_ids(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Cells as stripped text ids (dtype object; an empty cell as "")."""
+    text = values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
+    return pc.fill_null(pc.utf8_trim_whitespace(text), "").to_numpy(zero_copy_only=False)
+
+
+def stripped(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Cells as text with surrounding blanks removed; an empty cell as null."""
+    text = values if pa.types.is_string(values.type) else pc.cast(values, pa.string())
+    text = pc.utf8_trim_whitespace(text)
+    return pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
+
+
+def word_codes(text: pa.ChunkedArray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Text cells as (int32 codes into the distinct words, -1 for a null; the words)."""
+    encoded = pc.dictionary_encode(text.combine_chunks())
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
+    return codes.astype(np.int32), tuple(encoded.dictionary.to_pylist())
 
 
 def _numbers(column: pa.ChunkedArray) -> np.ma.MaskedArray | None:
