@@ -1,10 +1,10 @@
 """Validation AUC of `protocol: blindfl` against `split` with default settings, through
 real `vfl run` jobs (coordinator and both party daemons as processes on loopback).
 
-    python bench/accuracy.py                         every data set, 1024-bit test keys
-    python bench/accuracy.py --only sparse breast    some of them
-    python bench/accuracy.py --json out.json         also write the table as JSON
-    python bench/accuracy.py --only credit --seeds 0 1 2 3 --job-seeds 100 101
+    python -m bench.accuracy                         every data set, 1024-bit test keys
+    python -m bench.accuracy --only sparse breast    some of them
+    python -m bench.accuracy --json out.json         also write the table as JSON
+    python -m bench.accuracy --only credit --seeds 0 1 2 3 --job-seeds 100 101
                                                      several data sets and initialisations
 
 Data sets (each split between an active "bank" and a passive "shop"):
@@ -45,12 +45,14 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from a9a_data import a9a3_tables
-from credit_data import credit_tables
-from sparse_data import sparse_tables
 from vfl.cli.progress import follow
 from vfl.contract.spec import TableSource, parse_spec
 from vfl.local.run import run_local
+
+from bench import jobs
+from bench.a9a_data import a9a3_tables
+from bench.credit_data import credit_tables
+from bench.sparse_data import sparse_tables
 
 REPO = Path(__file__).resolve().parent.parent
 FATE = REPO / "cli" / "data"
@@ -99,20 +101,16 @@ def _tables(name: str, folder: Path, args: argparse.Namespace) -> tuple[dict, in
 def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Namespace) -> dict:
     held_out = 0 if name in TESTED else round(rows * 0.2)
     per_epoch = -(-(rows - held_out) // BATCH)
-    spec = {
-        "job": f"{name}-{protocol}",
-        "parties": [
-            {"id": "bank", "role": "active", "data": data["bank"]},
-            {"id": "shop", "role": "passive", "data": data["shop"]},
-        ],
-        "protocol": protocol,
-        "crypto": {"key_bits": args.key_bits, "allow_insecure_test_keys": args.key_bits < 2048},
-        "train": {"epochs": args.epochs, "seed": args.job_seed},
-        "validation": {"every": per_epoch},
-    }
-    if name in LOGISTIC:
-        spec["model"] = {"source": {"out_dim": 1}, "top": {"hidden": []}}
-    return spec
+    return jobs.job_spec(
+        f"{name}-{protocol}",
+        protocol,
+        data["bank"],
+        data["shop"],
+        key_bits=args.key_bits,
+        model=jobs.binary_model(1, []) if name in LOGISTIC else None,
+        train={"epochs": args.epochs, "seed": args.job_seed},
+        validation={"every": per_epoch},
+    )
 
 
 def run(name: str, protocol: str, args: argparse.Namespace) -> list[float]:

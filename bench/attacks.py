@@ -2,11 +2,11 @@
 with 25,000+ scored rows, the split defences' accuracy cost against the attack scores
 they buy, and feature inference against `out_dim`.
 
-    python bench/attacks.py                                  every case below (long)
-    python bench/attacks.py --only a9a22:split credit3:split:hidden32   some cases
-    python bench/attacks.py --defences                       split's defences on a9a22
-    python bench/attacks.py --out-dims 1 2 4 8 16            blindfl's Z vs out_dim (credit3)
-    python bench/attacks.py --defences --rows 8000           the defences on fewer rows
+    python -m bench.attacks                                  every case below (long)
+    python -m bench.attacks --only a9a22:split credit3:split:hidden32   some cases
+    python -m bench.attacks --defences                       split's defences on a9a22
+    python -m bench.attacks --out-dims 1 2 4 8 16            blindfl's Z vs out_dim (credit3)
+    python -m bench.attacks --defences --rows 8000           the defences on fewer rows
 
 Tables (bank active with the label, shop passive):
 
@@ -38,8 +38,10 @@ import time
 from pathlib import Path
 
 import yaml
-from a9a_data import a9a_sampled_tables
-from credit_data import credit_tables
+
+from bench.a9a_data import a9a_sampled_tables
+from bench.credit_data import credit_tables
+from bench.jobs import binary_model, job_spec, table_data
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = (
@@ -76,23 +78,18 @@ def tables(name: str, folder: Path, rows: int) -> dict:
 
 
 def spec(table: str, protocol: str, data: dict, key_bits: int, **extra) -> dict:
-    parties = [
-        {"id": pid, "role": role, "data": {"path": data[pid].path, **data[pid].given()}}
-        for pid, role in (("bank", "active"), ("shop", "passive"))
-    ]
-    source = {"out_dim": extra.pop("out_dim", 16), "hidden": extra.pop("hidden", [])}
-    body = {
-        "job": f"{table}-{protocol}",
-        "parties": parties,
-        "protocol": protocol,
-        "model": {"source": source, "top": {"hidden": [32], "task": "binary"}},
-        "train": {"epochs": 2, "batch_size": 256, "lr": 0.05, "seed": 0},
-        "validation": {"fraction": 0.2, "every": 100_000},
+    out_dim, hidden = extra.pop("out_dim", 16), extra.pop("hidden", [])
+    return job_spec(
+        f"{table}-{protocol}",
+        protocol,
+        table_data(data["bank"]),
+        table_data(data["shop"]),
+        key_bits=key_bits if protocol == "blindfl" else None,
+        model=binary_model(out_dim, [32], hidden=hidden),
+        train={"epochs": 2, "batch_size": 256, "lr": 0.05, "seed": 0},
+        validation={"fraction": 0.2, "every": 100_000},
         **extra,
-    }
-    if protocol == "blindfl":
-        body["crypto"] = {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048}
-    return body
+    )
 
 
 def attack(body: dict, folder: Path, *flags: str) -> dict:

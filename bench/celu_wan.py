@@ -1,87 +1,23 @@
 """CELU-VFL vs FedBCD vs vanilla VFL over an emulated WAN, on synthetic CTR data.
 
-    python bench/celu_wan.py [--quick] [--out results.json] [--png auc.png] [--profile P]
+    python -m bench.celu_wan [--quick] [--out results.json] [--png auc.png] [--profile P]
                              [--seeds N]
 
 Each run is a real `vfl run` topology (coordinator and two party daemons as processes,
 gRPC on loopback) with the job's `network` profile shaping every data-plane envelope
 (serialisation time by size plus half the RTT, per direction). The model is WDL-like:
 embeddings + MLP at the passive party (26 categorical fields), an MLP at the active
-party (13 numeric fields), an MLP top model.
-
-The regime is the CELU-VFL paper's: plenty of rows, one pass over them, 4096-row batches,
-Adagrad at lr 0.05, so that training is limited by model updates (each round's statistics
-can carry several), not by data. 1M rows (90% train), vocab 100 per field, one epoch: 220
-rounds; vanilla is still climbing at the end (AUC 0.74; the hidden model allows ~0.84).
-
-What is compared, and why it is fair. Sweeps ran in-process (tests/harness.py, the
-deterministic ``sync`` schedule, seed 0, no WAN) on exactly the benchmark's rows, batches
-and initial weights; rounds to vanilla's final AUC - 0.002 = 0.7384, validated every 10:
-
-- Every mode trains the same model with the same optimiser and lr: Adagrad at 0.05, the
-  authors' choice and vanilla's best (lr 0.1 ends at 0.716, lr 0.2 kills the ReLUs).
-- FedBCD gets its best Q: Q=1 reaches the target in 160 rounds, Q=2 in 210, Q=4 never
-  (it ends at 0.701, below vanilla).
-- CELU: the default W5 R5 xi 0.5 takes 80 rounds (2.6x vanilla); the tuned setting W5 R8
-  xi 0.5 50 (4.2x). Others: W5R12 60, W5R16 80, W10R8 80, W3R8 90; W5R8 with xi 0.7 70,
-  xi 0.9 80, no weighting 110. Every CELU variant ends 0.008-0.032 above vanilla.
-- Both CELU settings run the ``async`` schedule (local updates overlap the WAN wait) with
-  ``steps = R-1``, so a round may run every use the table allows.
-- A round is 4096 x 16 float32 = 256 KiB each way: on the slow profile about
-  2 x (105 + 25) ms, time in which both parties' R-1 local updates fit on 2 cores.
-
-Measured through `vfl run` (bench/results/celu_wan.*, 24 minutes): on the slow profile
-vanilla needs all 220 rounds (59.8 s), both CELU settings 80 (23.1 s, 2.6x); FedBCD never
-gets there (its Q=1 curve swings by up to 0.07 AUC late in the run and ends at 0.698).
-The same settings with the ``sync`` schedule through `vfl run` (local updates right after
-each round, off the overlap) took 0.37 s (W5R8) and 0.33 s (W5R5) per round and reached
-the target at round 70 (26.3 s) and 100 (33.1 s): overlapping pays. Those runs also show
-that the in-process sweep's 50 rounds for W5R8 do not carry over: rounds to target move
-by 10-20 between runs of the same settings, as between seeds (most likely float
-summation order, which differs between one process and separate daemons, amplified over
-hundreds of updates). On the 100 Mbit/s profile a round is 76 ms and the tuned setting's
-local updates no longer all fit in it (5.5 of 7 at the active party). Over train seeds
-0-2 through `vfl run` on the slow profile (``--seeds 3``, bench/results/celu_wan_seeds3.*)
-CELU W5R5 is 2.62, 1.62 and 1.83x vanilla (median 1.83) and W5R8 2.29, 1.39 and 2.18x
-(median 2.18); FedBCD never reaches a target.
-
-Regimes tried and rejected (vanilla vs CELU W5R8, rounds to target): 1M rows with vocab
-1000 (1.6x: rare values learn slowly for every mode); 8192-row batches (3.7x, vanilla
-ends at 0.695); 16-wide embeddings and 128 hidden units (vanilla ends lower, 0.721); the
-previous configuration, 100k rows with vocab 10 for 10 epochs of 1024-row batches, where
-vanilla plateaus and re-used statistics are worth little (1.2x, default CELU stalls at
-0.73), and 200k rows with vocab 1000 for 2 epochs (1.0x, everything over-fits after one).
-
-How far from the issue's 6x, and why (session 4, same in-process sync harness):
-
-- Seeds (shuffling and initial weights; the data stay seed 0), rounds to each seed's own
-  target, vanilla / W5R5 / W5R8: seed 0 220/80/50, seed 1 220/150/90, seed 2 180/90/70,
-  seed 3 210/100/70. Speedups: W5R5 2.8, 1.5, 2.0, 2.1x; W5R8 4.2 (the earlier 4.2x),
-  2.4, 2.6, 3.0x. Seed 0 is the lucky draw; the median is about 2.8x for W5R8.
-- With R uses per cached batch a round carries at most R model updates (one fresh, R-1
-  local), so 6x needs stale updates nearly as good as fresh ones at R=6..8. Larger R
-  does not help (R12 60 rounds, R16 80): every CELU variant flattens at 0.76-0.77 AUC
-  (220 batches, each reused), while vanilla is still climbing.
-- Optimiser and initialisation, vanilla's final AUC and CELU W5R5's speedup: Adam lr
-  0.003 0.757, 2.4x; Adam 0.001 0.695, 3.7x; SGD lr 1.0 0.647, 3.8x and lr 0.3 0.623,
-  4.0x (a baseline 0.1 AUC below Adagrad's is not a fair one); the authors' N(0, 0.01)
-  initialisation with a linear top model, vanilla 0.688, W5R5 never, W5R8 2.0x; the same
-  with a 32-unit top 0.681, W5R5 1.2x.
-- Weighting the passive party's overlapped round update by the activation cosine (its
-  derivative predates its worker's local updates), through `vfl run`: W5R5 90 rounds and
-  W5R8 70 against 80 and 80 without, within run-to-run noise; not kept.
+party (13 numeric fields), an MLP top model; the regime is the CELU-VFL paper's (1M rows,
+one pass in 4096-row batches, Adagrad at lr 0.05).
 
 ``--quick`` (3 minutes) trains 100k rows in 44 rounds of 2048: it shows that everything
 runs, not the regime. ``--profile`` runs one profile only. ``--seeds N`` trains every mode
-with train seeds 0..N-1 (shuffling and initial weights; the rows stay the same) and
-reports each seed's table, then the medians: rounds to target move by 10-20 between
-seeds, so one seed's speedup is one draw.
+with train seeds 0..N-1 and reports each seed's table, then the medians. The target AUC
+of a profile is the vanilla run's final AUC minus `--margin`; a mode that never reaches
+it gets a lower bound on the speedup over it (printed as ">x").
 
-The target AUC of a profile is set just below the vanilla run's final AUC (minus
-`--margin`); rounds and seconds to target come from the validation history, with
-validation time left out of the seconds (local updates pause while validating). When a
-mode never reaches the target, the speedup over it is a lower bound (printed as ">x"):
-its whole training time divided by the faster mode's time to target.
+The measured results, and the sweeps behind this configuration: bench/README.md, "CELU
+over a WAN".
 """
 
 from __future__ import annotations
@@ -93,10 +29,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, write_csv
+from vfl.celu.synth_ctr import write_csv
 from vfl.cli.progress import follow
 from vfl.contract.spec import parse_spec
 from vfl.local.run import run_local
+
+from bench.jobs import binary_model, ctr_data, job_spec as bench_job
 
 MODES: dict[str, dict[str, object]] = {
     "vanilla": {"mode": "none"},
@@ -140,29 +78,12 @@ def job_spec(
     cfg: BenchConfig,
     seed: int = 0,
 ) -> dict:
-    return {
-        "job": "celu-bench",
-        "parties": [
-            {
-                "id": "advertiser",
-                "role": "active",
-                "data": {"path": str(data / "active.csv"), "label": "y"},
-            },
-            {
-                "id": "publisher",
-                "role": "passive",
-                "data": {
-                    "path": str(data / "passive.csv"),
-                    "categorical": list(CATEGORICAL_FIELDS),
-                },
-            },
-        ],
-        "model": {
-            "source": {"out_dim": cfg.out_dim, "hidden": [64], "embedding_dim": 8},
-            "top": {"hidden": [32], "task": "binary"},
-        },
-        "local_updates": mode,
-        "train": {
+    return bench_job(
+        "celu-bench",
+        None,
+        *ctr_data(data),
+        model=binary_model(cfg.out_dim, [32], hidden=[64], embedding_dim=8),
+        train={
             "epochs": cfg.epochs,
             "batch_size": cfg.batch_size,
             "lr": cfg.lr,
@@ -170,9 +91,11 @@ def job_spec(
             "seed": seed,
             "timeout_s": 1800.0,  # aligning a million ids takes minutes on 2 shared cores
         },
-        "validation": {"fraction": 0.1, "every": cfg.every},
-        "network": {"bandwidth_mbps": profile[0], "rtt_ms": profile[1]},
-    }
+        validation={"fraction": 0.1, "every": cfg.every},
+        ids=("advertiser", "publisher"),
+        local_updates=mode,
+        network={"bandwidth_mbps": profile[0], "rtt_ms": profile[1]},
+    )
 
 
 def run_one(spec: dict) -> dict:

@@ -1,6 +1,6 @@
 """How long a checkpoint takes and how large it is, per party, for blindfl jobs at 2048 bits.
 
-    python bench/checkpoint.py [--key-bits 2048] [--jobs a9a,credit]
+    python -m bench.checkpoint [--key-bits 2048] [--jobs a9a,credit]
 
 Each job runs in this process (parties as threads over the in-process channel, the code
 path of a party daemon minus gRPC) until every party has written its checkpoint of round
@@ -23,12 +23,14 @@ import threading
 import time
 from pathlib import Path
 
-from credit_data import credit_tables
 from vfl.contract.spec import TableSource, parse_spec
 from vfl.party.job import PartyJob
 from vfl.party.state import Checkpoint, StateDir, decode_checkpoint
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import ChannelClosed
+
+from bench.credit_data import credit_tables
+from bench.jobs import binary_model, job_spec
 
 A9A = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data")) / "a9a"
 STOP_AFTER = 2
@@ -73,24 +75,18 @@ def a9a_tables() -> dict[str, TableSource]:
 
 
 def spec_for(name: str, key_bits: int):
-    model = (
-        {"source": {"out_dim": 1, "lr": 1.0}, "top": {"hidden": []}}
-        if name == "a9a"
-        else {"source": {"out_dim": 16}, "top": {"hidden": [32]}}
-    )
+    model = binary_model(1, [], lr=1.0) if name == "a9a" else binary_model(16, [32])
     return parse_spec(
-        {
-            "job": name,
-            "protocol": "blindfl",
-            "crypto": {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048},
-            "parties": [
-                {"id": "bank", "role": "active", "data": {"dataset": "d"}},
-                {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
-            ],
-            "model": model,
-            "train": {"epochs": 1, "batch_size": 256, "checkpoint_every": STOP_AFTER},
-            "validation": {"every": 1000},
-        }
+        job_spec(
+            name,
+            "blindfl",
+            {"dataset": "d"},
+            {"dataset": "d"},
+            key_bits=key_bits,
+            model=model,
+            train={"epochs": 1, "batch_size": 256, "checkpoint_every": STOP_AFTER},
+            validation={"every": 1000},
+        )
     )
 
 

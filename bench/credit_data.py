@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 from vfl.contract.spec import TableSource
 
+from bench.jobs import binary_model, job_spec, table_data
+
 BANK_FEATURES, SHOP_FEATURES = 13, 10
 
 
@@ -71,22 +73,16 @@ def credit_job(
     """The job spec (as a dict) that trains on `credit_tables`: bank active, shop passive,
     a source layer of `out_dim`, a binary top of `hidden` ([32] if None), test keys below
     2048 bits."""
-    parties = [
-        {"id": pid, "role": role, "data": {"path": tables[pid].path, **tables[pid].given()}}
-        for pid, role in (("bank", "active"), ("shop", "passive"))
-    ]
-    return {
-        "job": f"credit-{protocol}",
-        "parties": parties,
-        "protocol": protocol,
-        "crypto": {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048},
-        "model": {
-            "source": {"out_dim": out_dim},
-            "top": {"hidden": [32] if hidden is None else hidden, "task": "binary"},
-        },
-        "train": {"epochs": epochs, "batch_size": batch},
-        "validation": validation,
-    }
+    return job_spec(
+        f"credit-{protocol}",
+        protocol,
+        table_data(tables["bank"]),
+        table_data(tables["shop"]),
+        key_bits=key_bits,
+        model=binary_model(out_dim, [32] if hidden is None else hidden),
+        train={"epochs": epochs, "batch_size": batch},
+        validation=validation,
+    )
 
 
 def _write(path: Path, header: list[str], ints: list[np.ndarray], x: np.ndarray) -> None:

@@ -12,9 +12,11 @@ import os
 from pathlib import Path
 
 import numpy as np
-from credit_data import credit_arrays, credit_job, credit_tables
-from floor import Counts, EmbedCounter, MatmulCounter
 from vfl.celu.synth_ctr import CATEGORICAL_FIELDS, generate, write_csv
+
+from bench.credit_data import credit_arrays, credit_job, credit_tables
+from bench.floor import Counts, EmbedCounter, MatmulCounter
+from bench.jobs import binary_model, ctr_data, job_spec
 
 SHARED = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data"))
 BATCH = 256
@@ -22,10 +24,6 @@ CTR = {"out_dim": 16, "embedding_dim": 8, "vocab": 1000, "val_fraction": 0.1}
 
 
 # --- Cases ----------------------------------------------------------------------------
-def _crypto(key_bits: int) -> dict:
-    return {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048}
-
-
 def credit_spec(protocol: str, args, folder: Path) -> dict:
     tables = credit_tables(folder, args.rows)
     rounds = -(-int(args.rows * 0.8) // BATCH)
@@ -34,58 +32,34 @@ def credit_spec(protocol: str, args, folder: Path) -> dict:
 
 
 def a9a_spec(protocol: str, args, folder: Path) -> dict:
-    def party(pid: str, role: str, side: str) -> dict:
-        data = {
-            "path": str(SHARED / "a9a" / f"a9a.{side}"),
-            "test_path": str(SHARED / "a9a" / f"a9a.t.{side}"),
-            "format": "libsvm",
-        }
-        return {
-            "id": pid,
-            "role": role,
-            "data": {**data, **({"label": "y"} if role == "active" else {})},
-        }
+    def data(side: str, **label: str) -> dict:
+        path, test = SHARED / "a9a" / f"a9a.{side}", SHARED / "a9a" / f"a9a.t.{side}"
+        return {"path": str(path), "test_path": str(test), "format": "libsvm", **label}
 
-    return {
-        "job": f"a9a-{protocol}",
-        "parties": [party("bank", "active", "guest"), party("shop", "passive", "host")],
-        "protocol": protocol,
-        "crypto": _crypto(args.key_bits),
-        "model": {"source": {"out_dim": 1}, "top": {"hidden": [], "task": "binary"}},
-        "train": {"epochs": args.epochs, "batch_size": BATCH},
-        "validation": {"every": -(-32_561 // BATCH)},
-    }
+    return job_spec(
+        f"a9a-{protocol}",
+        protocol,
+        data("guest", label="y"),
+        data("host"),
+        key_bits=args.key_bits,
+        model=binary_model(1, []),
+        train={"epochs": args.epochs, "batch_size": BATCH},
+        validation={"every": -(-32_561 // BATCH)},
+    )
 
 
 def ctr_spec(protocol: str, args, folder: Path) -> dict:
     rows = args.ctr_rows
     write_csv(folder, rows, seed=0, vocab=CTR["vocab"])
-    return {
-        "job": f"ctr-{protocol}",
-        "parties": [
-            {
-                "id": "bank",
-                "role": "active",
-                "data": {"path": str(folder / "active.csv"), "label": "y"},
-            },
-            {
-                "id": "shop",
-                "role": "passive",
-                "data": {
-                    "path": str(folder / "passive.csv"),
-                    "categorical": list(CATEGORICAL_FIELDS),
-                },
-            },
-        ],
-        "protocol": protocol,
-        "crypto": _crypto(args.key_bits),
-        "model": {
-            "source": {"out_dim": CTR["out_dim"], "embedding_dim": CTR["embedding_dim"]},
-            "top": {"hidden": [32], "task": "binary"},
-        },
-        "train": {"epochs": 1, "batch_size": BATCH},
-        "validation": {"fraction": CTR["val_fraction"], "every": 10_000},
-    }
+    return job_spec(
+        f"ctr-{protocol}",
+        protocol,
+        *ctr_data(folder),
+        key_bits=args.key_bits,
+        model=binary_model(CTR["out_dim"], [32], embedding_dim=CTR["embedding_dim"]),
+        train={"epochs": 1, "batch_size": BATCH},
+        validation={"fraction": CTR["val_fraction"], "every": 10_000},
+    )
 
 
 CASES = {"credit": credit_spec, "a9a": a9a_spec, "ctr": ctr_spec}

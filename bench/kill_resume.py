@@ -1,11 +1,11 @@
 """Kill -9 a party mid-job, many times: every run must end PAUSED, then SUCCEEDED after
 `vfl resume`, with none of the killed daemon's processes left 10 s later.
 
-    python bench/kill_resume.py                        50 runs, split and blindfl in turn
-    python bench/kill_resume.py --runs 10 --json out.json
+    python -m bench.kill_resume                        50 runs, split and blindfl in turn
+    python -m bench.kill_resume --runs 10 --json out.json
 
-One federation (bench/soak_federation.py: a coordinator and two party daemons with
-mutual TLS, as `vfl run` starts them) on the credit shape (`--rows`, 13 + 10 features).
+One federation (`vfl.local`'s: a coordinator and two party daemons with mutual TLS, as
+`vfl run` starts them) on the credit shape (`--rows`, 13 + 10 features).
 Each run submits a job (split, then blindfl with 512-bit test keys, in turn), waits until
 it has checkpointed a random round of its first epochs, kills a random party daemon with
 SIGKILL, and records: the state the coordinator gives the job (it must be PAUSED, with
@@ -25,17 +25,18 @@ import time
 from pathlib import Path
 
 import yaml
-from credit_data import credit_job, credit_tables
-from procs import alive, session_members
-from soak_federation import SoakFederation
+from vfl.local.run import LocalProcesses, launched
+
+from bench.credit_data import credit_job, credit_tables
+from bench.jobs import on_datasets
+from bench.procs import alive, killed, session_members
 
 LEFTOVER_WAIT_S = 10.0
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 
 
-def wait(fed: SoakFederation, job_id: str, done, timeout: float = 600.0):
+def wait(fed: LocalProcesses, job_id: str, done, timeout: float = 600.0):
     """Poll the job until `done(view)`; the last view (None on timeout)."""
-    assert fed.client is not None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         view = fed.client.get(job_id)
@@ -45,14 +46,12 @@ def wait(fed: SoakFederation, job_id: str, done, timeout: float = 600.0):
     return None
 
 
-def one_run(fed: SoakFederation, tables, protocol: str, rng: random.Random) -> dict:
+def one_run(fed: LocalProcesses, tables, protocol: str, rng: random.Random) -> dict:
     spec = credit_job(protocol, tables, 512, epochs=6, validation={"fraction": 0.1})
     spec["job"] = f"kill-{protocol}"
-    for party in spec["parties"]:
-        party["data"] = {"dataset": "data"}  # as each party's config exposes its table
+    on_datasets(spec)  # as each party's config exposes its table
     spec["train"]["checkpoint_every"] = 5
     spec["network"] = {"bandwidth_mbps": 200, "rtt_ms": 40}  # >= 40 ms a round: time to kill
-    assert fed.client is not None
     job_id = fed.client.submit(yaml.safe_dump(spec))
     at_round = rng.randint(5, 80)
     view = wait(fed, job_id, lambda v: v.result.checkpoint_round >= at_round or v.state in TERMINAL)
@@ -60,10 +59,10 @@ def one_run(fed: SoakFederation, tables, protocol: str, rng: random.Random) -> d
     if view is None or view.state in TERMINAL:
         record["outcome"] = f"ended before the kill: {None if view is None else view.state}"
         return record
-    party = rng.choice(sorted(fed.parties))
-    daemon = fed.parties[party]
+    party = rng.choice(sorted(fed.topology.parties))
+    daemon = fed.topology.parties[party]
     pid = daemon.pid
-    members = daemon.kill()
+    members = killed(daemon)
     paused = wait(fed, job_id, lambda v: v.state in ("PAUSED", *TERMINAL), timeout=120.0)
     time.sleep(max(0.0, LEFTOVER_WAIT_S))
     left = sorted({p for p in members if alive(p)} | set(session_members(pid)))
@@ -74,7 +73,7 @@ def one_run(fed: SoakFederation, tables, protocol: str, rng: random.Random) -> d
         state_after_kill=None if paused is None else paused.state,
         reason=None if paused is None else paused.reason,
     )
-    daemon.start()
+    fed.topology.restart(party)
     if paused is None or paused.state != "PAUSED":
         record["outcome"] = "not paused"
         return record
@@ -104,17 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         tables = credit_tables(work, args.rows)
-        fed = SoakFederation(work, tables, grace_s=2.0)
-        fed.start()
-        try:
+        datasets = {party: {"data": table} for party, table in tables.items()}
+        with launched(datasets, work, coordinator_args=("--party-grace", "2.0")) as fed:
             for i in range(args.runs):
                 record = one_run(fed, tables, protocols[i % len(protocols)], rng)
                 records.append(record)
                 print(json.dumps(record), flush=True)
                 if args.json:
                     Path(args.json).write_text(json.dumps(records, indent=1))
-        finally:
-            fed.stop()
     ok = sum(r["outcome"] == "ok" for r in records)
     paused = sum(r.get("state_after_kill") == "PAUSED" for r in records)
     leftover = sum(r.get("leftover", 0) for r in records)

@@ -14,7 +14,7 @@ Every figure is the minimum over `--repeat` runs of `--count` obfuscators on one
 job: B with 13 dense features, one passive party with 10, out_dim 16, batch 256, 30,000
 training rows; B encrypts m3 = [[eta G]]_B, one row per ciphertext, every batch.
 
-    PYTHONPATH=. python bench/obfuscators.py [--count 32] [--repeat 5]
+    python -m bench.obfuscators [--count 32] [--repeat 5]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Online scoring under overload: a burst of concurrent Predict calls while a training job
 runs on the same daemons.
 
-    python bench/overload.py                      200 and 1,000 calls, split and blindfl
-    python bench/overload.py --calls 200 --protocol split
-    python bench/overload.py --out bench/results/overload.txt
+    python -m bench.overload                      200 and 1,000 calls, split and blindfl
+    python -m bench.overload --calls 200 --protocol split
+    python -m bench.overload --out bench/results/overload.txt
 
 A coordinator and two party daemons (bank: active, shop: passive; the breast data) run as
 `vfl ... serve` processes on this machine, as tests/support/processes.py starts them, the
@@ -24,20 +24,17 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import sys
 import tempfile
 from pathlib import Path
 
 import grpc
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.support.data import FATE, breast_datasets_config  # noqa: E402
-from tests.support.jobs import checkpointed_breast_job  # noqa: E402
-from tests.support.processes import Daemons  # noqa: E402
-from tests.support.scoring_load import (  # noqa: E402
+from bench.jobs import binary_model, job_spec
+from tests.support.data import FATE, breast_datasets_config
+from tests.support.jobs import checkpointed_breast_job
+from tests.support.processes import Daemons
+from tests.support.scoring_load import (
     Outcome,
     StateLog,
     batch_scores,
@@ -50,19 +47,16 @@ SCORING = {"threads": 32, "queue": 32}
 
 
 def model_spec(protocol: str, key_bits: int) -> str:
-    spec = {
-        "job": f"model-{protocol}",
-        "protocol": protocol,
-        "parties": [
-            {"id": "bank", "role": "active", "data": {"dataset": "breast"}},
-            {"id": "shop", "role": "passive", "data": {"dataset": "breast"}},
-        ],
-        "model": {"source": {"out_dim": 4}, "top": {"hidden": [8]}},
-        "train": {"epochs": 1, "batch_size": 64},
-        "validation": {"every": 1000},
-    }
-    if protocol == "blindfl":
-        spec["crypto"] = {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048}
+    spec = job_spec(
+        f"model-{protocol}",
+        protocol,
+        {"dataset": "breast"},
+        {"dataset": "breast"},
+        key_bits=key_bits if protocol == "blindfl" else None,
+        model=binary_model(4, [8]),
+        train={"epochs": 1, "batch_size": 64},
+        validation={"every": 1000},
+    )
     return yaml.safe_dump(spec)
 
 
@@ -155,7 +149,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="also write the table here")
     args = ap.parse_args()
     lines = [
-        f"bench/overload.py --calls {' '.join(map(str, args.calls))} --protocol "
+        f"python -m bench.overload --calls {' '.join(map(str, args.calls))} --protocol "
         f"{' '.join(args.protocol)} --key-bits {args.key_bits}; bank scoring {SCORING}; "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}",
         "",

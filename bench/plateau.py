@@ -3,9 +3,9 @@ data, over many initialisations: how much of a blindfl - split difference is the
 optimiser, how much the luck of the initial weights (bench/accuracy.py measures the real
 jobs; this runs the same models without encryption, in seconds per run).
 
-    python bench/plateau.py                              data seeds 0-3, 4 inits each
-    python bench/plateau.py --seeds 2 --inits 8 --epochs 3
-    python bench/plateau.py --data sparse --rows 20000   bench/sparse_data.py's tables
+    python -m bench.plateau                              data seeds 0-3, 4 inits each
+    python -m bench.plateau --seeds 2 --inits 8 --epochs 3
+    python -m bench.plateau --data sparse --rows 20000   bench/sparse_data.py's tables
 
 Models (default spec: out_dim 16, top [32], batch 256, Adagrad lr 0.05, the jobs' plan of
 validation rows and batches for train.seed = the init):
@@ -32,8 +32,6 @@ from functools import partial
 
 import numpy as np
 import torch
-from credit_data import credit_arrays
-from sparse_data import sparse_arrays
 from torch import nn
 from vfl.party.training.blindfl.active import side_width
 from vfl.party.training.metrics import auc
@@ -42,6 +40,9 @@ from vfl.party.training.plan import make_plan
 from vfl.secure.config import DENSE_FEATURE_BITS
 from vfl.secure.source_layers.sharing import sample_share
 from vfl.secure.source_layers.steps import SourceOptimizer, feature_step_factors, scaled_columns
+
+from bench.credit_data import credit_arrays
+from bench.sparse_data import sparse_arrays
 
 H, TOP, BATCH, LR, FRACTION = 16, (32,), 256, 0.05, 0.2
 MODELS = ("split", "blindfl", "blindfl-narrow", "blindfl-adagrad")

@@ -8,7 +8,6 @@ the password in the daemons' environment). Needs the [sql] extra and Debian's
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from typing import Any
 
 from vfl.contract.spec import TableSource
 
-ROOT = Path(__file__).resolve().parent.parent
 ENV = "VFL_BENCH_PGPASS"  # the variable the daemons read the password from
 
 
@@ -45,7 +43,6 @@ class PostgresRows:
 def rows_in_postgres(table: TableSource, name: str = "shop_rows") -> Iterator[PostgresRows]:
     """A server holding `table`'s CSV file (id and float columns) as table `name`, and
     the dataset that reads it. The server is stopped and removed on exit."""
-    sys.path.insert(0, str(ROOT))
     from tests.support.postgres import start_postgres
 
     server = start_postgres()

@@ -1,10 +1,10 @@
 """Batch prediction with a stored model through real daemons, next to the floor of its
 cryptography, and online scoring's latency and throughput.
 
-    python bench/predict.py                                N=6,000 rows, 2048-bit keys
-    python bench/predict.py --rows 1000 --key-bits 1024    a smoke run
-    python bench/predict.py --out bench/results/predict.json
-    python bench/predict.py --sql --no-batch                online scoring, also with the
+    python -m bench.predict                                N=6,000 rows, 2048-bit keys
+    python -m bench.predict --rows 1000 --key-bits 1024    a smoke run
+    python -m bench.predict --out bench/results/predict.json
+    python -m bench.predict --sql --no-batch                online scoring, also with the
                                                            shop's rows in PostgreSQL
 
 Data: the credit shape (bench/credit_data.py: 13 dense features and the label at "bank",
@@ -56,34 +56,34 @@ import re
 import ssl
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import yaml
-from credit_data import credit_arrays, credit_job, credit_tables
-from floor import Counts, MatmulCounter, cores, time_primitives
-from postgres_rows import rows_in_postgres
-from procs import tree_cpu_seconds
 from prometheus_client.parser import text_string_to_metric_families
 from vfl.cli.progress import follow
 from vfl.contract.spec import DataSpec, JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
-from vfl.coordinator.client import CoordinatorClient
-from vfl.local.run import LocalTopology, spec_to_yaml
+from vfl.local.run import LocalProcesses, launched, spec_to_yaml
 from vfl.local.topology import as_datasets, spec_datasets
-from vfl.proto import party_pb2, party_pb2_grpc
-from vfl.rpc import COORDINATOR_ID, dial
 from vfl.secure.executor import ComputeConfig
-from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
+from vfl.secure.pki.federation import ADMIN_ID, load_identity
+
+from bench.credit_data import credit_arrays, credit_job, credit_tables
+from bench.floor import Counts, MatmulCounter, cores, time_primitives
+from bench.jobs import predict_request
+from bench.postgres_rows import rows_in_postgres
+from bench.predict_online import measure_online, print_online
+from bench.procs import tree_cpu_seconds
 
 OUT_DIM, TOP, TRAIN_BATCH = 16, [32], 256
 KEPT = ComputeConfig().kept_obfuscators  # a party daemon's kept pool, full
-ONLINE_SEQUENTIAL, ONLINE_CLIENTS, ONLINE_SECONDS = 200, 8, 10.0
+ONLINE_SEQUENTIAL, ONLINE_SECONDS = 200, 10.0
 PROTOCOLS = ("split", "blindfl")
 FROM_FILE = "blindfl, the shop's rows in a CSV file (in memory)"
 FROM_SQL = "blindfl, the shop's rows in PostgreSQL (looked up by id)"
@@ -95,28 +95,31 @@ def job_spec(protocol: str, key_bits: int, tables: dict) -> JobSpec:
 
 
 class Federation:
-    """A coordinator and the two party daemons as local processes, with mutual TLS."""
+    """A coordinator and the two party daemons as local processes with mutual TLS
+    (`vfl.local`'s), their metrics served, and the spec that reads their datasets."""
 
-    def __init__(
-        self, workdir: Path, spec: JobSpec, more: dict[str, dict[str, TableSource]]
-    ) -> None:
-        """`more`: datasets a party's config has besides "data" (e.g. the shop's "pg")."""
-        tls = local_federation(workdir / "tls", [COORDINATOR_ID, ADMIN_ID, "bank", "shop"])
-        self.workdir = workdir
-        self.topology = LocalTopology(workdir, ("--metrics", "127.0.0.1:0"), tls)
-        datasets = spec_datasets(spec)  # parties serve the files as "data"
-        for party, tables in more.items():
-            datasets[party].update(tables)
-        self.topology.start_coordinator()
-        self.topology.start_parties(datasets)
+    def __init__(self, procs: LocalProcesses, spec: JobSpec) -> None:
+        self.workdir, self.topology, self.client = procs.base, procs.topology, procs.client
         self.local_spec = as_datasets(spec)
-        admin = load_identity(tls, ADMIN_ID)
-        self.client = CoordinatorClient(self.topology.coordinator_address, admin)
+        assert procs.tls_dir is not None
+        admin = load_identity(procs.tls_dir, ADMIN_ID)
         # the daemons' metrics answer a certificate of the federation (HTTPS with --tls);
         # theirs name the parties, not the loopback address the URL has
         self.scraper = ssl.create_default_context(cafile=str(admin.ca_cert))
         self.scraper.check_hostname = False
         self.scraper.load_cert_chain(admin.cert, admin.key)
+
+    @classmethod
+    @contextmanager
+    def started(
+        cls, workdir: Path, spec: JobSpec, more: dict[str, dict[str, TableSource]]
+    ) -> Iterator[Federation]:
+        """`more`: datasets a party's config has besides "data" (e.g. the shop's "pg")."""
+        datasets = spec_datasets(spec)  # parties serve the files as "data"
+        for party, tables in more.items():
+            datasets[party].update(tables)
+        with launched(datasets, workdir, ("--metrics", "127.0.0.1:0")) as procs:
+            yield cls(procs, spec)
 
     def train(self, spec: JobSpec, shop: str = "data") -> str:
         """Train `spec` (its parties' data rewritten to the daemons' "data", the shop's to
@@ -130,7 +133,7 @@ class Federation:
         return job_id
 
     def predict(self, model: str, batch_size: int | None) -> dict:
-        request = {"model": model, "data": {"bank": "data", "shop": "data"}}
+        request = predict_request(model)
         if batch_size:
             request["batch_size"] = batch_size
         ready = self.ready()
@@ -182,12 +185,8 @@ class Federation:
 
     def party_cpu_seconds(self) -> float:
         """CPU seconds the party daemons and their processes (pools, helpers) used so far."""
-        pids = [proc.pid for name, proc in self.topology.procs if name.startswith("party-")]
+        pids = [d.pid for d in self.topology.parties.values()]
         return sum(tree_cpu_seconds(pid) for pid in pids)
-
-    def close(self) -> None:
-        self.topology.stop()
-        self.client.close()
 
 
 def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch: int):
@@ -199,92 +198,6 @@ def forward_counts(x_bank: np.ndarray, x_shop: np.ndarray, key_bits: int, batch:
         counts.add(counter.batch(x_bank[part], x_shop[part], train=False, m1=True))
     counts.notes = {"slots": counter.packer.slots, "rows_per_cipher": counter.layout.rows}
     return counts
-
-
-# --- Online scoring -------------------------------------------------------------------
-def measure_online(
-    federation: Federation, model: str, ids: list[str], requests: int, seconds: float
-) -> dict:
-    """Online scoring of model `model` at its active party, as `vfl score` asks it: over
-    one kept mutual-TLS channel per client, one id per request. The first request (it
-    loads the model and opens the scoring session with the passive party) is timed on
-    its own; then `requests` requests one after another give p50, p95 and p99; then 8
-    clients in threads, each sending one-id requests back to back for `seconds`,
-    give the scores per second (their requests share micro-batches)."""
-    party, address = federation.client.locate_model(model)
-    tls = federation.client.tls
-    rng = np.random.default_rng(1)
-
-    def request() -> party_pb2.PredictRequest:
-        return party_pb2.PredictRequest(model_id=model, ids=[ids[rng.integers(len(ids))]])
-
-    def stub_of(channel) -> party_pb2_grpc.PartyServiceStub:
-        return party_pb2_grpc.PartyServiceStub(channel)
-
-    with dial(address, tls, expect=party) as channel:
-        stub = stub_of(channel)
-        begun = time.perf_counter()
-        first = stub.Predict(request(), timeout=120)
-        first_s = time.perf_counter() - begun
-        if first.results[0].error:
-            raise SystemExit(f"online scoring failed: {first.results[0].message}")
-        latencies = []
-        for _ in range(requests):
-            begun = time.perf_counter()
-            stub.Predict(request(), timeout=60)
-            latencies.append(time.perf_counter() - begun)
-    scored: list[int] = []
-    stop = time.perf_counter() + seconds
-
-    def client_loop() -> None:
-        done = 0
-        with dial(address, tls, expect=party) as channel:
-            stub = stub_of(channel)
-            while time.perf_counter() < stop:
-                reply = stub.Predict(request(), timeout=60)
-                done += sum(1 for r in reply.results if not r.error)
-        scored.append(done)
-
-    begun = time.perf_counter()
-    threads = [threading.Thread(target=client_loop) for _ in range(ONLINE_CLIENTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - begun
-    ms = np.array(latencies) * 1e3
-    return {
-        "first_request_s": first_s,
-        "p50_ms": float(np.percentile(ms, 50)),
-        "p95_ms": float(np.percentile(ms, 95)),
-        "p99_ms": float(np.percentile(ms, 99)),
-        "requests": requests,
-        "per_second_8_clients": sum(scored) / elapsed,
-    }
-
-
-def print_online(args, online: dict[str, dict] | None) -> None:
-    if online is None:
-        print("online: not measured (--no-online)")
-        return
-    print(
-        f"\nonline ({args.key_bits}-bit keys, {args.rows:,} rows; one id per request, "
-        "sequential; the first request loads the model and opens the session)"
-    )
-    print("| model | first request s | p50 ms | p95 ms | p99 ms | 8 clients: scores/s |")
-    print("|---|---|---|---|---|---|")
-    for name, r in online.items():
-        print(
-            f"| {name} | {r['first_request_s']:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} "
-            f"| {r['p99_ms']:.1f} | {r['per_second_8_clients']:.1f} |"
-        )
-    for name, r in online.items():
-        if "scans" in r:
-            print(
-                f"{name}: PostgreSQL counted {r['scans']:,} scans of the shop's table in the "
-                f"run, {r['index_scans']:,} through its primary key (a lookup per "
-                "micro-batch; training's snapshot and the column check are the others)"
-            )
 
 
 # --- Report ---------------------------------------------------------------------------
@@ -383,7 +296,7 @@ def score_online(args, federation: Federation, models: dict[str, str]) -> dict[s
     for name, model in runs.items():
         federation.wait_ready(KEPT)
         online[name] = measure_online(
-            federation, model, ids, args.online_requests, args.online_seconds
+            federation.client, model, ids, args.online_requests, args.online_seconds
         )
     return online
 
@@ -396,16 +309,13 @@ def run(args) -> tuple[dict, dict[str, dict] | None, list]:
         pg = stack.enter_context(rows_in_postgres(tables["shop"])) if args.sql else None
         more = {} if pg is None else {"shop": {"pg": pg.source}}  # the shop's dataset "pg"
         spec = job_spec("blindfl", args.key_bits, tables)
-        federation = Federation(Path(tmp) / "run", spec, more)
-        try:
+        with Federation.started(Path(tmp) / "run", spec, more) as federation:
             models = {p: federation.train(job_spec(p, args.key_bits, tables)) for p in PROTOCOLS}
             if args.sql:
                 models["blindfl-sql"] = federation.train(spec, shop="pg")
             results = {} if args.no_batch else predict_batches(args, federation, models, load)
             online = None if args.no_online else score_online(args, federation, models)
             load.append(os.getloadavg()[0])
-        finally:
-            federation.close()
         if pg is not None and online is not None:  # the daemons ended: their counts flushed
             time.sleep(2.0)  # (a backend flushes its counts as it exits)
             online[FROM_SQL]["scans"], online[FROM_SQL]["index_scans"] = pg.scans()

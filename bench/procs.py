@@ -2,9 +2,9 @@
 threads, the CPU seconds they used, and pinning each party daemon to a core.
 
 Used by bench/secure_epoch.py (`Pinner`, its "pinned" mode), bench/predict.py
-(`tree_cpu_seconds`, the parties' CPU seconds), bench/scale_rows.py and the soak's
-federation (bench/soak_federation.py: which processes of a killed daemon live on, and
-their memory).
+(`tree_cpu_seconds`, the parties' CPU seconds), bench/scale_rows.py, bench/soak.py and
+bench/kill_resume.py (`members`: a daemon's processes, to see which of a killed daemon's
+live on, and their memory).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import os
 import threading
 from pathlib import Path
 
-from floor import cores
+from vfl.local import Daemon
+
+from bench.floor import cores
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -89,6 +91,22 @@ def session_members(sid: int) -> list[int]:
         if fields is not None and fields[0] not in ("Z", "X") and int(fields[3]) == sid:
             found.append(int(entry.name))
     return found
+
+
+def members(daemon: Daemon) -> list[int]:
+    """A running daemon's processes: those under it and those of its session (workers it
+    started keep its session); none once it ended."""
+    if daemon.exited() is not None:
+        return []
+    return sorted(set(descendants(daemon.pid)) | set(session_members(daemon.pid)))
+
+
+def killed(daemon: Daemon) -> list[int]:
+    """kill -9 the daemon alone (as a crash or the OOM killer would); returns its
+    processes just before."""
+    before = members(daemon)
+    daemon.kill()
+    return before
 
 
 def rss_bytes(pids: list[int]) -> int:

@@ -1,6 +1,6 @@
 """Throughput of the two-party ECDH PSI over the in-process channel.
 
-    python bench/psi.py [--ids 1000000] [--overlap 0.5] [--workers 0] [--quick]
+    python -m bench.psi [--ids 1000000] [--overlap 0.5] [--workers 0] [--quick]
 
 Both parties run as threads of this process, each with its own process pool, so they
 share this machine's cores: a deployment with one machine per party does each side's

@@ -29,7 +29,7 @@ amounts, through a tanh), delinquency codes, a U-shape in age, an interaction of
 bank's utilisation with the shop's (log) spend, the shop's recency and basket, and both
 words columns (which the raw and standardised variants do not carry). Neither party
 alone predicts it well; both together reach an AUC near 0.8 on a sensibly preprocessed
-table (`python bench/raw_data.py` prints those AUCs of a logistic model on the ideal
+table (`python -m bench.raw_data` prints those AUCs of a logistic model on the ideal
 features). The same `rows`, `seed` and `variant` give the same files, byte for byte.
 Used by bench/raw_tables.py.
 """

@@ -4,9 +4,9 @@ jobs (coordinator and both party daemons as processes on loopback) with the smal
 spec: the parties and their `data:`, the protocol, one epoch and `train.seed`; every other
 field default (2048-bit keys unless --key-bits).
 
-    python bench/raw_tables.py                               the results file (2048 bits)
-    python bench/raw_tables.py --key-bits 1024 --seeds 0     a quicker look
-    python bench/raw_tables.py --only breast criteo --json out.json
+    python -m bench.raw_tables                               the results file (2048 bits)
+    python -m bench.raw_tables --key-bits 1024 --seeds 0     a quicker look
+    python -m bench.raw_tables --only breast criteo --json out.json
 
 Tables (each split between an active "bank", which holds the label, and a passive
 "shop"):
@@ -55,9 +55,9 @@ from pathlib import Path
 import numpy as np
 from vfl.contract.spec import TableColumns, TableSource
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from raw_data import raw_tables  # noqa: E402
-from table_load import run as vfl_run  # noqa: E402
+from bench import jobs
+from bench.raw_data import raw_tables
+from bench.table_load import run as vfl_run
 
 BENCH = Path(__file__).resolve().parent
 BREAST = BENCH / "data" / "breast_raw.csv"
@@ -220,20 +220,12 @@ def describe(table: str, args: argparse.Namespace) -> str:
 
 def job_spec(name: str, protocol: str, data: Data, seed: int, args: argparse.Namespace) -> dict:
     """The smallest spec: parties and data, protocol and seed (and test keys)."""
-    spec: dict = {
-        "job": name,
-        "protocol": protocol,
-        "parties": [
-            {"id": "bank", "role": "active", "data": data["bank"]},
-            {"id": "shop", "role": "passive", "data": data["shop"]},
-        ],
-        "train": {"seed": seed},  # every other field default (epochs: the spec's 3)
-    }
+    # every other field default (epochs: the spec's 3)
+    spec = jobs.job_spec(name, protocol, data["bank"], data["shop"], train={"seed": seed})
     if args.epochs is not None:
         spec["train"]["epochs"] = args.epochs
     if protocol == "blindfl" and args.key_bits != 2048:
-        crypto = {"key_bits": args.key_bits, "allow_insecure_test_keys": args.key_bits < 2048}
-        spec["crypto"] = {k: v for k, v in crypto.items() if v}
+        spec["crypto"] = {k: v for k, v in jobs.crypto(args.key_bits).items() if v}
     return spec
 
 
@@ -302,7 +294,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.key_bits < 2048 and args.key_bits != 1024:
         parser.error("--key-bits: 2048 or more, or 1024 (an insecure test key)")
-    command = "# python bench/raw_tables.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "# python -m bench.raw_tables " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     out = [command.rstrip()]
     out.append(
         f"validation AUC after {args.epochs or 'the default 3'} epoch(s), smallest spec, "

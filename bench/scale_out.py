@@ -1,7 +1,7 @@
 """Scale-out of a party's Paillier work: the executor's engines side by side.
 
-    python bench/scale_out.py                   2048-bit key, writes bench/results/scale_out.txt
-    python bench/scale_out.py --key-bits 1024 --items 128
+    python -m bench.scale_out                   2048-bit key, writes bench/results/scale_out.txt
+    python -m bench.scale_out --key-bits 1024 --items 128
 
 Measures, per engine, the throughput of the three task functions of
 `secure.paillier.blocks` (what `secure.executor` maps over row blocks):
@@ -34,21 +34,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from credit_data import credit_arrays  # noqa: E402
-from floor import Counts, MatmulCounter  # noqa: E402
-from vfl.secure.config import SecureConfig  # noqa: E402
-from vfl.secure.executor import BlockExecutor, LocalExecutor, RayExecutor  # noqa: E402
-from vfl.secure.paillier.blocks import (  # noqa: E402
+from vfl.secure.config import SecureConfig
+from vfl.secure.executor import BlockExecutor, LocalExecutor, RayExecutor
+from vfl.secure.paillier.blocks import (
     MultiexpBlock,
     blob,
     decrypt_block,
@@ -56,11 +49,15 @@ from vfl.secure.paillier.blocks import (  # noqa: E402
     rerandomize_block,
     width_of,
 )
-from vfl.secure.paillier.engine import Paillier  # noqa: E402
-from vfl.secure.paillier.keys import generate_keypair  # noqa: E402
-from vfl.secure.paillier.multiexp import product_count  # noqa: E402
+from vfl.secure.paillier.engine import Paillier
+from vfl.secure.paillier.keys import generate_keypair
+from vfl.secure.paillier.multiexp import product_count
 
-from tests.support.ray_cluster import LocalRayCluster, ray_missing  # noqa: E402
+from bench.credit_data import credit_arrays
+from bench.floor import Counts, MatmulCounter
+from tests.support.ray_cluster import LocalRayCluster, ray_missing
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CORES = (16, 64, 256)
 EMPTY_TASKS = 200

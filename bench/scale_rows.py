@@ -1,7 +1,7 @@
 """Rows at scale: whole `split` jobs of millions of rows through `vfl run`, each party
 daemon's peak memory, and the floor each stage could reach.
 
-    python bench/scale_rows.py [--rows 1000000,3000000,10000000] [--formats csv]
+    python -m bench.scale_rows [--rows 1000000,3000000,10000000] [--formats csv]
                                [--blindfl-rows 0] [--key-bits 2048] [--json FILE]
 
 The tables are bench/credit_data.py's credit shape (bank: id, y and 13 features; shop: id
@@ -42,12 +42,12 @@ import time
 from pathlib import Path
 
 import yaml
+from vfl.contract.spec import TableSource
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from credit_data import BANK_FEATURES, SHOP_FEATURES, write_credit_tables  # noqa: E402
-from procs import children, descendants  # noqa: E402
-from psi import x25519_microseconds  # noqa: E402
-from vfl.contract.spec import TableSource  # noqa: E402
+from bench import jobs
+from bench.credit_data import BANK_FEATURES, SHOP_FEATURES, write_credit_tables
+from bench.procs import children, descendants
+from bench.psi import x25519_microseconds
 
 CORES = os.cpu_count() or 1
 PARTIES = ("bank", "shop")
@@ -70,17 +70,15 @@ def kept_tables(folder: Path, rows: int, fmt: str) -> dict:
 
 
 def job_spec(tables: dict, protocol: str, key_bits: int) -> dict:
-    parties = [
-        {"id": "bank", "role": "active", "data": {"path": tables["bank"].path, "label": "y"}},
-        {"id": "shop", "role": "passive", "data": {"path": tables["shop"].path}},
-    ]
-    for party in parties:
-        party["data"]["format"] = tables["bank"].format
-    spec = {"job": f"scale-{protocol}", "protocol": protocol, "parties": parties}
-    spec["train"] = {"epochs": 1}
-    if protocol == "blindfl":
-        spec["crypto"] = {"key_bits": key_bits, "allow_insecure_test_keys": key_bits < 2048}
-    return spec
+    fmt = tables["bank"].format
+    return jobs.job_spec(
+        f"scale-{protocol}",
+        protocol,
+        {"path": tables["bank"].path, "label": "y", "format": fmt},
+        {"path": tables["shop"].path, "format": fmt},
+        key_bits=key_bits if protocol == "blindfl" else None,
+        train={"epochs": 1},
+    )
 
 
 class Sampler:
@@ -233,7 +231,7 @@ def ray_projection(rows: int, key_bits: int, sample: int = 30_000) -> list[str]:
     the MatMul layer's operations (bench/floor.py's counts over `sample` rows, scaled by
     rows) times the one-core costs and Ray's per-task overhead that bench/scale_out.py
     measured (bench/results/scale_out.txt), as scale_out.py projects them."""
-    from scale_out import workload
+    from bench.scale_out import workload
 
     text = (Path(__file__).parent / "results" / "scale_out.txt").read_text()
     one = re.search(r"\| 1 process \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|", text)

@@ -1,11 +1,11 @@
 """Secure (blindfl) against plaintext (split) training through real `vfl run` jobs, next
 to the cost floor of the secure layer's cryptography.
 
-    python bench/secure_epoch.py                       credit and a9a, 3 epochs, 2048-bit
-    python bench/secure_epoch.py --cases credit --epochs 1 --rows 3000 --key-bits 1024
-    python bench/secure_epoch.py --cases ctr           the Embed-MatMul layer: s/step, floor
-    python bench/secure_epoch.py --cases ctr --ctr-rows 256 --key-bits 1024   (smoke run)
-    python bench/secure_epoch.py --modes shared,pinned --out bench/results/secure_epoch.json
+    python -m bench.secure_epoch                       credit and a9a, 3 epochs, 2048-bit
+    python -m bench.secure_epoch --cases credit --epochs 1 --rows 3000 --key-bits 1024
+    python -m bench.secure_epoch --cases ctr           the Embed-MatMul layer: s/step, floor
+    python -m bench.secure_epoch --cases ctr --ctr-rows 256 --key-bits 1024   (smoke run)
+    python -m bench.secure_epoch --modes shared,pinned --out bench/results/secure_epoch.json
 
 Cases (their specs and floor counts: bench/epoch_cases.py):
   credit  synthetic credit-shaped table (bench/credit_data.py): N rows (30,000), 13 dense
@@ -61,12 +61,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from epoch_cases import BATCH, CASES, embed_floor, matmul_floor
-from floor import Counts, cores, time_primitives
-from procs import Pinner
 from vfl.cli.progress import follow
 from vfl.contract.spec import parse_spec
 from vfl.local.run import run_local
+
+from bench.epoch_cases import BATCH, CASES, embed_floor, matmul_floor
+from bench.floor import Counts, cores, time_primitives
+from bench.procs import Pinner
 
 
 # --- Running --------------------------------------------------------------------------

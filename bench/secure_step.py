@@ -1,11 +1,11 @@
 """Time one secure MatMul source-layer training step against a naive per-element baseline.
 
-    python bench/secure_step.py            N=256, d_A=d_B=100, h=32, 2048-bit keys, K=1
-    python bench/secure_step.py --quick    a smaller run
-    python bench/secure_step.py --embed    the Embed-MatMul layer: 26 fields, k=8 (no baseline)
-    python bench/secure_step.py --shape credit   N=256, d_A=13, d_B=10, h=8 and 32: s/batch
+    python -m bench.secure_step            N=256, d_A=d_B=100, h=32, 2048-bit keys, K=1
+    python -m bench.secure_step --quick    a smaller run
+    python -m bench.secure_step --embed    the Embed-MatMul layer: 26 fields, k=8 (no baseline)
+    python -m bench.secure_step --shape credit   N=256, d_A=13, d_B=10, h=8 and 32: s/batch
                                                  before/after, and the ratio to FATE's 21 s
-    python bench/secure_step.py --shape a9a      real a9a batches, h=1: s/batch and s/epoch
+    python -m bench.secure_step --shape a9a      real a9a batches, h=1: s/batch and s/epoch
 
 The secure step runs the real protocol (`secure.source_layers.matmul`) with both parties as
 threads over the in-process channel. The naive baseline does the same arithmetic with
@@ -26,7 +26,6 @@ import time
 
 import numpy as np
 from phe import paillier
-from secure_shapes import print_primitives, run_shapes, time_primitives
 from vfl.secure.channel import InProcessHub
 from vfl.secure.config import SecureConfig
 from vfl.secure.paillier.cipher_matmul import CipherMatmul, feature_exponents
@@ -35,6 +34,8 @@ from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import keypair_from_phe
 from vfl.secure.source_layers.embed import ActiveEmbedLayer, PassiveEmbedLayer
 from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLayer
+
+from bench.secure_shapes import print_primitives, run_shapes, time_primitives
 
 
 def _in_thread(fn, *args):

@@ -1,11 +1,11 @@
 """Soak: one federation under mixed load for an hour, with a party killed every few minutes.
 
-    python bench/soak.py                              60 minutes
-    python bench/soak.py --minutes 10 --json soak.json
-    python bench/soak.py --minutes 3 --over-limit-every 0      no over-limit job
+    python -m bench.soak                              60 minutes
+    python -m bench.soak --minutes 10 --json soak.json
+    python -m bench.soak --minutes 3 --over-limit-every 0      no over-limit job
 
-One federation (bench/soak_federation.py): a coordinator and two party daemons, "bank"
-(active) and "shop" (passive), as processes with mutual TLS, as `vfl run` starts them,
+One federation (`vfl.local`'s): a coordinator and two party daemons, "bank" (active)
+and "shop" (passive), as processes with mutual TLS, as `vfl run` starts them,
 on the credit shape (bench/credit_data.py: 30,000 rows, 13 + 10 dense features). For
 `--minutes` it runs, all at once:
 
@@ -29,7 +29,7 @@ Afterwards no job is submitted and no daemon killed; the jobs still running get
 over-limit job. Reported: jobs finished and lost, daemon restarts, leftover processes
 after each kill, peak resident memory of each daemon's processes (sampled every second),
 and online scoring's p50/p99 and the shares of answered and refused (RESOURCE_EXHAUSTED)
-calls. A markdown table, and with `--json FILE` everything as JSON.
+calls. A markdown table (bench/soak_report.py), and with `--json FILE` everything as JSON.
 """
 
 from __future__ import annotations
@@ -41,72 +41,32 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import grpc
 import numpy as np
 import yaml
-from credit_data import credit_job, credit_tables
-from procs import alive, rss_bytes, session_members
-from soak_federation import SoakFederation
+from vfl.coordinator.errors import CoordinatorError
+from vfl.local.run import LocalProcesses, launched
 from vfl.proto import party_pb2, party_pb2_grpc
 from vfl.rpc import dial
 
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+from bench.credit_data import credit_job, credit_tables
+from bench.jobs import on_datasets, predict_request
+from bench.procs import alive, killed, members, rss_bytes, session_members
+from bench.soak_report import TERMINAL, Job, Record, summary, table
+
 MAX_RESUMES = 3  # resumes of one job before the operator gives up and cancels it
 LEFTOVER_WAIT_S = 10.0  # after a kill: processes of its tree alive this much later
 OPERATOR_EVERY_S = 5.0
-
-
-@dataclass
-class Job:
-    """One submitted job as the soak saw it."""
-
-    job_id: str
-    kind: str  # split | blindfl | predict | over-limit
-    submitted: float  # time.monotonic()
-    state: str = ""
-    reason: str = ""
-    seconds: float = 0.0  # submitted to its end, as the soak saw it
-    pauses: list[str] = field(default_factory=list)
-    resumes: int = 0
-
-    @property
-    def lost(self) -> bool:
-        """Not ended as it should: SUCCEEDED, or FAILED for an over-limit job."""
-        return self.state != ("FAILED" if self.kind == "over-limit" else "SUCCEEDED")
-
-
-class Record:
-    """What the soak saw; thread-safe."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.jobs: dict[str, Job] = {}
-        self.kills: list[dict] = []
-        self.unplanned: list[dict] = []
-        self.restarts = 0
-        self.calls: Counter[str] = Counter()
-        self.latencies: dict[str, list[float]] = {}
-        self.peak_rss: dict[str, int] = {}
-
-    def call(self, outcome: str, seconds: float) -> None:
-        with self.lock:
-            self.calls[outcome] += 1
-            self.latencies.setdefault(outcome, []).append(seconds)
-
-    def rss(self, name: str, value: int) -> None:
-        with self.lock:
-            self.peak_rss[name] = max(self.peak_rss.get(name, 0), value)
 
 
 class Soak:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args = args
         self.tables = credit_tables(workdir, args.rows)
-        self.fed = SoakFederation(workdir, self.tables, args.grace)
+        self.workdir = workdir
+        self._fed: LocalProcesses | None = None  # while it runs
         self.record = Record()
         self.stop = threading.Event()  # no more submissions or kills
         self.halt = threading.Event()  # everything stops (after the drain)
@@ -122,15 +82,12 @@ class Soak:
         raw = credit_job(
             protocol, self.tables, a.key_bits, epochs, {"fraction": 0.2}, hidden=hidden
         )
-        for party in raw["parties"]:
-            party["data"] = {"dataset": "data"}
-        return yaml.safe_dump(raw)
+        return yaml.safe_dump(on_datasets(raw))
 
     def submit(self, kind: str, text: str) -> Job | None:
         """Submit a job (a prediction for kind "predict"), retrying while the coordinator
         does not answer; None once the soak halts."""
         client = self.fed.client
-        assert client is not None
         while not self.halt.is_set():
             try:
                 job_id = client.predict(text) if kind == "predict" else client.submit(text)
@@ -148,7 +105,6 @@ class Soak:
         """Poll the job until it ends (or the soak halts); the operator resumes it while
         it is paused."""
         client = self.fed.client
-        assert client is not None
         while not self.halt.is_set():
             try:
                 view = client.get(job.job_id)
@@ -175,7 +131,7 @@ class Soak:
             if job is None or self.follow(job).state != "SUCCEEDED":
                 continue
             self.model = job.job_id
-            request = {"model": job.job_id, "data": {"bank": "data", "shop": "data"}}
+            request = predict_request(job.job_id)
             predicted = self.submit("predict", yaml.safe_dump(request))
             if predicted is not None:
                 self.follow(predicted)
@@ -197,19 +153,19 @@ class Soak:
         start it again."""
         rng = random.Random(self.args.seed)
         while not self.stop.wait(self.args.kill_every * rng.uniform(0.5, 1.5)):
-            party = rng.choice(sorted(self.fed.parties))
-            daemon = self.fed.parties[party]
+            party = rng.choice(sorted(self.fed.topology.parties))
+            daemon = self.fed.topology.parties[party]
             pid, at = daemon.pid, round(time.monotonic() - self.began, 1)
-            members = daemon.kill()
+            before = killed(daemon)
             time.sleep(LEFTOVER_WAIT_S)
-            left = sorted({p for p in members if alive(p)} | set(session_members(pid)))
+            left = sorted({p for p in before if alive(p)} | set(session_members(pid)))
             self.restart(party)
             with self.record.lock:
                 self.record.kills.append(
-                    {"party": party, "at_s": at, "processes": len(members), "leftover": left}
+                    {"party": party, "at_s": at, "processes": len(before), "leftover": left}
                 )
             print(
-                f"  {at:7.1f} s: kill -9 {party} ({len(members)} processes): "
+                f"  {at:7.1f} s: kill -9 {party} ({len(before)} processes): "
                 f"{len(left)} left after {LEFTOVER_WAIT_S:.0f} s; restarted",
                 file=sys.stderr,
             )
@@ -217,24 +173,24 @@ class Soak:
     def operator(self) -> None:
         """Start again a daemon that died unplanned; resume every paused job."""
         while not self.halt.wait(OPERATOR_EVERY_S):
-            for name, daemon in self.fed.parties.items():
-                code = daemon.exited()
-                if code is None or daemon.down_on_purpose:
+            for name, daemon in self.fed.topology.parties.items():
+                code = daemon.died()
+                if code is None:
                     continue
                 at = round(time.monotonic() - self.began, 1)
                 print(f"  {at:7.1f} s: {name} died (exit {code}); restarting", file=sys.stderr)
                 with self.record.lock:
                     self.record.unplanned.append({"party": name, "at_s": at, "exit": code})
                 self.restart(name)
-            if all(d.exited() is None for d in self.fed.parties.values()):
+            if all(d.exited() is None for d in self.fed.topology.parties.values()):
                 self.resume_paused()
 
     def restart(self, party: str) -> None:
         """Start a party daemon again (trying until it serves, or the soak halts)."""
         while not self.halt.is_set():
             try:
-                self.fed.parties[party].start()
-            except RuntimeError as exc:
+                self.fed.topology.restart(party)
+            except CoordinatorError as exc:
                 print(f"  restarting {party} failed, again in 5 s: {exc}", file=sys.stderr)
                 time.sleep(5.0)
                 continue
@@ -260,16 +216,16 @@ class Soak:
     def scorer(self, seed: int) -> None:
         """One online scoring client: one id per `Predict`, a random pause between."""
         rng = np.random.default_rng(seed)
-        assert self.fed.client is not None
         tls = self.fed.client.tls
         channel, address = None, ""
         while not self.stop.wait(rng.exponential(self.args.think_ms / 1e3)):
             if not self.model:
                 continue
-            if self.fed.party_address("bank") != address:
+            bank = self.fed.topology.parties["bank"]
+            if bank.address != address:
                 if channel is not None:
                     channel.close()
-                address = self.fed.party_address("bank")
+                address = bank.address
                 channel = dial(address, tls, expect="bank")
             assert channel is not None
             stub = party_pb2_grpc.PartyServiceStub(channel)
@@ -289,16 +245,30 @@ class Soak:
 
     def sampler(self) -> None:
         """Resident memory of each daemon's processes, every second."""
-        daemons = {"coordinator": self.fed.coordinator, **self.fed.parties}
+        topology = self.fed.topology
+        daemons = {"coordinator": topology.daemon("coordinator"), **topology.parties}
         while not self.halt.wait(1.0):
             for name, daemon in daemons.items():
-                self.record.rss(name, rss_bytes(daemon.members()))
+                self.record.rss(name, rss_bytes(members(daemon)))
 
     # --- the run ----------------------------------------------------------------------
 
+    @property
+    def fed(self) -> LocalProcesses:
+        """The running federation."""
+        if self._fed is None:
+            raise RuntimeError("the soak's federation is not running")
+        return self._fed
+
     def run(self) -> dict:
+        datasets = {party: {"data": table} for party, table in self.tables.items()}
+        grace = ("--party-grace", str(self.args.grace))
+        with launched(datasets, self.workdir, coordinator_args=grace) as fed:
+            self._fed = fed
+            return self.load()
+
+    def load(self) -> dict:
         a = self.args
-        self.fed.start()
         self.began = time.monotonic()
         loops = [self.trainer, self.killer] if a.kill_every > 0 else [self.trainer]
         loops += [self.over_limit] if a.over_limit_every > 0 else []
@@ -320,7 +290,7 @@ class Soak:
             for t in background:
                 t.join(60)
             stopped_left = self.shut_down()
-        return self.summary(time.monotonic() - self.began, stopped_left)
+        return summary(self.record, self.args, time.monotonic() - self.began, stopped_left)
 
     def drain(self, submitters: list[threading.Thread]) -> None:
         """Let the jobs still running end (the operator still resumes them)."""
@@ -334,92 +304,10 @@ class Soak:
 
     def shut_down(self) -> list[int]:
         """Stop every daemon (SIGTERM); the processes of their sessions alive 10 s later."""
-        sessions = [d.pid for d in (self.fed.coordinator, *self.fed.parties.values())]
-        self.fed.stop()
+        sessions = [d.pid for d in self.fed.topology.daemons.values()]
+        self.fed.topology.stop()
         time.sleep(LEFTOVER_WAIT_S)
         return sorted(p for sid in sessions for p in session_members(sid))
-
-    def summary(self, seconds: float, stopped_left: list[int]) -> dict:
-        r = self.record
-        with r.lock:
-            jobs = [asdict(j) | {"lost": j.lost} for j in r.jobs.values()]
-            calls, latencies = dict(r.calls), {k: list(v) for k, v in r.latencies.items()}
-            kills, unplanned = list(r.kills), list(r.unplanned)
-            restarts, peak = r.restarts, dict(r.peak_rss)
-        total = sum(calls.values())
-        answered = latencies.get("answered", [])
-        everything = [s for v in latencies.values() for s in v]
-        return {
-            "settings": {k: v for k, v in vars(self.args).items() if k != "json"},
-            "seconds": round(seconds, 1),
-            "jobs": jobs,
-            "jobs_submitted": len(jobs),
-            "jobs_finished": sum(j["state"] == "SUCCEEDED" for j in jobs),
-            "jobs_lost": sum(j["lost"] for j in jobs),
-            "over_limit": [j for j in jobs if j["kind"] == "over-limit"],
-            "daemon_restarts": restarts,
-            "kills": kills,
-            "leftover_processes": sum(len(k["leftover"]) for k in kills),
-            "leftover_after_stop": stopped_left,
-            "unplanned_deaths": unplanned,
-            "peak_rss_mb": {k: round(v / 2**20) for k, v in sorted(peak.items())},
-            "scoring": {
-                "calls": total,
-                "outcomes": calls,
-                "answered_share": calls.get("answered", 0) / total if total else 0.0,
-                "refused_share": calls.get("refused", 0) / total if total else 0.0,
-                "p50_ms": _percentile(answered, 50),
-                "p99_ms": _percentile(answered, 99),
-                "p50_ms_all": _percentile(everything, 50),
-                "p99_ms_all": _percentile(everything, 99),
-            },
-        }
-
-
-def _percentile(seconds: list[float], q: float) -> float | None:
-    return round(float(np.percentile(seconds, q)) * 1e3, 1) if seconds else None
-
-
-def table(s: dict) -> str:
-    """The soak's outcome as a markdown table."""
-    kinds = Counter((j["kind"], j["state"]) for j in s["jobs"])
-    by_kind = ", ".join(f"{k} {st}: {n}" for (k, st), n in sorted(kinds.items()))
-    over = s["over_limit"]
-    over_text = (
-        "; ".join(
-            f"{j['state']} after {j['seconds']} s"
-            if j["state"] in TERMINAL
-            else f"still {j['state'] or 'SUBMITTED'} at the end"
-            for j in over
-        )
-        or "-"
-    )
-    sc = s["scoring"]
-    others = {k: v for k, v in sc["outcomes"].items() if k not in ("answered", "refused")}
-    rows = [
-        ("minutes", f"{s['seconds'] / 60:.1f}"),
-        ("jobs submitted", f"{s['jobs_submitted']} ({by_kind or '-'})"),
-        ("jobs finished (SUCCEEDED)", s["jobs_finished"]),
-        ("jobs lost (must be 0)", s["jobs_lost"]),
-        ("over-limit jobs", f"{len(over)}: {over_text}"),
-        ("kill -9 of a party daemon", len(s["kills"])),
-        ("daemon restarts", s["daemon_restarts"]),
-        ("unplanned daemon deaths", len(s["unplanned_deaths"])),
-        (
-            "leftover processes 10 s after a kill (must be 0)",
-            f"{s['leftover_processes']} (per kill: "
-            + (", ".join(str(len(k["leftover"])) for k in s["kills"]) or "-")
-            + ")",
-        ),
-        ("processes left 10 s after stopping the daemons", len(s["leftover_after_stop"])),
-        ("peak RSS, MB", ", ".join(f"{k} {v:,}" for k, v in s["peak_rss_mb"].items())),
-        ("scoring calls", f"{sc['calls']:,}"),
-        ("answered / refused", f"{sc['answered_share']:.1%} / {sc['refused_share']:.1%}"),
-        ("other outcomes", ", ".join(f"{k} {v:,}" for k, v in sorted(others.items())) or "-"),
-        ("scoring p50 / p99, answered, ms", f"{sc['p50_ms']} / {sc['p99_ms']}"),
-        ("scoring p50 / p99, every call, ms", f"{sc['p50_ms_all']} / {sc['p99_ms_all']}"),
-    ]
-    return "\n".join(["| measure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 
 
 def _widths(text: str) -> list[int]:

@@ -2,7 +2,7 @@
 seconds and PSI seconds, and the largest process's peak RSS, for the table as CSV and as
 Parquet.
 
-    python bench/table_load.py --rows 1000000 [--epochs 1] [--formats csv,parquet]
+    python -m bench.table_load --rows 1000000 [--epochs 1] [--formats csv,parquet]
                                [--vfl .venv/bin/vfl]
 
 The table is bench/credit_data.py's credit shape (bank: id, y and 13 features; shop: id
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from credit_data import credit_tables  # noqa: E402
+from bench.credit_data import credit_tables
+from bench.jobs import job_spec
 
 
 def as_parquet(csv: Path) -> Path:
@@ -41,19 +41,14 @@ def as_parquet(csv: Path) -> Path:
 
 
 def job_yaml(tables: dict[str, Path], epochs: int) -> dict:
-    parties = [
-        {"id": "bank", "role": "active", "data": {"path": str(tables["bank"]), "label": "y"}},
-        {"id": "shop", "role": "passive", "data": {"path": str(tables["shop"])}},
-    ]
     fmt = "parquet" if tables["bank"].suffix == ".parquet" else "csv"
-    for p in parties:
-        p["data"].update(id="id", format=fmt)
-    return {
-        "job": f"table-load-{fmt}",
-        "protocol": "split",
-        "parties": parties,
-        "train": {"epochs": epochs},
-    }
+    return job_spec(
+        f"table-load-{fmt}",
+        "split",
+        {"path": str(tables["bank"]), "label": "y", "id": "id", "format": fmt},
+        {"path": str(tables["shop"]), "id": "id", "format": fmt},
+        train={"epochs": epochs},
+    )
 
 
 def run(vfl: str, spec: dict, folder: Path) -> dict:

@@ -19,7 +19,7 @@ def test_accuracy_bench_sweeps_job_seeds_and_summarises(tmp_path: Path) -> None:
     out = tmp_path / "accuracy.json"
     args = ["--only", "breast", "--job-seeds", "1", "2", "--epochs", "1", "--key-bits", "512"]
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "accuracy.py"), *args, "--json", str(out)],
+        [sys.executable, "-m", "bench.accuracy", *args, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=300,

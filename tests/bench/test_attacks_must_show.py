@@ -26,7 +26,7 @@ COMPLETION_GAIN = {"a9a22:split": 0.05, "credit3:split:hidden32": 0.05}
 def _run(case: str, tmp_path: Path) -> dict:
     out = tmp_path / "attacks.json"
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "attacks.py"), "--only", case, "--json", str(out)],
+        [sys.executable, "-m", "bench.attacks", "--only", case, "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=3600,

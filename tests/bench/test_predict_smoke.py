@@ -24,7 +24,7 @@ def test_predict_bench_smoke(tmp_path: Path) -> None:
     args += ["--online-requests", "20", "--online-seconds", "1"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "predict.py"), *args],
+        [sys.executable, "-m", "bench.predict", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -53,7 +53,7 @@ def test_predict_bench_sql_smoke(tmp_path: Path) -> None:
     args += ["--online-requests", "20", "--online-seconds", "1"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "predict.py"), *args],
+        [sys.executable, "-m", "bench.predict", *args],
         capture_output=True,
         text=True,
         timeout=180,

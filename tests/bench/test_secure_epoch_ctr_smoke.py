@@ -23,7 +23,7 @@ def test_secure_epoch_ctr_smoke(tmp_path: Path) -> None:
     args = ["--cases", "ctr", "--ctr-rows", "256", "--key-bits", "512", "--modes", "shared"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "secure_epoch.py"), *args, "--out", str(out)],
+        [sys.executable, "-m", "bench.secure_epoch", *args, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -24,7 +24,7 @@ def test_ten_minutes_of_soak_lose_no_job_and_leave_no_process(tmp_path: Path) ->
     out = tmp_path / "soak.json"
     args = ["--minutes", "10", "--kill-every", "120", "--json", str(out)]
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "soak.py"), *args],
+        [sys.executable, "-m", "bench.soak", *args],
         capture_output=True,
         text=True,
         timeout=40 * 60,

@@ -1,19 +1,18 @@
-"""Daemons as separate processes, started as `vfl` starts them, that a test can kill -9 and
-start again (with the same config, state directory and job database)."""
+"""Daemons as separate processes, started as `vfl` starts them (`vfl.local.daemon.Daemon`),
+that a test can kill -9 and start again (with the same config, state directory and job
+database)."""
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import yaml
 from vfl.coordinator.client import CoordinatorClient, JobView
-
-VFL = [sys.executable, "-m", "vfl.cli.main"]
+from vfl.coordinator.errors import CoordinatorError
+from vfl.local.daemon import VFL, Daemon, stop_all
 
 
 class Daemons:
@@ -28,7 +27,8 @@ class Daemons:
     ) -> None:
         self.workdir, self.grace_s, self.auto_resume = workdir, grace_s, auto_resume
         self.coordinator_args = coordinator_args  # more flags of `vfl coordinator serve`
-        self.procs: dict[str, subprocess.Popen] = {}
+        self.daemons: dict[str, Daemon] = {}
+        self.procs: dict[str, subprocess.Popen] = {}  # each daemon's current process
         self.address = ""
 
     def start_coordinator(self, port: int = 0) -> str:
@@ -58,9 +58,8 @@ class Daemons:
 
     def kill(self, name: str) -> None:
         """kill -9: no clean-up, no goodbye."""
-        proc = self.procs.pop(name)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        self.procs.pop(name)
+        self.daemons.pop(name).kill()
 
     def client(self) -> CoordinatorClient:
         return CoordinatorClient(self.address)
@@ -87,31 +86,16 @@ class Daemons:
         )
 
     def stop(self) -> None:
-        for proc in self.procs.values():
-            proc.send_signal(signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all(self.daemons.values())
+        self.daemons.clear()
         self.procs.clear()
 
     def _spawn(self, name: str, args: list[str]) -> int:
-        port_file = self.workdir / f"{name}.port"
-        port_file.unlink(missing_ok=True)
-        log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115 - the process owns it
-        self.procs[name] = subprocess.Popen(
-            [*VFL, *args, "--port-file", str(port_file)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=self.workdir,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if port_file.exists() and port_file.read_text().strip():
-                return int(port_file.read_text())
-            if self.procs[name].poll() is not None:
-                raise AssertionError(f"{name} exited at start:\n{self.logs()}")
-            time.sleep(0.05)
-        raise AssertionError(f"{name} did not start:\n{self.logs()}")
+        daemon = self.daemons[name] = Daemon(name, args, self.workdir, fresh_log=False)
+        daemon.spawn()
+        assert daemon.proc is not None
+        self.procs[name] = daemon.proc
+        try:
+            return daemon.wait_serving()
+        except CoordinatorError as exc:
+            raise AssertionError(f"{exc}\n{self.logs()}") from None

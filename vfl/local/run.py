@@ -10,6 +10,7 @@ without a workdir removes its temporary folder, CA key included, when it ends.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.coordinator.client import CoordinatorClient, JobView
+from vfl.local.daemon import VFL
 from vfl.local.topology import LocalTopology, as_datasets, spec_datasets
 from vfl.rpc import COORDINATOR_ID
 from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
@@ -45,6 +47,16 @@ class LocalProcesses:
     topology: LocalTopology
     client: CoordinatorClient
     tls_dir: Path | None
+
+    def vfl(self, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        """`vfl ARGS` as the operator (identity admin) against this federation's
+        coordinator, its output captured."""
+        flags = ["--coordinator", self.topology.coordinator_address]
+        if self.tls_dir is not None:
+            flags += ["--tls", str(self.tls_dir), "--identity", ADMIN_ID]
+        return subprocess.run(
+            [*VFL, *args, *flags], capture_output=True, text=True, timeout=timeout
+        )
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,30 @@
 """The processes of a local federation (`vfl run`, `vfl demo`, `vfl.local_federation`): a
-coordinator and party daemons, each a `vfl ... serve` child of this process.
+coordinator and party daemons, each a `vfl ... serve` child of this process
+(`vfl.local.daemon.Daemon`).
 
 Each process binds port 0 and writes its bound port to a file once it is serving (and,
 for parties, registered), so nothing races for ports. Children watch the launcher's pid
-and stop if it disappears. A party's config exposes its tables as named datasets; for a
-spec given with files (`vfl run`), each party's files become its datasets `data` and
-`test` (`spec_datasets`, `as_datasets`).
+and stop if it disappears. One daemon can be killed with SIGKILL and started again with
+the same config and state (`kill`, `restart`). A party's config exposes its tables as
+named datasets; for a spec given with files (`vfl run`), each party's files become its
+datasets `data` and `test` (`spec_datasets`, `as_datasets`).
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
 from vfl.contract.spec import DataSpec, JobSpec, TableSource
-from vfl.coordinator.errors import CoordinatorError
+from vfl.local.daemon import Daemon, stop_all
 
-STARTUP_TIMEOUT_S = 60.0
+COORDINATOR = "coordinator"
 
 
 class LocalTopology:
-    """Starts and stops the processes of one local run."""
+    """Starts and stops the processes of one local run (each a `Daemon`), and kills or
+    restarts one of them (as the soak and the crash tests do)."""
 
     def __init__(
         self,
@@ -40,47 +38,20 @@ class LocalTopology:
         self.workdir = Path(workdir).resolve()
         self.party_args, self.coordinator_args = party_args, coordinator_args
         self.tls_args = ("--tls", str(Path(tls_dir).resolve())) if tls_dir else ()
-        self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.daemons: dict[str, Daemon] = {}  # by name: "coordinator", "party-<id>"
         self.coordinator_address = ""
 
-    def _spawn(self, name: str, args: list[str]) -> Path:
-        port_file = self.workdir / f"{name}.port"
-        log = open(self.workdir / f"{name}.log", "w")  # noqa: SIM115 - closed with process
-        cmd = [
-            sys.executable,
-            "-m",
-            "vfl.cli.main",
-            *args,
-            "--port-file",
-            str(port_file),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.workdir
-        )
-        self.procs.append((name, proc))
-        with open(self.workdir / "pids", "a") as fh:
-            fh.write(f"{proc.pid}\n")
-        return port_file
+    @property
+    def parties(self) -> dict[str, Daemon]:
+        """The party daemons by party id."""
+        return {n.removeprefix("party-"): d for n, d in self.daemons.items() if n != COORDINATOR}
 
-    def _wait_port(self, name: str, port_file: Path) -> int:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        proc = dict(self.procs)[name]
-        while time.monotonic() < deadline:
-            if port_file.exists() and port_file.read_text().strip():
-                return int(port_file.read_text())
-            if proc.poll() is not None:
-                raise CoordinatorError(f"{name} exited during startup:\n{self.log_tail(name)}")
-            time.sleep(0.05)
-        raise CoordinatorError(
-            f"{name} did not start within {STARTUP_TIMEOUT_S:.0f} s:\n{self.log_tail(name)}"
-        )
+    def daemon(self, name: str) -> Daemon:
+        """The daemon `name`: "coordinator", a party id, or "party-<id>"."""
+        return self.daemons.get(name) or self.daemons[f"party-{name}"]
 
     def log_tail(self, name: str, lines: int = 15) -> str:
-        path = self.workdir / f"{name}.log"
-        text = path.read_text() if path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+        return self.daemon(name).log_tail(lines)
 
     def start(self, spec: JobSpec) -> JobSpec:
         """Start the coordinator and the parties; return the spec rewritten to datasets."""
@@ -90,48 +61,52 @@ class LocalTopology:
 
     def start_coordinator(self) -> str:
         """Start the coordinator; returns its address once it serves."""
-        pf = self._spawn(
-            "coordinator",
-            [
-                "coordinator",
-                "serve",
-                "--db",
-                str(self.workdir / "jobs.sqlite"),
-                "--listen",
-                "127.0.0.1:0",
-                *self.tls_args,
-                *self.coordinator_args,
-            ],
-        )
-        self.coordinator_address = f"127.0.0.1:{self._wait_port('coordinator', pf)}"
+        db = str(self.workdir / "jobs.sqlite")
+        args = ["coordinator", "serve", "--db", db, "--listen", "127.0.0.1:0"]
+        coordinator = self._add(COORDINATOR, [*args, *self.tls_args, *self.coordinator_args])
+        coordinator.start()
+        self.coordinator_address = coordinator.address
         return self.coordinator_address
 
     def start_parties(self, datasets: Mapping[str, Mapping[str, TableSource]]) -> None:
         """Start a party per id of `datasets`, exposing its datasets (name -> table), and
         wait until each has registered with the coordinator."""
-        files = {}
+        started = []
         for party_id, tables in datasets.items():
             config = self.workdir / f"party-{party_id}.yaml"
             body = _party_config(party_id, tables, self.coordinator_address)
             config.write_text(yaml.safe_dump(body))
-            files[party_id] = self._spawn(
-                f"party-{party_id}",
-                ["party", "serve", "--config", str(config), *self.tls_args, *self.party_args],
-            )
-        for party_id, port_file in files.items():
-            self._wait_port(f"party-{party_id}", port_file)
+            args = ["party", "serve", "--config", str(config), *self.tls_args, *self.party_args]
+            started.append(self._add(f"party-{party_id}", args))
+            started[-1].spawn()
+        for daemon in started:
+            daemon.wait_serving()
+
+    def kill(self, name: str) -> None:
+        """kill -9 the daemon `name` (see `daemon`) alone: no clean-up, no goodbye."""
+        self.daemon(name).kill()
+
+    def restart(self, name: str) -> int:
+        """Start the daemon `name` again with the same config, state and job database
+        (the coordinator on its previous port, which the parties know); returns its port.
+
+        Raises:
+            CoordinatorError: it did not start (with the end of its log).
+        """
+        daemon = self.daemon(name)
+        if daemon is self.daemons.get(COORDINATOR):
+            at = daemon.args.index("--listen") + 1
+            daemon.args[at] = self.coordinator_address
+        daemon.stop()  # if it still runs
+        return daemon.start()
 
     def stop(self) -> None:
-        for _, proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for _, proc in self.procs:
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        """SIGTERM to every process, SIGKILL to those still running 10 s later."""
+        stop_all(self.daemons.values())
+
+    def _add(self, name: str, args: list[str]) -> Daemon:
+        self.daemons[name] = Daemon(name, args, self.workdir)
+        return self.daemons[name]
 
 
 def spec_datasets(spec: JobSpec) -> dict[str, dict[str, TableSource]]:
