@@ -126,7 +126,9 @@ def run(name: str, protocol: str, args: argparse.Namespace) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.accuracy", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--only", nargs="+", choices=DATASETS, default=list(DATASETS))
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="data seeds")

@@ -131,7 +131,9 @@ def print_rows(case: str, result: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.attacks", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--only", nargs="+", choices=CASES, default=list(CASES))
     parser.add_argument("--defences", action="store_true", help="split's defences on a9a22")
     parser.add_argument(

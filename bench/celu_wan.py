@@ -260,7 +260,9 @@ def write_json(
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.celu_wan", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--quick", action="store_true", help="small data, a few minutes")
     ap.add_argument("--out", type=Path, help="write results as JSON")
     ap.add_argument("--png", type=Path, default=Path("celu_wan.png"))

@@ -126,7 +126,9 @@ def measure(name: str, key_bits: int, folder: Path) -> dict[str, dict[str, float
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.checkpoint", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--key-bits", type=int, default=2048)
     ap.add_argument("--jobs", default="a9a,credit")
     args = ap.parse_args()

@@ -90,7 +90,9 @@ def one_run(fed: LocalProcesses, tables, protocol: str, rng: random.Random) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.kill_resume", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--rows", type=int, default=5_000)
     parser.add_argument("--protocols", default="split,blindfl")

@@ -107,7 +107,9 @@ def credit_counts() -> tuple[int, int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.obfuscators", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--count", type=int, default=32, help="obfuscators per timed run")
     parser.add_argument("--repeat", type=int, default=5, help="runs; the minimum counts")
     args = parser.parse_args()

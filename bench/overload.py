@@ -142,7 +142,9 @@ def row(protocol: str, r: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.overload", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--calls", type=int, nargs="+", default=[200, 1000])
     ap.add_argument("--protocol", nargs="+", default=["split", "blindfl"])
     ap.add_argument("--key-bits", type=int, default=1024, help="blindfl keys (< 2048: test keys)")

@@ -130,7 +130,9 @@ class Run:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.plateau", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3], help="data seeds")
     parser.add_argument("--inits", type=int, default=4, help="initialisations per data seed")
     parser.add_argument("--epochs", type=int, default=3)

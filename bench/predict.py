@@ -252,7 +252,7 @@ def print_floor(counts: Counts, cost: dict[str, float], floor: float) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.predict", description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=6_000)
     ap.add_argument("--key-bits", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=PredictSpec.model_fields["batch_size"].default)

@@ -104,7 +104,9 @@ def print_table(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.psi", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--ids", type=int, default=1_000_000, help="ids per side")
     parser.add_argument("--overlap", type=float, default=0.5, help="share of common ids")
     parser.add_argument("--workers", type=int, default=0, help="processes per side (0: all)")

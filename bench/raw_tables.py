@@ -281,7 +281,9 @@ def table_lines(table: str, results: dict, args: argparse.Namespace) -> list[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.raw_tables", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--only", nargs="+", choices=TABLES, default=list(TABLES))
     parser.add_argument("--seeds", type=int, nargs="+", default=DEFAULTS["seeds"])
     parser.add_argument("--key-bits", type=int, default=DEFAULTS["key_bits"])

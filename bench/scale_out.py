@@ -225,7 +225,9 @@ def report(args, table, overhead, per_item) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.scale_out", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--key-bits", type=int, default=2048)
     ap.add_argument("--items", type=int, default=256, help="ciphertexts per measurement")
     ap.add_argument("--rows", type=int, default=30_000, help="credit rows of the epoch")

@@ -262,7 +262,9 @@ def ray_projection(rows: int, key_bits: int, sample: int = 30_000) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scale_rows", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--rows", default="1000000,3000000,10000000")
     parser.add_argument("--formats", default="csv")
     parser.add_argument("--blindfl-rows", type=int, default=0)

@@ -217,7 +217,9 @@ def _plain(value):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.secure_epoch", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--cases", default="credit,a9a", help="comma-separated: credit,a9a,ctr")
     ap.add_argument("--modes", default="shared,pinned", help="comma-separated: shared,pinned")
     ap.add_argument("--protocols", default="split,blindfl")

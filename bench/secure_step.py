@@ -199,7 +199,9 @@ def _dot(x: np.ndarray, enc, j: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.secure_step", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="N=64, d=25, h=16")
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--embed", action="store_true", help="time the Embed-MatMul layer")

@@ -315,7 +315,7 @@ def _widths(text: str) -> list[int]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=60.0, help="load time (default 60)")
     p.add_argument("--drain-minutes", type=float, default=10.0, help="for open jobs after")
     p.add_argument("--rows", type=int, default=30_000)

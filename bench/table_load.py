@@ -68,7 +68,9 @@ def run(vfl: str, spec: dict, folder: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.table_load", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--formats", default="csv,parquet")
