@@ -1,5 +1,6 @@
 """`vfl`, the command line (`main`), a thin shell over the Python API (`vfl.Client`,
-`vfl.specs`, `vfl.scoring`, `vfl.watching`) and the daemons' entry points.
+`vfl.specs`, `vfl.scoring`, `vfl.watching`, `vfl.daemons`) and the daemons' entry points;
+it never imports the coordinator (`tests/test_layering.py` holds it to that).
 
     build_parser   the command's arguments (`main`; the entry point is `vfl.cli.main:main`)
 

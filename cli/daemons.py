@@ -1,5 +1,7 @@
-"""`vfl coordinator serve` and `vfl party serve`: the two daemons' entry points, with the
-logging, signal handlers and parent watchdog every daemon process gets."""
+"""The two daemons' entry points, `coordinator serve` and `party serve`, with the logging,
+signal handlers and parent watchdog every daemon process gets. The coordinator starts
+through the API (`vfl.daemons.start_coordinator`); the party daemon's own server is
+started here."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 from vfl.cli import certs
 from vfl.cli.commands import actions
 from vfl.contract.logs import configure_daemon_logging
-from vfl.coordinator.errors import CoordinatorError
+from vfl.errors import CoordinatorError
 from vfl.rpc import COORDINATOR_ID
 
 MALLOC_ARENAS = 2  # glibc's malloc arenas (default: 8 per core, each keeping freed memory)
@@ -84,35 +86,28 @@ def _write_port(path: str | None, port: int) -> None:
 
 
 def cmd_coordinator_serve(args: argparse.Namespace) -> int:
-    from vfl.coordinator.server import create_coordinator_server
+    from vfl.daemons import start_coordinator
 
     _absolute(args, "db", "tls", "port_file")
     tls = certs.load_identity(args.tls, COORDINATOR_ID) if args.tls else None
     stop = _daemon_setup(args)
     _warn_insecure(tls is None)
-    server = create_coordinator_server(
+    coordinator = start_coordinator(
         args.db,
         args.listen,
         tls,
         party_grace_s=args.party_grace,
         auto_resume=args.auto_resume,
         ui=args.ui,
+        metrics=args.metrics,
     )
-    try:
-        metrics = _serve_metrics(
-            server.lifecycle.metrics.registry, args.metrics, server.clients.tls
-        )
-    except CoordinatorError:
-        server.stop(0)
-        raise
-    _write_port(args.port_file, server.port)
-    print(f"coordinator listening on port {server.port} (db {args.db})", file=sys.stderr)
-    if server.ui is not None:
-        print(f"dashboard (read-only): {server.ui.login_url}", file=sys.stderr, flush=True)
+    _metrics_line(coordinator.metrics_url)
+    _write_port(args.port_file, coordinator.port)
+    print(f"coordinator listening on port {coordinator.port} (db {args.db})", file=sys.stderr)
+    if coordinator.dashboard_url is not None:
+        print(f"dashboard (read-only): {coordinator.dashboard_url}", file=sys.stderr, flush=True)
     stop.wait()
-    server.stop()
-    if metrics is not None:
-        metrics.stop()
+    coordinator.stop()
     return 0
 
 
@@ -120,6 +115,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     import dataclasses
 
     import torch
+    from vfl.daemons import serve_metrics
     from vfl.party.config import load_party_config
     from vfl.party.server import create_party_server
 
@@ -135,10 +131,11 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)  # several parties share a machine's cores
     server = create_party_server(config, tls, options=_daemon_options(args))
     try:
-        metrics = _serve_metrics(server.daemon.metrics.registry, args.metrics, server.clients.tls)
+        metrics = serve_metrics(server.daemon.metrics.registry, args.metrics, server.clients.tls)
     except CoordinatorError:
         server.stop(0)
         raise
+    _metrics_line(metrics.url if metrics is not None else None)
     _write_port(args.port_file, server.port)
     print(f"party {config.party_id} listening on {server.address}", file=sys.stderr)
     stop.wait()
@@ -148,16 +145,10 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_metrics(registry, address: str | None, tls):
-    """The daemon's `--metrics` endpoint, if asked for (its URL is printed); HTTPS with
-    client certificates when the daemon has `--tls` (`tls`: its watched identity)."""
-    from vfl.coordinator.metrics import serve_metrics
-
-    if not address:
-        return None
-    served = serve_metrics(registry, address, tls)
-    print(f"metrics on {served.url}", file=sys.stderr, flush=True)
-    return served
+def _metrics_line(url: str | None) -> None:
+    """Where the daemon's `--metrics` endpoint serves, if asked for."""
+    if url:
+        print(f"metrics on {url}", file=sys.stderr, flush=True)
 
 
 def _daemon_options(args: argparse.Namespace):
@@ -188,7 +179,7 @@ def _warn_insecure(insecure: bool) -> None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """`vfl coordinator serve` and `vfl party serve`."""
+    """The commands `coordinator serve` and `party serve`."""
 
     def daemon_flags(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(

@@ -25,7 +25,6 @@ import numpy as np
 from vfl.cli import progress
 from vfl.cli.run import add_local_run_flags, local_workdir
 from vfl.contract.spec import JobSpec, load_spec
-from vfl.coordinator.client import JobView
 from vfl.local.run import LocalRun, follow_or_cancel, started
 from vfl.party.transport.audit import read_audit
 from vfl.party.transport.audit_check import (
@@ -34,6 +33,7 @@ from vfl.party.transport.audit_check import (
     plaintext_patterns,
     summarize,
 )
+from vfl.results import JobView
 from vfl.scoring import score_at
 from vfl.secure.pki.federation import ADMIN_ID, load_identity
 

@@ -1,4 +1,4 @@
-"""`vfl doctor`: check a federation end to end before a job (`coordinator.doctor`).
+"""`vfl doctor`: check a federation end to end before a job (`vfl.Client.diagnose`).
 
 Prints one line per check: `ok` lines, and for each problem a `FAIL` line naming the
 party, the check and the fix. Exit code 0 when every check passed, 1 otherwise.
@@ -10,14 +10,13 @@ import argparse
 import json
 from dataclasses import asdict
 
-from vfl.cli import certs
-from vfl.cli.jobs import add_client_flags
-from vfl.coordinator.doctor import Limits, diagnose
+from vfl.cli.jobs import client, client_command
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    tls = certs.client_tls(args)
-    findings = diagnose(args.coordinator, tls, Limits(args.max_clock_skew, args.cert_days))
+    with client(args) as c:
+        findings = c.diagnose(max_clock_skew=args.max_clock_skew, cert_days=args.cert_days)
+        tls = c.tls
     failed = [f for f in findings if not f.ok]
     if args.json:
         print(json.dumps({"ok": not failed, "checks": [asdict(f) for f in findings]}))
@@ -37,25 +36,28 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser(
+    def add(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument(
+            "--max-clock-skew",
+            type=float,
+            default=5.0,
+            metavar="S",
+            help="clocks further apart than S seconds fail (default 5)",
+        )
+        sp.add_argument(
+            "--cert-days",
+            type=int,
+            default=14,
+            metavar="N",
+            help="certificates expiring within N days fail (default 14)",
+        )
+
+    client_command(
+        sub,
         "doctor",
-        help="check a federation before a job: health, data plane, certs, versions, clocks",
-        description=__doc__.split("\n\n")[0],
+        cmd_doctor,
+        "check a federation before a job: health, data plane, certs, versions, clocks",
+        __doc__.split("\n\n")[0],
+        add=add,
+        json="print the checks as one JSON",
     )
-    sp.add_argument(
-        "--max-clock-skew",
-        type=float,
-        default=5.0,
-        metavar="S",
-        help="clocks further apart than S seconds fail (default 5)",
-    )
-    sp.add_argument(
-        "--cert-days",
-        type=int,
-        default=14,
-        metavar="N",
-        help="certificates expiring within N days fail (default 14)",
-    )
-    sp.add_argument("--json", action="store_true", help="print the checks as one JSON")
-    add_client_flags(sp)
-    sp.set_defaults(fn=cmd_doctor)

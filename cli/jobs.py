@@ -8,19 +8,20 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from vfl.cli import certs, progress
-from vfl.contract.states import state_name
-from vfl.coordinator.client import CoordinatorClient, JobView
-from vfl.coordinator.errors import CoordinatorError, CoordinatorLost
+from vfl.client import Client
+from vfl.errors import CoordinatorError, CoordinatorLost
+from vfl.results import JobView
 
 DEFAULT_COORDINATOR = os.environ.get("VFL_COORDINATOR", "127.0.0.1:7700")
 
 
-def client(args: argparse.Namespace) -> CoordinatorClient:
-    """The coordinator client of a command's `add_client_flags` flags."""
-    return CoordinatorClient(args.coordinator, certs.client_tls(args))
+def client(args: argparse.Namespace) -> Client:
+    """The `vfl.Client` of a command's `add_client_flags` flags."""
+    return Client(args.coordinator, certs.client_tls(args))
 
 
 def add_client_flags(sp: argparse.ArgumentParser) -> None:
@@ -33,6 +34,32 @@ def add_client_flags(sp: argparse.ArgumentParser) -> None:
     certs.add_tls_flags(sp, client=True)
 
 
+def client_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    fn: Callable[[argparse.Namespace], int],
+    help: str,
+    description: str | None = None,
+    *,
+    add: Callable[[argparse.ArgumentParser], object] = lambda sp: None,
+    json: str | None = "print the result as JSON",
+) -> argparse.ArgumentParser:
+    """Command `name` under `sub` that calls the coordinator: its own arguments (`add`),
+    then `--json` (its help `json`; None: no such flag) and `add_client_flags`; runs `fn`.
+
+    Args:
+        sub: the parent's subcommands.
+        help: its line in the parent's help; `description` heads its own help.
+    """
+    sp = sub.add_parser(name, help=help, description=description)
+    add(sp)
+    if json is not None:
+        sp.add_argument("--json", action="store_true", help=json)
+    add_client_flags(sp)
+    sp.set_defaults(fn=fn)
+    return sp
+
+
 def finish(view: JobView, as_json: bool) -> int:
     print(json.dumps(view.to_plain()) if as_json else progress.format_result(view))
     if view.state == "FAILED" and view.result.refused:
@@ -40,7 +67,7 @@ def finish(view: JobView, as_json: bool) -> int:
     return 0 if view.state == "SUCCEEDED" else 1
 
 
-def follow(client: CoordinatorClient, job_id: str, as_json: bool) -> int:
+def follow(client: Client, job_id: str, as_json: bool) -> int:
     """Follow a job until it ends and print its result. Ctrl-C stops the watching, not
     the job (exit code 130).
 
@@ -64,11 +91,10 @@ def follow(client: CoordinatorClient, job_id: str, as_json: bool) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    text = Path(args.spec).read_text() if Path(args.spec).is_file() else None
-    if text is None:
+    if not Path(args.spec).is_file():
         raise CoordinatorError(f"job spec '{args.spec}' does not exist")
     with client(args) as c:
-        job_id = c.submit(text)
+        job_id = c.submit(args.spec)
         if not args.wait:
             print(job_id)
             return 0
@@ -94,13 +120,13 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     print(f"{'JOB':<32} {'STATE':<11} {'CREATED':<20} REASON")
     for j in jobs:
         created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(j.created_at))
-        print(f"{j.job_id:<32} {state_name(j.state):<11} {created:<20} {j.reason[:60]}")
+        print(f"{j.job_id:<32} {j.state:<11} {created:<20} {j.reason[:60]}")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     with client(args) as c:
-        view = c.get(args.job)
+        view = c.view(args.job)
     if args.json:
         print(json.dumps(view.to_plain()))
     else:
@@ -136,25 +162,31 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    for name, fn, helptext in (
-        ("submit", cmd_submit, "submit a job spec"),
-        ("jobs", cmd_jobs, "list jobs"),
-        ("status", cmd_status, "show a job"),
-        ("watch", cmd_watch, "follow a job until it ends"),
-        ("cancel", cmd_cancel, "cancel a job"),
-        ("resume", cmd_resume, "continue a paused job from its newest checkpoint"),
-    ):
-        sp = sub.add_parser(name, help=helptext)
-        if name == "submit":
-            sp.add_argument("spec", help="job.yaml")
-        elif name != "jobs":
-            sp.add_argument("job", help="job id (see `vfl jobs`)")
-        if name in ("submit", "resume"):
+    def job(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("job", help="job id (see `vfl jobs`)")
+
+    def waits(positional: Callable[[argparse.ArgumentParser], None]):
+        def add(sp: argparse.ArgumentParser) -> None:
+            positional(sp)
             sp.add_argument("--wait", action="store_true", help="follow the job until it ends")
-        if name in ("status", "watch", "submit", "resume"):
-            sp.add_argument("--json", action="store_true", help="print the result as JSON")
-        add_client_flags(sp)
-        sp.set_defaults(fn=fn)
+
+        return add
+
+    def spec(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("spec", help="job.yaml")
+
+    client_command(sub, "submit", cmd_submit, "submit a job spec", add=waits(spec))
+    client_command(sub, "jobs", cmd_jobs, "list jobs", json=None)
+    client_command(sub, "status", cmd_status, "show a job", add=job)
+    client_command(sub, "watch", cmd_watch, "follow a job until it ends", add=job)
+    client_command(sub, "cancel", cmd_cancel, "cancel a job", add=job, json=None)
+    client_command(
+        sub,
+        "resume",
+        cmd_resume,
+        "continue a paused job from its newest checkpoint",
+        add=waits(job),
+    )
 
     hc = sub.add_parser("health", help="check a daemon with the gRPC health service")
     hc.add_argument("address", help="host:port of a coordinator or party daemon")

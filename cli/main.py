@@ -77,7 +77,7 @@ def _explain(args: argparse.Namespace, exc: grpc.RpcError) -> str:
 def main(argv: list[str] | None = None) -> int:
     import grpc
     from vfl.contract.errors import ContractError
-    from vfl.coordinator.errors import (
+    from vfl.errors import (
         CoordinatorError,
         CoordinatorLost,
         CoordinatorUnavailable,

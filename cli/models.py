@@ -9,12 +9,12 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 
-from vfl.cli.jobs import add_client_flags, client
+from vfl.cli.jobs import client, client_command
 from vfl.cli.progress import drift_text
-from vfl.contract.states import DELETING, model_state_name
-from vfl.coordinator.client import model_to_plain
-from vfl.coordinator.errors import CoordinatorError
+from vfl.errors import CoordinatorError
+from vfl.models import Model
 from vfl.proto import coordinator_pb2 as pb
 
 MAIN_METRICS = ("auc", "accuracy", "r2")  # the one `vfl models` shows, first found
@@ -24,13 +24,17 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
-def metric(model: pb.ModelSummary) -> str:
+def _typed(model: Model | pb.ModelSummary) -> Model:
+    return model if isinstance(model, Model) else Model.from_proto(model)
+
+
+def metric(model: Model) -> str:
     """The model's main validation metric, e.g. "auc=0.9912"; "-" without metrics."""
     names = [k for k in MAIN_METRICS if k in model.metrics] or sorted(model.metrics)
     return f"{names[0]}={model.metrics[names[0]]:.4f}" if names else "-"
 
 
-def parties(model: pb.ModelSummary) -> str:
+def parties(model: Model) -> str:
     """Who holds a part: "bank, shop", with "(missing)" or "(unreachable)" where not known
     to hold one, "(corrupt)" where the part cannot score; a deleting model shows the
     parties that still hold theirs."""
@@ -48,18 +52,17 @@ def parties(model: pb.ModelSummary) -> str:
     return ", ".join(marks) or "-"
 
 
-def format_table(models: list[pb.ModelSummary]) -> str:
+def format_table(models: Sequence[Model | pb.ModelSummary]) -> str:
     lines = [f"{'MODEL':<32} {'NAME':<16} {'PROTOCOL':<9} {'STATE':<11} {'METRIC':<12} PARTIES"]
-    for m in models:
-        state = model_state_name(m.state)
+    for m in map(_typed, models):
         lines.append(
-            f"{m.model_id:<32} {m.name:<16} {m.protocol:<9} {state:<11} {metric(m):<12} "
+            f"{m.model_id:<32} {m.name:<16} {m.protocol:<9} {m.state:<11} {metric(m):<12} "
             f"{parties(m)}"
         )
     return "\n".join(lines)
 
 
-def _party_line(model: pb.ModelSummary, party: str) -> str:
+def _party_line(model: Model, party: str) -> str:
     parts = {h.party_id: h for h in model.parts}
     if party in model.unreachable:
         held = "still holds its part" if model.deleted_at else "whether it holds one is unknown"
@@ -80,9 +83,10 @@ def _party_line(model: pb.ModelSummary, party: str) -> str:
     return line + drift_text(h.drift) + "".join(sorted(problems))
 
 
-def format_model(model: pb.ModelSummary) -> str:
+def format_model(model: Model | pb.ModelSummary) -> str:
+    model = _typed(model)
     lines = [
-        f"model {model.model_id}: {model_state_name(model.state)}",
+        f"model {model.model_id}: {model.state}",
         f"  name: {model.name}, protocol: {model.protocol}",
         f"  created: {_when(model.created_at)}",
     ]
@@ -92,12 +96,12 @@ def format_model(model: pb.ModelSummary) -> str:
     if model.deleted_at:
         lines.append(f"  deleted: {_when(model.deleted_at)}")
     lines += [f"  {_party_line(model, p)}" for p in model.parties]
-    if model.state == DELETING:
+    if model.state == "deleting":
         lines.append(f"  {_pending(model)}")
     return "\n".join(lines)
 
 
-def _pending(model: pb.ModelSummary) -> str:
+def _pending(model: Model) -> str:
     who = ", ".join(f"'{p}'" for p in model.holders)
     one = len(model.holders) == 1
     return (
@@ -111,9 +115,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.action is None:
         with client(args) as c:
             models = c.models()
-        print(
-            json.dumps([model_to_plain(m) for m in models]) if args.json else format_table(models)
-        )
+        print(json.dumps([m.to_plain() for m in models]) if args.json else format_table(models))
         return 0
     if not args.model:
         raise CoordinatorError(
@@ -121,8 +123,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         )
     with client(args) as c:
         model = c.model(args.model) if args.action == "show" else c.delete_model(args.model)
-    print(json.dumps(model_to_plain(model)) if args.json else format_model(model))
-    if args.action == "delete" and model.state == DELETING:
+    print(json.dumps(model.to_plain()) if args.json else format_model(model))
+    if args.action == "delete" and model.state == "deleting":
         if args.json:  # the text form says it already
             print(
                 f"model {model.model_id} is not deleted everywhere yet: {_pending(model)}",
@@ -133,16 +135,19 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser(
+    def add(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("action", nargs="?", choices=("show", "delete"), help="show or delete")
+        sp.add_argument("model", nargs="?", help="the model's id (its training job's id)")
+
+    client_command(
+        sub,
         "models",
-        help="list the models the federation holds; show or delete one",
-        description="`vfl models` lists the models (training jobs that succeeded) with "
-        "the parties holding a part; `vfl models show M` shows one; `vfl models delete M` "
-        "makes every party drop its part (exit 3 if some party did not answer: it still "
-        "holds its part and is asked again later).",
+        cmd_models,
+        "list the models the federation holds; show or delete one",
+        "`vfl models` lists the models (training jobs that succeeded) with the parties "
+        "holding a part; `vfl models show M` shows one; `vfl models delete M` makes every "
+        "party drop its part (exit 3 if some party did not answer: it still holds its part "
+        "and is asked again later).",
+        add=add,
+        json="print as JSON",
     )
-    sp.add_argument("action", nargs="?", choices=("show", "delete"), help="show or delete")
-    sp.add_argument("model", nargs="?", help="the model's id (its training job's id)")
-    sp.add_argument("--json", action="store_true", help="print as JSON")
-    add_client_flags(sp)
-    sp.set_defaults(fn=cmd_models)

@@ -4,11 +4,13 @@ metric) once training runs, and the result."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 from tqdm import tqdm
-from vfl.coordinator.client import CoordinatorClient, JobView
-from vfl.proto import coordinator_pb2 as pb, party_pb2
-from vfl.watching import views
+from vfl.models import drift_counts
+from vfl.proto import coordinator_pb2 as pb
+from vfl.results import JobView
+from vfl.watching import Followable, follow as follow_views
 
 STAGES = {
     "SUBMITTED": "waiting for the parties",
@@ -32,28 +34,30 @@ def _postfix(result: pb.JobResult) -> dict[str, str]:
     return post
 
 
-def follow(client: CoordinatorClient, job_id: str, show: bool = True) -> JobView:
-    """Watch `job_id` until it ends (`vfl.watching.views`); on stderr when `show`, a line
-    per stage and a progress bar while it trains.
+def follow(client: Followable, job_id: str, show: bool = True) -> JobView:
+    """Watch `job_id` until it ends (`vfl.watching.follow`: `client` is a `vfl.Client`);
+    on stderr when `show`, a line per stage and a progress bar while it trains.
 
     Raises:
         CoordinatorLost: the coordinator went away after the watch began (the stream
             broke, or ended before the job did).
-        grpc.RpcError: the watch could not begin (unreachable, TLS handshake, no job).
+        UnknownJob, CoordinatorUnavailable: the watch could not begin (no job,
+            unreachable, TLS handshake).
     """
     bar: tqdm | None = None
     last: JobView | None = None
+
+    def each(view: JobView) -> None:
+        nonlocal bar, last
+        if show:
+            bar = _show(job_id, view, last, bar)
+        last = view
+
     try:
-        for view in views(client, job_id):
-            if show:
-                bar = _show(job_id, view, last, bar)
-            last = view
+        return follow_views(client, job_id, each)
     finally:
         if bar is not None:
             bar.close()
-    if last is None:  # `views` yields at least once
-        raise AssertionError(f"no view of job {job_id}")
-    return last
 
 
 def _show(job_id: str, view: JobView, last: JobView | None, bar: tqdm | None) -> tqdm | None:
@@ -96,7 +100,7 @@ def format_result(view: JobView) -> str:
         )
         lines.append(f"  scores: '{p.get('output', '')}' in the active party's output folder")
         for party, totals in view.result.parties.items():
-            if totals.HasField("drift") and (text := drift_text(totals.drift)):
+            if totals.HasField("drift") and (text := drift_text(drift_counts(totals.drift))):
                 lines.append(f"  {party}: {text.removeprefix('; ')}")
     if r.get("metrics"):
         label = "metrics" if p else "validation"
@@ -114,12 +118,15 @@ def format_result(view: JobView) -> str:
     return "\n".join(lines)
 
 
-def drift_text(drift: party_pb2.DriftCounts) -> str:
-    """'; drift since: ...' when rows it scored left what its preprocessing was fitted on."""
-    counts = {
-        "out of range": drift.out_of_range,
-        "unknown categories": drift.unknown_categories,
-        "unexpected empty cells": drift.unexpected_missing,
-    }
-    shown = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+DRIFT = {
+    "out_of_range": "out of range",
+    "unknown_categories": "unknown categories",
+    "unexpected_missing": "unexpected empty cells",
+}
+
+
+def drift_text(drift: Mapping[str, int]) -> str:
+    """'; drift in scored rows: ...' when rows a party scored left what its preprocessing
+    was fitted on (`drift`: its counts by name, `vfl.models.drift_counts`)."""
+    shown = ", ".join(f"{drift[name]} {what}" for name, what in DRIFT.items() if drift.get(name))
     return f"; drift in scored rows: {shown}" if shown else ""

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from vfl.cli.jobs import add_client_flags, client
+from vfl.cli.jobs import client, client_command
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -24,8 +24,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser("report", help="a job's curves: PNGs and one HTML page")
-    sp.add_argument("job", help="the job's id")
-    sp.add_argument("--out", metavar="DIR", help="where to write (default: JOB-report)")
-    add_client_flags(sp)
-    sp.set_defaults(fn=cmd_report)
+    def add(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("job", help="the job's id")
+        sp.add_argument("--out", metavar="DIR", help="where to write (default: JOB-report)")
+
+    client_command(
+        sub, "report", cmd_report, "a job's curves: PNGs and one HTML page", add=add, json=None
+    )

@@ -11,10 +11,10 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from vfl.contract.curves import Curves, Series, curves
 from vfl.contract.spec import JobSpec
-from vfl.coordinator.client import JobView
-from vfl.coordinator.curves import Curves, Series, curves
 from vfl.proto import coordinator_pb2 as pb
+from vfl.results import JobView
 
 PAGE = "report.html"
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from vfl.cli import certs
-from vfl.cli.jobs import add_client_flags
-from vfl.client import Client
+from vfl.cli.jobs import client, client_command
 from vfl.scoring import Scores
 
 
@@ -26,8 +24,8 @@ def score(args: argparse.Namespace) -> Scores:
         PartyUnavailable: the active party is unreachable (names the cause and fix).
         CoordinatorError: the coordinator or the party refused (unknown model, ...).
     """
-    with Client(args.coordinator, certs.client_tls(args)) as client:
-        return client.score(
+    with client(args) as c:
+        return c.score(
             args.model, args.id, party=args.party, expect=args.expect, timeout=args.timeout
         )
 
@@ -57,20 +55,23 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    sp = sub.add_parser(
+    def add(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("model", help="the model's id (its training job's id)")
+        sp.add_argument(
+            "--id", action="append", required=True, help="a row id to score (repeat for more)"
+        )
+        sp.add_argument("--party", metavar="HOST:PORT", help="the active party's daemon")
+        sp.add_argument("--expect", help="with --party and TLS: the party id its certificate names")
+        sp.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+
+    client_command(
+        sub,
         "score",
-        help="score rows by id with a stored model, online (at its active party)",
-        description="Score rows by id with a model the federation holds: the model's "
-        "active party looks its rows up by id and runs the secure forward with every "
-        "passive party. Exit code 1 if some id was not scored.",
+        cmd_score,
+        "score rows by id with a stored model, online (at its active party)",
+        "Score rows by id with a model the federation holds: the model's active party looks "
+        "its rows up by id and runs the secure forward with every passive party. Exit code "
+        "1 if some id was not scored.",
+        add=add,
+        json="print the scores as JSON",
     )
-    sp.add_argument("model", help="the model's id (its training job's id)")
-    sp.add_argument(
-        "--id", action="append", required=True, help="a row id to score (repeat for more)"
-    )
-    sp.add_argument("--party", metavar="HOST:PORT", help="the active party's daemon")
-    sp.add_argument("--expect", help="with --party and TLS: the party id its certificate names")
-    sp.add_argument("--json", action="store_true", help="print the scores as JSON")
-    sp.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
-    add_client_flags(sp)
-    sp.set_defaults(fn=cmd_score)

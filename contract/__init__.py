@@ -1,6 +1,7 @@
 """The contract both daemons and the `vfl` command share, owned by neither: the job spec
 (`spec/`), the job and model states (`states.py`), log lines that name their job
-(`logs.py`) and the shared errors (`errors.py`). The wire messages themselves are in
+(`logs.py`), the shared errors (`errors.py`) and a job's curves from its report
+(`curves.py`: what `vfl report` plots and the dashboard draws). The wire messages themselves are in
 `vfl.proto`. `vfl.party` and `vfl.coordinator` import this package; it imports neither.
 
     JobSpec, PartySpec, DataSpec, TableSource   the job spec and its parts

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.contract.spec import JobSpec
 from vfl.coordinator.errors import AccessDenied
 from vfl.coordinator.store import JobRecord, JobStore
 
@@ -61,15 +61,11 @@ class Access:
             return
         raise AccessDenied(f"'{caller}' is a party: it {_MAY}; job {job_id} is not one of them")
 
-    def check_submit(self, caller: str | None, spec_yaml: str) -> None:
-        """`caller` may submit this job.
-
-        Raises:
-            SpecError: a caller not yet known as a party sent a spec that does not parse.
-        """
+    def check_submit(self, caller: str | None, spec: JobSpec) -> None:
+        """`caller` may submit the job `spec` (parsed once, by the servicer)."""
         if caller is None:
             return
-        if self._registered(caller) or caller in {p.id for p in parse_spec_text(spec_yaml).parties}:
+        if self._registered(caller) or caller in {p.id for p in spec.parties}:
             raise AccessDenied(
                 f"'{caller}' is a party: it {_MAY} but may not submit jobs; "
                 f"submitting needs {_OPERATOR}"

@@ -1,4 +1,5 @@
-"""A typed client of the coordinator service, used by the CLI and by party daemons.
+"""A typed client of the coordinator service, used by the Python API (`vfl.Client`) and
+by party daemons.
 
 With TLS, the coordinator's certificate must name the identity `coordinator`.
 """
@@ -10,10 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
-from vfl.contract.states import JobState, model_state_name, state_name
+from vfl.contract.states import TERMINAL, JobState, model_state_name, state_name
+from vfl.coordinator.errors import CoordinatorLost
 from vfl.proto import coordinator_pb2 as pb, coordinator_pb2_grpc as pb_grpc
 from vfl.rpc import COORDINATOR_ID, ChannelCache, Tls
 from vfl.rpc.serde import to_plain
+
+ENDED = tuple(state_name(s) for s in sorted(TERMINAL))  # a job's last states, by name
+# how a stream that was running breaks when the coordinator's process stops or restarts
+_LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN)
 
 
 @dataclass(frozen=True)
@@ -123,8 +129,38 @@ class CoordinatorClient:
         return resp
 
     def watch(self, job_id: str) -> Iterator[JobView]:
+        """The job's views as `WatchJob` streams them (see `views` for following a job)."""
         for resp in self._stub.WatchJob(pb.WatchJobRequest(job_id=job_id)):
             yield JobView.from_response(resp)
+
+    def views(self, job_id: str) -> Iterator[JobView]:
+        """Follow job `job_id` until it ends: its views as the coordinator sends them, the
+        last one ended (a stream with no view at all yields the job as it is once).
+
+        Raises:
+            CoordinatorLost: the coordinator went away after the watch began (the stream
+                broke, or ended before the job did).
+            grpc.RpcError: the watch could not begin (unreachable, TLS handshake, no job).
+        """
+        last: JobView | None = None
+        try:
+            for view in self.watch(job_id):
+                last = view
+                yield view
+        except grpc.RpcError as exc:
+            if last is None or exc.code() not in _LOST:
+                raise
+            raise CoordinatorLost(self._lost(job_id, last)) from None
+        if last is None:
+            yield self.get(job_id)
+        elif last.state not in ENDED:
+            raise CoordinatorLost(self._lost(job_id, last))
+
+    def _lost(self, job_id: str, last: JobView) -> str:
+        return (
+            f"the connection to the coordinator at {self.address} was lost (it stopped or "
+            f"restarted) while job {job_id} was {last.state}"
+        )
 
     def cancel(self, job_id: str) -> str:
         """Cancel a job; returns the state it is in afterwards, by name."""

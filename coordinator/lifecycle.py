@@ -17,7 +17,7 @@ import logging
 import threading
 
 from vfl.contract.logs import job_context
-from vfl.contract.spec import JobSpec
+from vfl.contract.spec import JobSpec, parse_spec_text
 from vfl.contract.spec.predict import PredictSpec
 from vfl.contract.states import (
     CANCELLED,
@@ -75,9 +75,15 @@ class Lifecycle:
 
     # --- user-facing (`Submissions`, `Launcher`) -----------------------------------------
 
-    def submit(self, spec_yaml: str) -> str:
-        """Validate, store and launch a job (`Submissions.submit`, which says what it raises)."""
-        return self.submissions.submit(spec_yaml)
+    def submit(self, spec_yaml: str, spec: JobSpec | None = None) -> str:
+        """Store and launch a job (`Submissions.submit`, which says what it raises); `spec`
+        is `spec_yaml` parsed, when the caller parsed it already (the servicer: once per
+        submission), else it is parsed here.
+
+        Raises:
+            SpecError: the spec is invalid.
+        """
+        return self.submissions.submit(spec or parse_spec_text(spec_yaml), spec_yaml)
 
     def submit_prediction(self, request: PredictSpec, spec_yaml: str) -> str:
         """Store and launch a prediction (`Submissions.submit_prediction`: its Raises)."""

@@ -13,6 +13,7 @@ list, get, report, watch, cancel, resume, and the models' list, get and delete) 
 
 from __future__ import annotations
 
+from vfl.contract.spec import parse_spec_text
 from vfl.contract.spec.predict import parse_predict_text
 from vfl.contract.states import JobState
 from vfl.coordinator.access import Access
@@ -57,8 +58,9 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
 
     @unary("commands", lambda job_id: pb.SubmitJobResponse(job_id=job_id))
     def SubmitJob(self, caller: str | None, request: pb.SubmitJobRequest) -> str:  # noqa: N802
-        self._access.check_submit(caller, request.spec_yaml)
-        return self._life.submit(request.spec_yaml)
+        spec = parse_spec_text(request.spec_yaml)  # the one parse: who may, then the job
+        self._access.check_submit(caller, spec)
+        return self._life.submit(request.spec_yaml, spec)
 
     @unary("commands", lambda job_id: pb.SubmitJobResponse(job_id=job_id))
     def SubmitPrediction(  # noqa: N802

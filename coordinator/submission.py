@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 
 from vfl.contract.errors import SpecError
-from vfl.contract.spec import JobSpec, parse_spec_text
+from vfl.contract.spec import JobSpec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.contract.states import SUCCEEDED, state_name
 from vfl.coordinator.errors import CoordinatorError, PartyUnavailable, UnknownModel
@@ -31,13 +31,13 @@ class Submissions:
         self._specs = specs
         self._launch = launch
 
-    def submit(self, spec_yaml: str) -> str:
-        """Validate and store a job, then launch it in the background.
+    def submit(self, spec: JobSpec, spec_yaml: str) -> str:
+        """Store the job `spec` (parsed from `spec_yaml`, which is kept as submitted), then
+        launch it in the background.
 
         Raises:
-            SpecError: the spec is invalid or names data by path.
+            SpecError: the spec names data by path.
         """
-        spec = parse_spec_text(spec_yaml)
         paths = [p.id for p in spec.parties if p.data.path is not None]
         if paths:
             raise SpecError(

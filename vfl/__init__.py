@@ -10,11 +10,12 @@ The public Python API (docs/usage.md, "Python API"):
         print(result.state, result.metrics)
         scores = client.score(result.job_id, ["id-1", "id-2"])  # vfl.Scores
 
-    Client             the coordinator: submit, watch, wait, run, jobs, cancel; models,
-                       model, delete_model; predict (batch) and score (online, by id)
+    Client             the coordinator: submit, watch, wait, run, jobs, cancel, resume,
+                       view(s), job_report; models, model, delete_model; predict (batch)
+                       and score (online, by id); diagnose (`vfl doctor`)
     local_federation   a coordinator and parties as local processes, for trying it
     JobSpec, load_spec, parse_spec    the job spec; SpecError names an invalid field
-    JobResult, Progress, Job, Model, Scores, ...   typed answers (frozen dataclasses)
+    JobResult, Progress, Job, JobView, Model, Scores, ...   typed answers (frozen dataclasses)
     CoordinatorError and its subclasses, CertError  the errors calls raise
 
 Installed, every part of the platform lives under this one namespace:

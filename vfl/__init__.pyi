@@ -3,7 +3,6 @@
 
 from .client import Client as Client
 from .contract.spec import JobSpec as JobSpec, load_spec as load_spec, parse_spec as parse_spec
-from .coordinator.client import Job as Job
 from .errors import (
     AccessDenied as AccessDenied,
     CertError as CertError,
@@ -19,7 +18,9 @@ from .errors import (
 from .local import LocalFederation as LocalFederation, local_federation as local_federation
 from .models import Model as Model, ModelPart as ModelPart
 from .results import (
+    Job as Job,
     JobResult as JobResult,
+    JobView as JobView,
     Prediction as Prediction,
     Progress as Progress,
     Validation as Validation,

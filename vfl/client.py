@@ -19,16 +19,18 @@ from typing import Any
 
 from vfl.contract.errors import SpecError
 from vfl.coordinator.client import CoordinatorClient, Job, JobView
-from vfl.coordinator.errors import UnknownJob, UnknownModel
+from vfl.coordinator.doctor import Finding, Limits, diagnose
+from vfl.coordinator.errors import CoordinatorError, UnknownJob, UnknownModel
 from vfl.errors import translated
 from vfl.models import Model
+from vfl.proto import coordinator_pb2 as pb
 from vfl.results import JobResult, Progress
 from vfl.rpc import COORDINATOR_ID
 from vfl.scoring import Scores, score_at
 from vfl.secure.pki.certs import PartyFiles
 from vfl.secure.pki.federation import ADMIN_ID, load_identity
-from vfl.specs import SpecLike, as_spec, prediction_yaml, spec_to_yaml
-from vfl.watching import views
+from vfl.specs import PredictionBase, SpecLike, as_spec, prediction_yaml, spec_to_yaml
+from vfl.watching import follow
 
 TlsFiles = str | PathLike[str] | PartyFiles
 
@@ -58,11 +60,14 @@ class Client:
         identity: str = ADMIN_ID,
         timeout: float = 30.0,
     ) -> None:
-        if isinstance(tls, (str, PathLike)):
-            tls = load_identity(Path(tls).expanduser(), identity)
+        files = (
+            load_identity(Path(tls).expanduser(), identity)
+            if isinstance(tls, (str, PathLike))
+            else tls
+        )
         self.address = address
-        self.tls = tls
-        self._coordinator = CoordinatorClient(address, tls, timeout=timeout)
+        self.tls: PartyFiles | None = files
+        self._coordinator = CoordinatorClient(address, files, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"Client({self.address!r}, tls={'on' if self.tls else 'off'})"
@@ -119,9 +124,12 @@ class Client:
             CoordinatorLost: the coordinator went away before the job ended (the job may
                 still run: watch it again once the coordinator is back).
         """
-        for _, event in self._followed(job_id):
-            if event is not None:
+        shown: Progress | None = None
+        for view in self.views(job_id):
+            event = Progress.from_view(view)
+            if event != shown:
                 yield event
+            shown = event
 
     def wait(
         self, job_id: str, on_progress: Callable[[Progress], object] | None = None
@@ -133,24 +141,37 @@ class Client:
         Raises:
             UnknownJob, CoordinatorLost: as `watch`.
         """
-        last: JobView | None = None
-        for view, event in self._followed(job_id):
-            last = view
-            if on_progress is not None and event is not None:
-                on_progress(event)
-        if last is None:  # `views` yields at least once
-            raise UnknownJob(f"no job '{job_id}'")
-        return JobResult.from_view(last)
-
-    def _followed(self, job_id: str) -> Iterator[tuple[JobView, Progress | None]]:
-        """The job's views until it ends, each with its progress event, or None where the
-        progress is the same as the previous view's."""
         shown: Progress | None = None
+
+        def changed(view: JobView) -> None:
+            nonlocal shown
+            event = Progress.from_view(view)
+            if on_progress is not None and event != shown:
+                on_progress(event)
+            shown = event
+
+        return JobResult.from_view(follow(self, job_id, changed))
+
+    def views(self, job_id: str) -> Iterator[JobView]:
+        """The job as the coordinator sends it, each time it changes, until it ends (the
+        last view is ended): every field of its result, what `vfl watch` draws and `vfl
+        status --json` prints (`JobView.to_plain`). Breaking out stops watching only.
+
+        Raises:
+            UnknownJob, CoordinatorLost: as `watch`.
+        """
         with self._errors(missing=UnknownJob):
-            for view in views(self._coordinator, job_id):
-                event = Progress.from_view(view)
-                yield view, (event if event != shown else None)
-                shown = event
+            yield from self._coordinator.views(job_id)
+
+    def view(self, job_id: str) -> JobView:
+        """The job as it is now, with every field of its result (`vfl status`; `job` gives
+        the typed `JobResult`).
+
+        Raises:
+            UnknownJob: no job `job_id`.
+        """
+        with self._errors(missing=UnknownJob):
+            return self._coordinator.get(job_id)
 
     def job(self, job_id: str) -> JobResult:
         """The job's result so far (`vfl status`).
@@ -158,8 +179,7 @@ class Client:
         Raises:
             UnknownJob: no job `job_id`.
         """
-        with self._errors(missing=UnknownJob):
-            return JobResult.from_view(self._coordinator.get(job_id))
+        return JobResult.from_view(self.view(job_id))
 
     def jobs(self) -> list[Job]:
         """Every job this identity may see, oldest first (`vfl jobs`).
@@ -179,6 +199,43 @@ class Client:
         with self._errors(missing=UnknownJob):
             return self._coordinator.cancel(job_id)
 
+    def resume(self, job_id: str) -> tuple[str, int]:
+        """Continue a paused job from the newest round every party checkpointed (`vfl
+        resume`); returns its state afterwards and that round (0: from the start, no
+        common checkpoint). Follow it with `watch` or `wait`.
+
+        Raises:
+            UnknownJob: no job `job_id`.
+            CoordinatorError: the job is not paused, or a party of it did not answer (the
+                message names it: start its daemon, then resume again).
+        """
+        with self._errors(missing=UnknownJob, refused=CoordinatorError):
+            return self._coordinator.resume(job_id)
+
+    def job_report(self, job_id: str) -> pb.GetJobReportResponse:
+        """The job with its spec and the reports its parties sent, round by round: what
+        `vfl report` draws (its curves: `vfl.reports.curves`). Works while the job runs.
+
+        Raises:
+            UnknownJob: no job `job_id`.
+        """
+        with self._errors(missing=UnknownJob):
+            return self._coordinator.job_report(job_id)
+
+    # --- the federation --------------------------------------------------------------
+
+    def diagnose(self, *, max_clock_skew: float = 5.0, cert_days: int = 14) -> list[Finding]:
+        """Check the federation end to end before a job (`vfl doctor`): the coordinator's
+        and every registered party's health, certificates (with TLS), versions and clock,
+        and the data plane between the parties. A problem is a `Finding` that is not `ok`
+        (it names the party, the check and the fix); nothing is raised for it.
+
+        Args:
+            max_clock_skew: clocks further apart than this many seconds fail.
+            cert_days: certificates expiring within this many days fail.
+        """
+        return diagnose(self.address, self.tls, Limits(max_clock_skew, cert_days))
+
     # --- models ----------------------------------------------------------------------
 
     def models(self) -> list[Model]:
@@ -196,8 +253,7 @@ class Client:
         Raises:
             UnknownModel: no model `model_id` (never trained, or deleted).
         """
-        with self._errors(missing=UnknownModel):
-            return Model.from_proto(self._coordinator.model(model_id))
+        return self._model(self._coordinator.model, model_id)
 
     def delete_model(self, model_id: str) -> Model:
         """Make every party drop its part of the model (`vfl models delete`). Returns it
@@ -207,22 +263,29 @@ class Client:
         Raises:
             UnknownModel: no model `model_id`.
         """
+        return self._model(self._coordinator.delete_model, model_id)
+
+    def _model(self, call: Callable[[str], pb.ModelSummary], model_id: str) -> Model:
         with self._errors(missing=UnknownModel):
-            return Model.from_proto(self._coordinator.delete_model(model_id))
+            return Model.from_proto(call(model_id))
 
     # --- scoring ---------------------------------------------------------------------
 
     def submit_prediction(
         self,
-        model_id: str,
-        data: Mapping[str, str],
+        model_id: str | None,
+        data: Mapping[str, str] | None = None,
         *,
         out: str | None = None,
         batch_size: int | None = None,
+        spec: PredictionBase | None = None,
     ) -> str:
         """Submit a batch prediction: the model scores each party's dataset (`data`, by
         party id), rows aligned by PSI; the scores land as a CSV named `out` (default: the
         job's id) in the active party's output folder. Returns the job's id.
+
+        `spec`: a prediction spec (a mapping, or a YAML file's path: model, data, out,
+        batch_size) whose fields those given here override (`vfl predict --spec`).
 
         Raises:
             SpecError: the prediction is invalid (names the field).
@@ -230,17 +293,18 @@ class Client:
             CoordinatorError: the coordinator refused it: the job left no model, or
                 `data` does not name exactly the model's parties.
         """
-        text = prediction_yaml(model_id, data, out=out, batch_size=batch_size)
+        text = prediction_yaml(model_id, data, out=out, batch_size=batch_size, base=spec)
         with self._errors(missing=UnknownModel):
             return self._coordinator.predict(text)
 
     def predict(
         self,
-        model_id: str,
-        data: Mapping[str, str],
+        model_id: str | None,
+        data: Mapping[str, str] | None = None,
         *,
         out: str | None = None,
         batch_size: int | None = None,
+        spec: PredictionBase | None = None,
         on_progress: Callable[[Progress], object] | None = None,
     ) -> JobResult:
         """`submit_prediction`, then `wait`: the result's `prediction` says how many rows
@@ -250,7 +314,7 @@ class Client:
             SpecError, UnknownModel, CoordinatorError: as `submit_prediction`.
             CoordinatorLost: as `wait`.
         """
-        job_id = self.submit_prediction(model_id, data, out=out, batch_size=batch_size)
+        job_id = self.submit_prediction(model_id, data, out=out, batch_size=batch_size, spec=spec)
         return self.wait(job_id, on_progress)
 
     def score(

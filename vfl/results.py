@@ -1,15 +1,17 @@
 """Typed views of jobs for the Python API: a progress event while a job runs (`Progress`),
-its outcome (`JobResult`), a line of the job list (`Job`). Frozen dataclasses built from
-the coordinator's answers; states by name ("TRAINING", "SUCCEEDED")."""
+its outcome (`JobResult`), a line of the job list (`Job`), and the job with every field
+of its result as the coordinator sends it (`JobView`: `Client.view`, `Client.views`, what
+`vfl status` and `vfl watch` print). Frozen dataclasses built from the coordinator's
+answers; states by name ("TRAINING", "SUCCEEDED")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vfl.coordinator.client import JobView
+from vfl.coordinator.client import ENDED, Job as Job, JobView as JobView
+from vfl.models import drift_counts
 from vfl.proto import coordinator_pb2 as pb
 
-ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 MAIN_METRICS = ("auc", "accuracy", "r2")  # the one a progress line shows, first found
 
 
@@ -132,9 +134,5 @@ class JobResult:
 
 def _prediction(r: pb.JobResult) -> Prediction:
     p = r.prediction
-    drift = {
-        party: {f.name: int(getattr(t.drift, f.name)) for f in t.drift.DESCRIPTOR.fields}
-        for party, t in r.parties.items()
-        if t.HasField("drift")
-    }
+    drift = {party: drift_counts(t.drift) for party, t in r.parties.items() if t.HasField("drift")}
     return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output, drift)

@@ -17,6 +17,7 @@ from vfl.contract.spec import JobSpec, load_spec, parse_spec
 from vfl.contract.spec.predict import parse_predict_text
 
 SpecLike = JobSpec | Mapping[str, Any] | str | PathLike[str]
+PredictionBase = Mapping[str, Any] | str | PathLike[str]  # a mapping, or a YAML file's path
 
 
 def as_spec(spec: SpecLike) -> JobSpec:
@@ -55,7 +56,7 @@ def prediction_yaml(
     *,
     out: str | None = None,
     batch_size: int | None = None,
-    base: Mapping[str, Any] | str | PathLike[str] | None = None,
+    base: PredictionBase | None = None,
 ) -> str:
     """A prediction spec's YAML (`SubmitPrediction`): `base` (a mapping, or a YAML file)
     with the model, each party's dataset (`data`, by party id), `out` and `batch_size`
@@ -80,7 +81,7 @@ def prediction_yaml(
     return text
 
 
-def _prediction_base(base: Mapping[str, Any] | str | PathLike[str] | None) -> Mapping[str, Any]:
+def _prediction_base(base: PredictionBase | None) -> Mapping[str, Any]:
     if base is None or isinstance(base, Mapping):
         return base or {}
     path = Path(base)

@@ -1,46 +1,41 @@
-"""Following a job on the coordinator (`WatchJob`) until it ends, what `vfl watch` (with
-its progress bar) and `Client.watch` / `Client.wait` share: the job's views as they come,
-and a typed error when the coordinator goes away before the job ended."""
+"""Following a job on the coordinator until it ends, what `vfl watch` (with its progress
+bar) and `Client.wait` share: `follow` reads the job's views from anything that yields
+them (`Client.views`, or the coordinator's own client) and returns the last one, ended.
+The views come typed (`JobView`); the coordinator going away before the job ended is
+`CoordinatorLost`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
-import grpc
-from vfl.coordinator.client import CoordinatorClient, JobView
-from vfl.coordinator.errors import CoordinatorLost
-from vfl.results import ENDED
-
-# how a stream that was running breaks when the coordinator's process stops or restarts
-_LOST = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN)
+from vfl.coordinator.client import JobView
 
 
-def views(client: CoordinatorClient, job_id: str) -> Iterator[JobView]:
-    """The views of job `job_id` as the coordinator sends them, the last one ended (a
-    stream with no view at all yields the job as it is once).
+class Followable(Protocol):
+    """What yields a job's views until it ends: `vfl.Client`, or the coordinator's client."""
+
+    def views(self, job_id: str) -> Iterator[JobView]:
+        """The job's views as they change, the last one ended."""
+        ...
+
+
+def follow(
+    client: Followable, job_id: str, each: Callable[[JobView], object] | None = None
+) -> JobView:
+    """Follow job `job_id` until it ends, calling `each(view)` for every view; returns the
+    last view (ended).
 
     Raises:
-        CoordinatorLost: the coordinator went away after the watch began (the stream
-            broke, or ended before the job did).
-        grpc.RpcError: the watch could not begin (unreachable, TLS handshake, no job).
+        CoordinatorLost: the coordinator went away after the watch began.
+        UnknownJob (from `vfl.Client`), grpc.RpcError (from the coordinator's client): the
+            watch could not begin (unreachable, TLS handshake, no job).
     """
     last: JobView | None = None
-    try:
-        for view in client.watch(job_id):
-            last = view
-            yield view
-    except grpc.RpcError as exc:
-        if last is None or exc.code() not in _LOST:
-            raise
-        raise CoordinatorLost(_lost(client, job_id, last)) from None
-    if last is None:
-        yield client.get(job_id)
-    elif last.state not in ENDED:
-        raise CoordinatorLost(_lost(client, job_id, last))
-
-
-def _lost(client: CoordinatorClient, job_id: str, last: JobView) -> str:
-    return (
-        f"the connection to the coordinator at {client.address} was lost (it stopped or "
-        f"restarted) while job {job_id} was {last.state}"
-    )
+    for view in client.views(job_id):
+        if each is not None:
+            each(view)
+        last = view
+    if last is None:  # `views` yields at least once
+        raise AssertionError(f"no view of job {job_id}")
+    return last

@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from vfl.contract.curves import curves
 from vfl.contract.states import state_name
 from vfl.coordinator.access import Access
 from vfl.coordinator.client import JobView, model_to_plain
-from vfl.coordinator.curves import curves
 from vfl.coordinator.lifecycle import Lifecycle
 from vfl.coordinator.views import report, view
 

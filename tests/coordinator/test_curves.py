@@ -3,7 +3,7 @@ cumulative counters parties report."""
 
 from __future__ import annotations
 
-from vfl.coordinator.curves import curves
+from vfl.contract.curves import curves
 from vfl.proto import coordinator_pb2 as pb
 
 

@@ -1,4 +1,4 @@
-"""A job's curves from its report (`coordinator.views.report`): what `vfl report` plots
+"""A job's curves from its report (`GetJobReportResponse`): what `vfl report` plots
 and the dashboard draws, computed once here.
 
 - training loss: the active party's, per reported round;
