@@ -83,7 +83,7 @@ def _attack(spec, base: Path, args: argparse.Namespace) -> tuple[AttackReport, d
             twin, base / "permuted", show, tls, "the permuted-label job"
         )
     began = time.monotonic()
-    rows = evaluate(views, spec.protocol, permuted, spec.train.seed)
+    rows = evaluate(views, spec.protocol, permuted, spec.train.seed, kind=spec.model.kind)
     metrics = {k: float(v) for k, v in job.to_plain().get("metrics", {}).items()}
     report = AttackReport(spec.job, spec.protocol, job.state, rows, metrics)
     seconds = {"job": job_s, "permuted": twin_s, "attacks": time.monotonic() - began}
@@ -96,7 +96,7 @@ def cmd_attack(args: argparse.Namespace) -> int:
     from vfl.contract.spec import load_spec
 
     spec = load_spec(args.spec)
-    if spec.model.top.task != "binary":
+    if spec.model.task != "binary":
         print("error: vfl attack scores binary tasks (model.top.task: binary)", file=sys.stderr)
         return 2
     temporary = not args.workdir
