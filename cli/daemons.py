@@ -100,6 +100,7 @@ def cmd_coordinator_serve(args: argparse.Namespace) -> int:
         auto_resume=args.auto_resume,
         ui=args.ui,
         metrics=args.metrics,
+        register_wait_s=args.register_wait,
     )
     _metrics_line(coordinator.metrics_url)
     _write_port(args.port_file, coordinator.port)
@@ -207,6 +208,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--auto-resume",
         action="store_true",
         help="resume paused jobs by themselves once all their parties answer again",
+    )
+    cs.add_argument(
+        "--register-wait",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="a submitted job waits QUEUED up to S seconds for parties that have not "
+        "registered yet (still starting), then fails naming them (default 60)",
     )
     cs.add_argument(
         "--ui",

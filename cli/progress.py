@@ -105,6 +105,8 @@ def format_result(view: JobView) -> str:
     if r.get("metrics"):
         label = "metrics" if p else "validation"
         lines.append(f"  {label}: " + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items()))
+    for name, why in r.get("undefined_metrics", {}).items():
+        lines.append(f"  {name}: undefined: {why}")
     for key in (
         "intersection_size",
         "psi_seconds",

@@ -5,7 +5,10 @@ Each party tells, in GetPartyInfo, how many jobs it holds and its `max_concurren
 QUEUED, in the job store (so the queue survives a restart of the coordinator), oldest
 first at each party: a job never overtakes an older queued job that needs one of its
 parties. The launcher launches the queued jobs that have room whenever a job ends, and
-the coordinator's monitor looks every few seconds (`Lifecycle.admit_queued`). The party
+the coordinator's monitor looks every few seconds (`Lifecycle.admit_queued`), and when a
+party registers. A job whose parties have not all registered yet (they are still
+starting) waits QUEUED too, up to `register_wait_s` after it was submitted; then it
+launches, and fails naming the parties that never registered. The party
 enforces its limits itself at PREPARE (`party.guard`); a job it refuses as busy there
 (a race, or memory the jobs it holds leave no room for) comes back here QUEUED.
 """
@@ -19,7 +22,7 @@ import time
 import grpc
 from vfl.contract.logs import job_context
 from vfl.contract.states import QUEUED, JobState
-from vfl.coordinator.errors import PartyUnavailable
+from vfl.coordinator.errors import PartyUnavailable, PartyUnregistered
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
@@ -27,6 +30,7 @@ from vfl.coordinator.store import JobStore
 log = logging.getLogger(__name__)
 
 REQUEUE_WAIT_S = 10.0  # a job a party refused as busy waits at least this long to try again
+REGISTER_WAIT_S = 60.0  # how long a submitted job waits for its parties to register
 
 
 class Admission:
@@ -34,10 +38,19 @@ class Admission:
     store: the job database (the QUEUED jobs and their order).
     control: the control plane (each party's jobs and limit).
     specs: the jobs' parsed specs (their parties).
+    register_wait_s: how long after its submission a job waits for parties that have not
+        registered yet (the coordinator's `--register-wait-s`).
     """
 
-    def __init__(self, store: JobStore, control: PartyControl, specs: SpecCache) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        control: PartyControl,
+        specs: SpecCache,
+        register_wait_s: float = REGISTER_WAIT_S,
+    ) -> None:
         self._store, self._control, self._specs = store, control, specs
+        self._register_wait_s = register_wait_s
         self._lock = threading.Lock()
         self._launching: dict[str, frozenset[str]] = {}  # job -> its parties, until prepared
         self._not_before: dict[str, float] = {}  # job -> when a requeued job may try again
@@ -102,6 +115,16 @@ class Admission:
             return f"waiting behind an older queued job at party '{behind[0]}'"
         try:
             addresses = self._control.addresses(self._specs.spec(job_id))
+        except PartyUnregistered as exc:
+            waited = time.time() - self._store.get(job_id).created_at
+            if waited >= self._register_wait_s:
+                return None  # its launch fails, naming them
+            many = len(exc.missing) > 1
+            return (
+                f"waiting for part{'ies' if many else 'y'} {exc.missing} to register with this "
+                f"coordinator (up to {self._register_wait_s:g} s after the job was submitted; "
+                f"start {'each' if many else 'it'} with `vfl party serve --config party.yaml`)"
+            )
         except PartyUnavailable:
             return None
         for party in parties:

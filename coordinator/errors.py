@@ -32,6 +32,14 @@ class PartyUnavailable(CoordinatorError):
     """A party is not registered or does not answer."""
 
 
+class PartyUnregistered(PartyUnavailable):
+    """A party of the job never registered with this coordinator (`missing`: their ids)."""
+
+    def __init__(self, message: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
 class PartyRefused(PartyUnavailable):
     """A party answered and refused to prepare the job: its data is malformed, does not fit
     the model, or the job names what it does not expose (the user's input, not a fault)."""

@@ -28,9 +28,15 @@ from vfl.contract.states import (
     JobState,
     state_name,
 )
-from vfl.coordinator.admission import Admission
+from vfl.coordinator.admission import REGISTER_WAIT_S, Admission
 from vfl.coordinator.background import Background
-from vfl.coordinator.errors import CoordinatorError, PartyBusy, PartyRefused, PartyUnavailable
+from vfl.coordinator.errors import (
+    CoordinatorError,
+    PartyBusy,
+    PartyRefused,
+    PartyUnavailable,
+    PartyUnregistered,
+)
 from vfl.coordinator.party_control import PartyControl
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
@@ -59,6 +65,7 @@ class Launcher:
     threads: where launches run.
     results: held while a job's result changes (shared with the report folding).
     ending: ends or pauses a job a launch cannot run.
+    register_wait_s: how long a submitted job waits for its parties to register.
     """
 
     def __init__(
@@ -69,6 +76,7 @@ class Launcher:
         threads: Background,
         results: threading.Lock,
         ending: Ending,
+        register_wait_s: float = REGISTER_WAIT_S,
     ) -> None:
         self._store = store
         self._control = control
@@ -81,7 +89,8 @@ class Launcher:
         self._unprepared: set[str] = set()
         self._launching: set[str] = set()  # jobs whose launch has not returned
         self._launch_ended = threading.Condition(self._lock)
-        self.admission = Admission(store, control, specs)
+        self.admission = Admission(store, control, specs, register_wait_s)
+        self._register_wait_s = register_wait_s
 
     def spawn(self, job_id: str) -> None:
         """Launch a stored job in the background, or queue it (QUEUED) if its parties have
@@ -291,6 +300,9 @@ class Launcher:
             self._ending.end(job_id, FAILED, reason)
         elif resuming:
             self._ending.pause(job_id, spec, f"{reason} (while the job resumed)")
+        elif isinstance(exc, PartyUnregistered) and self._register_wait_s > 0:
+            waited = f"{self._register_wait_s:g} s after the job was submitted"
+            self._ending.end(job_id, FAILED, f"{reason} (the job waited {waited})")
         else:
             self._ending.end(job_id, FAILED, reason)
 

@@ -28,6 +28,7 @@ from vfl.contract.states import (
     JobState,
     state_name,
 )
+from vfl.coordinator.admission import REGISTER_WAIT_S
 from vfl.coordinator.background import Background
 from vfl.coordinator.errors import CoordinatorError
 from vfl.coordinator.health import PartyHealth
@@ -53,10 +54,16 @@ class Lifecycle:
     store: the job database.
     parties: gRPC clients of the party daemons.
     control_timeout_s: deadline of a control call (see `PartyControl`).
+    register_wait_s: how long a submitted job waits QUEUED for parties that have not
+        registered yet (`coordinator.admission`).
     """
 
     def __init__(
-        self, store: JobStore, parties: PeerClients, control_timeout_s: float = CONTROL_TIMEOUT_S
+        self,
+        store: JobStore,
+        parties: PeerClients,
+        control_timeout_s: float = CONTROL_TIMEOUT_S,
+        register_wait_s: float = REGISTER_WAIT_S,
     ) -> None:
         self.store = store
         self.metrics = CoordinatorMetrics(store.count_by_state, lambda: len(store.parties()))
@@ -65,7 +72,7 @@ class Lifecycle:
         self._threads = Background()
         self._results = threading.Lock()  # serialises changes of a job's result
         self.launcher = Launcher(
-            store, self.control, self._specs, self._threads, self._results, self
+            store, self.control, self._specs, self._threads, self._results, self, register_wait_s
         )
         self.submissions = Submissions(store, self._specs, self.launcher.spawn)
         self.health = PartyHealth(
@@ -155,6 +162,7 @@ class Lifecycle:
         self.store.register_party(party_id, address, datasets)
         self.health.contacts.heard(party_id)
         log.info("party %s registered at %s", party_id, address)
+        self._threads.run(self.admit_queued)  # a job may have waited for it
         if self.models.pending_at(party_id):  # deleted models it did not drop while away
             self._threads.run(self.models.retry, party_id)
 

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 import grpc
 from vfl.contract.spec import JobSpec
-from vfl.coordinator.errors import PartyBusy, PartyRefused, PartyUnavailable
+from vfl.coordinator.errors import PartyBusy, PartyRefused, PartyUnavailable, PartyUnregistered
 from vfl.coordinator.store import JobStore
 from vfl.proto import party_pb2
 from vfl.rpc import PeerClients, explain
@@ -60,15 +60,16 @@ class PartyControl:
         """Where each party of `spec` listens.
 
         Raises:
-            PartyUnavailable: a party never registered.
+            PartyUnregistered: a party never registered.
         """
         known = self._store.parties()
         missing = [p.id for p in spec.parties if p.id not in known]
         if missing:
-            raise PartyUnavailable(
+            raise PartyUnregistered(
                 f"part{'ies' if len(missing) > 1 else 'y'} {missing} never registered with "
                 "this coordinator; start each with `vfl party serve --config party.yaml` "
-                "pointing its 'coordinator' at this coordinator"
+                "pointing its 'coordinator' at this coordinator",
+                missing,
             )
         return {p.id: known[p.id] for p in spec.parties}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vfl.contract.spec import JobSpec
@@ -29,11 +30,13 @@ class Outcome:
 
 
 def check_report(request: pb.ReportProgressRequest) -> str:
-    """The report's event name, once the report is well formed.
+    """The report's event name, once the report is well formed. Metrics and a loss that
+    are not finite are no reason to refuse it (`apply_report` keeps them as undefined): a
+    refused report would leave its job waiting for it.
 
     Raises:
-        CoordinatorError: no event, a stage a party cannot report, or a number that is
-            not finite.
+        CoordinatorError: no event, a stage a party cannot report, or a report time that is
+            not a finite number.
     """
     event = request.WhichOneof("event")
     if event is None:
@@ -43,13 +46,8 @@ def check_report(request: pb.ReportProgressRequest) -> str:
         raise CoordinatorError(
             f"a party reports one of the stages {allowed}, not {request.stage.state}"
         )
-    numbers = [*request.validation.metrics.values(), *request.done.metrics.values()]
-    if request.round.HasField("loss"):
-        numbers.append(request.round.loss)
     if not math.isfinite(request.queued_seconds) or request.queued_seconds < 0:
         raise CoordinatorError("a report's queued_seconds must be a finite number >= 0")
-    if not all(math.isfinite(v) for v in numbers):
-        raise CoordinatorError(f"report '{event}' holds a number that is not finite")
     return event
 
 
@@ -68,14 +66,12 @@ def apply_report(
         new.psi_seconds = request.aligned.psi_seconds
     elif event == "round" and active:  # progress is the active party's
         new.round, new.total_rounds = request.round.round, request.round.total_rounds
-        if request.round.HasField("loss"):
+        if request.round.HasField("loss") and math.isfinite(request.round.loss):
             new.loss = request.round.loss
     elif event == "validation":
         seconds = round(happened(new, request) - (new.started_at or time.time()), 3)
-        metrics = request.validation.metrics
+        metrics = _newest_metrics(new, request.validation.metrics, request.validation.undefined)
         new.history.add(round=request.validation.round, seconds=seconds, metrics=metrics)
-        new.metrics.clear()
-        new.metrics.update(metrics)
     elif event == "done":
         return _party_done(new, spec, party_id, request.done, happened(new, request))
     elif event == "failed":
@@ -84,6 +80,22 @@ def apply_report(
         new.checkpoints[party_id] = max(new.checkpoints[party_id], request.checkpoint.round)
         new.checkpoint_round = min(new.checkpoints.get(p.id, 0) for p in spec.parties)
     return Outcome(new)
+
+
+def _newest_metrics(
+    result: pb.JobResult, metrics: Mapping[str, float], undefined: Mapping[str, str]
+) -> dict[str, float]:
+    """Make `metrics` the result's newest validation: its numbers in `metrics`, and in
+    `undefined_metrics` those without a value, with why (a metric a party sent as NaN or
+    infinite counts as undefined too). Returns the numbers."""
+    numbers = {k: v for k, v in metrics.items() if math.isfinite(v)}
+    why = dict(undefined)
+    why.update({k: f"not finite ({v})" for k, v in metrics.items() if not math.isfinite(v)})
+    result.metrics.clear()
+    result.metrics.update(numbers)
+    result.undefined_metrics.clear()
+    result.undefined_metrics.update(why)
+    return numbers
 
 
 def happened(result: pb.JobResult, request: pb.ReportProgressRequest) -> float:
@@ -107,10 +119,12 @@ def _party_done(
     )
     if party_id == spec.active.id:
         result.rounds, result.local_updates = done.rounds, done.local_updates
-        result.metrics.clear()
-        result.metrics.update(done.metrics)
+        _newest_metrics(result, done.metrics, done.undefined)
         del result.history[:]
         result.history.extend(done.history)
+        for point in result.history:  # a curve holds numbers only
+            for name in [k for k, v in point.metrics.items() if not math.isfinite(v)]:
+                del point.metrics[name]
         if done.HasField("prediction"):
             result.prediction.CopyFrom(done.prediction)
     result.bytes_sent = sum(p.bytes_sent for p in result.parties.values())

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from vfl.coordinator.admission import REGISTER_WAIT_S
 from vfl.coordinator.lifecycle import CONTROL_TIMEOUT_S, Lifecycle
 from vfl.coordinator.servicer import CoordinatorServicer
 from vfl.coordinator.store import JobStore
@@ -143,6 +144,7 @@ def create_coordinator_server(
     control_timeout_s: float = CONTROL_TIMEOUT_S,
     auto_resume: bool = False,
     ui: str | None = None,
+    register_wait_s: float = REGISTER_WAIT_S,
 ) -> CoordinatorServer:
     """Open the job store, start serving on `listen` (port 0: OS picks), and with `ui`
     (host:port) the dashboard; resume jobs.
@@ -153,7 +155,7 @@ def create_coordinator_server(
     """
     store = JobStore(db_path)
     clients = PeerClients(tls)  # its identity, re-read when the files change, serves too
-    lifecycle = Lifecycle(store, clients, control_timeout_s)
+    lifecycle = Lifecycle(store, clients, control_timeout_s, register_wait_s)
     loop = LoopThread("coordinator-grpc")
     servicer = CoordinatorServicer(lifecycle)
     try:

@@ -20,7 +20,7 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
-from vfl.party.errors import JobError, LimitExceeded, PartyError, shareable
+from vfl.party.errors import JobError, LimitExceeded, ModelError, PartyError, shareable
 from vfl.party.guard import Guard
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
@@ -159,6 +159,19 @@ class PartyDaemon:
         if running is not None:
             running.mailbox.close(reason or "aborted by the coordinator")
             log.info("party %s: aborted (%s)", self.config.party_id, reason or "by the coordinator")
+
+    def drop(self, job_id: str, reason: str) -> None:
+        """The coordinator ended job `job_id` without success (failed, cancelled, paused, or
+        a launch dropped): abort it here, and drop the model part it may have kept, which
+        no model stands for (a resumed run keeps its part again when it ends)."""
+        self.abort(job_id, reason)
+        try:
+            if self.delete_model(job_id):
+                log.info(
+                    "party %s: dropped the part the job had kept (%s)", self.config.party_id, reason
+                )
+        except ModelError:  # not a model's id: it kept none
+            pass
 
     def running_jobs(self) -> list[str]:
         """Jobs this party holds: loading, prepared, started, or ended with a final report

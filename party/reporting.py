@@ -10,6 +10,7 @@ cancels the job at this party.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -65,14 +66,15 @@ class CoordinatorReporter:
                 round=pb.RoundDone(
                     round=rnd,
                     total_rounds=total,
-                    loss=loss,
+                    loss=loss if loss is not None and math.isfinite(loss) else None,
                     bytes_sent=bytes_sent,
                     local_updates=local_updates,
                 )
             )
 
     def validation(self, rnd: int, metrics: Mapping[str, float]) -> None:
-        self._send(validation=pb.Validated(round=rnd, metrics=metrics))
+        numbers, undefined = split_metrics(metrics)
+        self._send(validation=pb.Validated(round=rnd, metrics=numbers, undefined=undefined))
 
     def checkpoint(self, rnd: int) -> None:
         self._send(checkpoint=pb.Checkpointed(round=rnd))
@@ -109,16 +111,18 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
             seconds=h.get("seconds", 0.0),
             train_seconds=h.get("train_seconds", 0.0),
             local_updates=h.get("local_updates", 0),
-            metrics={k: v for k, v in h.items() if k not in _POINT_FIELDS},
+            metrics=split_metrics({k: v for k, v in h.items() if k not in _POINT_FIELDS})[0],
         )
         for h in result.get("history", [])
     ]
+    metrics, undefined = split_metrics(result.get("metrics", {}))
     return pb.PartyDone(
         rounds=result.get("rounds", 0),
         local_updates=result.get("local_updates", 0),
         bytes_sent=result.get("bytes_sent", 0),
         seconds=result.get("seconds", 0.0),
-        metrics=result.get("metrics", {}),
+        metrics=metrics,
+        undefined=undefined,
         history=history,
         prediction=pb.PredictionSummary(**result["prediction"]) if "prediction" in result else None,
         drift=party_pb2.DriftCounts(**result["drift"]) if "drift" in result else None,
@@ -126,3 +130,24 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
 
 
 _POINT_FIELDS = ("round", "seconds", "train_seconds", "local_updates")
+# why a metric has no value, when it is NaN for these rows (not because training failed)
+_UNDEFINED = {
+    "auc": "the rows validated on hold one class only; use more rows or a larger "
+    "validation.fraction",
+    "r2": "the labels validated on do not vary",
+}
+
+
+def split_metrics(metrics: Mapping[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """A task's metrics as the numbers a report carries, and those without a value, each
+    with why: an AUC over rows of one class is undefined, an infinite or NaN loss means
+    the model diverged. Only finite numbers cross to the coordinator."""
+    numbers = {k: float(v) for k, v in metrics.items() if math.isfinite(v)}
+    undefined = {
+        k: _UNDEFINED[k]
+        if math.isnan(v) and k in _UNDEFINED
+        else f"not finite ({v}): the model diverged; lower train.lr"
+        for k, v in metrics.items()
+        if not math.isfinite(v)
+    }
+    return numbers, undefined

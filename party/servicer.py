@@ -223,7 +223,7 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def AbortJob(self, request, context):  # noqa: N802
         _from_coordinator(context)
-        call(context, lambda: self._d.abort(request.job_id, request.reason), self._d)
+        call(context, lambda: self._d.drop(request.job_id, request.reason), self._d)
         return pb.AbortJobResponse()
 
     def ListModelParts(self, request, context):  # noqa: N802

@@ -148,7 +148,7 @@ class PartyTotals(_message.Message):
     def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., ended_at: _Optional[float] = ...) -> None: ...
 
 class JobResult(_message.Message):
-    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused")
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused", "undefined_metrics")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,13 @@ class JobResult(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class UndefinedMetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     JOB_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
@@ -189,6 +196,7 @@ class JobResult(_message.Message):
     RESUMED_FROM_FIELD_NUMBER: _ClassVar[int]
     PREDICTION_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
+    UNDEFINED_METRICS_FIELD_NUMBER: _ClassVar[int]
     job: str
     started_at: float
     round: int
@@ -208,7 +216,8 @@ class JobResult(_message.Message):
     resumed_from: int
     prediction: PredictionSummary
     refused: bool
-    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ...) -> None: ...
+    undefined_metrics: _containers.ScalarMap[str, str]
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ..., undefined_metrics: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class PredictionSummary(_message.Message):
     __slots__ = ("model", "rows", "scored", "missing", "output")
@@ -477,7 +486,7 @@ class RoundDone(_message.Message):
     def __init__(self, round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., bytes_sent: _Optional[int] = ..., local_updates: _Optional[int] = ...) -> None: ...
 
 class Validated(_message.Message):
-    __slots__ = ("round", "metrics")
+    __slots__ = ("round", "metrics", "undefined")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -485,14 +494,23 @@ class Validated(_message.Message):
         key: str
         value: float
         def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class UndefinedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ROUND_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
+    UNDEFINED_FIELD_NUMBER: _ClassVar[int]
     round: int
     metrics: _containers.ScalarMap[str, float]
-    def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    undefined: _containers.ScalarMap[str, str]
+    def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., undefined: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class PartyDone(_message.Message):
-    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift")
+    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift", "undefined")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -500,6 +518,13 @@ class PartyDone(_message.Message):
         key: str
         value: float
         def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class UndefinedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
     LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
     BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
@@ -508,6 +533,7 @@ class PartyDone(_message.Message):
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     PREDICTION_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
+    UNDEFINED_FIELD_NUMBER: _ClassVar[int]
     rounds: int
     local_updates: int
     bytes_sent: int
@@ -516,7 +542,8 @@ class PartyDone(_message.Message):
     history: _containers.RepeatedCompositeFieldContainer[ValidationPoint]
     prediction: PredictionSummary
     drift: _party_pb2.DriftCounts
-    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ...) -> None: ...
+    undefined: _containers.ScalarMap[str, str]
+    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., undefined: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Checkpointed(_message.Message):
     __slots__ = ("round",)

@@ -62,6 +62,7 @@ def start_coordinator(
     auto_resume: bool = False,
     ui: str | None = None,
     metrics: str | None = None,
+    register_wait_s: float = 60.0,
 ) -> RunningCoordinator:
     """Open the job store `db` (SQLite, created if absent), serve the coordinator on
     `listen` (host:port; port 0: the OS picks one) and resume its jobs.
@@ -73,6 +74,8 @@ def start_coordinator(
         auto_resume: resume paused jobs by themselves once all their parties answer.
         ui: host:port of the read-only dashboard; None serves none.
         metrics: host:port of the Prometheus endpoint (`serve_metrics`); None serves none.
+        register_wait_s: how long a submitted job waits (QUEUED) for parties that have not
+            registered yet, before it fails naming them.
 
     Raises:
         StoreInUse: another coordinator has `db` open.
@@ -81,7 +84,13 @@ def start_coordinator(
             (the coordinator is stopped again).
     """
     server = create_coordinator_server(
-        fspath(db), listen, tls, party_grace_s=party_grace_s, auto_resume=auto_resume, ui=ui
+        fspath(db),
+        listen,
+        tls,
+        party_grace_s=party_grace_s,
+        auto_resume=auto_resume,
+        ui=ui,
+        register_wait_s=register_wait_s,
     )
     try:
         served = serve_metrics(server.lifecycle.metrics.registry, metrics, server.clients.tls)

@@ -6,7 +6,7 @@ answers; states by name ("TRAINING", "SUCCEEDED")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from vfl.coordinator.client import ENDED, Job as Job, JobView as JobView
 from vfl.models import drift_counts
@@ -87,8 +87,9 @@ class JobResult:
     """A job's outcome (or, for a job still running, its result so far).
 
     `reason` says why a job failed or was cancelled ("" otherwise); `metrics` is the
-    newest validation of a training job, or a prediction job's own metrics; `rounds`
-    and `seconds` count from launch to end.
+    newest validation of a training job, or a prediction job's own metrics, and
+    `undefined_metrics` those of its metrics without a value, each with why (an AUC over
+    rows of one class, a diverged loss); `rounds` and `seconds` count from launch to end.
     """
 
     job_id: str
@@ -103,6 +104,7 @@ class JobResult:
     local_updates: int
     history: tuple[Validation, ...]
     prediction: Prediction | None
+    undefined_metrics: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def from_view(view: JobView) -> JobResult:
@@ -120,6 +122,7 @@ class JobResult:
             local_updates=int(r.local_updates),
             history=tuple(Validation(int(h.round), h.seconds, dict(h.metrics)) for h in r.history),
             prediction=_prediction(r) if r.HasField("prediction") else None,
+            undefined_metrics=dict(r.undefined_metrics),
         )
 
     @property

@@ -102,7 +102,7 @@ def test_the_log_names_every_jobs_end_its_reason_and_each_cancellation(tmp_path,
     # Prepare
     caplog.set_level(logging.INFO, logger="vfl.coordinator")
     store = JobStore(tmp_path / "jobs.sqlite")
-    life = Lifecycle(store, PeerClients())
+    life = Lifecycle(store, PeerClients(), register_wait_s=0)  # unregistered: fail at once
     # Execute: a job whose parties never registered, one cancelled (twice), one a party
     # failed, one that succeeded, and one whose parties stopped answering (paused)
     unregistered = life.submit(job(name="unregistered"))
@@ -160,3 +160,34 @@ def test_concurrent_reports_of_two_parties_lose_nothing(tmp_path) -> None:
         rounds.join()
     lost = [j for j in jobs if "shop" not in store.get(j).result.parties]
     assert lost == [] and all(store.get(j).result.round == 39 for j in jobs)
+
+
+def test_a_metric_that_is_not_finite_is_kept_as_undefined_and_the_job_ends(tmp_path) -> None:
+    # Prepare: a party that sends NaN and infinity as numbers (the reports of a party of an
+    # older release, or a diverged model) must not leave its job waiting for refused reports
+    store = JobStore(tmp_path / "jobs.sqlite")
+    life = Lifecycle(store, PeerClients())
+    job_id = _stored(store, "t")
+    nan, inf = float("nan"), float("inf")
+    # Execute
+    _report(life, job_id, "bank", round=pb.RoundDone(round=1, total_rounds=2, loss=nan))
+    _report(life, job_id, "bank", validation=pb.Validated(round=1, metrics={"auc": nan}))
+    validated = store.get(job_id).result
+    for party in ("bank", "shop"):
+        done = pb.PartyDone(
+            rounds=2,
+            metrics={"auc": nan, "logloss": inf, "accuracy": 0.5},
+            undefined={"r2": "the labels validated on do not vary"},
+        )
+        _report(life, job_id, party, done=done)
+    # Assert
+    assert validated.undefined_metrics["auc"] == "not finite (nan)" and not validated.metrics
+    assert not validated.HasField("loss")
+    record = store.get(job_id)
+    assert record.state == SUCCEEDED
+    assert dict(record.result.metrics) == {"accuracy": 0.5}
+    assert dict(record.result.undefined_metrics) == {
+        "auc": "not finite (nan)",
+        "logloss": "not finite (inf)",
+        "r2": "the labels validated on do not vary",
+    }

@@ -16,7 +16,7 @@ from vfl.coordinator.client import CoordinatorClient
 from vfl.coordinator.server import create_coordinator_server
 from vfl.coordinator.store import JobStore
 from vfl.party.report_sender import Outbox, Pending, ReportSender
-from vfl.party.reporting import CoordinatorReporter
+from vfl.party.reporting import CoordinatorReporter, split_metrics
 from vfl.proto import coordinator_pb2 as pb
 
 from tests.support.jobs import job
@@ -193,3 +193,14 @@ def test_final_reports_are_never_dropped_and_a_stale_round_is_not_put_back() -> 
     assert [p.event for p in box.finals()] == ["done"]
     assert len(box) == 3  # the final report and the two newest progress reports
     assert box.drop_progress("a") and [p.event for p in box.finals()] == ["done"]
+
+
+def test_only_finite_metrics_are_reported_as_numbers_the_rest_say_why() -> None:
+    numbers, undefined = split_metrics(
+        {"auc": float("nan"), "accuracy": 0.5, "logloss": float("inf"), "r2": float("nan")}
+    )
+    assert numbers == {"accuracy": 0.5}
+    assert "one class" in undefined["auc"] and "do not vary" in undefined["r2"]
+    assert (
+        undefined["logloss"].startswith("not finite (inf)") and "train.lr" in undefined["logloss"]
+    )

@@ -32,6 +32,7 @@ def ui(tmp_path_factory):
         "127.0.0.1:0",
         load_identity(fed, "coordinator"),
         control_timeout_s=0.5,
+        register_wait_s=0,  # a job of parties that never registered fails at once
         ui="127.0.0.1:0",
     )
     address = f"127.0.0.1:{coord.port}"
