@@ -187,6 +187,12 @@ class CoordinatorClient:
         req = pb.DeleteModelRequest(model_id=model_id)
         return self._stub.DeleteModel(req, timeout=self._timeout).model
 
+    def locate_parties(self, model_id: str, timeout: float | None = None) -> dict[str, str]:
+        """Where the registered parties of model `model_id` listen now."""
+        req = pb.LocatePartiesRequest(model_id=model_id)
+        resp = self._stub.LocateParties(req, timeout=timeout or self._timeout)
+        return dict(resp.addresses)
+
     def register(self, party_id: str, address: str, datasets: list[str]) -> None:
         req = pb.RegisterPartyRequest(party_id=party_id, address=address, datasets=datasets)
         self._stub.RegisterParty(req, timeout=self._timeout)

@@ -96,6 +96,10 @@ class Lifecycle:
         """Store and launch a prediction (`Submissions.submit_prediction`: its Raises)."""
         return self.submissions.submit_prediction(request, spec_yaml)
 
+    def locate_parties(self, model_id: str) -> dict[str, str]:
+        """Where the parties of `model_id` listen now (`Submissions.locate_parties`)."""
+        return self.submissions.locate_parties(model_id)
+
     def locate_model(self, model_id: str) -> tuple[str, str]:
         """Where model `model_id` scores online (`Submissions.locate_model`: its Raises)."""
         return self.submissions.locate_model(model_id)

@@ -80,6 +80,13 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         self._access.check_read(caller, request.model_id)
         return self._life.locate_model(request.model_id)
 
+    @unary("reads", lambda found: pb.LocatePartiesResponse(addresses=found))
+    def LocateParties(  # noqa: N802
+        self, caller: str | None, request: pb.LocatePartiesRequest
+    ) -> dict[str, str]:
+        self._access.check_read(caller, request.model_id)  # a party of the model, or operator
+        return self._life.locate_parties(request.model_id)
+
     @unary("reads", lambda records: pb.ListJobsResponse(jobs=[summary(r) for r in records]))
     def ListJobs(self, caller: str | None, request: pb.ListJobsRequest) -> list[JobRecord]:  # noqa: N802
         return self._access.visible(caller, self._store.jobs())

@@ -85,6 +85,18 @@ class Submissions:
             )
         return active, address
 
+    def locate_parties(self, model_id: str) -> dict[str, str]:
+        """Where each registered party of model `model_id` listens now (its newest
+        registration), for online scoring's sessions.
+
+        Raises:
+            UnknownJob: no job trained such a model.
+            CoordinatorError: the job did not succeed, or is itself a prediction.
+        """
+        registered = self._store.parties()
+        spec = self._trained(model_id)
+        return {p.id: registered[p.id] for p in spec.parties if p.id in registered}
+
     def _trained(self, model_id: str) -> JobSpec:
         """The spec of the training job that left model `model_id`.
 

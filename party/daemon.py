@@ -13,6 +13,7 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from vfl.contract.errors import ContractError, SpecError
@@ -67,6 +68,7 @@ class PartyDaemon:
         clients: PeerClients,
         coordinator: ReportSender | None,  # delivers reports to the coordinator
         options: DaemonOptions | None = None,
+        locate: Callable[[str], dict[str, str]] | None = None,  # a model's parties, now
     ) -> None:
         self.config = config
         self.options = options or DaemonOptions()
@@ -94,6 +96,7 @@ class PartyDaemon:
             timeout,
             self.executor,
             self.parts.count_drift,
+            locate,
         )
 
     # --- control plane -------------------------------------------------------------

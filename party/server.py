@@ -12,6 +12,7 @@ a scoring session never waits for a thread that the waiting `Predict` calls hold
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from vfl.rpc import (
 from vfl.secure.pki.rotation import IdentityWatch
 
 log = logging.getLogger(__name__)
+
+LOCATE_TIMEOUT_S = 2.0  # how long a scoring session waits for the coordinator's addresses
 
 REGISTER_TIMEOUT_S = 60.0  # how long a party waits for its coordinator to come up
 CONTROL_THREADS = 16  # the coordinator's calls, health, info, scoring sessions opened
@@ -119,7 +122,8 @@ def create_party_server(
     identity = clients.tls
     coordinator = CoordinatorClient(config.coordinator, identity) if config.coordinator else None
     reports = ReportSender(coordinator) if coordinator is not None else None
-    daemon = PartyDaemon(config, clients, reports, options)
+    locate = functools.partial(registered_addresses, coordinator, config.party_id)
+    daemon = PartyDaemon(config, clients, reports, options, locate)
     router = PlaneRouter(planes(config), daemon.metrics.refusal)
     server = make_server(CONTROL_THREADS, router)
     party_pb2_grpc.add_PartyServiceServicer_to_server(PartyServicer(daemon), server)
@@ -169,3 +173,17 @@ def _register(
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+
+def registered_addresses(
+    directory: CoordinatorClient | None, party_id: str, model_id: str
+) -> dict[str, str]:
+    """Where the parties of `model_id` registered last, by the coordinator; {} without a
+    coordinator or when it does not answer now (the session dials the addresses it has)."""
+    if directory is None:
+        return {}
+    try:
+        return directory.locate_parties(model_id, LOCATE_TIMEOUT_S)
+    except grpc.RpcError as exc:
+        log.info("party %s: no current addresses for model %s (%s)", party_id, model_id, exc.code())
+        return {}

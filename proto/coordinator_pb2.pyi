@@ -80,6 +80,25 @@ class LocateModelResponse(_message.Message):
     address: str
     def __init__(self, party_id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
 
+class LocatePartiesRequest(_message.Message):
+    __slots__ = ("model_id",)
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    def __init__(self, model_id: _Optional[str] = ...) -> None: ...
+
+class LocatePartiesResponse(_message.Message):
+    __slots__ = ("addresses",)
+    class AddressesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    addresses: _containers.ScalarMap[str, str]
+    def __init__(self, addresses: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class JobSummary(_message.Message):
     __slots__ = ("job_id", "name", "state", "created_at", "updated_at", "reason")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]

@@ -94,6 +94,11 @@ class CoordinatorServiceStub:
                 request_serializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
                 response_deserializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelResponse.FromString,
                 _registered_method=True)
+        self.LocateParties = channel.unary_unary(
+                '/vfl.v1.CoordinatorService/LocateParties',
+                request_serializer=vfl_dot_proto_dot_coordinator__pb2.LocatePartiesRequest.SerializeToString,
+                response_deserializer=vfl_dot_proto_dot_coordinator__pb2.LocatePartiesResponse.FromString,
+                _registered_method=True)
         self.CheckFederation = channel.unary_unary(
                 '/vfl.v1.CoordinatorService/CheckFederation',
                 request_serializer=vfl_dot_proto_dot_coordinator__pb2.CheckFederationRequest.SerializeToString,
@@ -192,6 +197,14 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LocateParties(self, request, context):
+        """Where the parties of a model listen now (their newest registration): online scoring
+        dials a peer there, not at the address the model was trained with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def CheckFederation(self, request, context):
         """`vfl doctor`: the registered parties, what each says of itself, and whether each
         reaches every other on the data plane (operators only).
@@ -275,6 +288,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.LocateModel,
                     request_deserializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelRequest.FromString,
                     response_serializer=vfl_dot_proto_dot_coordinator__pb2.LocateModelResponse.SerializeToString,
+            ),
+            'LocateParties': grpc.unary_unary_rpc_method_handler(
+                    servicer.LocateParties,
+                    request_deserializer=vfl_dot_proto_dot_coordinator__pb2.LocatePartiesRequest.FromString,
+                    response_serializer=vfl_dot_proto_dot_coordinator__pb2.LocatePartiesResponse.SerializeToString,
             ),
             'CheckFederation': grpc.unary_unary_rpc_method_handler(
                     servicer.CheckFederation,
@@ -616,6 +634,33 @@ class CoordinatorService:
             '/vfl.v1.CoordinatorService/LocateModel',
             vfl_dot_proto_dot_coordinator__pb2.LocateModelRequest.SerializeToString,
             vfl_dot_proto_dot_coordinator__pb2.LocateModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LocateParties(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/vfl.v1.CoordinatorService/LocateParties',
+            vfl_dot_proto_dot_coordinator__pb2.LocatePartiesRequest.SerializeToString,
+            vfl_dot_proto_dot_coordinator__pb2.LocatePartiesResponse.FromString,
             options,
             channel_credentials,
             insecure,

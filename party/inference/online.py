@@ -15,8 +15,10 @@ queried for the ids of each micro-batch, so a changed row is scored with its new
 and people added to the tables are found without a restart. A database's lookup is cut
 after `lookup_timeout_s` (a quarter of the scoring timeout, at most
 `sql_lookup.LOOKUP_TIMEOUT_S`). Where the peers are: a party config's `peers:` first,
-else the addresses the model was trained with (active party) or the active party's own
-address in `OpenScoring` (passive party).
+else (active party) where the coordinator says they registered last, asked at each
+session (a passive party restarted on another port or host is found there), else the
+addresses the model was trained with; a passive party answers at the active party's own
+address in `OpenScoring`.
 """
 
 from __future__ import annotations
@@ -84,15 +86,18 @@ class OnlineScoring:
         timeout_s: float,
         executor: BlockExecutor | None = None,
         on_drift: Callable[[str, dict[str, int]], None] | None = None,
+        locate: Callable[[str], dict[str, str]] | None = None,
     ) -> None:
         """`executor`: the party's (its processes and kept obfuscator pools), for every
         session's Paillier work; None: each session's own. `on_drift`: told (model id,
-        drift counts) of the rows each micro-batch scored that drifted."""
+        drift counts) of the rows each micro-batch scored that drifted. `locate`: where a
+        model's parties registered last ({} when that cannot be told now)."""
         self.config, self.state, self.timeout_s = config, state, timeout_s
         # a database's lookup is cut well before a peer would stop waiting for its answer
         self.lookup_timeout_s = min(LOOKUP_TIMEOUT_S, timeout_s / 4)
         self.executor, self._on_drift = executor, on_drift
         self._channel, self._peers, self._address = channel, peers, address
+        self._locate = locate or (lambda model_id: {})
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()  # one model loads at a time
         self._served: dict[str, ServedModel] = {}
@@ -224,7 +229,8 @@ class OnlineScoring:
             PeerUnavailable, ModelError: a passive party did not answer, or refused.
         """
         passives = [p.id for p in model.spec.passives]
-        addresses = {**model.manifest.peers, **self.config.peers}
+        current = self._locate(model.model_id)
+        addresses = {**model.manifest.peers, **current, **self.config.peers}
         missing = [p for p in passives if p not in addresses]
         if missing:
             raise ConfigError(

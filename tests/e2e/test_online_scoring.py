@@ -9,6 +9,7 @@ import csv
 import json
 import struct
 import threading
+import time
 from pathlib import Path
 
 import grpc
@@ -261,6 +262,25 @@ def test_a_lost_passive_party_fails_the_request_by_name_and_is_rejoined(fed) -> 
     assert fed.bank.clients.ready(f"127.0.0.1:{port}", "shop", 10)  # reconnected (<= 5 s)
     resp = predict(fed.bank.address, model, SCORED[:2])
     assert [r.error for r in resp.results] == [pb.ID_ERROR_UNSPECIFIED] * 2
+
+
+@pytest.mark.parametrize("protocol", ["split", "blindfl"])
+def test_a_passive_party_restarted_at_another_address_is_found_there(fed, protocol) -> None:
+    # Prepare: scoring works; then the shop's daemon moves to another port
+    model = fed.models[protocol]
+    predict(fed.bank.address, model, SCORED[:1])
+    old = fed.shop.address
+    fed.shop.stop(0)
+    fed.shop = fed.start_shop("127.0.0.1:0")
+    registered = fed.coord.lifecycle.store.parties
+    deadline = time.monotonic() + 10
+    while registered().get("shop") != fed.shop.address and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fed.shop.address != old and registered()["shop"] == fed.shop.address
+    # Execute: the bank scores, its model trained with the shop's old address
+    resp = predict(fed.bank.address, model, SCORED[:3])
+    # Assert: the session found the shop where it registered now
+    assert [r.error for r in resp.results] == [pb.ID_ERROR_UNSPECIFIED] * 3
 
 
 def test_a_deleted_model_is_not_found(fed) -> None:
