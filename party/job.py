@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
 from vfl.party.compute import connect, log_tasks
-from vfl.party.datasets import Dataset, align_rows, resolve_dataset
+from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset
 from vfl.party.errors import CheckpointError, DataError, JobError
 from vfl.party.kinds import TrainingRole, kind_of
 from vfl.party.limits import model_parameters
@@ -91,8 +91,8 @@ class PartyJob:
         starts.
 
         Raises:
-            DataError: missing or malformed data, a label that does not fit the task, a
-                database that cannot be reached or whose query fails.
+            DataError: missing or malformed data, an id in two rows, a label that does not
+                fit the task, a database that cannot be reached or whose query fails.
             ConfigError: a database's credential is unset or refused.
             CheckpointError: the checkpoint to resume from is missing, corrupt or another's,
                 or a sql dataset's snapshot changed since it.
@@ -132,6 +132,7 @@ class PartyJob:
             raw.rows,
             time.monotonic() - tick,
         )
+        check_ids(raw, dataset.name)
         self.kind.check_rows(self.spec, raw, dataset.source.preprocess, self.party_id)
         if self.role == "active":
             if raw.labels is None:

@@ -19,7 +19,7 @@ import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import ALIGNING, PREDICTING
 from vfl.party.compute import connect, log_tasks
-from vfl.party.datasets import Dataset, align_rows, resolve_dataset, snapshotted
+from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset, snapshotted
 from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.state import StateDir
@@ -72,8 +72,9 @@ class PredictJob:
 
         Raises:
             ModelError: the model is not held here, or the rows do not fit it.
-            DataError: missing or malformed data. JobError: the output exists already, or
-            the party's executor cannot run (its Ray cluster is unreachable).
+            DataError: missing or malformed data, an id in two rows. JobError: the output
+            exists already, or the party's executor cannot run (its Ray cluster is
+            unreachable).
         """
         if self.executor is not None:  # PSI of every protocol runs there too
             connect(self.executor, self.party_id)
@@ -90,6 +91,7 @@ class PredictJob:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         with snapshotted(self.dataset, self.state, self.job_id, self.party_id) as dataset:
             self.table, self.inputs, self.drift = self.model.read(dataset)
+        check_ids(self.table, self.dataset.name)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
         return self.table

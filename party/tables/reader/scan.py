@@ -31,6 +31,7 @@ from vfl.party.errors import DataError
 from vfl.party.tables.reader.buffers import Scanned, Widen, collect
 from vfl.party.tables.reader.columns import column_index
 from vfl.party.tables.reader.files import (
+    check_flat,
     existing,
     name_ragged_row,
     parquet_files,
@@ -59,8 +60,9 @@ def scan_table(
 
     Raises:
         DataError: a missing or unreadable file, an empty one, no such id, label or named
-            column, a row with another number of cells than the header, (typed) a
-            feature or label that is not a number.
+            column, a row with another number of cells than the header, a Parquet column
+            of lists, structs or maps not skipped, (typed) a feature or label that is not
+            a number.
     """
     path = existing(source, name)
     header = read_header(path, source, name)
@@ -120,6 +122,7 @@ def scan_arrow(
     id_col = header[column_index(header, source.id, "id", name)]
     label = header[column_index(header, source.label, "label", name)] if source.label else None
     keep = [c for c in header if c not in skip or c in (id_col, label)]
+    check_flat(data.schema, header, keep, "the rows read", name)
     try:
         return collect(
             iter(data.select(keep).to_batches()), name, header, id_col, label, text, False, typed
@@ -184,6 +187,7 @@ def _parquet_batches(
                 f"first file {list(header)}; give every file of the folder the same columns",
                 public=f"dataset '{name}': the files of its folder have different columns",
             )
+        check_flat(parquet.schema_arrow, header, keep, f"'{file}'", name)
         wanted = [parquet.schema_arrow.names[header.index(c)] for c in keep]
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH, columns=wanted):
             yield pa.RecordBatch.from_arrays(batch.columns, names=keep)
