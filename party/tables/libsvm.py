@@ -12,6 +12,7 @@ int64 holds). A malformed line raises `DataError` naming the file and line.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,7 @@ from vfl.party.tables.reader.buffers import IDS
 from vfl.party.tables.table import RawTable
 
 MAX_INDEX = (1 << 63) - 1  # a feature index: what the reader's int64 columns hold
+CHECK_LINES = 1 << 16  # lines read between two calls of a reader's check
 
 
 def _is_float(text: str) -> bool:
@@ -32,21 +34,30 @@ def _is_float(text: str) -> bool:
     return True
 
 
-def read_libsvm(path: Path, cfg: TableSource, name: str) -> RawTable:
+def read_libsvm(
+    path: Path, cfg: TableSource, name: str, check: Callable[[int, int], None] | None = None
+) -> RawTable:
     """Dataset `name`'s LIBSVM file at `path` as a `RawTable` of a CSR matrix of the
-    columns that occur in the file (memory O(nonzeros)).
+    columns that occur in the file (memory O(nonzeros)). `check`: called every
+    `CHECK_LINES` lines and at the end with the bytes (about: characters) and rows read so
+    far (it may raise: the party's limits guard).
 
     Raises:
         DataError: a line with other leading tokens than the id and label settings say, a
             label that is not a number, a token that is not an `index:value` pair, a
             feature index that is not a whole number from 0 to `MAX_INDEX`.
+        Exception: what `check` raises (a job the party's limits guard failed).
     """
     ids: list[str] = []
     labels = array("d")
     indptr, cols, vals = array("q", [0]), array("q"), array("f")
     has_label = bool(cfg.label)
+    read = 0
     with path.open() as fh:
         for line_no, line in enumerate(fh):
+            read += len(line)
+            if check is not None and line_no % CHECK_LINES == 0:
+                check(read, len(ids))
             tokens = line.split()
             if not tokens:
                 continue
@@ -62,6 +73,8 @@ def read_libsvm(path: Path, cfg: TableSource, name: str) -> RawTable:
                 cols.append(c)
                 vals.append(v)
             indptr.append(len(cols))
+    if check is not None:
+        check(read, len(ids))
     index = np.frombuffer(cols, dtype=np.int64) if cols else np.zeros(0, dtype=np.int64)
     used, inverse = np.unique(index, return_inverse=True)  # the columns that occur
     feats = sp.csr_matrix(

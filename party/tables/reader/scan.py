@@ -50,13 +50,14 @@ def scan_table(
     typed: bool = False,
     text: Collection[str] = (),
     skip: Collection[str] = (),
-    check: Callable[[int], None] | None = None,
+    check: Callable[[int, int], None] | None = None,
 ) -> Scanned:
     """Stream dataset `name` (csv or parquet) into a party's buffers (module docstring).
     `text`: columns read as text whatever they hold; `skip`: columns not read at all
     (names not in the header are left to the caller); `check`: called before each block
-    with the bytes of the blocks read so far (it may raise: the party's limits guard stops
-    a job whose data outgrows its memory, and learns how much each job has read).
+    with the bytes and rows of the blocks read so far (it may raise: the party's limits
+    guard stops a job whose data outgrows its memory or its max_rows, and learns how much
+    each job has read).
 
     Raises:
         DataError: a missing or unreadable file, an empty one, no such id, label or named
@@ -92,14 +93,15 @@ def scan_table(
 
 
 def _checked(
-    batches: Iterator[pa.RecordBatch], check: Callable[[int], None]
+    batches: Iterator[pa.RecordBatch], check: Callable[[int, int], None]
 ) -> Iterator[pa.RecordBatch]:
-    read = 0
+    read = rows = 0
     for batch in batches:
-        check(read)
+        check(read, rows)
         read += batch.nbytes
+        rows += batch.num_rows
         yield batch
-    check(read)  # before the columns are joined and encoded
+    check(read, rows)  # before the columns are joined and encoded
 
 
 def scan_arrow(
