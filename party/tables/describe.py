@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from vfl.contract.spec import TableSource
 from vfl.party.tables.libsvm import read_libsvm
 from vfl.party.tables.reader.columns import ReadTable
-from vfl.party.tables.reader.files import existing
+from vfl.party.tables.reader.files import existing, not_utf8
 from vfl.party.tables.reader.whole import read_table
 from vfl.party.tables.sql import as_parquet, write_parquet
 
@@ -142,7 +142,22 @@ def describe_dataset(source: TableSource, name: str) -> tuple[int, list[ColumnSu
     overrides = {c: "categorical" for c in source.categorical or ()} | dict(source.columns or {})
     for column, kind in overrides.items():
         roles.setdefault(read.column(column, "overridden"), kind)
-    return read.rows, [_summary(read, c, roles.get(c)) for c in range(len(read.header))]
+    return read.rows, [_checked_summary(read, c, roles.get(c)) for c in range(len(read.header))]
+
+
+def _checked_summary(read: ReadTable, col: int, role: str | None) -> ColumnSummary:
+    """Raises:
+    DataError: the column holds bytes that are not UTF-8 text."""
+    try:
+        return _summary(read, col, role)
+    except pa.ArrowInvalid as exc:
+        if "UTF8" not in str(exc):
+            raise
+        if role == "ignore":  # left out: its bytes are never read as text
+            column = read.data.column(col)
+            missing = column.null_count / len(column) if len(column) else 0.0
+            return ColumnSummary(read.header[col], "ignore", missing, 0)
+        raise not_utf8(f"'{read.path}'", read.name, read.header[col]) from None
 
 
 def _summary(read: ReadTable, col: int, role: str | None) -> ColumnSummary:

@@ -7,6 +7,7 @@ another number of cells than the header, a column of lists or structs).
 from __future__ import annotations
 
 import csv
+import re
 from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
@@ -70,12 +71,8 @@ def _names(path: Path, source: TableSource, name: str) -> tuple[str, ...]:
     try:
         with path.open(newline="", encoding="utf-8-sig") as fh:  # without a byte-order mark
             first = next(csv.reader(fh), None)
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"dataset '{name}': the header of '{path}' is not UTF-8 text ({exc}); save the "
-            "file as UTF-8 (in Excel: CSV UTF-8)",
-            public=f"dataset '{name}': its file is not UTF-8 text; the party must save it as UTF-8",
-        ) from None
+    except UnicodeDecodeError:
+        raise not_utf8(f"'{path}'", name) from None
     if not first:
         raise DataError(
             f"dataset '{name}': '{path}' is empty; a header row is needed",
@@ -109,6 +106,26 @@ def check_flat(
                 public=f"dataset '{name}': a column holds nested values (lists, structs or "
                 "maps); the party must flatten it or set it ignore in the dataset's columns",
             )
+
+
+def not_utf8(where: str, name: str, column: str | None = None) -> DataError:
+    """Dataset `name`'s file (`where`: its path), or its column `column`, holds bytes that
+    are not UTF-8 text."""
+    held = f"column '{column}' of {where}" if column else where
+    out = f", or leave the column out with `columns: {{{column}: ignore}}`" if column else ""
+    return DataError(
+        f"dataset '{name}': {held} holds bytes that are not UTF-8 text; save the file as "
+        f"UTF-8 (in Excel: CSV UTF-8){out}",
+        public=f"dataset '{name}': its file holds bytes that are not UTF-8 text; the party "
+        "must save it as UTF-8",
+    )
+
+
+def csv_column(message: str, columns: list[str] | tuple[str, ...]) -> str | None:
+    """The column an error of pyarrow's CSV reader names ("In CSV column #2: ..."), of
+    `columns`, the columns it read."""
+    at = re.search(r"In CSV column #(\d+)", message)
+    return columns[int(at.group(1))] if at is not None and int(at.group(1)) < len(columns) else None
 
 
 def unreadable(path: Path, name: str, exc: Exception, kind: str = "Parquet") -> DataError:

@@ -19,7 +19,6 @@ database gave by id, for online scoring).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
@@ -32,8 +31,10 @@ from vfl.party.tables.reader.buffers import Scanned, Widen, collect
 from vfl.party.tables.reader.columns import column_index
 from vfl.party.tables.reader.files import (
     check_flat,
+    csv_column,
     existing,
     name_ragged_row,
+    not_utf8,
     parquet_files,
     read_header,
     unreadable,
@@ -171,9 +172,11 @@ def _batches(
         message = str(exc)
         if "columns, got" in message:
             name_ragged_row(path, len(header), name)
-        at = re.search(r"In CSV column #(\d+)", message)
-        if at is not None and "conversion error" in message:
-            raise Widen(keep[int(at.group(1))]) from None
+        column = csv_column(message, keep)
+        if "invalid UTF8" in message:
+            raise not_utf8(f"'{path}'", name, column) from None
+        if column is not None and "conversion error" in message:
+            raise Widen(column) from None
         raise unreadable(path, name, exc, "CSV") from None
 
 

@@ -17,8 +17,10 @@ from vfl.party.errors import DataError
 from vfl.party.tables.reader.columns import ReadTable, column_index
 from vfl.party.tables.reader.files import (
     check_flat,
+    csv_column,
     existing,
     name_ragged_row,
+    not_utf8,
     read_header,
     unreadable,
 )
@@ -125,4 +127,6 @@ def _parse_csv(
     except pa.ArrowInvalid as exc:
         if "columns, got" in str(exc):
             name_ragged_row(path, len(header), name)
+        if "invalid UTF8" in str(exc):
+            raise not_utf8(f"'{path}'", name, csv_column(str(exc), columns or header)) from None
         raise

@@ -127,3 +127,44 @@ def test_repeated_ids_are_a_data_error_at_prepare(tmp_path: Path) -> None:
     assert "deduplicate" in message and "c7" not in caught.value.public
     assert _job([f"c{i}" for i in range(50)], tmp_path).prepare().rows == 50
     assert np.all(_job(["a", "b"], tmp_path).prepare().ids == ["a", "b"])
+
+
+@pytest.mark.parametrize("rows_before", [1, 2000], ids=["in-the-header's-block", "later"])
+@pytest.mark.parametrize("where", ["id", "city"])
+def test_a_csv_that_is_not_utf8_is_named_with_the_fix(
+    tmp_path: Path, rows_before: int, where: str
+) -> None:
+    # Prepare: a Latin-1 "é" in the id column or a text column
+    path = tmp_path / "d.csv"
+    rows = "".join(f"c{i},{i % 2},paris\n" for i in range(rows_before)).encode()
+    bad = b"z\xe9,1,paris\n" if where == "id" else b"z,1,caf\xe9\n"
+    path.write_bytes(b"id,y,city\n" + rows + bad)
+    source = TableSource(path=str(path), label="y")
+    # Execute, Assert: every reader names the file (and the column where it can) and the fix
+    for mode in ("auto", "none", "describe"):
+        with pytest.raises(DataError) as caught:
+            if mode == "describe":
+                describe.describe_dataset(source, "loans")
+            else:
+                read_raw(source, "loans", mode=mode)
+        message = str(caught.value)
+        assert "dataset 'loans'" in message and "holds bytes that are not UTF-8 text" in message
+        assert "save the file as UTF-8" in message
+        assert str(path) not in caught.value.public
+
+
+def test_a_parquet_bytes_column_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    column = pa.array([b"caf\xe9", b"paris"], pa.binary())
+    source = TableSource(path=str(_parquet(tmp_path, column)), format="parquet", label="y")
+    for read in (read_raw, describe.describe_dataset):
+        with pytest.raises(DataError, match="column 'tags' of .* not UTF-8 text"):
+            read(source, "loans")
+    ignored = TableSource(
+        path=str(_parquet(tmp_path, column)),
+        format="parquet",
+        label="y",
+        columns={"tags": "ignore"},
+    )
+    assert read_raw(ignored, "loans").rows == 2
+    rows, columns = describe.describe_dataset(ignored, "loans")
+    assert rows == 2 and {c.name: c.type for c in columns}["tags"] == "ignore"
