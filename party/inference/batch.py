@@ -12,6 +12,7 @@ import csv
 import io
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,8 @@ class PredictJob:
         self.dataset: Dataset | None = resolve_dataset(spec, party_id, datasets)
         self.state, self.output_dir = state, output_dir
         self.model: LoadedModel | None = None
+        # between blocks read, with the bytes and rows read so far (`JobBudget.check`)
+        self.check: Callable[[int, int], None] | None = None
         self.table: Table | None = None
         self.inputs: Inputs | None = None
         self.drift = Drift()
@@ -90,7 +93,7 @@ class PredictJob:
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         with snapshotted(self.dataset, self.state, self.job_id, self.party_id) as dataset:
-            self.table, self.inputs, self.drift = self.model.read(dataset)
+            self.table, self.inputs, self.drift = self.model.read(dataset, self.check)
         check_ids(self.table, self.dataset.name)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
