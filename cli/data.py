@@ -6,8 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vfl.cli.commands import actions
+
+if TYPE_CHECKING:
+    from vfl.party.tables.describe import SparseSummary
 
 
 def cmd_synth_ctr(args: argparse.Namespace) -> int:
@@ -53,8 +57,9 @@ def cmd_synth_ctr(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     """Print per column of a dataset in the party's config: type, missing share, distinct
-    values, min / median / max. Reads the file here (a sql dataset: runs its query on its
-    database); starts no daemon, opens no listening socket.
+    values, min / median / max (a LIBSVM dataset as a whole: rows, features, nonzeros a
+    row, the range of its values, its label values). Reads the file here (a sql dataset:
+    runs its query on its database); starts no daemon, opens no listening socket.
 
     Raises:
         ConfigError: the config is invalid or has no such dataset (lists its datasets).
@@ -62,7 +67,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     """
     from vfl.party.config import load_party_config
     from vfl.party.errors import ConfigError
-    from vfl.party.tables.describe import describe_dataset
+    from vfl.party.tables.describe import describe_dataset, describe_libsvm
 
     config = load_party_config(args.config)
     source = config.datasets.get(args.dataset)
@@ -71,6 +76,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"party config '{args.config}' has no dataset '{args.dataset}'; its datasets: {known}"
         )
+    if source.format == "libsvm":
+        return _describe_sparse(describe_libsvm(source, args.dataset), args, source.path)
     rows, columns = describe_dataset(source, args.dataset)
     if args.json:
         out = {"dataset": args.dataset, "rows": rows, "columns": [c.as_dict() for c in columns]}
@@ -83,6 +90,26 @@ def cmd_describe(args: argparse.Namespace) -> int:
     for c in columns:
         stats = " / ".join(f"{v:.6g}" for v in (c.min, c.median, c.max) if v is not None)
         print(f"{c.name:<{width}}  {c.type:<11}  {c.missing:>7.1%}  {c.distinct:>8}  {stats}")
+    return 0
+
+
+def _describe_sparse(summary: SparseSummary, args: argparse.Namespace, path: str) -> int:
+    """Print a LIBSVM dataset's summary (`party.tables.describe.SparseSummary`)."""
+    if args.json:
+        print(json.dumps({"dataset": args.dataset, **summary.as_dict()}, indent=2))
+        return 0
+    s = summary
+    span = f" (indices {s.first_index} to {s.last_index})" if s.features else ""
+    print(f"dataset '{args.dataset}': {s.rows} rows, LIBSVM, {s.features} features{span} ({path})")
+    low, median, high = s.per_row
+    print(f"nonzeros a row: {low} / {median:g} / {high} (min / median / max; {s.nonzeros} in all)")
+    if s.value_min is not None and s.value_max is not None:
+        print(f"values: {s.value_min:g} to {s.value_max:g}")
+    if s.labels is not None:
+        shown = (f"{v} ({n} row{'s' if n != 1 else ''})" for v, n in s.labels.items())
+        print(f"labels: {', '.join(shown)}")
+    elif s.label_distinct:
+        print(f"labels: {s.label_distinct} distinct, {s.label_min:g} to {s.label_max:g}")
     return 0
 
 

@@ -209,8 +209,8 @@ class PartyDaemon:
         with self.jobs.loading(job_id):
             job = self._job(job_id, spec, resume_round)
             budget = self.guard.admit(job_id, self._estimate(spec, job))
-            if isinstance(job, PartyJob):  # the guard may fail it while its data loads
-                job.check = budget.check
+            job.check = budget.check  # the guard may fail it while its data loads
+            if isinstance(job, PartyJob):
                 job.check_model = functools.partial(self.guard.check_model, budget)
             try:
                 table = job.prepare()

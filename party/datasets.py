@@ -1,6 +1,7 @@
 """A job's datasets at one party: resolved from the party's own config (never a path a
-job names), snapshotted when they come from a database, and aligned with the other
-parties' rows by PSI. Training and batch prediction share these steps."""
+job names), snapshotted when they come from a database, checked for repeated ids once
+read, and aligned with the other parties' rows by PSI. Training and batch prediction
+share these steps."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from vfl.contract.spec import JobSpec, TableSource
-from vfl.party.errors import JobError
+from vfl.party.errors import DataError, JobError
 from vfl.party.state import StateDir
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.tables.table import RawTable, Table
 from vfl.secure.channel import Channel
+from vfl.secure.errors import PsiError
 from vfl.secure.executor import BlockExecutor
+from vfl.secure.psi.curve import check_unique
 from vfl.secure.psi.protocol import PsiConfig, PsiResult, run_psi
 
 
@@ -72,6 +75,20 @@ def snapshotted(
         yield Dataset(dataset.name, folder.source(dataset.name, dataset.source))
     finally:
         folder.drop("its rows were read")
+
+
+def check_ids(table: RawTable | Table, dataset: str) -> None:
+    """Check that each id of `table` (dataset `dataset`'s rows) names one row, as PSI
+    needs, at PREPARE: a repeat refuses the job as bad input before any party starts,
+    rather than failing it in PSI.
+
+    Raises:
+        DataError: some id occurs in more than one row (names counts, never an id).
+    """
+    try:
+        check_unique(table.ids, f"dataset '{dataset}'")
+    except PsiError as exc:
+        raise DataError(str(exc)) from None
 
 
 def align_rows(

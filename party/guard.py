@@ -17,6 +17,8 @@ no reason to fail a job that does not grow). A job running longer than
 checks (`JobBudget.check`: between the blocks of a table being read, at every round)
 raise the error in its thread, so a job busy loading or computing stops there too. Its
 peers and every other job on the daemon go on; the kernel's OOM killer never chooses.
+The same check holds `limits.max_rows` against the rows the job's table reader has read:
+a table larger than its estimate fails the job before it is all read.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from vfl.party.limits import (
     Limits,
     admit,
     too_many_parameters,
+    too_many_rows,
     too_much_memory,
     tree_bytes,
 )
@@ -60,6 +63,7 @@ class JobBudget:
     on_fail: Callable[[LimitExceeded], None] | None = None  # set once the job is held
     opened: float = field(default_factory=time.monotonic)
     read_bytes: int = 0  # the most its table reader said it had read
+    max_rows: int | None = None  # the party's limit on the rows its tables hold
 
     @property
     def held_bytes(self) -> int:
@@ -68,14 +72,18 @@ class JobBudget:
         one whose size could not be known, as a database's)."""
         return self.estimate.bytes + max(0, self.read_bytes - self.estimate.table_bytes)
 
-    def check(self, read_bytes: int = 0) -> None:
-        """Between blocks of a table read (with the bytes read so far) and at every round.
+    def check(self, read_bytes: int = 0, read_rows: int = 0) -> None:
+        """Between blocks of a table read (with the bytes and rows of its tables read so
+        far) and at every round.
 
         Raises:
-            LimitExceeded: the guard failed this job (over memory or time)."""
+            LimitExceeded: the guard failed this job (over memory or time), or its tables
+                hold more rows than max_rows (whatever its estimate said)."""
         self.read_bytes = max(self.read_bytes, read_bytes)
         if self.failure is not None:
             raise self.failure
+        if self.max_rows is not None and read_rows > self.max_rows:
+            raise too_many_rows(f"at least {read_rows:,}", self.max_rows)
 
 
 class Guard:
@@ -132,7 +140,7 @@ class Guard:
             self._close_ended({job_id})
             others = [b for b in self._budgets.values() if b.job_id != job_id]
             admit(estimate, self.limits, len(others), self.idle_bytes, self._sample())
-            budget = JobBudget(job_id, estimate)
+            budget = JobBudget(job_id, estimate, max_rows=self.limits.max_rows)
             self._budgets[job_id] = budget
         log.info(
             "party %s: admitted, estimated %.1f MiB (%d parameters)",

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, KEYING, TRAINING
 from vfl.party.compute import connect, log_tasks
-from vfl.party.datasets import Dataset, align_rows, resolve_dataset
+from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset
 from vfl.party.errors import CheckpointError, DataError, JobError
 from vfl.party.kinds import TrainingRole, kind_of
 from vfl.party.limits import model_parameters
@@ -81,8 +81,9 @@ class PartyJob:
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
         self.snapshots: dict[str, str] = {}  # sql datasets read: name -> snapshot SHA-256
-        # between blocks read, with the bytes read so far (`party.guard`)
-        self.check: Callable[[int], None] | None = None
+        # between blocks read, with the bytes and rows of its tables read so far
+        # (`party.guard`: `JobBudget.check`)
+        self.check: Callable[[int, int], None] | None = None
         # before the model is built: its parameters and bytes apiece (`Guard.check_model`)
         self.check_model: Callable[[int, int], None] | None = None
 
@@ -91,8 +92,8 @@ class PartyJob:
         starts.
 
         Raises:
-            DataError: missing or malformed data, a label that does not fit the task, a
-                database that cannot be reached or whose query fails.
+            DataError: missing or malformed data, an id in two rows, a label that does not
+                fit the task, a database that cannot be reached or whose query fails.
             ConfigError: a database's credential is unset or refused.
             CheckpointError: the checkpoint to resume from is missing, corrupt or another's,
                 or a sql dataset's snapshot changed since it.
@@ -124,7 +125,7 @@ class PartyJob:
         if dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         tick = time.monotonic()
-        raw = read_raw(self._source(dataset), dataset.name, check=self.check)
+        raw = read_raw(self._source(dataset), dataset.name, check=self._read_check())
         log.info(
             "party %s: read dataset %s: %d rows in %.2f s",
             self.party_id,
@@ -132,12 +133,21 @@ class PartyJob:
             raw.rows,
             time.monotonic() - tick,
         )
+        check_ids(raw, dataset.name)
         self.kind.check_rows(self.spec, raw, dataset.source.preprocess, self.party_id)
         if self.role == "active":
             if raw.labels is None:
                 raise DataError(f"dataset '{dataset.name}' has no label column; set 'label'")
             make_task(self.spec.model.task, raw.labels)  # fail early on bad labels
         return raw
+
+    def _read_check(self) -> Callable[[int, int], None] | None:
+        """`check` for the next table read: its rows counted after those of the tables
+        read before it (max_rows bounds the rows of all of a job's tables)."""
+        check, before = self.check, self.raw.rows if self.raw is not None else 0
+        if check is None or not before:
+            return check
+        return lambda read_bytes, read_rows: check(read_bytes, before + read_rows)
 
     def _reads_sql(self) -> bool:
         """Whether the job reads a dataset from a database (and so keeps snapshots)."""

@@ -17,7 +17,9 @@ file's size over its first MiB's lines), their header's columns, and the spec's 
 widths. `admit` then refuses a job that is over a limit on its own (`LimitExceeded`: the
 job FAILs, naming the limit, the estimate and the fix) and defers one that fits alone
 but not beside the jobs running now (`PartyBusy`: the coordinator queues it). The guard
-(`party.guard`) watches what jobs really hold while they run.
+(`party.guard`) watches what jobs really hold while they run; max_rows holds against the
+rows a job's table reader has read too (a CSV whose first MiB is one wide row estimates
+few), with the same wording (`too_many_rows`).
 
 Bytes a table holds: `ROW_BYTES` a row (its id, label, the PSI's points and digests, the
 aligned order) plus `CELL_BYTES` a cell (the raw float32 column and its preprocessed
@@ -185,11 +187,7 @@ def admit(
     if estimate.parameters > limits.max_parameters:
         raise too_many_parameters(estimate.parameters, limits)
     if estimate.rows is not None and estimate.rows > limits.max_rows:
-        raise LimitExceeded(
-            f"the job's tables hold about {estimate.rows:,} rows here, over this party's "
-            f"limit max_rows = {limits.max_rows:,}; use a smaller dataset, or ask the "
-            "party's operator to raise limits.max_rows in its config"
-        )
+        raise too_many_rows(f"about {estimate.rows:,}", limits.max_rows)
     if idle_bytes + estimate.bytes > limits.memory_bytes:
         raise too_much_memory(estimate.bytes, idle_bytes, limits)
     if held >= limits.max_concurrent_jobs:
@@ -202,6 +200,16 @@ def admit(
             f"the job's {_gb(estimate.bytes)} do not fit beside the {held} jobs held now "
             f"(memory_gb = {limits.memory_gb:g}); it waits for one of them to end"
         )
+
+
+def too_many_rows(rows: str, max_rows: int) -> LimitExceeded:
+    """Over max_rows: `rows`, what the job's tables hold ("about 2,000": the estimate's;
+    "at least 2,000": what its reader has read)."""
+    return LimitExceeded(
+        f"the job's tables hold {rows} rows here, over this party's limit max_rows = "
+        f"{max_rows:,}; use a smaller dataset, or ask the party's operator to raise "
+        "limits.max_rows in its config"
+    )
 
 
 def too_many_parameters(parameters: int, limits: Limits) -> LimitExceeded:

@@ -12,6 +12,7 @@ import csv
 import io
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import ALIGNING, PREDICTING
 from vfl.party.compute import connect, log_tasks
-from vfl.party.datasets import Dataset, align_rows, resolve_dataset, snapshotted
+from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset, snapshotted
 from vfl.party.errors import JobError, ModelError
 from vfl.party.inference.model import LoadedModel
 from vfl.party.state import StateDir
@@ -58,6 +59,8 @@ class PredictJob:
         self.dataset: Dataset | None = resolve_dataset(spec, party_id, datasets)
         self.state, self.output_dir = state, output_dir
         self.model: LoadedModel | None = None
+        # between blocks read, with the bytes and rows read so far (`JobBudget.check`)
+        self.check: Callable[[int, int], None] | None = None
         self.table: Table | None = None
         self.inputs: Inputs | None = None
         self.drift = Drift()
@@ -72,8 +75,9 @@ class PredictJob:
 
         Raises:
             ModelError: the model is not held here, or the rows do not fit it.
-            DataError: missing or malformed data. JobError: the output exists already, or
-            the party's executor cannot run (its Ray cluster is unreachable).
+            DataError: missing or malformed data, an id in two rows. JobError: the output
+            exists already, or the party's executor cannot run (its Ray cluster is
+            unreachable).
         """
         if self.executor is not None:  # PSI of every protocol runs there too
             connect(self.executor, self.party_id)
@@ -89,7 +93,8 @@ class PredictJob:
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         with snapshotted(self.dataset, self.state, self.job_id, self.party_id) as dataset:
-            self.table, self.inputs, self.drift = self.model.read(dataset)
+            self.table, self.inputs, self.drift = self.model.read(dataset, self.check)
+        check_ids(self.table, self.dataset.name)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
         return self.table

@@ -10,7 +10,7 @@ for none, the model's width);
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,16 +74,21 @@ class LoadedModel:
         )
         return Preprocessor(mode="none", columns=columns)
 
-    def read(self, dataset: Dataset) -> tuple[Table, Inputs, Drift]:
+    def read(
+        self, dataset: Dataset, check: Callable[[int, int], None] | None = None
+    ) -> tuple[Table, Inputs, Drift]:
         """Load `dataset` (a dataset of this party's config), preprocess it as in training
         and give its inputs to the model, and what drifted from the training rows.
+        `check`: the table reader's, between blocks (`read_raw`).
 
         Raises:
             DataError: it does not load. ModelError: its columns do not fit the model.
+            Exception: what `check` raises (a job the party's limits guard failed).
         """
         pre = self.preprocessor
         schema = pre.kinds() if pre.sparse is None else None
-        return self.prepare(read_raw(dataset.source, dataset.name, pre.mode, schema))
+        raw = read_raw(dataset.source, dataset.name, pre.mode, schema, check=check)
+        return self.prepare(raw)
 
     def prepare(self, raw: RawTable) -> tuple[Table, Inputs, Drift]:
         """Rows read raw (`read_raw` with this model's mode and column kinds: a dataset of

@@ -47,15 +47,15 @@ def read_raw(
     name: str,
     mode: str | None = None,
     schema: dict[str, str] | None = None,
-    check: Callable[[int], None] | None = None,
+    check: Callable[[int, int], None] | None = None,
 ) -> RawTable:
     """Dataset `name` as raw typed columns, before preprocessing. `mode`: the preprocessing
     it is read for (default: the dataset's `preprocess:`); with `none`, every feature must
     be a number and every categorical cell an integer code, as before preprocessing
     existed. `schema` (column -> numeric, categorical or ignore): the kinds a fitted model
     reads (else the dataset's `columns:` and `categorical:`, then inference). `check`:
-    called before each block of a CSV or Parquet file is read, with the bytes read so far
-    (`scan_table`).
+    called before each block of the file is read, with the bytes and rows read so far
+    (`scan_table`, `read_libsvm`).
 
     Raises:
         DataError: missing file, unknown id, label or overridden column, a malformed value
@@ -66,7 +66,7 @@ def read_raw(
     if cfg.format in ("csv", "parquet"):
         raw = _raw_columns(cfg, name, mode, schema, check=check)
     elif cfg.format == "libsvm":
-        raw = read_libsvm(existing(cfg, name), cfg, name)
+        raw = read_libsvm(existing(cfg, name), cfg, name, check)
     elif cfg.format == "sql":  # jobs read a snapshot of it (`party.tables.sql`), as parquet
         raise DataError(
             f"dataset '{name}' is read from a database: jobs and predictions read it through "
@@ -150,7 +150,7 @@ def _raw_columns(
     mode: str,
     schema: dict[str, str] | None,
     data: pa.Table | None = None,
-    check: Callable[[int], None] | None = None,
+    check: Callable[[int, int], None] | None = None,
 ) -> RawTable:
     """The typed columns of a CSV or Parquet table (or of the rows `data`, in memory),
     each numeric (float32, NaN where empty), text (codes into its words) or ignored, by

@@ -69,3 +69,29 @@ def test_describe_errors_name_the_datasets_or_the_file(tmp_path, capsys) -> None
     (tmp_path / "d.csv").unlink()
     assert main(["data", "describe", "--config", config, "loans"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_describe_summarises_a_libsvm_dataset(tmp_path, capsys) -> None:
+    (tmp_path / "d.svm").write_text("1 1:0.5 7:2\n-1 3:-1\n1 1:1 3:4 9:0.25\n")
+    config = _config(tmp_path, "{path: d.svm, format: libsvm, label: y}")
+    assert main(["data", "describe", "--config", config, "loans"]) == 0
+    out = capsys.readouterr().out
+    assert "dataset 'loans': 3 rows, LIBSVM, 4 features (indices 1 to 9)" in out
+    assert "nonzeros a row: 1 / 2 / 3 (min / median / max; 6 in all)" in out
+    assert "values: -1 to 4" in out and "labels: -1 (1 row), 1 (2 rows)" in out
+    assert main(["data", "describe", "--config", config, "loans", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["dataset"] == "loans" and summary["format"] == "libsvm"
+    assert summary["rows"] == 3 and summary["features"] == 4
+    assert summary["nonzeros_per_row"] == {"min": 1, "median": 2.0, "max": 3}
+    assert summary["labels"] == {"-1": 1, "1": 2}
+
+
+def test_describe_names_a_nested_parquet_column_and_exits_2(tmp_path, capsys) -> None:
+    data = pa.table({"id": ["a", "b"], "tags": pa.array([[1, 2], [3]])})
+    pq.write_table(data, tmp_path / "d.parquet")
+    config = _config(tmp_path, "{path: d.parquet, format: parquet}")
+    assert main(["data", "describe", "--config", config, "loans"]) == 2
+    err = capsys.readouterr().err
+    assert "column 'tags'" in err and "list<" in err and "tags: ignore" in err
+    assert "internal error" not in err

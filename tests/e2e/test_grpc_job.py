@@ -146,6 +146,7 @@ def test_bad_data_fails_the_job_with_its_reason_and_daemons_survive(
     client, *_ = topology
     view = wait(client, client.submit(spec))
     assert view.state == "FAILED" and fragment in view.reason
+    assert view.result.refused  # refused at PREPARE as bad input: the CLI exits 2
     assert wait(client, client.submit(job())).state == "SUCCEEDED"
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from vfl.party.limits import GB, tree_bytes
 
-from tests.support.data import breast_datasets_config
+from tests.support.data import FATE, breast_datasets_config
 from tests.support.processes import Daemons
 
 pytestmark = pytest.mark.subprocess
@@ -158,4 +158,32 @@ def test_the_guard_fails_a_job_whose_data_outgrows_memory_and_another_succeeds(
     assert "party 'bank'" in too_big.reason and "memory_gb" in too_big.reason, too_big.reason
     assert not too_big.result.refused  # a limit, not bad input: `vfl` exits 1
     assert other.state == "SUCCEEDED", other.reason + fed.logs()
+    assert bank.poll() is None
+
+
+def test_max_rows_holds_against_the_rows_read_when_the_estimate_says_few(
+    fed: Daemons,
+) -> None:
+    # Prepare: breast's rows and more, 20,000 in all, behind a 1.5 MB first cell: the
+    # estimate (the file's size over its first MiB's lines) says a few hundred rows
+    guest = (FATE / "breast_hetero_guest.csv").read_text().splitlines()
+    wide = fed.workdir / "wide.csv"
+    with wide.open("w") as fh:
+        fh.write(f"{guest[0]},note\n{guest[1]},{'n' * 1_500_000}\n")
+        fh.writelines(f"{line},\n" for line in guest[2:])
+        cells = guest[1].split(",", 1)[1]
+        fh.writelines(f"x{i},{cells},\n" for i in range(20_000 - len(guest) + 1))
+    bank = start_bank(fed, {"max_rows": 1000}, {"wide": {"path": str(wide), "label": "y"}})
+    # Execute
+    failed = fed.vfl("submit", "--wait", write_spec(fed, "rows", spec("rows", bank="wide")))
+    # Assert: FAILED at PREPARE (exit 1, a limit), naming the party, the rows read, the
+    # limit and the fix; the daemon serves on
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    with fed.client() as client:
+        view = next(client.get(j.job_id) for j in client.jobs() if j.name == "rows")
+    assert view.state == "FAILED" and not view.result.refused
+    assert "party 'bank'" in view.reason and "hold at least" in view.reason, view.reason
+    assert "max_rows = 1,000" in view.reason and "limits.max_rows" in view.reason
+    ok = fed.vfl("submit", "--wait", write_spec(fed, "fits", spec("fits")))
+    assert ok.returncode == 0, ok.stdout + ok.stderr + fed.logs()
     assert bank.poll() is None

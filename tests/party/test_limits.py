@@ -3,6 +3,7 @@ choices while jobs run (`party.limits`, `party.guard`)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.party.config import parse_party_config
 from vfl.party.errors import ConfigError, LimitExceeded, MemoryLimitExceeded, PartyBusy
-from vfl.party.guard import Guard
+from vfl.party.guard import Guard, JobBudget
+from vfl.party.job import PartyJob
 from vfl.party.limits import (
     GB,
     JobEstimate,
@@ -24,6 +26,7 @@ from vfl.party.limits import (
     model_parameters,
     table_size,
 )
+from vfl.party.tables.load import read_raw
 from vfl.party.training.nets import Bottom, seeded_mlp
 
 from tests.support.data import FATE
@@ -206,3 +209,79 @@ def test_the_guard_fails_the_job_whose_table_outgrew_its_estimate() -> None:
         budgets["estimated"].check()
     finally:
         guard.stop()
+
+
+def _wide_first_row(path: Path, rows: int, cell: int) -> TableSource:
+    """A CSV of `rows` rows whose first row holds a `cell`-byte text cell: its first MiB
+    holds a line or two, so the estimate says few rows."""
+    with path.open("w") as fh:
+        fh.write("id,y,x,note\n")
+        fh.write(f"c0,1,0.5,{'n' * cell}\n")
+        fh.writelines(f"c{i},{i % 2},{i * 0.25},\n" for i in range(1, rows))
+    return TableSource(path=str(path), label="y")
+
+
+def test_max_rows_holds_against_the_rows_a_job_reads(tmp_path: Path) -> None:
+    # Prepare: 20,000 rows behind a 1.5 MB first cell; the estimate admits the job
+    source = _wide_first_row(tmp_path / "d.csv", 20_000, 1_500_000)
+    limits = Limits(memory_gb=1, max_rows=1000)
+    estimate = estimate_job(spec([4]), "bank", [source])
+    assert estimate.rows is not None and estimate.rows < 1000
+    guard = Guard("bank", limits, lambda: {"j"}, Memory(0), 0.02)
+    try:
+        budget = guard.admit("j", estimate)
+        job = PartyJob("j", spec([4]), "bank", {"b": source})
+        job.check = budget.check
+        # Execute, Assert: the job's PREPARE fails as the estimate's refusal words it
+        with pytest.raises(LimitExceeded) as caught:
+            job.prepare()
+    finally:
+        guard.stop()
+    message = str(caught.value)
+    read = re.search(r"the job's tables hold at least ([\d,]+) rows here", message)
+    assert read is not None and 1000 < int(read.group(1).replace(",", "")) <= 20_000
+    assert "over this party's limit max_rows = 1,000" in message
+    assert "use a smaller dataset, or ask the party's operator to raise limits.max_rows" in message
+    assert job.raw is None
+
+
+def test_the_reader_stops_at_the_block_that_passes_max_rows(tmp_path: Path) -> None:
+    # Prepare: 40 rows of 1 MiB each, read 16 MiB a block
+    path = tmp_path / "d.csv"
+    with path.open("w") as fh:
+        fh.write("id,note\n")
+        fh.writelines(f"c{i},{'n' * (1 << 20)}\n" for i in range(40))
+    guard = Guard("bank", Limits(memory_gb=1, max_rows=20), lambda: {"j"}, Memory(0), 0.02)
+    seen: list[tuple[int, int]] = []
+    try:
+        budget = guard.admit("j", JobEstimate(1, 1, 1, 1))
+
+        def check(read_bytes: int, read_rows: int) -> None:
+            seen.append((read_bytes, read_rows))
+            budget.check(read_bytes, read_rows)
+
+        # Execute
+        with pytest.raises(LimitExceeded, match="max_rows = 20"):
+            read_raw(TableSource(path=str(path)), "d", check=check)
+    finally:
+        guard.stop()
+    # Assert: told the rows block by block, failed before the last block was read
+    rows = [r for _, r in seen]
+    assert rows == sorted(rows) and 0 < rows[-2] <= 20 < rows[-1] < 40
+    assert budget.read_bytes == seen[-1][0] > 0
+
+
+def test_max_rows_holds_against_the_lines_of_a_libsvm_file(tmp_path: Path) -> None:
+    path = tmp_path / "d.svm"
+    path.write_text("".join(f"{i % 2} {i % 7 + 1}:1\n" for i in range(150_000)))
+    budget = JobBudget("j", JobEstimate(1, 1, 1, 1), max_rows=70_000)
+    seen: list[int] = []
+
+    def check(read_bytes: int, read_rows: int) -> None:
+        seen.append(read_rows)
+        budget.check(read_bytes, read_rows)
+
+    source = TableSource(path=str(path), format="libsvm", id="line", label="y")
+    with pytest.raises(LimitExceeded, match=r"at least 131,072 rows .* max_rows = 70,000"):
+        read_raw(source, "d", check=check)
+    assert seen == [0, 65_536, 131_072]

@@ -14,8 +14,11 @@ import torch
 from vfl.contract.spec import JobSpec, TableSource, parse_spec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.party.datasets import Dataset
-from vfl.party.errors import ModelError
+from vfl.party.errors import LimitExceeded, ModelError
+from vfl.party.guard import JobBudget
+from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.model import LoadedModel
+from vfl.party.limits import JobEstimate
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
 
@@ -248,3 +251,14 @@ def test_categorical_fields_score_through_the_embed_layer_and_unseen_codes_are_c
     got = run_inprocess(spec.for_prediction(again), datasets, states=states)
     assert got["adv"]["prediction"]["scored"] == 1200
     assert got["pub"]["drift"]["unknown_categories"] == 1
+
+
+def test_a_prediction_reading_more_rows_than_max_rows_fails_as_it_reads(tmp_path):
+    # Prepare: a model, and a prediction job at shop whose guard allows 100 rows
+    spec, states, _ = trained("split", tmp_path)
+    ask = PredictSpec(model="job", data={"bank": "d", "shop": "d"})
+    job = PredictJob("p", spec.for_prediction(ask), "shop", breast()["shop"], states["shop"], None)
+    job.check = JobBudget("p", JobEstimate(100, 10, 1, 1), max_rows=100).check
+    # Execute, Assert: its 569 rows fail it in the estimate's words
+    with pytest.raises(LimitExceeded, match=r"hold at least 569 rows here, .* max_rows = 100"):
+        job.prepare()

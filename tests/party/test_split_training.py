@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from vfl.contract.spec import TableSource, parse_spec
-from vfl.secure.errors import PsiError
+from vfl.party.errors import DataError
 
 from tests.support.data import FATE, breast, motor, shared_data
 from tests.support.harness import run_inprocess
@@ -92,10 +92,10 @@ def test_repeated_ids_fail_the_job_naming_the_dataset(tmp_path, repeating) -> No
             party["data"] = {"dataset": "customers_2026"}
     spec = parse_spec(raw)
     # Execute
-    with pytest.raises(PsiError) as err:
+    with pytest.raises(DataError) as err:
         run_inprocess(spec, datasets)
-    # Assert: the first error raised (the repeating party's, or its peer's, told by it)
-    # names the dataset
+    # Assert: the repeating party refuses its input as it reads it (before PSI), naming
+    # the dataset
     assert "dataset 'customers_2026': 1 of 570 rows repeat an id" in str(err.value)
     assert "deduplicate the id column" in str(err.value)
 

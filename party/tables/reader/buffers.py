@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from vfl.party.errors import DataError
 from vfl.party.tables.reader.columns import row_place, stripped, text_ids, word_codes
+from vfl.party.tables.reader.files import not_utf8
 
 IDS = np.dtypes.StringDType()  # the dtype of a table's ids
 Text = tuple[np.ndarray, tuple[str, ...]]  # int32 codes (-1: empty), the distinct words
@@ -74,14 +75,19 @@ def collect(
         for column, values in zip(batch.schema.names, batch.columns, strict=True):
             if typed and values.null_count and column != id_col and column not in text:
                 raise Widen(column)  # an empty cell: named with its line
-            if column == id_col:
-                ids.append(text_ids(values).astype(IDS))
-            elif column == label:
-                labels.append(_label(values, name, column))
-            elif _is_number(values.type):
-                numbers.setdefault(column, []).append(_float32(values))
-            else:
-                texts.setdefault(column, []).append(stripped(values))
+            try:
+                if column == id_col:
+                    ids.append(text_ids(values).astype(IDS))
+                elif column == label:
+                    labels.append(_label(values, name, column))
+                elif _is_number(values.type):
+                    numbers.setdefault(column, []).append(_float32(values))
+                else:
+                    texts.setdefault(column, []).append(stripped(values))
+            except pa.ArrowInvalid as exc:  # bytes read as text
+                if "UTF8" not in str(exc):
+                    raise
+                raise not_utf8("its file", name, column) from None
     mixed = set(numbers) & set(texts)
     if mixed:  # only across the files of a Parquet folder
         raise DataError(

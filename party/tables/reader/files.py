@@ -1,12 +1,15 @@
 """A dataset's file as the table reader finds it: its path (a file, or for Parquet a folder
-of `.parquet` files), its header, and the errors that name the file (unreadable, a row
-with another number of cells than the header).
+of `.parquet` files), its header (a CSV's UTF-8 byte-order mark, as Excel writes it, is
+not part of its first name), and the errors that name the file (unreadable, a row with
+another number of cells than the header, a column of lists or structs).
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 
 import pyarrow as pa
@@ -65,8 +68,11 @@ def _names(path: Path, source: TableSource, name: str) -> tuple[str, ...]:
         raise DataError(
             f"dataset '{name}': the table reader reads csv or parquet, not '{source.format}'"
         )
-    with path.open(newline="") as fh:
-        first = next(csv.reader(fh), None)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:  # without a byte-order mark
+            first = next(csv.reader(fh), None)
+    except UnicodeDecodeError:
+        raise not_utf8(f"'{path}'", name) from None
     if not first:
         raise DataError(
             f"dataset '{name}': '{path}' is empty; a header row is needed",
@@ -81,6 +87,47 @@ def parquet_files(path: Path) -> list[Path]:
     return [path]
 
 
+def check_flat(
+    schema: pa.Schema, header: tuple[str, ...], read: Collection[str], where: str, name: str
+) -> None:
+    """Check that the columns `read` of a table of `schema` (named by `header`) hold
+    values the reader takes: numbers, text, dates, not lists, structs or maps.
+
+    Raises:
+        DataError: the first nested column, naming its type and the fix.
+    """
+    for field, column in zip(schema, header, strict=False):
+        if column in read and pa.types.is_nested(field.type):
+            raise DataError(
+                f"dataset '{name}': column '{column}' of {where} holds {field.type} values, "
+                "not numbers or words; flatten it into columns of their own before the party "
+                f"reads it, or leave it out with `columns: {{{column}: ignore}}` in the "
+                "dataset's settings",
+                public=f"dataset '{name}': a column holds nested values (lists, structs or "
+                "maps); the party must flatten it or set it ignore in the dataset's columns",
+            )
+
+
+def not_utf8(where: str, name: str, column: str | None = None) -> DataError:
+    """Dataset `name`'s file (`where`: its path), or its column `column`, holds bytes that
+    are not UTF-8 text."""
+    held = f"column '{column}' of {where}" if column else where
+    out = f", or leave the column out with `columns: {{{column}: ignore}}`" if column else ""
+    return DataError(
+        f"dataset '{name}': {held} holds bytes that are not UTF-8 text; save the file as "
+        f"UTF-8 (in Excel: CSV UTF-8){out}",
+        public=f"dataset '{name}': its file holds bytes that are not UTF-8 text; the party "
+        "must save it as UTF-8",
+    )
+
+
+def csv_column(message: str, columns: list[str] | tuple[str, ...]) -> str | None:
+    """The column an error of pyarrow's CSV reader names ("In CSV column #2: ..."), of
+    `columns`, the columns it read."""
+    at = re.search(r"In CSV column #(\d+)", message)
+    return columns[int(at.group(1))] if at is not None and int(at.group(1)) < len(columns) else None
+
+
 def unreadable(path: Path, name: str, exc: Exception, kind: str = "Parquet") -> DataError:
     fix = "; give a .parquet file or a folder of them" if kind == "Parquet" else ""
     return DataError(
@@ -91,7 +138,7 @@ def unreadable(path: Path, name: str, exc: Exception, kind: str = "Parquet") -> 
 
 def name_ragged_row(path: Path, cells: int, name: str) -> None:
     """Raise for the first row whose number of cells is not the header's."""
-    with path.open(newline="") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         rows = (r for r in csv.reader(fh) if r)
         next(rows)
         for n, row in enumerate(rows):

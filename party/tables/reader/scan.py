@@ -19,7 +19,6 @@ database gave by id, for online scoring).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
@@ -31,8 +30,11 @@ from vfl.party.errors import DataError
 from vfl.party.tables.reader.buffers import Scanned, Widen, collect
 from vfl.party.tables.reader.columns import column_index
 from vfl.party.tables.reader.files import (
+    check_flat,
+    csv_column,
     existing,
     name_ragged_row,
+    not_utf8,
     parquet_files,
     read_header,
     unreadable,
@@ -49,18 +51,20 @@ def scan_table(
     typed: bool = False,
     text: Collection[str] = (),
     skip: Collection[str] = (),
-    check: Callable[[int], None] | None = None,
+    check: Callable[[int, int], None] | None = None,
 ) -> Scanned:
     """Stream dataset `name` (csv or parquet) into a party's buffers (module docstring).
     `text`: columns read as text whatever they hold; `skip`: columns not read at all
     (names not in the header are left to the caller); `check`: called before each block
-    with the bytes of the blocks read so far (it may raise: the party's limits guard stops
-    a job whose data outgrows its memory, and learns how much each job has read).
+    with the bytes and rows of the blocks read so far (it may raise: the party's limits
+    guard stops a job whose data outgrows its memory or its max_rows, and learns how much
+    each job has read).
 
     Raises:
         DataError: a missing or unreadable file, an empty one, no such id, label or named
-            column, a row with another number of cells than the header, (typed) a
-            feature or label that is not a number.
+            column, a row with another number of cells than the header, a Parquet column
+            of lists, structs or maps not skipped, (typed) a feature or label that is not
+            a number.
     """
     path = existing(source, name)
     header = read_header(path, source, name)
@@ -90,14 +94,15 @@ def scan_table(
 
 
 def _checked(
-    batches: Iterator[pa.RecordBatch], check: Callable[[int], None]
+    batches: Iterator[pa.RecordBatch], check: Callable[[int, int], None]
 ) -> Iterator[pa.RecordBatch]:
-    read = 0
+    read = rows = 0
     for batch in batches:
-        check(read)
+        check(read, rows)
         read += batch.nbytes
+        rows += batch.num_rows
         yield batch
-    check(read)  # before the columns are joined and encoded
+    check(read, rows)  # before the columns are joined and encoded
 
 
 def scan_arrow(
@@ -120,6 +125,7 @@ def scan_arrow(
     id_col = header[column_index(header, source.id, "id", name)]
     label = header[column_index(header, source.label, "label", name)] if source.label else None
     keep = [c for c in header if c not in skip or c in (id_col, label)]
+    check_flat(data.schema, header, keep, "the rows read", name)
     try:
         return collect(
             iter(data.select(keep).to_batches()), name, header, id_col, label, text, False, typed
@@ -166,9 +172,11 @@ def _batches(
         message = str(exc)
         if "columns, got" in message:
             name_ragged_row(path, len(header), name)
-        at = re.search(r"In CSV column #(\d+)", message)
-        if at is not None and "conversion error" in message:
-            raise Widen(keep[int(at.group(1))]) from None
+        column = csv_column(message, keep)
+        if "invalid UTF8" in message:
+            raise not_utf8(f"'{path}'", name, column) from None
+        if column is not None and "conversion error" in message:
+            raise Widen(column) from None
         raise unreadable(path, name, exc, "CSV") from None
 
 
@@ -184,6 +192,7 @@ def _parquet_batches(
                 f"first file {list(header)}; give every file of the folder the same columns",
                 public=f"dataset '{name}': the files of its folder have different columns",
             )
+        check_flat(parquet.schema_arrow, header, keep, f"'{file}'", name)
         wanted = [parquet.schema_arrow.names[header.index(c)] for c in keep]
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH, columns=wanted):
             yield pa.RecordBatch.from_arrays(batch.columns, names=keep)

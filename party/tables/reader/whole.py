@@ -15,7 +15,15 @@ import pyarrow.parquet as pq
 from vfl.contract.spec import TableSource
 from vfl.party.errors import DataError
 from vfl.party.tables.reader.columns import ReadTable, column_index
-from vfl.party.tables.reader.files import existing, name_ragged_row, read_header, unreadable
+from vfl.party.tables.reader.files import (
+    check_flat,
+    csv_column,
+    existing,
+    name_ragged_row,
+    not_utf8,
+    read_header,
+    unreadable,
+)
 
 
 def read_table(
@@ -27,7 +35,8 @@ def read_table(
 
     Raises:
         DataError: a missing or unreadable file, an empty one, no such id, label or
-            categorical column, a row with another number of cells than the header.
+            categorical column, a row with another number of cells than the header, a
+            Parquet column of lists, structs or maps not set ignore.
     """
     path = existing(source, name)
     header = read_header(path, source, name)
@@ -37,6 +46,9 @@ def read_table(
         except (pa.ArrowException, OSError) as exc:
             raise unreadable(path, name, exc) from None
         read = ReadTable(name, str(path), header, data.rename_columns(list(header)), csv=False)
+        ignored = {c for c, kind in (source.columns or {}).items() if kind == "ignore"}
+        read_columns = set(columns) if columns else set(header) - ignored
+        check_flat(data.schema, header, read_columns, f"'{path}'", name)
         if columns:
             picked = [read.data.column(read.column(c, "named")) for c in columns]
             data = pa.table([pc.cast(c, pa.string()) for c in picked], names=list(columns))
@@ -115,4 +127,6 @@ def _parse_csv(
     except pa.ArrowInvalid as exc:
         if "columns, got" in str(exc):
             name_ragged_row(path, len(header), name)
+        if "invalid UTF8" in str(exc):
+            raise not_utf8(f"'{path}'", name, csv_column(str(exc), columns or header)) from None
         raise

@@ -127,19 +127,22 @@ def test_kinds_are_inferred_without_typing(tmp_path) -> None:
     assert read.numbers(1).tolist() == [2.0, None]
 
 
-def test_the_reader_tells_its_check_the_bytes_read_so_far(tmp_path) -> None:
+def test_the_reader_tells_its_check_the_bytes_and_rows_read_so_far(tmp_path) -> None:
     # Prepare: a Parquet file of three blocks of the reader's
     rows = 3 * PARQUET_BATCH
     table = pa.table({"id": [str(i) for i in range(rows)], "x": np.arange(rows, dtype=float)})
     pq.write_table(table, tmp_path / "t.parquet")
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
     # Execute
     read_raw(
-        TableSource(path=str(tmp_path / "t.parquet"), format="parquet"), "t", check=seen.append
+        TableSource(path=str(tmp_path / "t.parquet"), format="parquet"),
+        "t",
+        check=lambda read_bytes, read_rows: seen.append((read_bytes, read_rows)),
     )
-    # Assert: a check before each block and one after the last, the count only growing
-    assert len(seen) == 4 and seen[0] == 0 and seen == sorted(seen)
-    assert seen[-1] >= rows * 8  # at least the numbers' own bytes
+    # Assert: a check before each block and one after the last, the counts only growing
+    assert len(seen) == 4 and seen[0] == (0, 0) and seen == sorted(seen)
+    assert seen[-1][0] >= rows * 8  # at least the numbers' own bytes
+    assert [r for _, r in seen] == [0, PARQUET_BATCH, 2 * PARQUET_BATCH, rows]
 
 
 def test_a_name_given_to_two_columns_is_named_with_the_fix(tmp_path) -> None:
