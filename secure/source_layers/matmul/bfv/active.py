@@ -1,0 +1,168 @@
+"""The active party (B) of the BFV MatMul source layer: holds V_B, the bias and
+[[U_B]]_A (A's key).
+
+    setup     pk, params <-> A;  B -> A  v_a = [[V_A^(0)]]_B;  A -> B  u_b = [[U_B]]_A
+    forward   B -> A  m1 = [[X_B U_B - R]]_A       (R: uniform mod t on every coefficient)
+              A -> B  m2 = [[X_A V_A + X_A U_A + S]]_B   (S = Dec(m1) at the read positions)
+              Z = Dec(m2) + R + X_B V_B + b
+    backward  B -> A  m3 = [[eta G D]]_B (fresh, seeded)
+              A -> B  vr = [[V_A + R_V]]_B (after A's update, flooded);  B -> A  vc = the
+              same, decrypted and encrypted afresh on the weight support only
+
+Every ciphertext that returns to its key's owner after a product by the other party's
+plaintext (m1, m2, vr) is re-randomised and noise-flooded by its sender
+(`BfvContext.flood`). One passive party (K = 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from vfl.secure.channel import Channel
+from vfl.secure.config import SecureConfig
+from vfl.secure.errors import ConfigError, SecureError
+from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, centered, encode, to_residues
+from vfl.secure.lattice.params import BfvParams
+from vfl.secure.source_layers.checks import check_features, check_lr, check_step
+from vfl.secure.source_layers.common import Features
+from vfl.secure.source_layers.matmul.bfv.common import (
+    feature_ints,
+    plaintexts,
+    recv_blobs,
+    send_blobs,
+    share_rng,
+)
+from vfl.secure.source_layers.matmul.bfv.setup import BfvLayerParams
+from vfl.secure.source_layers.sharing import sample_share
+from vfl.secure.source_layers.steps import SourceOptimizer
+from vfl.secure.wire.payload import control_from_payload, control_to_payload
+
+
+class ActiveBfvLayer:
+    """B's side of the layer (see the module docstring)."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        passive_ids: list[str],
+        in_dim: int,
+        out_dim: int,
+        config: SecureConfig,
+        seed: int,
+        bfv: BfvParams | None = None,
+        batch_rows: int = 256,
+        optimizer: str = "sgd",
+    ) -> None:
+        """Raises:
+        ConfigError: not exactly one passive party, or BFV parameters below 128-bit
+            security.
+        """
+        if len(passive_ids) != 1:
+            raise ConfigError(f"the BFV MatMul layer takes one passive party, got {passive_ids}")
+        self.channel, self.peer = channel, passive_ids[0]
+        self.me = channel.party_id
+        self.in_dim, self.out_dim, self.config, self.seed = in_dim, out_dim, config, seed
+        self.bfv = bfv or BfvParams(plain_bits=config.output_bits + 8)
+        self.ctx = BfvContext(self.bfv)
+        self.keys = KeyPair(self.ctx)
+        self.batch_rows = batch_rows
+        self.optimizer = SourceOptimizer(optimizer)
+        self._x: dict[str, Features] = {}
+
+    def setup(self, tag_prefix: str) -> None:
+        """Exchange keys and parameters, send [[V_A^(0)]]_B, receive [[U_B]]_A.
+
+        Raises:
+            ConfigError: the passive party's parameters make the layer unsafe or unusable.
+            PayloadError, ChannelError: bad or missing messages.
+        """
+        t, ctx, bfv = tag_prefix, self.ctx, self.bfv
+        send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
+        info = control_from_payload(self.channel.recv(self.peer, f"{t}/params"))
+        self.params = BfvLayerParams(
+            self.out_dim, self.in_dim, int(info["in_dim"]), self.config.feature_bits,
+            int(info["feature_bits"]), self.config.output_bits, self.batch_rows,
+            bfv.poly_degree, bfv.coeff_bits, bfv.plain_bits, bfv.stat_bits,
+        )  # fmt: skip
+        self.params.check()
+        self.channel.send(self.peer, f"{t}/params", control_to_payload(self.params.to_fields()))
+        (public,) = recv_blobs(self.channel, self.peer, f"{t}/pk", self.peer, 1)
+        self.peer_key = PeerKey(ctx, public)
+        self.lay_a, self.lay_b = self.params.layouts()
+        rng = share_rng(self.seed, self.keys, "v_a")
+        v_a = sample_share(rng, self.params.passive_in_dim, self.out_dim)
+        bits = self.params.weight_bits(self.params.passive_feature_bits)
+        polys = self.lay_a.weights(encode(v_a, bits, self.bfv.plain_bits - 1, "V_A"))
+        blobs = [self.keys.encrypt(to_residues(p, bfv.plain_bits)) for p in polys]
+        send_blobs(self.channel, self.peer, f"{t}/v_a", blobs, self.me)
+        rng = share_rng(self.seed, self.keys, "v_b")
+        self.v_b = sample_share(rng, self.in_dim, self.out_dim)
+        self.bias = np.zeros(self.out_dim)
+        u_b = recv_blobs(self.channel, self.peer, f"{t}/u_b", self.peer, self.lay_b.blocks)
+        self.u_b = [ctx.ciphertext(b) for b in u_b]
+        self.m1_flood = self.params.forward_flood(self.lay_b, self.config.feature_bits)
+
+    def forward(self, tag: str, x: Features) -> np.ndarray:
+        """Z (n x h) for B's rows x; the passive party runs its forward at the same tag.
+
+        Raises:
+            InputError, EncodingError: bad features or features beyond the range.
+            PayloadError, ChannelError: a bad or missing m2.
+        """
+        self._require_setup()
+        x = check_features(x, self.in_dim)
+        n, ctx, lay, plain_bits = x.shape[0], self.ctx, self.lay_b, self.bfv.plain_bits
+        x_int = feature_ints(x, self.config.feature_bits, "active")
+        masks = ctx.random_coeffs(lay.groups(n))
+        products = plaintexts(ctx, lay.forward_plain(x_int))
+        blobs = []
+        for g in range(masks.shape[0]):
+            ct = ctx.dot(self.u_b, products[g * lay.blocks : (g + 1) * lay.blocks])
+            ctx.sub_plain(ct, ctx.plaintext(masks[g]))
+            blobs.append(ctx.flood(ct, self.peer_key, self.m1_flood))
+        send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
+        self._x[tag] = x
+        own = np.asarray(x @ self.v_b) + self.bias
+        m2 = recv_blobs(self.channel, self.peer, f"{tag}/m2", self.me, self.lay_a.groups(n))
+        polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m2])
+        total = self.lay_a.read_output(polys, n) + lay.read_output(masks, n)
+        z = centered(total & np.uint64(ctx.plain_modulus - 1), plain_bits)
+        return z / float(2**self.config.output_bits) + own
+
+    def backward(self, tag: str, grad_z: np.ndarray, lr: float) -> None:
+        """Send m3 = [[lr G D]]_B, step V_B and the bias, then refresh A's [[V_A]].
+
+        Raises:
+            InputError, EncodingError: bad grad_z or lr, or a step beyond its scale.
+            SecureError: no forward step at `tag`.
+            PayloadError, ChannelError: a bad or missing vr.
+        """
+        self._require_setup()
+        x = self._x.pop(tag, None)
+        if x is None:
+            raise SecureError(f"no forward step at '{tag}' to take the backward of")
+        check_lr(lr)
+        g = check_step(grad_z, 1.0, (x.shape[0], self.out_dim))
+        step = self.optimizer.passive_step(g, lr)
+        bits, plain_bits = self.params.grad_bits(), self.bfv.plain_bits
+        polys = self.lay_a.grad_polys(encode(step, bits, plain_bits - 1, "the step lr * G"))
+        blobs = [self.keys.encrypt(to_residues(p, plain_bits)) for p in polys]
+        send_blobs(self.channel, self.peer, f"{tag}/m3", blobs, self.me)
+        self.v_b = self.optimizer.own_step("v_b", self.v_b, np.asarray(x.T @ g), lr)
+        self.bias = self.optimizer.own_step("bias", self.bias, g.sum(axis=0), lr)
+        self._refresh(tag)
+
+    def _refresh(self, tag: str) -> None:
+        """Decrypt A's masked [[V_A + R_V]] and send it back encrypted afresh, only the
+        weight support kept (the backward product's other coefficients dropped)."""
+        lay, ctx = self.lay_a, self.ctx
+        vr = recv_blobs(self.channel, self.peer, f"{tag}/vr", self.me, lay.blocks)
+        polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in vr])
+        kept = lay.weights_support(polys)
+        send_blobs(self.channel, self.peer, f"{tag}/vc", [self.keys.encrypt(p) for p in kept], self.me)
+
+    def _require_setup(self) -> None:
+        if not hasattr(self, "u_b"):
+            raise SecureError("call setup() before forward() or backward()")
+
+    def close(self) -> None:
+        """Nothing to release (no process pool)."""
