@@ -37,6 +37,9 @@ from vfl.secure.source_layers.steps import SourceOptimizer
 from vfl.secure.wire.payload import control_from_payload, control_to_payload
 
 
+MAX_PENDING = 4  # forwards kept for a backward (validation forwards have none)
+
+
 class ActiveBfvLayer:
     """B's side of the layer (see the module docstring)."""
 
@@ -50,7 +53,7 @@ class ActiveBfvLayer:
         seed: int,
         bfv: BfvParams | None = None,
         batch_rows: int = 256,
-        optimizer: str = "sgd",
+        optimizer: SourceOptimizer | str = "sgd",
     ) -> None:
         """Raises:
         ConfigError: not exactly one passive party, or BFV parameters below 128-bit
@@ -65,8 +68,11 @@ class ActiveBfvLayer:
         self.ctx = BfvContext(self.bfv)
         self.keys = KeyPair(self.ctx)
         self.batch_rows = batch_rows
-        self.optimizer = SourceOptimizer(optimizer)
-        self._x: dict[str, Features] = {}
+        self.optimizer = (
+            optimizer if isinstance(optimizer, SourceOptimizer) else SourceOptimizer(optimizer)
+        )
+        self._x: dict[str, Features] = {}  # features of forwards awaiting their backward
+        self._masks: dict[str, np.ndarray] = {}  # R of forwards awaiting their m2
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters, send [[V_A^(0)]]_B, receive [[U_B]]_A.
@@ -101,16 +107,22 @@ class ActiveBfvLayer:
         self.u_b = [ctx.ciphertext(b) for b in u_b]
         self.m1_flood = self.params.forward_flood(self.lay_b, self.config.feature_bits)
 
-    def forward(self, tag: str, x: Features) -> np.ndarray:
+    def forward(self, tag: str, x: Features, rows: object = None) -> np.ndarray:
         """Z (n x h) for B's rows x; the passive party runs its forward at the same tag.
 
         Raises:
             InputError, EncodingError: bad features or features beyond the range.
             PayloadError, ChannelError: a bad or missing m2.
         """
+        self.start_forward(tag, x)
+        return self.finish_forward(tag)
+
+    def start_forward(self, tag: str, x: Features, rows: object = None) -> None:
+        """Send m1 for the rows x (`rows`: the Paillier layer's precomputed row sets, which
+        this layer does not make)."""
         self._require_setup()
         x = check_features(x, self.in_dim)
-        n, ctx, lay, plain_bits = x.shape[0], self.ctx, self.lay_b, self.bfv.plain_bits
+        n, ctx, lay = x.shape[0], self.ctx, self.lay_b
         x_int = feature_ints(x, self.config.feature_bits, "active")
         masks = ctx.random_coeffs(lay.groups(n))
         products = plaintexts(ctx, lay.forward_plain(x_int))
@@ -120,15 +132,29 @@ class ActiveBfvLayer:
             ctx.sub_plain(ct, ctx.plaintext(masks[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m1_flood))
         send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
+        while len(self._x) >= MAX_PENDING:  # forwards without a backward (validation)
+            del self._x[next(iter(self._x))]
         self._x[tag] = x
-        own = np.asarray(x @ self.v_b) + self.bias
+        self._masks[tag] = lay.read_output(masks, n)
+
+    def finish_forward(self, tag: str) -> np.ndarray:
+        """Z of the forward step `tag` whose m1 went out (`start_forward`).
+
+        Raises:
+            SecureError: no m1 went out at `tag`.
+            PayloadError, ChannelError: a bad or missing m2.
+        """
+        masks, x = self._masks.pop(tag, None), self._x.get(tag)
+        if masks is None or x is None:
+            raise SecureError(f"no m1 went out at '{tag}' (call start_forward first)")
+        n, ctx = x.shape[0], self.ctx
         m2 = recv_blobs(self.channel, self.peer, f"{tag}/m2", self.me, self.lay_a.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m2])
-        total = self.lay_a.read_output(polys, n) + lay.read_output(masks, n)
-        z = centered(total & np.uint64(ctx.plain_modulus - 1), plain_bits)
-        return z / float(2**self.config.output_bits) + own
+        total = self.lay_a.read_output(polys, n) + masks
+        z = centered(total & np.uint64(ctx.plain_modulus - 1), self.bfv.plain_bits)
+        return z / float(2**self.config.output_bits) + np.asarray(x @ self.v_b) + self.bias
 
-    def backward(self, tag: str, grad_z: np.ndarray, lr: float) -> None:
+    def backward(self, tag: str, grad_z: np.ndarray, lr: float, x: Features | None = None) -> None:
         """Send m3 = [[lr G D]]_B, step V_B and the bias, then refresh A's [[V_A]].
 
         Raises:
@@ -137,7 +163,7 @@ class ActiveBfvLayer:
             PayloadError, ChannelError: a bad or missing vr.
         """
         self._require_setup()
-        x = self._x.pop(tag, None)
+        x = self._x.pop(tag, None) if x is None else check_features(x, self.in_dim)
         if x is None:
             raise SecureError(f"no forward step at '{tag}' to take the backward of")
         check_lr(lr)
@@ -147,9 +173,33 @@ class ActiveBfvLayer:
         polys = self.lay_a.grad_polys(encode(step, bits, plain_bits - 1, "the step lr * G"))
         blobs = [self.keys.encrypt(to_residues(p, plain_bits)) for p in polys]
         send_blobs(self.channel, self.peer, f"{tag}/m3", blobs, self.me)
+        self._own_step(x, g, lr)
+        self._refresh(tag)
+
+    def local_step(self, x: Features, grad_z: np.ndarray, lr: float) -> None:
+        """Update only V_B and the bias from a (cached) derivative; nothing is sent."""
+        self._require_setup()
+        x = check_features(x, self.in_dim)
+        check_lr(lr)
+        self._own_step(x, check_step(grad_z, 1.0, (x.shape[0], self.out_dim)), lr)
+
+    def _own_step(self, x: Features, g: np.ndarray, lr: float) -> None:
         self.v_b = self.optimizer.own_step("v_b", self.v_b, np.asarray(x.T @ g), lr)
         self.bias = self.optimizer.own_step("bias", self.bias, g.sum(axis=0), lr)
-        self._refresh(tag)
+
+    def set_bias(self, bias: np.ndarray) -> None:
+        """Start the bias b of Z at `bias` (the label prior, when the top is the identity)."""
+        self.bias = np.asarray(bias, dtype=np.float64).reshape(self.out_dim).copy()
+
+    def precompute_pays(self, uses: int) -> bool:
+        """Never: this layer makes no m1 once per row (module doc of `setup`)."""
+        return False
+
+    def rows_state(self) -> dict[str, object]:
+        return {}
+
+    def load_rows_state(self, state: dict[str, object]) -> None:
+        """Nothing to load (see `precompute_pays`)."""
 
     def _refresh(self, tag: str) -> None:
         """Decrypt A's masked [[V_A + R_V]] and send it back encrypted afresh, only the

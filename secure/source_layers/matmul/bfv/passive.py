@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
-from vfl.secure.errors import PayloadError, SecureError
+from vfl.secure.errors import ConfigError, PayloadError, SecureError
 from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, encode, to_residues
 from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr
@@ -37,13 +37,15 @@ class PassiveBfvLayer:
         config: SecureConfig,
         seed: int,
         bfv: BfvParams | None = None,
+        step_factors: np.ndarray | None = None,
     ) -> None:
         self.channel, self.peer, self.me = channel, active_id, channel.party_id
         self.in_dim, self.out_dim, self.config, self.seed = in_dim, out_dim, config, seed
         self.bfv = bfv or BfvParams(plain_bits=config.output_bits + 8)
         self.ctx = BfvContext(self.bfv)
         self.keys = KeyPair(self.ctx)
-        self.step_factors: np.ndarray | None = None
+        self.step_factors: np.ndarray | None = step_factors
+        self.on_decrypt = None  # the attack recorder's hook (not called: see docs)
         self._x: dict[str, Features] = {}
 
     def setup(self, tag_prefix: str) -> None:
@@ -88,7 +90,7 @@ class PassiveBfvLayer:
             )
         params.check()
 
-    def forward(self, tag: str, x: Features) -> None:
+    def forward(self, tag: str, x: Features, rows: object = None) -> None:
         """Answer B's m1 for the rows x with m2.
 
         Raises:
@@ -110,9 +112,9 @@ class PassiveBfvLayer:
             ctx.add_plain(ct, ctx.plaintext(fill[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood))
         send_blobs(self.channel, self.peer, f"{tag}/m2", blobs, self.peer)
-        self._x[tag] = x
+        self._x = {tag: x}
 
-    def backward(self, tag: str, lr: float) -> None:
+    def backward(self, tag: str, lr: float, x: Features | None = None) -> None:
         """Apply m3: [[V_A]] -= (X_A C)^T [[lr G D]], then refresh [[V_A]] through B.
 
         Raises:
@@ -120,7 +122,7 @@ class PassiveBfvLayer:
             PayloadError, ChannelError: a bad or missing m3 or vc.
         """
         self._require_setup()
-        x = self._x.pop(tag, None)
+        x = self._x.pop(tag, None) if x is None else check_features(x, self.in_dim)
         if x is None:
             raise SecureError(f"no forward step at '{tag}' to take the backward of")
         check_lr(lr)
@@ -153,6 +155,25 @@ class PassiveBfvLayer:
             ctx.sub_plain(ct, ctx.plaintext(kept[b]))
             fresh.append(ct)
         self.v_a = fresh
+
+    def own_share(self) -> np.ndarray:
+        """U_A, this party's plaintext share of W_A."""
+        return self.u_a
+
+    def precompute_pays(self, uses: int) -> bool:
+        return False
+
+    def rows_state(self) -> dict[str, object]:
+        return {}
+
+    def load_rows_state(self, state: dict[str, object]) -> None:
+        """Nothing to load (no m1 once per row)."""
+
+    def backward_cached(self, m3: object, x: Features, lr: float) -> None:
+        """Raises:
+        ConfigError: always: a step replayed without B cannot refresh [[V_A]].
+        """
+        raise ConfigError("the BFV MatMul layer takes no local updates (local_updates.mode: none)")
 
     def _require_setup(self) -> None:
         if not hasattr(self, "v_a"):
