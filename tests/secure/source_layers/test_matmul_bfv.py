@@ -86,11 +86,17 @@ def test_a_second_step_reads_the_refreshed_share() -> None:
         w_a, w_b = _weights(active, passive)
         out: dict[str, np.ndarray] = {}
         tag = f"r{step}"
-        _both(lambda t=tag: out.update(z=active.forward(t, x_b)), lambda t=tag: passive.forward(t, x_a))
+        _both(
+            lambda t=tag, o=out: o.update(z=active.forward(t, x_b)),
+            lambda t=tag: passive.forward(t, x_a),
+        )
         expected = x_a @ w_a + x_b @ w_b + active.bias
         np.testing.assert_allclose(out["z"], expected, atol=0.05)
         grad = rng.normal(size=(30, 5)) / 30
-        _both(lambda t=tag: active.backward(t, grad, 0.3), lambda t=tag: passive.backward(t, 0.3))
+        _both(
+            lambda t=tag, g=grad: active.backward(t, g, 0.3),
+            lambda t=tag: passive.backward(t, 0.3),
+        )
 
 
 def test_a_feature_beyond_the_range_is_refused_naming_the_party() -> None:
@@ -99,3 +105,27 @@ def test_a_feature_beyond_the_range_is_refused_naming_the_party() -> None:
     x[0, 0] = 1e6
     with pytest.raises(EncodingError, match="active party"):
         active.forward("r1", x)
+
+
+def test_a_layer_resumes_from_its_state_dict() -> None:
+    # Prepare: one step, then both parties' state
+    active, passive = _layers(5, 4, 3)
+    rng = np.random.default_rng(2)
+    x_a, x_b = rng.normal(size=(20, 5)), rng.normal(size=(20, 4))
+    _both(lambda: active.forward("r1", x_b), lambda: passive.forward("r1", x_a))
+    grad = rng.normal(size=(20, 3)) / 20
+    _both(lambda: active.backward("r1", grad, 0.3), lambda: passive.backward("r1", 0.3))
+    w_a, w_b = _weights(active, passive)
+    saved_a, saved_p = active.state_dict(), passive.state_dict()
+    # Execute: new layers on a new channel load the states instead of setting up
+    config = SecureConfig(key_bits=512, allow_insecure_test_keys=True)
+    hub = InProcessHub()
+    active2 = ActiveBfvLayer(hub.channel("B"), ["A"], 4, 3, config, 1, batch_rows=64)
+    passive2 = PassiveBfvLayer(hub.channel("A"), "B", 5, 3, config, 2)
+    active2.load_state_dict(saved_a)
+    passive2.load_state_dict(saved_p)
+    out: dict[str, np.ndarray] = {}
+    _both(lambda: out.update(z=active2.forward("r2", x_b)), lambda: passive2.forward("r2", x_a))
+    # Assert
+    expected = x_a @ w_a + x_b @ w_b + active.bias
+    np.testing.assert_allclose(out["z"], expected, atol=0.05)

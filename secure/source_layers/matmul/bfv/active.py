@@ -16,10 +16,12 @@ plaintext (m1, m2, vr) is re-randomised and noise-flooded by its sender
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
-from vfl.secure.errors import ConfigError, SecureError
+from vfl.secure.errors import ConfigError, SecureError, StateError
 from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, centered, encode, to_residues
 from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr, check_step
@@ -33,9 +35,9 @@ from vfl.secure.source_layers.matmul.bfv.common import (
 )
 from vfl.secure.source_layers.matmul.bfv.setup import BfvLayerParams
 from vfl.secure.source_layers.sharing import sample_share
+from vfl.secure.source_layers.state import reading
 from vfl.secure.source_layers.steps import SourceOptimizer
 from vfl.secure.wire.payload import control_from_payload, control_to_payload
-
 
 MAX_PENDING = 4  # forwards kept for a backward (validation forwards have none)
 
@@ -208,7 +210,54 @@ class ActiveBfvLayer:
         vr = recv_blobs(self.channel, self.peer, f"{tag}/vr", self.me, lay.blocks)
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in vr])
         kept = lay.weights_support(polys)
-        send_blobs(self.channel, self.peer, f"{tag}/vc", [self.keys.encrypt(p) for p in kept], self.me)
+        send_blobs(
+            self.channel, self.peer, f"{tag}/vc", [self.keys.encrypt(p) for p in kept], self.me
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Keys, parameters, shares and [[U_B]]_A as plain values (bytes, arrays), for a
+        checkpoint or a model part; a resumed layer loads it instead of `setup`.
+
+        Raises:
+            SecureError: setup() has not run.
+        """
+        self._require_setup()
+        return {
+            "scheme": "bfv",
+            "secret": self.keys.secret_bytes(),
+            "peer_public": self.peer_key.public_bytes,
+            "params": self.params.to_fields(),
+            "u_b": [self.ctx.to_bytes(ct) for ct in self.u_b],
+            "v_b": self.v_b.copy(),
+            "bias": self.bias.copy(),
+            "optimizer": self.optimizer.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`: nothing is sent.
+
+        Raises:
+            StateError: not a BFV layer's state, or one of other sizes or parameters.
+        """
+        with reading("the BFV MatMul layer's state"):
+            if state.get("scheme") != "bfv":
+                raise StateError("the checkpoint holds a Paillier layer, the job runs bfv")
+            params = BfvLayerParams.from_fields(dict(state["params"]))
+            if (params.active_in_dim, params.out_dim, params.bfv) != (
+                self.in_dim,
+                self.out_dim,
+                self.bfv,
+            ):
+                raise StateError(f"saved for other sizes or BFV parameters: {params}")
+            self.keys = KeyPair(self.ctx, bytes(state["secret"]))
+            self.peer_key = PeerKey(self.ctx, bytes(state["peer_public"]))
+            self.params = params
+            self.lay_a, self.lay_b = params.layouts()
+            self.u_b = [self.ctx.ciphertext(bytes(b)) for b in state["u_b"]]
+            self.v_b = np.asarray(state["v_b"], dtype=np.float64)
+            self.bias = np.asarray(state["bias"], dtype=np.float64)
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.m1_flood = params.forward_flood(self.lay_b, self.config.feature_bits)
 
     def _require_setup(self) -> None:
         if not hasattr(self, "u_b"):

@@ -46,5 +46,7 @@ def send_blobs(channel: Channel, peer: str, tag: str, blobs: list[bytes], owner:
     channel.send(peer, tag, blobs_to_payload(blobs, owner))
 
 
-def recv_blobs(channel: Channel, peer: str, tag: str, owner: str, count: int | None = None) -> list[bytes]:
+def recv_blobs(
+    channel: Channel, peer: str, tag: str, owner: str, count: int | None = None
+) -> list[bytes]:
     return blobs_from_payload(channel.recv(peer, tag), owner, count)

@@ -3,10 +3,12 @@ under its own key at setup) and [[V_A]]_B; the messages are listed in `active`."
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
-from vfl.secure.errors import ConfigError, PayloadError, SecureError
+from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
 from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, encode, to_residues
 from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr
@@ -20,6 +22,7 @@ from vfl.secure.source_layers.matmul.bfv.common import (
 )
 from vfl.secure.source_layers.matmul.bfv.setup import STEP_FACTOR_BITS, BfvLayerParams
 from vfl.secure.source_layers.sharing import sample_share
+from vfl.secure.source_layers.state import reading
 from vfl.secure.source_layers.steps import scaled_columns
 from vfl.secure.wire.payload import control_from_payload, control_to_payload
 
@@ -73,7 +76,10 @@ class PassiveBfvLayer:
         limit = self.bfv.plain_bits - 1
         self.u_a_int = encode(self.u_a, params.weight_bits(self.config.feature_bits), limit, "U_A")
         u_b_int = encode(u_b, params.weight_bits(params.active_feature_bits), limit, "U_B")
-        blobs = [self.keys.encrypt(to_residues(p, self.bfv.plain_bits)) for p in self.lay_b.weights(u_b_int)]
+        blobs = [
+            self.keys.encrypt(to_residues(p, self.bfv.plain_bits))
+            for p in self.lay_b.weights(u_b_int)
+        ]
         send_blobs(self.channel, self.peer, f"{t}/u_b", blobs, self.me)
         v_a = recv_blobs(self.channel, self.peer, f"{t}/v_a", self.peer, self.lay_a.blocks)
         self.v_a = [ctx.ciphertext(b) for b in v_a]
@@ -81,7 +87,12 @@ class PassiveBfvLayer:
 
     def _check(self, params: BfvLayerParams) -> None:
         mine = (self.in_dim, self.out_dim, self.config.feature_bits, self.config.output_bits)
-        theirs = (params.passive_in_dim, params.out_dim, params.passive_feature_bits, params.output_bits)
+        theirs = (
+            params.passive_in_dim,
+            params.out_dim,
+            params.passive_feature_bits,
+            params.output_bits,
+        )
         if mine != theirs or params.bfv != self.bfv:
             raise PayloadError(
                 f"the active party's BFV layer parameters {params} do not match this party's "
@@ -105,7 +116,9 @@ class PassiveBfvLayer:
         m1 = recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
         share = self.lay_b.read_output(polys, n) + to_residues(x_int @ self.u_a_int, plain_bits)
-        fill = lay.place_output(share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(lay.groups(n)))
+        fill = lay.place_output(
+            share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(lay.groups(n))
+        )
         blobs = []
         for g in range(fill.shape[0]):
             ct = ctx.dot(self.v_a, products[g * lay.blocks : (g + 1) * lay.blocks])
@@ -128,7 +141,11 @@ class PassiveBfvLayer:
         check_lr(lr)
         ctx, lay, bits = self.ctx, self.lay_a, self.config.feature_bits
         n = x.shape[0]
-        factors = None if self.step_factors is None else np.minimum(self.step_factors, 2.0**STEP_FACTOR_BITS)
+        factors = (
+            None
+            if self.step_factors is None
+            else np.minimum(self.step_factors, 2.0**STEP_FACTOR_BITS)
+        )
         x_int = feature_ints(scaled_columns(x, factors, bits), bits, "passive", STEP_FACTOR_BITS)
         m3 = recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
         grads = [ctx.ciphertext(b) for b in m3]
@@ -174,6 +191,47 @@ class PassiveBfvLayer:
         ConfigError: always: a step replayed without B cannot refresh [[V_A]].
         """
         raise ConfigError("the BFV MatMul layer takes no local updates (local_updates.mode: none)")
+
+    def state_dict(self) -> dict[str, Any]:
+        """Keys, parameters, U_A and [[V_A]]_B as plain values (see the active layer's).
+
+        Raises:
+            SecureError: setup() has not run.
+        """
+        self._require_setup()
+        return {
+            "scheme": "bfv",
+            "secret": self.keys.secret_bytes(),
+            "peer_public": self.peer_key.public_bytes,
+            "params": self.params.to_fields(),
+            "u_a": self.u_a.copy(),
+            "v_a": [self.ctx.to_bytes(ct) for ct in self.v_a],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from `state_dict()`: nothing is sent.
+
+        Raises:
+            StateError: not a BFV layer's state, or one of other sizes or parameters.
+        """
+        with reading("the BFV MatMul layer's state"):
+            if state.get("scheme") != "bfv":
+                raise StateError("the checkpoint holds a Paillier layer, the job runs bfv")
+            params = BfvLayerParams.from_fields(dict(state["params"]))
+            try:
+                self._check(params)
+            except PayloadError as exc:
+                raise StateError(str(exc)) from exc
+            self.keys = KeyPair(self.ctx, bytes(state["secret"]))
+            self.peer_key = PeerKey(self.ctx, bytes(state["peer_public"]))
+            self.params = params
+            self.lay_a, self.lay_b = params.layouts()
+            self.u_a = np.asarray(state["u_a"], dtype=np.float64)
+            limit = self.bfv.plain_bits - 1
+            bits = params.weight_bits(self.config.feature_bits)
+            self.u_a_int = encode(self.u_a, bits, limit, "U_A")
+            self.v_a = [self.ctx.ciphertext(bytes(b)) for b in state["v_a"]]
+            self.m2_flood = params.forward_flood(self.lay_a, self.config.feature_bits)
 
     def _require_setup(self) -> None:
         if not hasattr(self, "v_a"):

@@ -53,7 +53,10 @@ class BfvLayerParams:
             below 128-bit security (named by field).
         """
         self.bfv.validate()
-        for who, bits in (("active", self.active_feature_bits), ("passive", self.passive_feature_bits)):
+        for who, bits in (
+            ("active", self.active_feature_bits),
+            ("passive", self.passive_feature_bits),
+        ):
             if self.output_bits < 2 * bits:
                 raise ConfigError(
                     f"output_bits ({self.output_bits}) must be >= 2 x the {who} party's "
