@@ -154,7 +154,8 @@ class ActiveBfvLayer:
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m2])
         total = self.lay_a.read_output(polys, n) + masks
         z = centered(total & np.uint64(ctx.plain_modulus - 1), self.bfv.plain_bits)
-        return z / float(2**self.config.output_bits) + np.asarray(x @ self.v_b) + self.bias
+        own = np.asarray(x @ self.v_b, dtype=np.float64) + self.bias
+        return np.asarray(z / float(2**self.config.output_bits) + own, dtype=np.float64)
 
     def backward(self, tag: str, grad_z: np.ndarray, lr: float, x: Features | None = None) -> None:
         """Send m3 = [[lr G D]]_B, step V_B and the bias, then refresh A's [[V_A]].
@@ -196,6 +197,12 @@ class ActiveBfvLayer:
     def precompute_pays(self, uses: int) -> bool:
         """Never: this layer makes no m1 once per row (module doc of `setup`)."""
         return False
+
+    def precompute(self, tag: str, name: str, x: Features) -> None:
+        """Raises:
+        SecureError: always (`precompute_pays` is False).
+        """
+        raise SecureError("the BFV MatMul layer makes no m1 once per row")
 
     def rows_state(self) -> dict[str, object]:
         return {}

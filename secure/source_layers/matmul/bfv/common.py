@@ -31,7 +31,7 @@ def feature_ints(x: Features, feature_bits: int, who: str, extra_bits: int = 0) 
     Raises:
         EncodingError: a feature beyond the range (the message names the party).
     """
-    dense = x.toarray() if sp.issparse(x) else np.asarray(x)
+    dense = sp.csr_matrix(x).toarray() if sp.issparse(x) else np.asarray(x)
     limit = x_bits(feature_bits) + extra_bits
     return encode(dense, feature_bits, limit, f"a feature of the {who} party")
 

@@ -180,6 +180,12 @@ class PassiveBfvLayer:
     def precompute_pays(self, uses: int) -> bool:
         return False
 
+    def precompute(self, tag: str, name: str, n: int) -> None:
+        """Raises:
+        SecureError: always (`precompute_pays` is False).
+        """
+        raise SecureError("the BFV MatMul layer makes no m1 once per row")
+
     def rows_state(self) -> dict[str, object]:
         return {}
 
