@@ -112,13 +112,16 @@ class BfvContext:
     def sub(self, ct: Ciphertext, other: Ciphertext) -> None:
         self.evaluator.sub_inplace(ct, other)
 
-    def flood(self, ct: Ciphertext, peer: PeerKey, bits: int) -> bytes:
+    def flood(
+        self, ct: Ciphertext, peer: PeerKey, bits: int, zero: Ciphertext | None = None
+    ) -> bytes:
         """Make `ct` (first data level) safe to return to its key's owner, as bytes: add a
         fresh encryption of zero under the owner's key (re-randomises both polynomials),
         add uniform noise in [-2^bits, 2^bits) (floods the noise that depends on this
-        party's plaintexts), and switch down to the last level (fewer bytes)."""
+        party's plaintexts), and switch down to the last level (fewer bytes). `zero`: that
+        encryption of zero made beforehand (`peer.zero(ctx.levels[0])`, used once)."""
         ev = self.evaluator
-        ev.add_inplace(ct, peer.zero(self.levels[0]))
+        ev.add_inplace(ct, peer.zero(self.levels[0]) if zero is None else zero)
         ev.add_inplace(ct, self._noise(bits))
         ev.mod_switch_to_inplace(ct, self.levels[-1])
         return seal_io.save(ct)
@@ -129,7 +132,9 @@ class BfvContext:
         residues = np.zeros((2, primes.size, n), dtype=np.uint64)
         residues[0] = uniform_residues(bits, n, primes)
         ct = seal.Ciphertext()
-        seal_io.load(ct, self.context, seal_io.ciphertext_bytes(self.version, self.levels[0], residues))
+        seal_io.load(
+            ct, self.context, seal_io.ciphertext_bytes(self.version, self.levels[0], residues)
+        )
         return ct
 
     def to_bytes(self, ct: Ciphertext) -> bytes:

@@ -113,17 +113,22 @@ class PassiveBfvLayer:
         n, ctx, lay, plain_bits = x.shape[0], self.ctx, self.lay_a, self.bfv.plain_bits
         x_int = feature_ints(x, self.config.feature_bits, "passive")
         products = plaintexts(ctx, lay.forward_plain(x_int))
+        groups = lay.groups(n)
+        # X_A [[V_A]] and the encryptions of zero do not depend on m1: made while m1 is
+        # in flight
+        cts = [
+            ctx.dot(self.v_a, products[g * lay.blocks : (g + 1) * lay.blocks])
+            for g in range(groups)
+        ]
+        zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]
         m1 = recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
         share = self.lay_b.read_output(polys, n) + to_residues(x_int @ self.u_a_int, plain_bits)
-        fill = lay.place_output(
-            share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(lay.groups(n))
-        )
+        fill = lay.place_output(share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(groups))
         blobs = []
-        for g in range(fill.shape[0]):
-            ct = ctx.dot(self.v_a, products[g * lay.blocks : (g + 1) * lay.blocks])
+        for g, ct in enumerate(cts):
             ctx.add_plain(ct, ctx.plaintext(fill[g]))
-            blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood))
+            blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood, zeros[g]))
         send_blobs(self.channel, self.peer, f"{tag}/m2", blobs, self.peer)
         self._x = {tag: x}
 
