@@ -80,12 +80,14 @@ class BfvParams:
         return self.coeff_bits[0]
 
     def flood_bits(self, noise_bits: int) -> int:
-        """Bits of the uniform flooding noise over a noise bound of 2^noise_bits.
+        """Bits of the uniform flooding noise over a noise bound of 2^noise_bits: the
+        statistical distance of a flooded ciphertext is at most N 2^-(bits - noise_bits)
+        (N coefficients), so bits = noise_bits + stat_bits + log2 N gives 2^-stat_bits.
 
         Raises:
             ConfigError: the flooded noise would not decrypt at the first data level.
         """
-        bits = noise_bits + self.stat_bits
+        bits = noise_bits + self.stat_bits + self.poly_degree.bit_length() - 1
         if bits + self.plain_bits + 3 > self.data_bits:
             raise ConfigError(
                 f"noise flooding needs {bits} bits over a noise bound of 2^{noise_bits}, and "
