@@ -39,3 +39,22 @@ def test_what_bfv_does_not_support_yet_is_refused_naming_the_field(extra, words)
 
 def test_paillier_stays_the_default() -> None:
     assert breast_spec("blindfl").crypto.scheme == "paillier"
+
+
+def test_a_feature_beyond_the_bfv_range_is_refused_before_keys_naming_the_column() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+    from vfl.party.errors import JobError
+    from vfl.party.training.blindfl.common import check_bfv_range
+    from vfl.party.training.models import Inputs
+    from vfl.secure.config import SecureConfig
+
+    spec = breast_spec("blindfl", crypto=BFV)
+    ctx = SimpleNamespace(spec=spec, party_id="shop")
+    x = np.zeros((5, 3), dtype=np.float32)
+    x[2, 1] = 300.0
+    config = SecureConfig(key_bits=512, allow_insecure_test_keys=True)
+    with pytest.raises(JobError, match="column 1 reaches 300"):
+        check_bfv_range(ctx, Inputs(x, None, ()), config)
+    check_bfv_range(ctx, Inputs(x / 10, None, ()), config)  # within +-128

@@ -23,6 +23,7 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.errors import JobError
 from vfl.party.training.blindfl.common import (
     RowSets,
+    check_bfv_range,
     close_layers,
     features,
     load_layer,
@@ -70,6 +71,7 @@ class BlindActiveTrainer:
         self.labels = labels
         h = s.model.source.out_dim
         self.config = secure_config(ctx, ctx.inputs)
+        check_bfv_range(ctx, ctx.inputs, self.config)
         self.keypair: KeyPair | None = None  # shared by both layers
         self.layouts: dict[str, dict[str, Any]] = {}  # each passive party's inputs
         self.src: ActiveSourceLayer | ActiveBfvLayer | None = None

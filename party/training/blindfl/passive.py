@@ -11,6 +11,7 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.errors import JobError
 from vfl.party.training.blindfl.common import (
     RowSets,
+    check_bfv_range,
     close_layers,
     features,
     load_layer,
@@ -38,6 +39,7 @@ class BlindPassiveTrainer:
         s, src = ctx.spec, ctx.spec.model.source
         self.ctx = ctx
         self.config = secure_config(ctx, ctx.inputs)
+        check_bfv_range(ctx, ctx.inputs, self.config)
         if ctx.inputs.empty:
             raise JobError(f"party '{ctx.party_id}' has no features to train on")
         self.keypair: KeyPair | None = None  # shared by both layers
