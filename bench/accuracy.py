@@ -6,6 +6,7 @@ real `vfl run` jobs (coordinator and both party daemons as processes on loopback
     python bench/accuracy.py --json out.json         also write the table as JSON
     python bench/accuracy.py --only credit --seeds 0 1 2 3 --job-seeds 100 101
                                                      several data sets and initialisations
+    python bench/accuracy.py --only credit --scheme bfv   blindfl over BFV (crypto.scheme)
 
 Data sets (each split between an active "bank" and a passive "shop"):
 
@@ -106,7 +107,11 @@ def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Nam
             {"id": "shop", "role": "passive", "data": data["shop"]},
         ],
         "protocol": protocol,
-        "crypto": {"key_bits": args.key_bits, "allow_insecure_test_keys": args.key_bits < 2048},
+        "crypto": {
+            "key_bits": args.key_bits,
+            "allow_insecure_test_keys": args.key_bits < 2048,
+            "scheme": args.scheme if protocol == "blindfl" else "paillier",
+        },
         "train": {"epochs": args.epochs, "seed": args.job_seed},
         "validation": {"every": per_epoch},
     }
@@ -136,6 +141,7 @@ def main() -> None:
         "--job-seeds", type=int, nargs="+", help="train.seed (default: the data seed)"
     )
     parser.add_argument("--key-bits", type=int, default=1024)
+    parser.add_argument("--scheme", choices=("paillier", "bfv"), default="paillier")
     parser.add_argument("--credit-rows", type=int, default=30_000)
     parser.add_argument("--sparse-rows", type=int, default=20_000)
     parser.add_argument("--json", type=Path, help="also write the results here")
