@@ -191,11 +191,25 @@ class PeerKey:
         seal_io.load(key, ctx.context, public)
         self.public_bytes = public
         self._encryptor = seal.Encryptor(ctx.context, key)
+        self._level = ctx.levels[0]
+        self._ready: list[Ciphertext] = []  # encryptions of zero made while waiting
 
     def zero(self, parms_id: list[int]) -> Ciphertext:
+        """A fresh encryption of zero at `parms_id` (one made beforehand, at the first data
+        level, if `prepare` left one; each is used once)."""
+        if parms_id == self._level and self._ready:
+            return self._ready.pop()
         ct = seal.Ciphertext()
         self._encryptor.encrypt_zero(parms_id, ct)
         return ct
+
+    def prepare(self, count: int) -> None:
+        """Make encryptions of zero at the first data level until `count` are ready (call it
+        before waiting for a peer: they depend on no value)."""
+        while len(self._ready) < count:
+            ct = seal.Ciphertext()
+            self._encryptor.encrypt_zero(self._level, ct)
+            self._ready.append(ct)
 
 
 def uniform_residues(bits: int, n: int, primes: np.ndarray) -> np.ndarray:

@@ -152,6 +152,7 @@ class PassiveBfvLayer:
             else np.minimum(self.step_factors, 2.0**STEP_FACTOR_BITS)
         )
         x_int = feature_ints(scaled_columns(x, factors, bits), bits, "passive", STEP_FACTOR_BITS)
+        self.peer_key.prepare(lay.blocks)  # for vr, while B makes m3
         m3 = recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
         grads = [ctx.ciphertext(b) for b in m3]
         products = plaintexts(ctx, lay.backward_plain(x_int))  # (row block, block)
