@@ -6,6 +6,7 @@ real `vfl run` jobs (coordinator and both party daemons as processes on loopback
     python -m bench.accuracy --json out.json         also write the table as JSON
     python -m bench.accuracy --only credit --seeds 0 1 2 3 --job-seeds 100 101
                                                      several data sets and initialisations
+    python -m bench.accuracy --only credit --scheme bfv   blindfl over BFV (crypto.scheme)
 
 Data sets (each split between an active "bank" and a passive "shop"):
 
@@ -101,7 +102,7 @@ def _tables(name: str, folder: Path, args: argparse.Namespace) -> tuple[dict, in
 def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Namespace) -> dict:
     held_out = 0 if name in TESTED else round(rows * 0.2)
     per_epoch = -(-(rows - held_out) // BATCH)
-    return jobs.job_spec(
+    spec = jobs.job_spec(
         f"{name}-{protocol}",
         protocol,
         data["bank"],
@@ -111,6 +112,8 @@ def job_spec(name: str, protocol: str, data: dict, rows: int, args: argparse.Nam
         train={"epochs": args.epochs, "seed": args.job_seed},
         validation={"every": per_epoch},
     )
+    spec["crypto"]["scheme"] = args.scheme if protocol == "blindfl" else "paillier"
+    return spec
 
 
 def run(name: str, protocol: str, args: argparse.Namespace) -> list[float]:
@@ -136,6 +139,7 @@ def main() -> None:
         "--job-seeds", type=int, nargs="+", help="train.seed (default: the data seed)"
     )
     parser.add_argument("--key-bits", type=int, default=1024)
+    parser.add_argument("--scheme", choices=("paillier", "bfv"), default="paillier")
     parser.add_argument("--credit-rows", type=int, default=30_000)
     parser.add_argument("--sparse-rows", type=int, default=20_000)
     parser.add_argument("--json", type=Path, help="also write the results here")

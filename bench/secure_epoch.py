@@ -120,7 +120,7 @@ def print_case(case: str, args, results: dict, floors: dict | None, cost: dict) 
             floor_epoch = floors["epoch"].seconds(cost) / divisor
             fe, ratio = f"{floor_epoch:.1f}", f"{mean_epoch / floor_epoch:.2f}x"
             fv = f"{floors['validation'].seconds(cost) / divisor:.1f}"
-        setup = f"{r['setup_seconds']:.1f}" if protocol == "blindfl" else "-"
+        setup = f"{r['setup_seconds']:.1f}" if protocol.startswith("blindfl") else "-"
         auc = r["auc"]
         print(
             f"| {protocol} | {mode} | {mean_epoch:.1f} | {r['validation_seconds'][-1]:.1f} "
@@ -144,10 +144,11 @@ def print_case(case: str, args, results: dict, floors: dict | None, cost: dict) 
             f"obfuscators = {s.seconds(cost):.1f} s of one core"
         )
     split = [r for (p, m), r in results.items() if p == "split"]
-    blind = [r for (p, m), r in results.items() if p == "blindfl"]
-    if split and blind:
-        ratio = np.mean(blind[0]["epoch_seconds"]) / np.mean(split[0]["epoch_seconds"])
-        print(f"secure / plaintext epoch ({list(results)[0][1]} cores): {ratio:.1f}x")
+    for name in ("blindfl", "blindfl-bfv"):
+        blind = [r for (p, m), r in results.items() if p == name]
+        if split and blind:
+            ratio = np.mean(blind[0]["epoch_seconds"]) / np.mean(split[0]["epoch_seconds"])
+            print(f"{name} / split epoch ({list(results)[0][1]} cores): {ratio:.1f}x")
 
 
 def print_ctr(args, results: dict, floors: dict, cost: dict) -> None:
@@ -222,7 +223,7 @@ def main() -> int:
     )
     ap.add_argument("--cases", default="credit,a9a", help="comma-separated: credit,a9a,ctr")
     ap.add_argument("--modes", default="shared,pinned", help="comma-separated: shared,pinned")
-    ap.add_argument("--protocols", default="split,blindfl")
+    ap.add_argument("--protocols", default="split,blindfl", help="split,blindfl,blindfl-bfv")
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--rows", type=int, default=30_000, help="credit rows")
     ap.add_argument("--ctr-rows", type=int, default=1_024, help="ctr rows (one epoch)")
@@ -237,7 +238,9 @@ def main() -> int:
         for protocol in args.protocols.split(","):
             for mode in args.modes.split(","):
                 with tempfile.TemporaryDirectory(prefix=f"bench-{case}-") as tmp:
-                    spec = CASES[case](protocol, args, Path(tmp))
+                    spec = CASES[case](protocol.removesuffix("-bfv"), args, Path(tmp))
+                    if protocol == "blindfl-bfv":  # crypto: {scheme: bfv}
+                        spec["crypto"] = {**spec.get("crypto", {}), "scheme": "bfv"}
                     results[(protocol, mode)] = run(spec, mode == "pinned")
                 load.append(os.getloadavg()[0])
         if case == "ctr":

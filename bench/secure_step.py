@@ -6,6 +6,8 @@
     python -m bench.secure_step --shape credit   N=256, d_A=13, d_B=10, h=8 and 32: s/batch
                                                  before/after, and the ratio to FATE's 21 s
     python -m bench.secure_step --shape a9a      real a9a batches, h=1: s/batch and s/epoch
+    python -m bench.secure_step --bfv            BFV against Paillier 2048/3072 on the credit
+                                                 (h=8, 32) and a9a shapes (bench.bfv_step)
 
 The secure step runs the real protocol (`secure.source_layers.matmul`) with both parties as
 threads over the in-process channel. The naive baseline does the same arithmetic with
@@ -207,7 +209,13 @@ def main() -> None:
     parser.add_argument("--embed", action="store_true", help="time the Embed-MatMul layer")
     parser.add_argument("--shape", choices=("default", "credit", "a9a"), default="default")
     parser.add_argument("--steps", type=int, default=3, help="steps per variant (--shape)")
+    parser.add_argument("--bfv", action="store_true", help="BFV vs Paillier (bfv_step.py)")
     args = parser.parse_args()
+    if args.bfv:
+        from bench.bfv_step import SHAPES, run
+
+        run(args.steps, list(SHAPES), [2048, 3072])
+        return
     args.n, args.d, args.h = (64, 25, 16) if args.quick else (256, 100, 32)
     args.naive_rows, args.naive_outputs = (4, 2) if args.quick else (8, 4)
     rng = np.random.default_rng(0)

@@ -109,9 +109,16 @@ class ValidationSpec(SpecModel):
 
 
 class CryptoSpec(SpecModel):
-    """Paillier settings of `protocol: blindfl`. Keys below 2048 bits need the explicitly
-    named test setting `allow_insecure_test_keys: true` (daemons log a warning)."""
+    """Encryption of `protocol: blindfl`'s MatMul layer: Paillier (the default) or exact
+    BFV. Paillier keys below 2048 bits need the explicitly named test setting
+    `allow_insecure_test_keys: true` (daemons log a warning)."""
 
+    scheme: Literal["paillier", "bfv"] = Field(
+        "paillier",
+        description="paillier, or bfv (lattice, N = 8192 at 128-bit security; the MatMul "
+        "layer over dense columns, one passive party, no local updates; see "
+        "docs/protocols.md)",
+    )
     key_bits: int = Field(2048, ge=512, le=8192, strict=True)
     allow_insecure_test_keys: bool = Field(False, strict=True)
     obfuscators: Literal["short", "statistical"] = Field(
@@ -215,6 +222,8 @@ class JobSpec(SpecModel):
             raise FieldProblem(
                 "defence", "is for protocol: split (blindfl's passive parties see no derivative)"
             )
+        if self.crypto.scheme == "bfv":
+            _check_bfv(self)
         if self.defence is not None and self.defence.label_epsilon is not None:
             if self.model.task != "binary":
                 raise FieldProblem("defence", "label_epsilon needs model.top.task: binary")
@@ -322,3 +331,17 @@ def _check_parties(parties: tuple[PartySpec, ...]) -> None:
             raise FieldProblem(
                 f"parties[{i}].data.label", "must be left out: only the active party holds a label"
             )
+
+
+def _check_bfv(spec: JobSpec) -> None:
+    """What `crypto.scheme: bfv` supports so far (issue 39's first slice)."""
+    if spec.protocol != "blindfl":
+        raise FieldProblem("crypto", "scheme: bfv is for protocol: blindfl")
+    if len(spec.parties) != 2:
+        raise FieldProblem(
+            "crypto", "scheme: bfv takes one passive party for now; use scheme: paillier"
+        )
+    if spec.local_updates.mode != "none":
+        raise FieldProblem(
+            "crypto", "scheme: bfv runs without local updates for now (local_updates.mode: none)"
+        )

@@ -23,6 +23,7 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.errors import JobError
 from vfl.party.training.blindfl.common import (
     RowSets,
+    check_bfv_range,
     close_layers,
     features,
     load_layer,
@@ -44,6 +45,7 @@ from vfl.party.training.task import Labels, Task
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
 from vfl.secure.source_layers.embed import ActiveEmbedLayer
 from vfl.secure.source_layers.matmul import ActiveSourceLayer
+from vfl.secure.source_layers.matmul.bfv import ActiveBfvLayer
 from vfl.secure.source_layers.state import keypair_state
 from vfl.secure.source_layers.steps import SourceOptimizer
 from vfl.secure.wire.payload import layer_setup_from_payload
@@ -69,9 +71,10 @@ class BlindActiveTrainer:
         self.labels = labels
         h = s.model.source.out_dim
         self.config = secure_config(ctx, ctx.inputs)
+        check_bfv_range(ctx, ctx.inputs, self.config)
         self.keypair: KeyPair | None = None  # shared by both layers
         self.layouts: dict[str, dict[str, Any]] = {}  # each passive party's inputs
-        self.src: ActiveSourceLayer | None = None
+        self.src: ActiveSourceLayer | ActiveBfvLayer | None = None
         self.embed: ActiveEmbedLayer | None = None
         self.own: nn.Sequential | None = None  # B's own features when no passive has dense ones
         self.side: nn.Sequential | None = None  # B's own bottom, beside Z at the top's input
@@ -203,9 +206,13 @@ class BlindActiveTrainer:
         h, d_b, seed = s.model.source.out_dim, self.ctx.inputs.width, s.train.seed
         if dense_ids:
             opt = SourceOptimizer(s.train.optimizer)
-            self.src = ActiveSourceLayer(
-                ch, dense_ids, d_b, h, config, seed, keypair=keypair, optimizer=opt
-            )
+            if s.crypto.scheme == "bfv":
+                rows = s.train.batch_size
+                self.src = ActiveBfvLayer(ch, dense_ids, d_b, h, config, seed, None, rows, opt)
+            else:
+                self.src = ActiveSourceLayer(
+                    ch, dense_ids, d_b, h, config, seed, keypair=keypair, optimizer=opt
+                )
         else:
             self.own = seeded_mlp(seed, self.ctx.party_id, d_b, (), h)
         side = bool(dense_ids) and d_b > 0 and not self.identity

@@ -9,12 +9,13 @@ from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
-from vfl.party.errors import CheckpointError
+from vfl.party.errors import CheckpointError, JobError
 from vfl.party.training.context import RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
 from vfl.secure.config import DENSE_FEATURE_BITS, SecureConfig
 from vfl.secure.paillier.keys import KeyPair
+from vfl.secure.source_layers.matmul.bfv.setup import range_bits
 from vfl.secure.source_layers.state import keypair_from_state
 
 SPARSE_DENSITY = 0.3
@@ -41,6 +42,32 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         counts=ctx.instruments.op_counts,
         executor=ctx.executor,
     )
+
+
+def check_bfv_range(ctx: RoleContext, inputs: Inputs, config: SecureConfig) -> None:
+    """With `crypto.scheme: bfv`, refuse features beyond the BFV layer's fixed-point range
+    before any key is made (`secure.source_layers.matmul.bfv.setup`: |x| < 2^7 for real
+    features, 2^20 for integer ones), naming the column.
+
+    Raises:
+        JobError: a column beyond the range.
+    """
+    if ctx.spec.crypto.scheme != "bfv" or inputs.width == 0:
+        return
+    x = inputs.x
+    peak = (
+        np.asarray(abs(sp.csr_matrix(x)).max(axis=0).toarray()).ravel()
+        if sp.issparse(x)
+        else np.abs(np.asarray(x)).max(axis=0)
+    )
+    limit = float(2 ** range_bits(config.feature_bits))
+    bad = np.flatnonzero(~(peak < limit))
+    if bad.size:
+        raise JobError(
+            f"party '{ctx.party_id}': crypto.scheme: bfv takes features within +-{limit:g}, "
+            f"and dense column {int(bad[0])} reaches {float(peak[bad[0]]):.4g} "
+            f"({bad.size} column(s) beyond); standardise them, or use crypto.scheme: paillier"
+        )
 
 
 def trained_config(config: SecureConfig, state: dict[str, Any]) -> SecureConfig:

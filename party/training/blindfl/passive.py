@@ -11,6 +11,7 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.errors import JobError
 from vfl.party.training.blindfl.common import (
     RowSets,
+    check_bfv_range,
     close_layers,
     features,
     load_layer,
@@ -24,6 +25,7 @@ from vfl.proto import common_pb2
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
 from vfl.secure.source_layers.embed import PassiveEmbedLayer
 from vfl.secure.source_layers.matmul import PassiveSourceLayer
+from vfl.secure.source_layers.matmul.bfv import PassiveBfvLayer
 from vfl.secure.source_layers.state import keypair_state
 from vfl.secure.source_layers.steps import feature_step_factors
 from vfl.secure.wire.payload import layer_setup_to_payload
@@ -37,10 +39,11 @@ class BlindPassiveTrainer:
         s, src = ctx.spec, ctx.spec.model.source
         self.ctx = ctx
         self.config = secure_config(ctx, ctx.inputs)
+        check_bfv_range(ctx, ctx.inputs, self.config)
         if ctx.inputs.empty:
             raise JobError(f"party '{ctx.party_id}' has no features to train on")
         self.keypair: KeyPair | None = None  # shared by both layers
-        self.src: PassiveSourceLayer | None = None
+        self.src: PassiveSourceLayer | PassiveBfvLayer | None = None
         self.embed: PassiveEmbedLayer | None = None
         self.row_sets = RowSets(ctx.plan)  # row sets whose m1 came once, at setup
         self.lr = src.lr or s.train.lr  # B builds the rate into [[lr G]]
@@ -103,7 +106,12 @@ class BlindPassiveTrainer:
         """The layers this party's inputs call for, under `keypair`."""
         ctx, s, src = self.ctx, self.ctx.spec, self.ctx.spec.model.source
         self.keypair, d = keypair, ctx.inputs.width
-        if d > 0:
+        if d > 0 and s.crypto.scheme == "bfv":
+            self.src = PassiveBfvLayer(
+                ctx.channel, s.active.id, d, src.out_dim, self.config, s.train.seed,
+                step_factors=self._step_factors(),
+            )  # fmt: skip
+        elif d > 0:
             self.src = PassiveSourceLayer(
                 ctx.channel,
                 s.active.id,

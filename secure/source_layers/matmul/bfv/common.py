@@ -1,0 +1,52 @@
+"""What both roles of the BFV MatMul layer share: the party's keys and context, its
+private share generator, and features as fixed-point integers."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import scipy.sparse as sp
+from vfl.proto import common_pb2
+from vfl.secure.channel import Channel
+from vfl.secure.lattice.bfv import BfvContext, KeyPair, Plaintext, encode, to_residues
+from vfl.secure.source_layers.common import Features
+from vfl.secure.source_layers.matmul.bfv.setup import x_bits
+from vfl.secure.source_layers.matmul.bfv.wire import blobs_from_payload, blobs_to_payload
+
+Payload = common_pb2.Payload
+
+
+def share_rng(seed: int, keys: KeyPair, label: str) -> np.random.Generator:
+    """A generator of the job seed, `label` and the party's secret key: a peer that knows
+    the seed cannot recompute the shares."""
+    digest = hashlib.sha256(f"vfl-bfv-share|{label}|{seed}|".encode())
+    digest.update(keys.secret_bytes())
+    return np.random.default_rng(int.from_bytes(digest.digest(), "big"))
+
+
+def feature_ints(x: Features, feature_bits: int, who: str, extra_bits: int = 0) -> np.ndarray:
+    """A checked batch as dense fixed-point integers within the layer's feature range.
+
+    Raises:
+        EncodingError: a feature beyond the range (the message names the party).
+    """
+    dense = sp.csr_matrix(x).toarray() if sp.issparse(x) else np.asarray(x)
+    limit = x_bits(feature_bits) + extra_bits
+    return encode(dense, feature_bits, limit, f"a feature of the {who} party")
+
+
+def plaintexts(ctx: BfvContext, polys: np.ndarray) -> list[Plaintext]:
+    """Signed integer polynomials (... x N) as Plaintexts, flattened in order."""
+    flat = polys.reshape(-1, ctx.degree)
+    return [ctx.plaintext(to_residues(p, ctx.params.plain_bits)) for p in flat]
+
+
+def send_blobs(channel: Channel, peer: str, tag: str, blobs: list[bytes], owner: str) -> None:
+    channel.send(peer, tag, blobs_to_payload(blobs, owner))
+
+
+def recv_blobs(
+    channel: Channel, peer: str, tag: str, owner: str, count: int | None = None
+) -> list[bytes]:
+    return blobs_from_payload(channel.recv(peer, tag), owner, count)
