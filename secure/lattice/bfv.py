@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import tenseal.sealapi as seal
+import vfl.secure.lattice.seal_io as seal_io
 from vfl.secure.errors import ConfigError, EncodingError, PayloadError
-from vfl.secure.lattice import seal_io
 from vfl.secure.lattice.params import BfvParams
 
 Ciphertext = Any  # seal.Ciphertext (the binding has no type stubs)
