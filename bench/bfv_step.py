@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import threading
 import time
 
 from vfl.secure.channel import InProcessHub
@@ -38,26 +37,9 @@ from vfl.secure.source_layers.matmul import ActiveSourceLayer, PassiveSourceLaye
 from vfl.secure.source_layers.matmul.bfv import ActiveBfvLayer, PassiveBfvLayer
 
 from bench.floor import MatmulCounter, cores, time_primitives as paillier_costs
-from bench.secure_shapes import Shape, a9a_batches, credit_batches
+from bench.secure_shapes import Shape, a9a_batches, both, credit_batches
 
 BFV = "BFV N=8192"
-
-
-def _both(active_call, passive_call) -> None:
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            passive_call()
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    active_call()
-    thread.join()
-    if errors:
-        raise errors[0]
 
 
 def _step(active, passive, batch, tag: str) -> dict[str, float]:
@@ -65,8 +47,8 @@ def _step(active, passive, batch, tag: str) -> dict[str, float]:
     x_a, x_b, grad = batch
     sent_b, sent_a = active.channel.stats.bytes_sent, passive.channel.stats.bytes_sent
     start = time.perf_counter()
-    _both(lambda: active.forward(tag, x_b), lambda: passive.forward(tag, x_a))
-    _both(lambda: active.backward(tag, grad, 0.05), lambda: passive.backward(tag, 0.05))
+    both(lambda: active.forward(tag, x_b), lambda: passive.forward(tag, x_a))
+    both(lambda: active.backward(tag, grad, 0.05), lambda: passive.backward(tag, 0.05))
     return {
         "seconds": time.perf_counter() - start,
         "b_to_a": active.channel.stats.bytes_sent - sent_b,
@@ -88,7 +70,7 @@ def paillier_pair(shape: Shape, key_bits: int, keys):
     passive = PassiveSourceLayer(
         hub.channel("A"), "B", shape.d_a, shape.h, config, 2, keypair=keys["A"]
     )
-    _both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
+    both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
     return active, passive
 
 
@@ -107,7 +89,7 @@ def bfv_pair(shape: Shape):
         hub.channel("B"), ["A"], shape.d_b, shape.h, config, 1, batch_rows=shape.n
     )
     passive = PassiveBfvLayer(hub.channel("A"), "B", shape.d_a, shape.h, config, 2)
-    _both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
+    both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
     return active, passive
 
 

@@ -125,13 +125,13 @@ def run_layer(keys, shape: Shape, batches, key_bits: int, steps: int, **override
     """Median seconds per step of the real protocol, both parties as threads."""
     active, passive = _layers(keys, shape, key_bits, background_refill=False, **overrides)
     try:
-        _both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
+        both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
         _step(active, passive, batches[0], "warm")  # starts the process pools
         inline = [_step(active, passive, batches[i % len(batches)], f"i{i}") for i in range(steps)]
         offline, online = [], []
         for i in range(steps):
             start = time.perf_counter()
-            _both(active.fill_obfuscator_pools, passive.fill_obfuscator_pools)
+            both(active.fill_obfuscator_pools, passive.fill_obfuscator_pools)
             offline.append(time.perf_counter() - start)
             online.append(_step(active, passive, batches[i % len(batches)], f"o{i}"))
     finally:
@@ -160,19 +160,21 @@ def run_training_loop(keys, shape: Shape, batches, key_bits: int, steps: int) ->
             passive.backward(tag, 0.05)
 
     try:
-        _both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
+        both(lambda: active.setup("setup"), lambda: passive.setup("setup"))
         warm = [f"w{i}" for i in range(2)]
-        _both(lambda: active_loop(warm), lambda: passive_loop(warm))
+        both(lambda: active_loop(warm), lambda: passive_loop(warm))
         tags = [f"t{i}" for i in range(steps)]
         start = time.perf_counter()
-        _both(lambda: active_loop(tags), lambda: passive_loop(tags))
+        both(lambda: active_loop(tags), lambda: passive_loop(tags))
         return (time.perf_counter() - start) / steps
     finally:
         active.close()
         passive.close()
 
 
-def _both(active_call, passive_call) -> None:
+def both(active_call, passive_call) -> None:
+    """Run the passive party's call in a thread beside the active party's; re-raise the
+    first error of either."""
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -192,8 +194,8 @@ def _both(active_call, passive_call) -> None:
 def _step(active, passive, batch, tag: str) -> float:
     x_a, x_b, grad = batch
     start = time.perf_counter()
-    _both(lambda: active.forward(tag, x_b), lambda: passive.forward(tag, x_a))
-    _both(lambda: active.backward(tag, grad, 0.05), lambda: passive.backward(tag, 0.05))
+    both(lambda: active.forward(tag, x_b), lambda: passive.forward(tag, x_a))
+    both(lambda: active.backward(tag, grad, 0.05), lambda: passive.backward(tag, 0.05))
     return time.perf_counter() - start
 
 

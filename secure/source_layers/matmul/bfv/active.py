@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import vfl.secure.source_layers.matmul.bfv.common as shared
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, SecureError, StateError
@@ -26,13 +27,6 @@ from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, centered, encod
 from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr, check_step
 from vfl.secure.source_layers.common import Features
-from vfl.secure.source_layers.matmul.bfv.common import (
-    feature_ints,
-    plaintexts,
-    recv_blobs,
-    send_blobs,
-    share_rng,
-)
 from vfl.secure.source_layers.matmul.bfv.setup import BfvLayerParams
 from vfl.secure.source_layers.sharing import sample_share
 from vfl.secure.source_layers.state import reading
@@ -42,7 +36,7 @@ from vfl.secure.wire.payload import control_from_payload, control_to_payload
 MAX_PENDING = 4  # forwards kept for a backward (validation forwards have none)
 
 
-class ActiveBfvLayer:
+class ActiveBfvLayer(shared.NoRowSets):
     """B's side of the layer (see the module docstring)."""
 
     def __init__(
@@ -84,7 +78,7 @@ class ActiveBfvLayer:
             PayloadError, ChannelError: bad or missing messages.
         """
         t, ctx, bfv = tag_prefix, self.ctx, self.bfv
-        send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
+        shared.send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
         info = control_from_payload(self.channel.recv(self.peer, f"{t}/params"))
         self.params = BfvLayerParams(
             self.out_dim, self.in_dim, int(info["in_dim"]), self.config.feature_bits,
@@ -93,19 +87,19 @@ class ActiveBfvLayer:
         )  # fmt: skip
         self.params.check()
         self.channel.send(self.peer, f"{t}/params", control_to_payload(self.params.to_fields()))
-        (public,) = recv_blobs(self.channel, self.peer, f"{t}/pk", self.peer, 1)
+        (public,) = shared.recv_blobs(self.channel, self.peer, f"{t}/pk", self.peer, 1)
         self.peer_key = PeerKey(ctx, public)
         self.lay_a, self.lay_b = self.params.layouts()
-        rng = share_rng(self.seed, self.keys, "v_a")
+        rng = shared.share_rng(self.seed, self.keys, "v_a")
         v_a = sample_share(rng, self.params.passive_in_dim, self.out_dim)
         bits = self.params.weight_bits(self.params.passive_feature_bits)
         polys = self.lay_a.weights(encode(v_a, bits, self.bfv.plain_bits - 1, "V_A"))
         blobs = [self.keys.encrypt(to_residues(p, bfv.plain_bits)) for p in polys]
-        send_blobs(self.channel, self.peer, f"{t}/v_a", blobs, self.me)
-        rng = share_rng(self.seed, self.keys, "v_b")
+        shared.send_blobs(self.channel, self.peer, f"{t}/v_a", blobs, self.me)
+        rng = shared.share_rng(self.seed, self.keys, "v_b")
         self.v_b = sample_share(rng, self.in_dim, self.out_dim)
         self.bias = np.zeros(self.out_dim)
-        u_b = recv_blobs(self.channel, self.peer, f"{t}/u_b", self.peer, self.lay_b.blocks)
+        u_b = shared.recv_blobs(self.channel, self.peer, f"{t}/u_b", self.peer, self.lay_b.blocks)
         self.u_b = [ctx.ciphertext(b) for b in u_b]
         self.m1_flood = self.params.forward_flood(self.lay_b, self.config.feature_bits)
 
@@ -125,15 +119,15 @@ class ActiveBfvLayer:
         self._require_setup()
         x = check_features(x, self.in_dim)
         n, ctx, lay = x.shape[0], self.ctx, self.lay_b
-        x_int = feature_ints(x, self.config.feature_bits, "active")
+        x_int = shared.feature_ints(x, self.config.feature_bits, "active")
         masks = ctx.random_coeffs(lay.groups(n))
-        products = plaintexts(ctx, lay.forward_plain(x_int))
+        products = shared.plaintexts(ctx, lay.forward_plain(x_int))
         blobs = []
         for g in range(masks.shape[0]):
             ct = ctx.dot(self.u_b, products[g * lay.blocks : (g + 1) * lay.blocks])
             ctx.sub_plain(ct, ctx.plaintext(masks[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m1_flood))
-        send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
+        shared.send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
         while len(self._x) >= MAX_PENDING:  # forwards without a backward (validation)
             del self._x[next(iter(self._x))]
         self._x[tag] = x
@@ -151,7 +145,7 @@ class ActiveBfvLayer:
             raise SecureError(f"no m1 went out at '{tag}' (call start_forward first)")
         n, ctx = x.shape[0], self.ctx
         self.peer_key.prepare(self.lay_b.groups(self.batch_rows))  # the next m1's, meanwhile
-        m2 = recv_blobs(self.channel, self.peer, f"{tag}/m2", self.me, self.lay_a.groups(n))
+        m2 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m2", self.me, self.lay_a.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m2])
         total = self.lay_a.read_output(polys, n) + masks
         z = centered(total & np.uint64(ctx.plain_modulus - 1), self.bfv.plain_bits)
@@ -176,7 +170,7 @@ class ActiveBfvLayer:
         bits, plain_bits = self.params.grad_bits(), self.bfv.plain_bits
         polys = self.lay_a.grad_polys(encode(step, bits, plain_bits - 1, "the step lr * G"))
         blobs = [self.keys.encrypt(to_residues(p, plain_bits)) for p in polys]
-        send_blobs(self.channel, self.peer, f"{tag}/m3", blobs, self.me)
+        shared.send_blobs(self.channel, self.peer, f"{tag}/m3", blobs, self.me)
         self._own_step(x, g, lr)
         self._refresh(tag)
 
@@ -195,30 +189,14 @@ class ActiveBfvLayer:
         """Start the bias b of Z at `bias` (the label prior, when the top is the identity)."""
         self.bias = np.asarray(bias, dtype=np.float64).reshape(self.out_dim).copy()
 
-    def precompute_pays(self, uses: int) -> bool:
-        """Never: this layer makes no m1 once per row (module doc of `setup`)."""
-        return False
-
-    def precompute(self, tag: str, name: str, x: Features) -> None:
-        """Raises:
-        SecureError: always (`precompute_pays` is False).
-        """
-        raise SecureError("the BFV MatMul layer makes no m1 once per row")
-
-    def rows_state(self) -> dict[str, object]:
-        return {}
-
-    def load_rows_state(self, state: dict[str, object]) -> None:
-        """Nothing to load (see `precompute_pays`)."""
-
     def _refresh(self, tag: str) -> None:
         """Decrypt A's masked [[V_A + R_V]] and send it back encrypted afresh, only the
         weight support kept (the backward product's other coefficients dropped)."""
         lay, ctx = self.lay_a, self.ctx
-        vr = recv_blobs(self.channel, self.peer, f"{tag}/vr", self.me, lay.blocks)
+        vr = shared.recv_blobs(self.channel, self.peer, f"{tag}/vr", self.me, lay.blocks)
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in vr])
         kept = lay.weights_support(polys)
-        send_blobs(
+        shared.send_blobs(
             self.channel, self.peer, f"{tag}/vc", [self.keys.encrypt(p) for p in kept], self.me
         )
 
@@ -231,10 +209,7 @@ class ActiveBfvLayer:
         """
         self._require_setup()
         return {
-            "scheme": "bfv",
-            "secret": self.keys.secret_bytes(),
-            "peer_public": self.peer_key.public_bytes,
-            "params": self.params.to_fields(),
+            **shared.key_state(self.keys, self.peer_key, self.params),
             "u_b": [self.ctx.to_bytes(ct) for ct in self.u_b],
             "v_b": self.v_b.copy(),
             "bias": self.bias.copy(),
@@ -242,15 +217,13 @@ class ActiveBfvLayer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from `state_dict()`: nothing is sent.
+        """Continue from `state_dict()` as the active party: nothing is sent.
 
         Raises:
             StateError: not a BFV layer's state, or one of other sizes or parameters.
         """
         with reading("the BFV MatMul layer's state"):
-            if state.get("scheme") != "bfv":
-                raise StateError("the checkpoint holds a Paillier layer, the job runs bfv")
-            params = BfvLayerParams.from_fields(dict(state["params"]))
+            params = shared.saved_params(state)
             if (params.active_in_dim, params.out_dim, params.bfv) != (
                 self.in_dim,
                 self.out_dim,

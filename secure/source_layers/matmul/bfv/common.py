@@ -9,9 +9,10 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.proto import common_pb2
 from vfl.secure.channel import Channel
-from vfl.secure.lattice.bfv import BfvContext, KeyPair, Plaintext, encode, to_residues
+from vfl.secure.errors import SecureError, StateError
+from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, Plaintext, encode, to_residues
 from vfl.secure.source_layers.common import Features
-from vfl.secure.source_layers.matmul.bfv.setup import x_bits
+from vfl.secure.source_layers.matmul.bfv.setup import BfvLayerParams, x_bits
 from vfl.secure.source_layers.matmul.bfv.wire import blobs_from_payload, blobs_to_payload
 
 Payload = common_pb2.Payload
@@ -50,3 +51,50 @@ def recv_blobs(
     channel: Channel, peer: str, tag: str, owner: str, count: int | None = None
 ) -> list[bytes]:
     return blobs_from_payload(channel.recv(peer, tag), owner, count)
+
+
+class NoRowSets:
+    """What both BFV roles answer of the row sets the Paillier layer precomputes m1 for:
+    none (module doc of `setup`: BFV makes no m1 once per row)."""
+
+    def precompute_pays(self, uses: int) -> bool:
+        """Never."""
+        return False
+
+    def precompute(self, tag: str, name: str, rows: object) -> None:
+        """Raises:
+        SecureError: always (`precompute_pays` is False).
+        """
+        raise SecureError("the BFV MatMul layer makes no m1 once per row")
+
+    def rows_state(self) -> dict[str, object]:
+        return {}
+
+    def load_rows_state(self, state: dict[str, object]) -> None:
+        """Nothing to load."""
+
+
+def saved_params(state: dict[str, object]) -> BfvLayerParams:
+    """The parameters a BFV layer's `state_dict` was saved with, read under the
+    `reading` guard of the caller.
+
+    Raises:
+        StateError: the state is a Paillier layer's (the job's scheme changed).
+    """
+    if state.get("scheme") != "bfv":
+        raise StateError("the checkpoint holds a Paillier layer, the job runs bfv")
+    fields = state["params"]
+    if not isinstance(fields, dict):
+        raise StateError("the BFV layer's state holds no parameters")
+    return BfvLayerParams.from_fields(dict(fields))
+
+
+def key_state(keys: KeyPair, peer: PeerKey, params: BfvLayerParams) -> dict[str, object]:
+    """What every BFV role's `state_dict` holds first: the scheme, its own secret key, the
+    peer's public key and the layer's parameters (`saved_params` reads them back)."""
+    return {
+        "scheme": "bfv",
+        "secret": keys.secret_bytes(),
+        "peer_public": peer.public_bytes,
+        "params": params.to_fields(),
+    }

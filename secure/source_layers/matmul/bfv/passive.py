@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import vfl.secure.source_layers.matmul.bfv.common as shared
 from vfl.secure.channel import Channel
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import ConfigError, PayloadError, SecureError, StateError
@@ -13,13 +14,6 @@ from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, encode, to_resi
 from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr
 from vfl.secure.source_layers.common import Features
-from vfl.secure.source_layers.matmul.bfv.common import (
-    feature_ints,
-    plaintexts,
-    recv_blobs,
-    send_blobs,
-    share_rng,
-)
 from vfl.secure.source_layers.matmul.bfv.setup import STEP_FACTOR_BITS, BfvLayerParams
 from vfl.secure.source_layers.sharing import sample_share
 from vfl.secure.source_layers.state import reading
@@ -27,7 +21,7 @@ from vfl.secure.source_layers.steps import scaled_columns
 from vfl.secure.wire.payload import control_from_payload, control_to_payload
 
 
-class PassiveBfvLayer:
+class PassiveBfvLayer(shared.NoRowSets):
     """A's side of the layer. `step_factors` (c_j, `steps.feature_step_factors`, capped
     at 2^8) scale A's features in the backward product, as in the Paillier layer."""
 
@@ -59,10 +53,10 @@ class PassiveBfvLayer:
             ChannelError: missing messages.
         """
         t, ctx = tag_prefix, self.ctx
-        send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
+        shared.send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
         fields = {"in_dim": self.in_dim, "feature_bits": self.config.feature_bits}
         self.channel.send(self.peer, f"{t}/params", control_to_payload(fields))
-        (public,) = recv_blobs(self.channel, self.peer, f"{t}/pk", self.peer, 1)
+        (public,) = shared.recv_blobs(self.channel, self.peer, f"{t}/pk", self.peer, 1)
         self.peer_key = PeerKey(ctx, public)
         params = BfvLayerParams.from_fields(
             control_from_payload(self.channel.recv(self.peer, f"{t}/params"))
@@ -70,7 +64,7 @@ class PassiveBfvLayer:
         self._check(params)
         self.params = params
         self.lay_a, self.lay_b = params.layouts()
-        rng = share_rng(self.seed, self.keys, "u")
+        rng = shared.share_rng(self.seed, self.keys, "u")
         self.u_a = sample_share(rng, self.in_dim, self.out_dim)
         u_b = sample_share(rng, params.active_in_dim, self.out_dim)
         limit = self.bfv.plain_bits - 1
@@ -80,8 +74,8 @@ class PassiveBfvLayer:
             self.keys.encrypt(to_residues(p, self.bfv.plain_bits))
             for p in self.lay_b.weights(u_b_int)
         ]
-        send_blobs(self.channel, self.peer, f"{t}/u_b", blobs, self.me)
-        v_a = recv_blobs(self.channel, self.peer, f"{t}/v_a", self.peer, self.lay_a.blocks)
+        shared.send_blobs(self.channel, self.peer, f"{t}/u_b", blobs, self.me)
+        v_a = shared.recv_blobs(self.channel, self.peer, f"{t}/v_a", self.peer, self.lay_a.blocks)
         self.v_a = [ctx.ciphertext(b) for b in v_a]
         self.m2_flood = params.forward_flood(self.lay_a, self.config.feature_bits)
 
@@ -111,8 +105,8 @@ class PassiveBfvLayer:
         self._require_setup()
         x = check_features(x, self.in_dim)
         n, ctx, lay, plain_bits = x.shape[0], self.ctx, self.lay_a, self.bfv.plain_bits
-        x_int = feature_ints(x, self.config.feature_bits, "passive")
-        products = plaintexts(ctx, lay.forward_plain(x_int))
+        x_int = shared.feature_ints(x, self.config.feature_bits, "passive")
+        products = shared.plaintexts(ctx, lay.forward_plain(x_int))
         groups = lay.groups(n)
         # X_A [[V_A]] and the encryptions of zero do not depend on m1: made while m1 is
         # in flight
@@ -121,7 +115,7 @@ class PassiveBfvLayer:
             for g in range(groups)
         ]
         zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]
-        m1 = recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
+        m1 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
         share = self.lay_b.read_output(polys, n) + to_residues(x_int @ self.u_a_int, plain_bits)
         fill = lay.place_output(share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(groups))
@@ -129,7 +123,7 @@ class PassiveBfvLayer:
         for g, ct in enumerate(cts):
             ctx.add_plain(ct, ctx.plaintext(fill[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood, zeros[g]))
-        send_blobs(self.channel, self.peer, f"{tag}/m2", blobs, self.peer)
+        shared.send_blobs(self.channel, self.peer, f"{tag}/m2", blobs, self.peer)
         self._x = {tag: x}
 
     def backward(self, tag: str, lr: float, x: Features | None = None) -> None:
@@ -151,11 +145,13 @@ class PassiveBfvLayer:
             if self.step_factors is None
             else np.minimum(self.step_factors, 2.0**STEP_FACTOR_BITS)
         )
-        x_int = feature_ints(scaled_columns(x, factors, bits), bits, "passive", STEP_FACTOR_BITS)
+        x_int = shared.feature_ints(
+            scaled_columns(x, factors, bits), bits, "passive", STEP_FACTOR_BITS
+        )
         self.peer_key.prepare(lay.blocks)  # for vr, while B makes m3
-        m3 = recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
+        m3 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
         grads = [ctx.ciphertext(b) for b in m3]
-        products = plaintexts(ctx, lay.backward_plain(x_int))  # (row block, block)
+        products = shared.plaintexts(ctx, lay.backward_plain(x_int))  # (row block, block)
         for b in range(lay.blocks):
             delta = ctx.dot(grads, products[b :: lay.blocks])
             ctx.sub(self.v_a[b], delta)
@@ -169,8 +165,8 @@ class PassiveBfvLayer:
         for b, ct in enumerate(self.v_a):
             ctx.add_plain(ct, ctx.plaintext(masks[b]))
             blobs.append(ctx.flood(ct, self.peer_key, flood))
-        send_blobs(self.channel, self.peer, f"{tag}/vr", blobs, self.peer)
-        vc = recv_blobs(self.channel, self.peer, f"{tag}/vc", self.peer, lay.blocks)
+        shared.send_blobs(self.channel, self.peer, f"{tag}/vr", blobs, self.peer)
+        vc = shared.recv_blobs(self.channel, self.peer, f"{tag}/vc", self.peer, lay.blocks)
         kept = lay.weights_support(masks)
         fresh = []
         for b, blob in enumerate(vc):
@@ -182,21 +178,6 @@ class PassiveBfvLayer:
     def own_share(self) -> np.ndarray:
         """U_A, this party's plaintext share of W_A."""
         return self.u_a
-
-    def precompute_pays(self, uses: int) -> bool:
-        return False
-
-    def precompute(self, tag: str, name: str, n: int) -> None:
-        """Raises:
-        SecureError: always (`precompute_pays` is False).
-        """
-        raise SecureError("the BFV MatMul layer makes no m1 once per row")
-
-    def rows_state(self) -> dict[str, object]:
-        return {}
-
-    def load_rows_state(self, state: dict[str, object]) -> None:
-        """Nothing to load (no m1 once per row)."""
 
     def backward_cached(self, m3: object, x: Features, lr: float) -> None:
         """Raises:
@@ -212,24 +193,19 @@ class PassiveBfvLayer:
         """
         self._require_setup()
         return {
-            "scheme": "bfv",
-            "secret": self.keys.secret_bytes(),
-            "peer_public": self.peer_key.public_bytes,
-            "params": self.params.to_fields(),
+            **shared.key_state(self.keys, self.peer_key, self.params),
             "u_a": self.u_a.copy(),
             "v_a": [self.ctx.to_bytes(ct) for ct in self.v_a],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from `state_dict()`: nothing is sent.
+        """Continue from `state_dict()` as the passive party: nothing is sent.
 
         Raises:
             StateError: not a BFV layer's state, or one of other sizes or parameters.
         """
         with reading("the BFV MatMul layer's state"):
-            if state.get("scheme") != "bfv":
-                raise StateError("the checkpoint holds a Paillier layer, the job runs bfv")
-            params = BfvLayerParams.from_fields(dict(state["params"]))
+            params = shared.saved_params(state)
             try:
                 self._check(params)
             except PayloadError as exc:
