@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from vfl.secure.errors import ConfigError
 
 # Relative costs per operation for choosing the block width, measured with SEAL at
 # N = 8192 (bench/secure_step.py --bfv prints them): a plaintext product; an output that
@@ -179,10 +180,13 @@ def choose_layout(degree: int, d: int, h: int, rows: int, refreshed: bool) -> Bl
     """The block width of least `costs` for batches of `rows` rows (ties: the wider).
 
     Raises:
-        ValueError: h does not fit the ring (h > N / 2).
+        ConfigError: h does not fit the ring (h > N / 2).
     """
     widths = [w for w in range(1, d + 1) if w * h + w - 1 <= degree]
     if not widths:
-        raise ValueError(f"{h} outputs do not fit a ring of degree {degree}")
+        raise ConfigError(
+            f"{h} outputs do not fit a ring of degree {degree}; use a smaller "
+            "model.source.out_dim with crypto.scheme: bfv"
+        )
     best = min(widths, key=lambda w: (costs(degree, d, h, rows, w, refreshed), -w))
     return BlockLayout(degree, d, h, best)

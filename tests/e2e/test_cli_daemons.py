@@ -85,7 +85,9 @@ def test_by_hand_topology(tmp_path) -> None:
         assert "SUCCEEDED" in status.stdout and job_id in listing.stdout
         assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr
         assert long_job.returncode == 2 and "dataset" in long_job.stderr
-        cancel_id = vfl("submit", str(job), *c).stdout.strip()
+        # a job long enough to be running still when the cancel arrives
+        running = _dataset_job(tmp_path / "running.yaml", epochs=500)
+        cancel_id = vfl("submit", str(running), *c).stdout.strip()
         assert "CANCELLED" in vfl("cancel", cancel_id, *c).stdout
     finally:
         for p in procs:
