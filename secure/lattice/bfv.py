@@ -24,6 +24,7 @@ import tenseal.sealapi as seal
 import vfl.secure.lattice.seal_io as seal_io
 from vfl.secure.errors import ConfigError, EncodingError, PayloadError
 from vfl.secure.lattice.params import BfvParams
+from vfl.secure.paillier.encoding import encode as fixed_point
 
 Ciphertext = Any  # seal.Ciphertext (the binding has no type stubs)
 Plaintext = Any
@@ -255,15 +256,16 @@ def encode(values: np.ndarray, scale_bits: int, limit_bits: int, what: str) -> n
     Raises:
         EncodingError: a value does not fit, named by `what`.
     """
-    scaled = np.rint(np.asarray(values, dtype=np.float64) * float(2**scale_bits))
-    bound = float(2**limit_bits)
-    if scaled.size and not float(np.abs(scaled).max()) < bound:
-        worst = float(np.abs(values).max())
+    worst = float(np.abs(values).max()) if np.size(values) else 0.0
+    if worst >= float(2 ** (limit_bits - scale_bits)):
         raise EncodingError(
             f"{what}: |{worst:.4g}| does not fit 2^{limit_bits - scale_bits} at scale "
             f"2^-{scale_bits}; rescale the values or lower their fixed-point scale"
         )
-    return scaled.astype(np.int64)
+    scaled = fixed_point(values, scale_bits)  # NaN and infinity refused there
+    if scaled.size and int(np.abs(scaled).max()) >= 1 << limit_bits:  # rounded up to it
+        raise EncodingError(f"{what}: a value rounds to 2^{limit_bits} at scale 2^-{scale_bits}")
+    return scaled
 
 
 def to_residues(ints: np.ndarray, plain_bits: int) -> np.ndarray:

@@ -92,8 +92,15 @@ def new_seed() -> bytes:
 
 def private_rng(seed: int, key: PrivateKey, label: str) -> np.random.Generator:
     """A generator that depends on `seed`, `label` and the private key (see module doc)."""
-    h = hashlib.sha256(f"vfl-share|{label}|{seed}|".encode())
-    h.update(int(key.p).to_bytes((int(key.p).bit_length() + 7) // 8, "big"))
+    secret = int(key.p).to_bytes((int(key.p).bit_length() + 7) // 8, "big")
+    return secret_rng("vfl-share", seed, label, secret)
+
+
+def secret_rng(domain: str, seed: int, label: str, secret: bytes) -> np.random.Generator:
+    """A generator of the job seed, `label` and a party's `secret` (key bytes), in its
+    own `domain`: a peer that knows the seed cannot recompute what it draws."""
+    h = hashlib.sha256(f"{domain}|{label}|{seed}|".encode())
+    h.update(secret)
     return np.random.default_rng(int.from_bytes(h.digest(), "big"))
 
 

@@ -3,8 +3,6 @@ private share generator, and features as fixed-point integers."""
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import scipy.sparse as sp
 from vfl.proto import common_pb2
@@ -14,16 +12,15 @@ from vfl.secure.lattice.bfv import BfvContext, KeyPair, PeerKey, Plaintext, enco
 from vfl.secure.source_layers.common import Features
 from vfl.secure.source_layers.matmul.bfv.setup import BfvLayerParams, x_bits
 from vfl.secure.source_layers.matmul.bfv.wire import blobs_from_payload, blobs_to_payload
+from vfl.secure.source_layers.sharing import secret_rng
 
 Payload = common_pb2.Payload
 
 
 def share_rng(seed: int, keys: KeyPair, label: str) -> np.random.Generator:
-    """A generator of the job seed, `label` and the party's secret key: a peer that knows
-    the seed cannot recompute the shares."""
-    digest = hashlib.sha256(f"vfl-bfv-share|{label}|{seed}|".encode())
-    digest.update(keys.secret_bytes())
-    return np.random.default_rng(int.from_bytes(digest.digest(), "big"))
+    """`sharing.secret_rng` of the party's BFV secret key: a peer that knows the seed
+    cannot recompute the shares."""
+    return secret_rng("vfl-bfv-share", seed, label, keys.secret_bytes())
 
 
 def feature_ints(x: Features, feature_bits: int, who: str, extra_bits: int = 0) -> np.ndarray:
