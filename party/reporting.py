@@ -18,6 +18,7 @@ from typing import Any
 
 from vfl.contract.states import JobState
 from vfl.party.report_sender import ReportSender
+from vfl.party.training.metrics import split_metrics
 from vfl.proto import coordinator_pb2 as pb, party_pb2
 
 REPORT_INTERVAL_S = 0.5
@@ -130,24 +131,3 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
 
 
 _POINT_FIELDS = ("round", "seconds", "train_seconds", "local_updates")
-# why a metric has no value, when it is NaN for these rows (not because training failed)
-_UNDEFINED = {
-    "auc": "the rows validated on hold one class only; use more rows or a larger "
-    "validation.fraction",
-    "r2": "the labels validated on do not vary",
-}
-
-
-def split_metrics(metrics: Mapping[str, float]) -> tuple[dict[str, float], dict[str, str]]:
-    """A task's metrics as the numbers a report carries, and those without a value, each
-    with why: an AUC over rows of one class is undefined, an infinite or NaN loss means
-    the model diverged. Only finite numbers cross to the coordinator."""
-    numbers = {k: float(v) for k, v in metrics.items() if math.isfinite(v)}
-    undefined = {
-        k: _UNDEFINED[k]
-        if math.isnan(v) and k in _UNDEFINED
-        else f"not finite ({v}): the model diverged; lower train.lr"
-        for k, v in metrics.items()
-        if not math.isfinite(v)
-    }
-    return numbers, undefined

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 import numpy as np
 
 
@@ -46,3 +49,26 @@ def regression_metrics(labels: np.ndarray, preds: np.ndarray) -> dict[str, float
         "rmse": float(np.sqrt(np.mean(err**2))),
         "r2": float(1.0 - np.mean(err**2) / var) if var > 0 else float("nan"),
     }
+
+
+# why a metric has no value, when it is NaN for these rows (not because training failed)
+UNDEFINED = {
+    "auc": "the rows validated on hold one class only; use more rows or a larger "
+    "validation.fraction",
+    "r2": "the labels validated on do not vary",
+}
+
+
+def split_metrics(metrics: Mapping[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """A task's metrics as the numbers a report carries, and those without a value, each
+    with why: an AUC over rows of one class is undefined, an infinite or NaN loss means
+    the model diverged. Only finite numbers cross to the coordinator."""
+    numbers = {k: float(v) for k, v in metrics.items() if math.isfinite(v)}
+    undefined = {
+        k: UNDEFINED[k]
+        if math.isnan(v) and k in UNDEFINED
+        else f"not finite ({v}): the model diverged; lower train.lr"
+        for k, v in metrics.items()
+        if not math.isfinite(v)
+    }
+    return numbers, undefined
