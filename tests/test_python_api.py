@@ -160,7 +160,10 @@ def test_an_unreachable_coordinator_names_the_fix() -> None:
 def test_typed_answers_and_errors_from_a_real_coordinator(tmp_path: Path) -> None:
     """Each form of a spec reaches the coordinator as the same job; its refusals come
     back as typed errors. No party runs: the jobs fail at launch, naming the party."""
-    server = create_coordinator_server(str(tmp_path / "jobs.sqlite"), "127.0.0.1:0")
+    # no party will come: fail at launch instead of waiting for them to register
+    server = create_coordinator_server(
+        str(tmp_path / "jobs.sqlite"), "127.0.0.1:0", register_wait_s=0
+    )
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(SPEC))
     try:

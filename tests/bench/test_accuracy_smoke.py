@@ -14,6 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # over 30 s; guards the benchmark script, no fault of its own
 @pytest.mark.subprocess
 def test_accuracy_bench_sweeps_job_seeds_and_summarises(tmp_path: Path) -> None:
     out = tmp_path / "accuracy.json"

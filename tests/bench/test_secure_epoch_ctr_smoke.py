@@ -17,6 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # over 30 s; guards the benchmark script, no fault of its own
 @pytest.mark.subprocess
 def test_secure_epoch_ctr_smoke(tmp_path: Path) -> None:
     out = tmp_path / "ctr.json"
