@@ -1,0 +1,221 @@
+"""The passive party's side: encrypted sums per bucket (column, bin) over a row subset.
+
+A bucket's sum is the product modulo n of the ciphertexts of its rows (one product per
+row, column and row part); an empty bucket is 1, an encryption of 0. `BucketSummer`
+shares a tree's row ciphertexts and the party's bin codes with its executor once, then
+sums any subset of rows (the root's, a node's) in blocks of rows, one task per block,
+and multiplies the tasks' partial sums together. Histogram subtraction (`subtract`, the
+larger child as parent minus the smaller) and cumulative sums per column (`cumulative`,
+the left sums of each threshold) are one product or inverse per bucket.
+
+Buckets are ordered column by column, bin by bin: bucket `offsets[j] + b` is bin b of
+column j.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import gmpy2
+import numpy as np
+from gmpy2 import mpz
+from vfl.secure.errors import InputError
+from vfl.secure.executor.base import OU_PRODUCT, BlockExecutor, Shared
+from vfl.secure.histograms.blocks import SumTable, sum_block
+from vfl.secure.histograms.layout import Layout
+from vfl.secure.histograms.rows import EncryptedRows
+from vfl.secure.ou.keys import OuPublicKey
+from vfl.secure.paillier.blocks import unblob
+from vfl.secure.paillier.counters import OpCounts
+
+
+@dataclass(frozen=True)
+class Bins:
+    """A party's bin index per row and column (rows x columns, each in [0, counts[j]))
+    and the number of bins of each column (bins no row falls in are empty buckets)."""
+
+    codes: np.ndarray
+    counts: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        """Raises:
+        InputError: codes not a 2-D integer array, counts not one positive integer per
+            column, or a code outside its column's bins.
+        """
+        codes = np.asarray(self.codes)
+        counts = tuple(int(c) for c in self.counts)
+        if codes.ndim != 2 or not np.issubdtype(codes.dtype, np.integer):
+            raise InputError(
+                f"bin codes must be a 2-D integer array, got {codes.dtype} {codes.shape}"
+            )
+        if len(counts) != codes.shape[1] or any(c < 1 for c in counts):
+            raise InputError("bins need one count >= 1 per column of codes")
+        if codes.size and (codes.min() < 0 or np.any(codes.max(axis=0) >= np.asarray(counts))):
+            raise InputError("a bin code lies outside its column's bins [0, count)")
+        most = max(counts, default=1)
+        dtype = np.dtype(np.uint8 if most <= 256 else np.uint16 if most <= 65_536 else np.uint32)
+        object.__setattr__(self, "codes", np.ascontiguousarray(codes, dtype=dtype))
+        object.__setattr__(self, "counts", counts)
+
+    @property
+    def rows(self) -> int:
+        return int(self.codes.shape[0])
+
+    @property
+    def total(self) -> int:
+        """Buckets over every column."""
+        return sum(self.counts)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """The first bucket of each column."""
+        return np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class EncryptedBuckets:
+    """Encrypted sums of `rows` rows per bucket: `ciphertexts` holds buckets x parts
+    values, bucket-major; `counts` the bins of each column."""
+
+    key: OuPublicKey
+    layout: Layout
+    counts: tuple[int, ...]
+    ciphertexts: list[mpz]
+    rows: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+class BucketSummer:
+    """Sums of one tree's encrypted rows per bucket, for any subset of rows."""
+
+    def __init__(
+        self,
+        rows: EncryptedRows,
+        bins: Bins,
+        executor: BlockExecutor | None = None,
+        counts: OpCounts | None = None,
+    ) -> None:
+        """Raises:
+        InputError: the bins have another number of rows than the ciphertexts.
+        """
+        if bins.rows != rows.count:
+            raise InputError(f"{bins.rows} rows of bins for {rows.count} rows of ciphertexts")
+        self.rows, self.bins = rows, bins
+        self.executor, self.counts = executor, counts
+        self._table = SumTable(rows.data, bins.codes, bins.offsets, bins.total, int(rows.key.n))
+        self._shared: Shared[SumTable] | None = None
+
+    def sums(self, select: np.ndarray | Sequence[int] | None = None) -> EncryptedBuckets:
+        """The encrypted sum per bucket of the rows at positions `select` (None: all).
+
+        Raises:
+            InputError: `select` is not a 1-D array of distinct positions in [0, rows).
+        """
+        chosen = _checked(select, self.rows.count)
+        parts = self.rows.layout.parts
+        products = len(chosen) * len(self.bins.counts) * parts
+        executor = self.executor
+        per_task = self._rows_per_task(executor)
+        if executor is not None and len(chosen) >= 2 * per_task:
+            blocks = [chosen[lo:hi] for lo, hi in executor.split(len(chosen), per_task)]
+            results = executor.map(sum_block, self._share(executor), blocks)
+        else:
+            results = [sum_block(self._table, chosen)]
+        key = self.rows.key
+        total = unblob(results[0], key.width)
+        for result in results[1:]:
+            total = [a * b % key.n for a, b in zip(total, unblob(result, key.width), strict=True)]
+        if self.counts is not None:
+            self.counts.add(products=products)
+        return EncryptedBuckets(key, self.rows.layout, self.bins.counts, total, len(chosen))
+
+    def _rows_per_task(self, executor: BlockExecutor | None) -> int:
+        if executor is None:
+            return 1
+        per_row = len(self.bins.counts) * self.rows.layout.parts
+        return max(1, -(-executor.block_items(OU_PRODUCT, self.rows.key.bits) // per_row))
+
+    def _share(self, executor: BlockExecutor) -> Shared[SumTable]:
+        if self._shared is None:
+            self._shared = executor.share(self._table)
+        return self._shared
+
+    def close(self) -> None:
+        """Release what was shared with the executor (local: the shared memory)."""
+        self._shared = None
+
+
+def bucket_sums(
+    rows: EncryptedRows,
+    bins: Bins,
+    select: np.ndarray | Sequence[int] | None = None,
+    executor: BlockExecutor | None = None,
+) -> EncryptedBuckets:
+    """The encrypted sum per bucket of the selected rows (one call; a tree's many nodes
+    share one `BucketSummer`).
+
+    Raises:
+        InputError: bins of another row count, or a malformed `select`.
+    """
+    return BucketSummer(rows, bins, executor).sums(select)
+
+
+def subtract(parent: EncryptedBuckets, child: EncryptedBuckets) -> EncryptedBuckets:
+    """The parent's sums minus the child's, bucket by bucket: the other child's sums when
+    the child's rows are a subset of the parent's (one inverse and one product each).
+
+    Raises:
+        InputError: the two are under other keys, layouts or bins, or the child covers
+            more rows than the parent.
+    """
+    _check_alike(parent, child)
+    if child.rows > parent.rows:
+        raise InputError(f"the child sums {child.rows} rows, more than its parent's {parent.rows}")
+    n = parent.key.n
+    out = [
+        a * _inverse(b, n) % n for a, b in zip(parent.ciphertexts, child.ciphertexts, strict=True)
+    ]
+    return EncryptedBuckets(parent.key, parent.layout, parent.counts, out, parent.rows - child.rows)
+
+
+def cumulative(buckets: EncryptedBuckets) -> EncryptedBuckets:
+    """Per column, the sum of its bins up to each bin (the left side of each threshold)."""
+    n, parts = buckets.key.n, buckets.layout.parts
+    out = list(buckets.ciphertexts)
+    start = 0
+    for count in buckets.counts:
+        for index in range((start + 1) * parts, (start + count) * parts):
+            out[index] = out[index] * out[index - parts] % n
+        start += count
+    return EncryptedBuckets(buckets.key, buckets.layout, buckets.counts, out, buckets.rows)
+
+
+def _checked(select: np.ndarray | Sequence[int] | None, rows: int) -> np.ndarray:
+    if select is None:
+        return np.arange(rows, dtype=np.int64)
+    chosen = np.asarray(select)
+    if chosen.ndim != 1 or (chosen.size and not np.issubdtype(chosen.dtype, np.integer)):
+        raise InputError("select must be a 1-D array of row positions")
+    chosen = chosen.astype(np.int64)
+    if chosen.size and (chosen.min() < 0 or chosen.max() >= rows):
+        raise InputError(f"a selected row lies outside [0, {rows})")
+    if np.unique(chosen).size != chosen.size:
+        raise InputError("select repeats a row: each row may be summed once")
+    return chosen
+
+
+def _check_alike(a: EncryptedBuckets, b: EncryptedBuckets) -> None:
+    if a.key != b.key or a.layout != b.layout or a.counts != b.counts:
+        raise InputError("these bucket sums are under other keys, layouts or bins")
+
+
+def _inverse(c: mpz, n: mpz) -> mpz:
+    try:
+        inverse: mpz = gmpy2.invert(c, n)
+    except ZeroDivisionError:
+        raise InputError("a bucket ciphertext is not a unit mod n: it is corrupt") from None
+    return inverse
