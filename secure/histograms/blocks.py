@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from gmpy2 import mpz
 from vfl.secure.histograms.layout import Layout
+from vfl.secure.histograms.plan import column_groups
 from vfl.secure.ou.cipher import decrypt, owner_encryptor, rerandomizer, shift
 from vfl.secure.ou.keys import OuPrivateKey, OuPublicKey
 from vfl.secure.paillier.blocks import blob, unblob
@@ -37,13 +38,12 @@ class EncryptTable(NamedTuple):
 
 class SumTable(NamedTuple):
     """What a passive party's workers share to sum one tree's buckets: the row
-    ciphertexts (rows x parts x width bytes), the bin codes (rows x columns), each
-    column's first bucket, the bucket count and the modulus."""
+    ciphertexts (rows x parts x width bytes), the bin codes (rows x columns), the bins of
+    each column and the modulus."""
 
     rows: np.ndarray
     codes: np.ndarray
-    offsets: np.ndarray
-    buckets: int
+    counts: tuple[int, ...]
     modulus: int
 
 
@@ -64,20 +64,55 @@ def encrypt_block(table: EncryptTable, values: np.ndarray) -> bytes:
 
 def sum_block(table: SumTable, select: np.ndarray) -> bytes:
     """The product per (bucket, part) of the selected rows' ciphertexts: buckets x parts
-    partial sums, bucket-major (an empty one is 1, an encryption of 0)."""
+    partial sums, bucket-major (an empty one is 1, an encryption of 0). Columns are summed
+    alone or in pairs (`secure.histograms.plan`)."""
     n = mpz(table.modulus)
     _, parts, width = table.rows.shape
-    raw = np.ascontiguousarray(table.rows[select]).tobytes()
-    cts = unblob(raw, width)
-    codes = np.asarray(table.codes[select], dtype=np.int64)
+    cts = unblob(np.ascontiguousarray(table.rows[select]).tobytes(), width)
     by_part = [cts[part::parts] for part in range(parts)]
-    acc = [ONE] * (table.buckets * parts)
-    for column in range(codes.shape[1]):
-        base = (codes[:, column] + int(table.offsets[column])) * parts
-        for part, column_cts in enumerate(by_part):
-            for c, k in zip(column_cts, (base + part).tolist(), strict=True):
-                acc[k] = acc[k] * c % n
+    codes = np.asarray(table.codes[select], dtype=np.int64)
+    counts = table.counts
+    offsets = [0, *np.cumsum(counts).tolist()]
+    acc = [ONE] * (offsets[-1] * parts)
+    for group in column_groups(len(select), counts):
+        for part, part_cts in enumerate(by_part):
+            if len(group) == 1:
+                column = group[0]
+                ids = ((codes[:, column] + offsets[column]) * parts + part).tolist()
+                _accumulate(acc, part_cts, ids, n)
+            else:
+                _pair(acc, part_cts, codes, group, offsets, parts, part, counts, n)
     return blob(acc, width)
+
+
+def _accumulate(acc: list[mpz], cts: list[mpz], ids: list[int], n: mpz) -> None:
+    """acc[k] *= c for each ciphertext c and its bucket k (mod n)."""
+    for c, k in zip(cts, ids, strict=True):
+        acc[k] = acc[k] * c % n
+
+
+def _pair(
+    acc: list[mpz],
+    cts: list[mpz],
+    codes: np.ndarray,
+    group: tuple[int, ...],
+    offsets: list[int],
+    parts: int,
+    part: int,
+    counts: tuple[int, ...],
+    n: mpz,
+) -> None:
+    """Two columns' sums from their joint buckets' (one pass over the rows)."""
+    left, right = group
+    width = counts[right]
+    joint = [ONE] * (counts[left] * width)
+    _accumulate(joint, cts, (codes[:, left] * width + codes[:, right]).tolist(), n)
+    for index, value in enumerate(joint):
+        if value is not ONE:
+            a = (offsets[left] + index // width) * parts + part
+            b = (offsets[right] + index % width) * parts + part
+            acc[a] = acc[a] * value % n
+            acc[b] = acc[b] * value % n
 
 
 def pack_block(table: PackTable, units: bytes) -> bytes:

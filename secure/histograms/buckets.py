@@ -24,6 +24,7 @@ from vfl.secure.errors import InputError
 from vfl.secure.executor.base import OU_PRODUCT, BlockExecutor, Shared
 from vfl.secure.histograms.blocks import SumTable, sum_block
 from vfl.secure.histograms.layout import Layout
+from vfl.secure.histograms.plan import sum_products
 from vfl.secure.histograms.rows import EncryptedRows
 from vfl.secure.ou.keys import OuPublicKey
 from vfl.secure.paillier.blocks import unblob
@@ -106,7 +107,7 @@ class BucketSummer:
             raise InputError(f"{bins.rows} rows of bins for {rows.count} rows of ciphertexts")
         self.rows, self.bins = rows, bins
         self.executor, self.counts = executor, counts
-        self._table = SumTable(rows.data, bins.codes, bins.offsets, bins.total, int(rows.key.n))
+        self._table = SumTable(rows.data, bins.codes, bins.counts, int(rows.key.n))
         self._shared: Shared[SumTable] | None = None
 
     def sums(self, select: np.ndarray | Sequence[int] | None = None) -> EncryptedBuckets:
@@ -117,7 +118,7 @@ class BucketSummer:
         """
         chosen = _checked(select, self.rows.count)
         parts = self.rows.layout.parts
-        products = len(chosen) * len(self.bins.counts) * parts
+        products = sum_products(len(chosen), self.bins.counts) * parts
         executor = self.executor
         per_task = self._rows_per_task(executor)
         if executor is not None and len(chosen) >= 2 * per_task:

@@ -83,8 +83,8 @@ def pack(
         results = executor.map(pack_block, executor.share(table), blocks)
     else:
         results = [pack_block(table, blob(units, key.width))]
-    if counts is not None:
-        counts.add(products=len(units) * layout.unit_bits, rerandomizations=groups)
+    if counts is not None:  # (units - groups) shifts of unit_bits squarings and a product
+        counts.add(products=(len(units) - groups) * (layout.unit_bits + 1), rerandomizations=groups)
     packed = [c for result in results for c in unblob(result, key.width)]
     return PackedBuckets(key, layout, len(units) // parts, packed)
 

@@ -6,19 +6,22 @@ Paillier ("Accelerating Okamoto-Uchiyama's public-key cryptosystem", Electronics
 
     n = p^2 q                 p of ceil(L / 3) bits, q the rest of an L-bit modulus
     p - 1 = t u               t a prime of 2 lambda bits (224 at L = 2048, 256 at 3072)
+    q = 2 q' + 1              a safe prime
     G = g^u mod n             g with g^(p-1) != 1 (mod p^2)
     H = G^n mod n             (textbook OU's h = g^n, with G for g)
     Enc(m, r) = G^m H^r mod n
     Dec(c) = L(c^t mod p^2) / L(G^t mod p^2) mod p,   L(x) = (x - 1) / p
 
-Modulo p^2, G has order p t and H order t, so c^t mod p^2 = (G^t)^m lies in the subgroup
-of order p, where L reads m mod p off: decryption is one exponentiation by the 2 lambda-bit
-t modulo p^2, a third of a modulus. Modulo q, H generates the same subgroup as G (gcd(n,
-q - 1) = 1), so the q-half of a ciphertext is a uniform element of <H mod q> whatever m
-is. Semantic security rests on the hardness of telling elements of <H> (order t ord(H mod
-q), unknown without the factors) from elements of G^m <H>; t has 2 lambda bits so that
-finding the order of H mod p^2 generically (Pollard's rho or kangaroo with gcds against
-n) costs 2^lambda.
+Modulo p^2 (a group C_p x C_(p-1)), G has order p t and H order t, so c^t mod p^2 = (G^t)^m
+lies in C_p, where L reads m mod p off: decryption is one exponentiation by the 2
+lambda-bit t modulo p^2, a third of a modulus. Modulo q, G (a square, u being even) and H
+both generate the quadratic residues, of prime order q'. So a ciphertext is, by CRT, an
+element of C_p x C_t mod p^2 whose C_p part is fixed by m and whose C_t part is uniform,
+next to a uniform quadratic residue mod q: that is what lets the owner encrypt with one
+table (`secure.ou.cipher`). Semantic security rests on the hardness of telling elements
+of <H> (order t q', unknown without the factors) from elements of G^m <H>; t has 2 lambda
+bits so that finding the order of H mod p^2 generically (Pollard's rho or kangaroo with
+gcds against n) costs 2^lambda.
 
 Modulus size against Paillier's: the number field sieve depends on |n| only, so an L-bit
 n = p^2 q costs what an L-bit RSA or Paillier modulus costs to factor; the elliptic curve
@@ -49,6 +52,7 @@ log = logging.getLogger(__name__)
 
 _PRIME_TEST_REPS = 40  # GMP: Baillie-PSW, then reps - 24 Miller-Rabin rounds
 _DISTANCE_MARGIN = 64  # |p - q| > 2^(|p|/2 + 64): no factor near the cube root of n
+_SMALL_PRIMES = mpz(gmpy2.primorial(20_000) // 2)  # odd primes below 20,000: a quick sieve
 
 
 def security_bits(key_bits: int) -> int:
@@ -141,13 +145,14 @@ class OuPrivateKey:
     t: mpz
     psquare: mpz = field(init=False, repr=False)
     gp_inv: mpz = field(init=False, repr=False)  # L(G^t mod p^2)^-1 mod p
+    kappa: mpz = field(init=False, repr=False)  # L(G^t mod p^2) t^-1 mod p
     psquare_inv_q: mpz = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         """Raises:
-        OuKeyError: the factors do not match n, t does not divide p - 1, G^t or H is 1
-            mod p^2 (nothing would decrypt, or the p-halves would not be random), or H is
-            not G^n (the q-halves would not hide m).
+        OuKeyError: the factors do not match n, t does not divide p - 1, q is not a safe
+            prime, G^t or H is 1 mod p^2 (nothing would decrypt, or the p-halves would not
+            be random), H is not G^n, or H mod q is not a square other than 1.
         """
         p, q, t = mpz(self.p), mpz(self.q), mpz(self.t)
         key = self.public_key
@@ -155,17 +160,26 @@ class OuPrivateKey:
         if psquare * q != key.n or p == q or (p - 1) % t != 0:
             raise OuKeyError(f"the private key of '{key.owner}' does not match its public key")
         gt = gmpy2.powmod(key.g, t, psquare)
-        h_p = key.h % psquare
-        if gt == 1 or h_p == 1 or key.h != gmpy2.powmod(key.g, key.n, key.n):
+        h_p, h_q = key.h % psquare, key.h % q
+        if (
+            gt == 1
+            or h_p == 1
+            or h_q == 1
+            or gmpy2.powmod(h_q, (q - 1) // 2, q) != 1
+            or not gmpy2.is_prime((q - 1) // 2, _PRIME_TEST_REPS)
+            or key.h != gmpy2.powmod(key.g, key.n, key.n)
+        ):
             raise OuKeyError(
                 f"the bases of the key of '{key.owner}' do not fit its factors; regenerate it"
             )
+        lg = (gt - 1) // p
         values = {
             "p": p,
             "q": q,
             "t": t,
             "psquare": psquare,
-            "gp_inv": gmpy2.invert((gt - 1) // p, p),
+            "gp_inv": gmpy2.invert(lg, p),
+            "kappa": lg * gmpy2.invert(t, p) % p,
             "psquare_inv_q": gmpy2.invert(psquare, q),
         }
         for name, value in values.items():
@@ -196,7 +210,7 @@ def generate_ou_keypair(
     """
     check_key_bits(key_bits, allow_insecure_test_keys, owner)
     p, t = _prime_with_factor(prime_bits(key_bits), factor_bits(key_bits))
-    q = _cofactor_prime(p, t, key_bits)
+    q = _safe_cofactor_prime(p, t, key_bits)
     n = p * p * q
     big_g, big_h = _bases(p, t, n)
     public = OuPublicKey(n, big_g, big_h, owner)
@@ -230,22 +244,25 @@ def _prime_with_factor(bits: int, t_bits: int) -> tuple[mpz, mpz]:
             return p, t
 
 
-def _cofactor_prime(p: mpz, t: mpz, key_bits: int) -> mpz:
-    """A prime q with p^2 q of exactly `key_bits` bits, far from p, with p and t not
-    dividing q - 1 (so that gcd(n, q - 1) = 1, H mod q generates <G mod q>, and the
-    orders of H mod p^2 and mod q are coprime)."""
+def _safe_cofactor_prime(p: mpz, t: mpz, key_bits: int) -> mpz:
+    """A safe prime q = 2 q' + 1 with p^2 q of exactly `key_bits` bits, far from p, each
+    candidate drawn afresh (a few seconds at 2048 bits): q - 1 = 2 q' shares no factor
+    with n or t, so H mod q generates the squares mod q and the orders of H mod p^2 and
+    mod q are coprime."""
     psquare = p * p
-    low = ((mpz(1) << (key_bits - 1)) + psquare - 1) // psquare
-    high = ((mpz(1) << key_bits) - 1) // psquare
+    low = (((mpz(1) << (key_bits - 1)) + psquare - 1) // psquare) // 2  # q' >= low
+    high = (((mpz(1) << key_bits) - 1) // psquare - 1) // 2  # q = 2 q' + 1 <= high bound
     far = int(p.bit_length()) // 2 + _DISTANCE_MARGIN
     while True:
-        q = low + mpz(secrets.randbelow(int(high - low + 1)))
+        half = low + mpz(secrets.randbelow(int(high - low + 1)))
+        q = 2 * half + 1
         if (
-            q % 2
+            gmpy2.gcd(half * q, _SMALL_PRIMES) == 1
             and abs(p - q).bit_length() > far
-            and (q - 1) % p != 0
-            and (q - 1) % t != 0
+            and half not in (p, t)
+            and gmpy2.is_prime(half, 1)
             and gmpy2.is_prime(q, _PRIME_TEST_REPS)
+            and gmpy2.is_prime(half, _PRIME_TEST_REPS)
         ):
             return q
 

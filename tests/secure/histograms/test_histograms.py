@@ -20,6 +20,7 @@ from vfl.secure.histograms import (
     pack,
     subtract,
 )
+from vfl.secure.histograms.plan import column_groups, sum_products
 from vfl.secure.ou.cipher import OwnerEncryptor
 from vfl.secure.ou.keys import generate_ou_keypair
 
@@ -56,6 +57,22 @@ def test_sums_over_all_rows_and_a_subset_equal_numpys(ou_test_key, gh) -> None:
         decrypt(pack(node), ou_test_key.private), plain_sums(values, bins, select)
     )
     assert (root.rows, node.rows) == (ROWS, 97)
+
+
+def test_columns_are_summed_in_pairs_where_it_saves_products(ou_test_key, gh) -> None:
+    assert column_groups(30_000, (32,) * 5) == [(0, 1), (2, 3), (4,)]
+    assert column_groups(2_047, (32, 32)) == [(0,), (1,)]
+    assert sum_products(30_000, (32,) * 10) == 5 * (30_000 + 2 * 1_024)
+    assert sum_products(1_000, (32,) * 10) == 10_000
+    # the same sums whichever way: bins of 3 (pairs of 9 joint buckets) and of 60 (alone)
+    values, rows = gh
+    rng = np.random.default_rng(12)
+    for counts in ((3, 3, 3), (60, 60, 60)):
+        bins = random_bins(rng, ROWS, counts)
+        got = decrypt(pack(bucket_sums(rows, bins)), ou_test_key.private)
+        assert np.array_equal(got, plain_sums(values, bins))
+    assert column_groups(ROWS, (3, 3, 3)) == [(0, 1), (2,)]
+    assert column_groups(ROWS, (60, 60, 60)) == [(0,), (1,), (2,)]
 
 
 def test_exact_integer_sums_at_the_layout_scale(ou_test_key, gh) -> None:

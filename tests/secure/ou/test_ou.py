@@ -43,7 +43,7 @@ def check_sizes(private: OuPrivateKey, bits: int) -> None:
     assert n == p * p * q and n.bit_length() == bits
     assert p.bit_length() == prime_bits(bits) and t.bit_length() == factor_bits(bits)
     assert all(gmpy2.is_prime(x) for x in (p, q, t))
-    assert (p - 1) % t == 0 and (q - 1) % p != 0 and (q - 1) % t != 0
+    assert (p - 1) % t == 0 and gmpy2.is_prime((q - 1) // 2) and (q - 1) % t != 0
     assert private.public_key.h == gmpy2.powmod(private.public_key.g, n, n)
 
 
