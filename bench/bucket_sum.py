@@ -193,8 +193,8 @@ def tree_counts(
     counts["child sums"]["add"] = parts * sum(
         sum_products(len(small), columns) for level in levels[1:] for small, _ in pairs(level)
     )
-    if not plain_subtraction:
-        counts["subtract"].update(inverse=splits * units, add=splits * units)
+    if not plain_subtraction:  # one inversion for all, 3 products each (Montgomery), + 1
+        counts["subtract"].update(inverse=splits, add=4 * splits * units)
     counts["pack"].update(
         square=returned * (units - packed) * bits,
         add=returned * (units - packed),
@@ -259,9 +259,10 @@ def run_tree(
     histograms = [timed("root sums", summer.sums)]
     root = give_back(histograms[0])
     for level in levels[1:]:
+        smaller = [small for small, _ in pairs(level)]
+        sums = timed("child sums", lambda rows_=smaller: summer.sums_each(rows_))
         children = []
-        for parent, (smaller, _) in zip(histograms, pairs(level), strict=True):
-            small = timed("child sums", lambda rows_=smaller: summer.sums(rows_))
+        for parent, small in zip(histograms, sums, strict=True):
             large = timed("subtract", lambda p=parent, s=small: subtract(p, s))
             for child in (small, large):
                 give_back(child)

@@ -19,6 +19,7 @@ ciphertext and re-randomises them; the active party decrypts a (buckets, k) arra
     rows = encrypt_rows(gh, keys.private, layout, executor)          # active, per tree
     summer = BucketSummer(rows, bins, executor)                      # passive, per tree
     node = summer.sums(select)                                       # a node's rows
+    level = summer.sums_each([select, ...])                          # or a level's nodes
     sibling = subtract(parent, node)
     packed = pack(node, order, executor)                             # to the active party
     sums = decrypt(packed, keys.private)                             # (buckets, 2)

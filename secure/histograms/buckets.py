@@ -116,23 +116,50 @@ class BucketSummer:
         Raises:
             InputError: `select` is not a 1-D array of distinct positions in [0, rows).
         """
-        chosen = _checked(select, self.rows.count)
-        parts = self.rows.layout.parts
-        products = sum_products(len(chosen), self.bins.counts) * parts
+        return self.sums_each([select])[0]
+
+    def sums_each(
+        self, selects: Sequence[np.ndarray | Sequence[int] | None]
+    ) -> list[EncryptedBuckets]:
+        """`sums` of several row subsets (a tree level's nodes) in one round of tasks, so
+        that nodes too small for two tasks each still use every worker.
+
+        Raises:
+            InputError: a selection is not a 1-D array of distinct positions in [0, rows).
+        """
+        chosen = [_checked(select, self.rows.count) for select in selects]
         executor = self.executor
         per_task = self._rows_per_task(executor)
-        if executor is not None and len(chosen) >= 2 * per_task:
-            blocks = [chosen[lo:hi] for lo, hi in executor.split(len(chosen), per_task)]
+        owners: list[int] = []  # the selection each block belongs to
+        blocks: list[np.ndarray] = []
+        for index, rows in enumerate(chosen):
+            spans = (
+                executor.split(len(rows), per_task) if executor is not None else [(0, len(rows))]
+            )
+            owners += [index] * len(spans)
+            blocks += [rows[lo:hi] for lo, hi in spans]
+        if executor is not None and sum(map(len, chosen)) >= 2 * per_task:
             results = executor.map(sum_block, self._share(executor), blocks)
         else:
-            results = [sum_block(self._table, chosen)]
-        key = self.rows.key
-        total = unblob(results[0], key.width)
-        for result in results[1:]:
-            total = [a * b % key.n for a, b in zip(total, unblob(result, key.width), strict=True)]
+            results = [sum_block(self._table, block) for block in blocks]
+        return [self._combined(rows, results, owners, index) for index, rows in enumerate(chosen)]
+
+    def _combined(
+        self, rows: np.ndarray, results: list[bytes], owners: list[int], index: int
+    ) -> EncryptedBuckets:
+        """One selection's sums: the product of its blocks' partial sums."""
+        key, parts = self.rows.key, self.rows.layout.parts
+        mine = [
+            unblob(result, key.width)
+            for result, owner in zip(results, owners, strict=True)
+            if owner == index
+        ]
+        total = mine[0]
+        for partial in mine[1:]:
+            total = [a * b % key.n for a, b in zip(total, partial, strict=True)]
         if self.counts is not None:
-            self.counts.add(products=products)
-        return EncryptedBuckets(key, self.rows.layout, self.bins.counts, total, len(chosen))
+            self.counts.add(products=sum_products(len(rows), self.bins.counts) * parts)
+        return EncryptedBuckets(key, self.rows.layout, self.bins.counts, total, len(rows))
 
     def _rows_per_task(self, executor: BlockExecutor | None) -> int:
         if executor is None:
@@ -177,9 +204,8 @@ def subtract(parent: EncryptedBuckets, child: EncryptedBuckets) -> EncryptedBuck
     if child.rows > parent.rows:
         raise InputError(f"the child sums {child.rows} rows, more than its parent's {parent.rows}")
     n = parent.key.n
-    out = [
-        a * _inverse(b, n) % n for a, b in zip(parent.ciphertexts, child.ciphertexts, strict=True)
-    ]
+    inverses = _inverses(child.ciphertexts, n)
+    out = [a * b % n for a, b in zip(parent.ciphertexts, inverses, strict=True)]
     return EncryptedBuckets(parent.key, parent.layout, parent.counts, out, parent.rows - child.rows)
 
 
@@ -214,9 +240,25 @@ def _check_alike(a: EncryptedBuckets, b: EncryptedBuckets) -> None:
         raise InputError("these bucket sums are under other keys, layouts or bins")
 
 
-def _inverse(c: mpz, n: mpz) -> mpz:
+def _inverses(values: list[mpz], n: mpz) -> list[mpz]:
+    """Every value's inverse mod n with one modular inversion (Montgomery's trick: three
+    products each instead of an inversion each, ~4x cheaper at 2048 bits).
+
+    Raises:
+        InputError: a value is not a unit mod n.
+    """
+    if not values:
+        return []
+    prefix = [values[0]]
+    for value in values[1:]:
+        prefix.append(prefix[-1] * value % n)
     try:
-        inverse: mpz = gmpy2.invert(c, n)
+        inverse: mpz = gmpy2.invert(prefix[-1], n)
     except ZeroDivisionError:
         raise InputError("a bucket ciphertext is not a unit mod n: it is corrupt") from None
-    return inverse
+    out = [inverse] * len(values)
+    for index in range(len(values) - 1, 0, -1):
+        out[index] = inverse * prefix[index - 1] % n
+        inverse = inverse * values[index] % n
+    out[0] = inverse
+    return out

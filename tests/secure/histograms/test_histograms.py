@@ -200,6 +200,9 @@ def test_sums_that_could_wrap_are_refused(ou_test_key, gh) -> None:
     other = EncryptedBuckets(small.key, small.layout, (2, 1), small.ciphertexts, 1)
     with pytest.raises(InputError, match="other keys, layouts or bins"):
         subtract(large, other)
+    corrupt = [ou_test_key.private.p, *small.ciphertexts[1:]]
+    with pytest.raises(InputError, match="not a unit"):
+        subtract(large, EncryptedBuckets(small.key, small.layout, small.counts, corrupt, 1))
 
 
 def test_bins_are_checked(gh) -> None:

@@ -65,6 +65,14 @@ def test_every_step_on_the_executor_gives_the_in_process_sums(ou_test_key, pool)
     for task in ("encrypt_block", "sum_block", "pack_block", "decrypt_block"):
         assert pool.calls[task] >= 2, task
     assert pool.shares == 4  # the key; the rows and bins, once for both sums; packing; decryption
+    # a level's nodes in one round of tasks, each too small for two tasks of its own
+    before = pool.calls["sum_block"]
+    nodes = np.array_split(rng.permutation(ROWS), 6)
+    level = summer.sums_each(nodes)
+    assert pool.calls["sum_block"] - before == 6
+    for node_rows, sums in zip(nodes, level, strict=True):
+        got = decrypt(pack(sums), ou_test_key.private)
+        assert np.array_equal(got, plain_sums(values, bins, node_rows))
     snapshot = counts.snapshot()
     assert snapshot["encryptions"] == ROWS * layout.parts
     assert snapshot["products"] >= (180 + ROWS) * 3 * layout.parts
