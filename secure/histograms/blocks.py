@@ -70,7 +70,7 @@ def sum_block(table: SumTable, select: np.ndarray) -> bytes:
     _, parts, width = table.rows.shape
     cts = unblob(np.ascontiguousarray(table.rows[select]).tobytes(), width)
     by_part = [cts[part::parts] for part in range(parts)]
-    codes = np.asarray(table.codes[select], dtype=np.int64)
+    codes = table.codes[select]  # its small unsigned type: converted a column at a time
     counts = table.counts
     offsets = [0, *np.cumsum(counts).tolist()]
     acc = [ONE] * (offsets[-1] * parts)
@@ -78,7 +78,9 @@ def sum_block(table: SumTable, select: np.ndarray) -> bytes:
         for part, part_cts in enumerate(by_part):
             if len(group) == 1:
                 column = group[0]
-                ids = ((codes[:, column] + offsets[column]) * parts + part).tolist()
+                ids = (
+                    (codes[:, column].astype(np.int64) + offsets[column]) * parts + part
+                ).tolist()
                 _accumulate(acc, part_cts, ids, n)
             else:
                 _pair(acc, part_cts, codes, group, offsets, parts, part, counts, n)
@@ -106,7 +108,8 @@ def _pair(
     left, right = group
     width = counts[right]
     joint = [ONE] * (counts[left] * width)
-    _accumulate(joint, cts, (codes[:, left] * width + codes[:, right]).tolist(), n)
+    pair = codes[:, left].astype(np.int64) * width + codes[:, right]
+    _accumulate(joint, cts, pair.tolist(), n)
     for index, value in enumerate(joint):
         if value is not ONE:
             a = (offsets[left] + index // width) * parts + part

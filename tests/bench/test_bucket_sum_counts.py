@@ -20,7 +20,8 @@ def bucket_sum():
     yield from bench_module("bucket_sum")
 
 
-def test_the_floor_counts_what_the_kernel_does(bucket_sum) -> None:
+@pytest.mark.parametrize("plain_subtraction", [False, True])
+def test_the_floor_counts_what_the_kernel_does(bucket_sum, plain_subtraction) -> None:
     # Prepare: 3 columns of 8 bins over 600 rows: the root and depth-1 nodes sum in pairs
     shape = bucket_sum.Shape("small", 600, 3, 8, 3)
     keys = generate_ou_keypair("B", 1024, allow_insecure_test_keys=True)
@@ -31,9 +32,11 @@ def test_the_floor_counts_what_the_kernel_does(bucket_sum) -> None:
     counts = OpCounts()
     executors = (LocalExecutor(workers=1), LocalExecutor(workers=1))
     # Execute
-    seconds, sent = bucket_sum.run_tree(shape, keys, layout, values, bins, executors, counts)
+    seconds, sent = bucket_sum.run_tree(
+        shape, keys, layout, values, bins, executors, counts, plain_subtraction
+    )
     # Assert
-    expected = bucket_sum.tree_counts(shape, layout, layout.capacity)
+    expected = bucket_sum.tree_counts(shape, layout, layout.capacity, plain_subtraction)
     done = counts.snapshot()
     assert done["encryptions"] == expected["encrypt"]["encrypt"] == 600
     sums = expected["root sums"]["add"] + expected["child sums"]["add"]
