@@ -370,6 +370,23 @@ def report(shapes: list[Shape], trees: int, unit_bits: list[int], key_bits: int)
         lines += [""] + shape_table(
             shape, layout, (seconds, sent), variant, units[key_bits], key_bits
         )
+        lines += other_sizes(shape, units, keys, key_bits)
+    return lines
+
+
+def other_sizes(shape: Shape, units, keys, key_bits: int) -> list[str]:
+    """The floor of a tree at the other key sizes of the unit table (2 cores)."""
+    lines = []
+    for bits in sorted(set(units) - {key_bits}):
+        ou = keys[bits][0].public
+        layout = Layout.create(VALUES, shape.rows, BOUND, SCALE_BITS, ou.plaintext_bits)
+        ou_floor = floors(tree_counts(shape, layout, layout.capacity), units[bits]["OU"], 2)
+        pa_floor = floors(tree_counts(shape, layout, bits - 1), units[bits]["Paillier"], 2)
+        lines.append(
+            f"at {bits} bits: floor {sum(ou_floor.values()):.2f} s (OU, "
+            f"{layout.per_cipher} buckets per ciphertext), {sum(pa_floor.values()):.2f} s "
+            "(Paillier) on 2 cores"
+        )
     return lines
 
 

@@ -1,12 +1,15 @@
 """The passive party's side: encrypted sums per bucket (column, bin) over a row subset.
 
 A bucket's sum is the product modulo n of the ciphertexts of its rows (one product per
-row, column and row part); an empty bucket is 1, an encryption of 0. `BucketSummer`
-shares a tree's row ciphertexts and the party's bin codes with its executor once, then
-sums any subset of rows (the root's, a node's) in blocks of rows, one task per block,
-and multiplies the tasks' partial sums together. Histogram subtraction (`subtract`, the
-larger child as parent minus the smaller) and cumulative sums per column (`cumulative`,
-the left sums of each threshold) are one product or inverse per bucket.
+row, column and row part, or fewer where two columns are summed through their joint
+buckets, `secure.histograms.plan`); an empty bucket is 1, an encryption of 0.
+`BucketSummer` shares a tree's row ciphertexts and the party's bin codes with its
+executor once, then sums any subset of rows (`sums`: the root's, a node's; `sums_each`: a
+level's nodes in one round of tasks) in blocks of rows, one task per block, and
+multiplies the tasks' partial sums together. Histogram subtraction (`subtract`, the
+larger child as parent minus the smaller: one inversion for all buckets, then four
+products each) and cumulative sums per column (`cumulative`, the left sums of each
+threshold: one product per bucket) touch no row.
 
 Buckets are ordered column by column, bin by bin: bucket `offsets[j] + b` is bin b of
 column j.
