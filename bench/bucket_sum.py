@@ -16,15 +16,17 @@ homomorphic subtraction from the parent; every node's buckets packed, re-randomi
 decrypted. Measured: the kernel end to end through the API, each party with its own
 local executor of 2 processes (`compute.min_task_ms` 20), both on this machine, with
 the wire forms (the rows' payload decoded and checked at the passive party, every packed
-payload at the active one); the median over --trees trees (one tree for FATE's shape).
+payload at the active one); the median over --trees trees (5; one for FATE's shape).
 
 Floor: each step's operations (counted from the shape, the layout and the tree) times
-the unit cost of each, measured here on one core (CPU time, the minimum of 3 runs),
+the unit cost of each, measured here on one core (CPU time, the minimum of 3 runs before
+the trees and 3 after, so that a busy moment of a shared machine does not inflate it),
 divided by 2 cores. The same counts with Paillier's unit costs (its fastest sound
 operations: short-exponent CRT tables for the owner's encryptions, CRT decryption,
 statistical fixed-base re-randomisation, products mod n^2, 2047-bit plaintexts) give
 Paillier's floor beside. "variant" lines: the active party subtracting in plaintext
-instead (only the root and the smaller children are packed and decrypted).
+instead (only the root and the smaller children are packed and decrypted), measured in
+trees alternating with the others; "at 3072 bits": the floor at the other key size.
 """
 
 from __future__ import annotations
@@ -351,27 +353,39 @@ def report(shapes: list[Shape], trees: int, unit_bits: list[int], key_bits: int)
         f"{os.getloadavg()[0]:.1f} at the start",
         "",
     ]
-    units: dict[int, dict[str, dict[str, float]]] = {}
     keys: dict[int, tuple[OuKeyPair, KeyPair]] = {}
     for bits in sorted(set(unit_bits) | {key_bits}):
         test = bits < 2048  # --key-bits below 2048: the smoke test's INSECURE keys
         ou = generate_ou_keypair("B", bits, allow_insecure_test_keys=test)
         paillier = generate_keypair("B", SecureConfig(key_bits=bits, allow_insecure_test_keys=test))
         keys[bits] = (ou, paillier)
-        probe = Layout.create(VALUES, 30_000, BOUND, SCALE_BITS, ou.public.plaintext_bits)
-        units[bits] = {"OU": ou_units(ou, probe), "Paillier": paillier_units(paillier, probe)}
-        print(f"  units at {bits} bits measured", flush=True)
-    lines += unit_table(units, keys)
+    units = measure_units(keys)
     ou_keys = keys[key_bits][0]
+    measured = []
     for shape in shapes:
         layout = Layout.create(VALUES, shape.rows, BOUND, SCALE_BITS, ou_keys.public.plaintext_bits)
         small = shape.rows <= 50_000  # FATE's shape: one tree, its variant's floor only
         (seconds, sent), variant = measure(shape, ou_keys, layout, trees if small else 1, small)
-        lines += [""] + shape_table(
-            shape, layout, (seconds, sent), variant, units[key_bits], key_bits
-        )
+        measured.append((shape, layout, (seconds, sent), variant))
+    again = measure_units(keys)  # after the trees too: each unit the lesser of the two
+    for bits in units:
+        for scheme in units[bits]:
+            for op, value in again[bits][scheme].items():
+                units[bits][scheme][op] = min(units[bits][scheme][op], value)
+    lines += unit_table(units, keys)
+    for shape, layout, run, variant in measured:
+        lines += [""] + shape_table(shape, layout, run, variant, units[key_bits], key_bits)
         lines += other_sizes(shape, units, keys, key_bits)
     return lines
+
+
+def measure_units(keys) -> dict[int, dict[str, dict[str, float]]]:
+    units = {}
+    for bits, (ou, paillier) in keys.items():
+        probe = Layout.create(VALUES, 30_000, BOUND, SCALE_BITS, ou.public.plaintext_bits)
+        units[bits] = {"OU": ou_units(ou, probe), "Paillier": paillier_units(paillier, probe)}
+        print(f"  units at {bits} bits measured", flush=True)
+    return units
 
 
 def other_sizes(shape: Shape, units, keys, key_bits: int) -> list[str]:
@@ -392,8 +406,9 @@ def other_sizes(shape: Shape, units, keys, key_bits: int) -> list[str]:
 
 def unit_table(units, keys) -> list[str]:
     lines = [
-        "Unit costs, one core (ms; CPU time, minimum of 3 runs); add = one ciphertext into a "
-        "bucket (the kernel's loop), square = one bit of a pack shift",
+        "Unit costs, one core (ms; CPU time, the minimum of 3 runs before the trees and 3 "
+        "after); add = one ciphertext into a bucket (the kernel's loop), square = one bit of "
+        "a pack shift",
         "",
         "| op | " + " | ".join(f"OU {b} | Paillier {b} | P/OU" for b in sorted(units)) + " |",
         "|---|" + "---|---|---|" * len(units),
@@ -476,7 +491,7 @@ def main() -> None:
         prog="python -m bench.bucket_sum", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--shapes", default="credit,fate", help=f"of {sorted(SHAPES)}")
-    parser.add_argument("--trees", type=int, default=3, help="trees per shape (FATE's: 1)")
+    parser.add_argument("--trees", type=int, default=5, help="trees per shape (FATE's: 1)")
     parser.add_argument("--fate-depth", type=int, default=3)
     parser.add_argument("--units", default="2048,3072", help="key sizes of the unit table")
     parser.add_argument("--key-bits", type=int, default=2048, help="of the measured trees")
