@@ -132,26 +132,40 @@ class BucketSummer:
         """
         chosen = [_checked(select, self.rows.count) for select in selects]
         executor = self.executor
-        per_task = self._rows_per_task(executor)
         owners: list[int] = []  # the selection each block belongs to
         blocks: list[np.ndarray] = []
         for index, rows in enumerate(chosen):
-            spans = (
-                executor.split(len(rows), per_task) if executor is not None else [(0, len(rows))]
-            )
+            spans = self._spans(len(rows), len(chosen))
             owners += [index] * len(spans)
             blocks += [rows[lo:hi] for lo, hi in spans]
-        if executor is not None and sum(map(len, chosen)) >= 2 * per_task:
+        if executor is not None and sum(map(len, chosen)) >= 2 * self._rows_per_task(executor):
             results = executor.map(sum_block, self._share(executor), blocks)
         else:
             results = [sum_block(self._table, block) for block in blocks]
+        if self.counts is not None:
+            products = sum(sum_products(len(block), self.bins.counts) for block in blocks)
+            partials = (len(blocks) - len(chosen)) * self.bins.total
+            self.counts.add(products=(products + partials) * self.rows.layout.parts)
         return [self._combined(rows, results, owners, index) for index, rows in enumerate(chosen)]
+
+    def _spans(self, rows: int, selections: int) -> list[tuple[int, int]]:
+        """How one of `selections` row subsets is cut into tasks: whole when there are as
+        many subsets as workers (a block keeps its rows together, and its columns their
+        pairs), else into a share of the workers, each of at least a task's worth."""
+        executor = self.executor
+        if executor is None or selections >= executor.slots:
+            return [(0, rows)]
+        share = max(1, executor.slots // selections)
+        per_task = self._rows_per_task(executor)
+        count = max(1, min(share, rows // per_task))
+        edges = [rows * i // count for i in range(count + 1)]
+        return list(zip(edges[:-1], edges[1:], strict=True))
 
     def _combined(
         self, rows: np.ndarray, results: list[bytes], owners: list[int], index: int
     ) -> EncryptedBuckets:
         """One selection's sums: the product of its blocks' partial sums."""
-        key, parts = self.rows.key, self.rows.layout.parts
+        key = self.rows.key
         mine = [
             unblob(result, key.width)
             for result, owner in zip(results, owners, strict=True)
@@ -160,8 +174,6 @@ class BucketSummer:
         total = mine[0]
         for partial in mine[1:]:
             total = [a * b % key.n for a, b in zip(total, partial, strict=True)]
-        if self.counts is not None:
-            self.counts.add(products=sum_products(len(rows), self.bins.counts) * parts)
         return EncryptedBuckets(key, self.rows.layout, self.bins.counts, total, len(rows))
 
     def _rows_per_task(self, executor: BlockExecutor | None) -> int:
