@@ -16,7 +16,9 @@ homomorphic subtraction from the parent; every node's buckets packed, re-randomi
 decrypted. Measured: the kernel end to end through the API, each party with its own
 local executor of 2 processes (`compute.min_task_ms` 20), both on this machine, with
 the wire forms (the rows' payload decoded and checked at the passive party, every packed
-payload at the active one); the median over --trees trees (5; one for FATE's shape).
+payload at the active one); the median over --trees trees (5; one for FATE's shape). CPU s:
+the user and system seconds of this process and both parties' workers in the step (from
+/proc, in 10 ms ticks): the work, whatever else the machine runs.
 
 Floor: each step's operations (counted from the shape, the layout and the tree) times
 the unit cost of each, measured here on one core (CPU time, the minimum of 3 runs before
@@ -69,6 +71,8 @@ from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
 from vfl.secure.paillier.obfuscators import ObfuscatorPool
 
+from bench.procs import tree_cpu_seconds
+
 SCALE_BITS, BOUND, VALUES = 24, 1.0, 2
 STEPS = ("encrypt", "rows wire", "root sums", "child sums", "subtract", "pack", "decrypt")
 OPS = ("encrypt", "add", "square", "inverse", "rerandomize", "decrypt")
@@ -100,12 +104,17 @@ def best(fn: Callable[[], object], items: int, repeats: int = 3) -> float:
     return min(runs)
 
 
+ADD_COLUMNS = 10  # the unit cost of an addition: the kernel's loop over this many columns
+
+
 def adds(modulus: mpz, cts: list[mpz], width: int) -> Callable[[], object]:
-    """The kernel's own bucket loop (`sum_block`) over `cts`, one column of 32 bins."""
+    """The kernel's own bucket loop (`sum_block`) over `cts`, 10 columns of 32 bins, too
+    few rows to pair them (each ciphertext read once for 10 additions, as in a tree)."""
     data = b"".join(int(c).to_bytes(width, "big") for c in cts)
     rows = np.frombuffer(data, dtype=np.uint8).reshape(len(cts), 1, width)
-    codes = np.random.default_rng(0).integers(0, 32, size=(len(cts), 1)).astype(np.uint8)
-    table = SumTable(rows, codes, (32,), int(modulus))
+    shape = (len(cts), ADD_COLUMNS)
+    codes = np.random.default_rng(0).integers(0, 32, size=shape).astype(np.uint8)
+    table = SumTable(rows, codes, (32,) * ADD_COLUMNS, int(modulus))
     return lambda: sum_block(table, np.arange(len(cts)))
 
 
@@ -117,7 +126,7 @@ def ou_units(keys: OuKeyPair, layout: Layout, count: int = 400) -> dict[str, flo
     rerandomize = Rerandomizer(keys.public)
     return {
         "encrypt": best(lambda: encryptor.encrypt(plain), count),
-        "add": best(adds(n, cts * 5, keys.public.width), 5 * count),
+        "add": best(adds(n, cts, keys.public.width), ADD_COLUMNS * count),
         "square": best(lambda: [gmpy2.powmod(c, mpz(1) << bits, n) for c in cts], count * bits),
         "inverse": best(lambda: [gmpy2.invert(c, n) for c in cts], count),
         "rerandomize": best(lambda: rerandomize.apply(cts), count),
@@ -140,7 +149,7 @@ def paillier_units(keys: KeyPair, layout: Layout, count: int = 100) -> dict[str,
     nsq, bits = keys.public.nsquare, layout.unit_bits
     units = {
         "encrypt": best(lambda: own.encrypt(plain), count),
-        "add": best(adds(nsq, cts * 20, keys.public.width), 20 * count),
+        "add": best(adds(nsq, cts * 4, keys.public.width), ADD_COLUMNS * 4 * count),
         "square": best(lambda: [gmpy2.powmod(c, mpz(1) << bits, nsq) for c in cts], count * bits),
         "inverse": best(lambda: [gmpy2.invert(c, nsq) for c in cts], count),
         "rerandomize": best(lambda: rerandomized(cts, peer.compute(count), nsq), count),
@@ -223,7 +232,7 @@ def gradients(rows: int, rng: np.random.Generator) -> np.ndarray:
     return np.stack([p - y, p * (1 - p)], axis=1)
 
 
-Run = tuple[dict[str, float], dict[str, int]]
+Run = tuple[dict[str, float], dict[str, float], dict[str, int]]
 
 
 def run_tree(
@@ -241,12 +250,16 @@ def run_tree(
     decrypted sums (only the root and the smaller children cross back)."""
     active, passive = executors
     seconds: dict[str, float] = dict.fromkeys(STEPS, 0.0)
+    cpu: dict[str, float] = dict.fromkeys(STEPS, 0.0)
     sent = {"active -> passive": 0, "passive -> active": 0}
+    me = os.getpid()
 
     def timed(step: str, fn: Callable[[], object]) -> object:
+        used = tree_cpu_seconds(me)  # this process and both parties' workers
         begun = time.perf_counter()
         out = fn()
         seconds[step] += time.perf_counter() - begun
+        cpu[step] += tree_cpu_seconds(me) - used
         return out
 
     rows = timed("encrypt", lambda: encrypt_rows(values, keys.private, layout, active, counts))
@@ -282,7 +295,7 @@ def run_tree(
         encrypted, plain = next_encrypted or [None] * len(next_plain), next_plain
     summer.close()
     check_root(root, values, bins, layout)
-    return seconds, sent
+    return seconds, cpu, sent
 
 
 def check_root(sums: np.ndarray, values: np.ndarray, bins: Bins, layout: Layout) -> None:
@@ -329,12 +342,12 @@ def measure(
         for _ in range(trees):
             runs.append(run_tree(shape, keys, layout, values, bins, executors))
             if variant:
-                seconds, _ = run_tree(shape, keys, layout, values, bins, executors, None, True)
+                seconds, _, _ = run_tree(shape, keys, layout, values, bins, executors, None, True)
                 variants.append(sum(seconds.values()))
     finally:
         for executor in executors:
             executor.close()
-    totals = [sum(seconds.values()) for seconds, _ in runs]
+    totals = [sum(seconds.values()) for seconds, _, _ in runs]
     median = runs[totals.index(statistics.median_low(totals))]
     line = ", ".join(f"{t:.2f}" for t in totals)
     if variants:
@@ -365,8 +378,8 @@ def report(shapes: list[Shape], trees: int, unit_bits: list[int], key_bits: int)
     for shape in shapes:
         layout = Layout.create(VALUES, shape.rows, BOUND, SCALE_BITS, ou_keys.public.plaintext_bits)
         small = shape.rows <= 50_000  # FATE's shape: one tree, its variant's floor only
-        (seconds, sent), variant = measure(shape, ou_keys, layout, trees if small else 1, small)
-        measured.append((shape, layout, (seconds, sent), variant))
+        run, variant = measure(shape, ou_keys, layout, trees if small else 1, small)
+        measured.append((shape, layout, run, variant))
     again = measure_units(keys)  # after the trees too: each unit the lesser of the two
     for bits in units:
         for scheme in units[bits]:
@@ -430,7 +443,7 @@ def unit_table(units, keys) -> list[str]:
 
 
 def shape_table(shape, layout, run: Run, variant, units, key_bits) -> list[str]:
-    seconds, sent = run
+    seconds, cpu, sent = run
     ou_counts = tree_counts(shape, layout, layout.capacity)
     pa_counts = tree_counts(shape, layout, key_bits - 1)
     ou_floor, pa_floor = floors(ou_counts, units["OU"], 2), floors(pa_counts, units["Paillier"], 2)
@@ -441,20 +454,20 @@ def shape_table(shape, layout, run: Run, variant, units, key_bits) -> list[str]:
         f"slots of {layout.slot_bits} bits, {layout.per_cipher} buckets per OU ciphertext "
         f"({(key_bits - 1) // layout.unit_bits} per Paillier one)",
         "",
-        "| step | operations | measured s | OU floor s (1 core) | OU floor s (2 cores) | "
-        "Paillier floor s (2 cores) |",
-        "|---|---|---|---|---|---|",
+        "| step | operations | measured s | CPU s | OU floor s (1 core) | OU floor s (2 cores) "
+        "| Paillier floor s (2 cores) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for step in STEPS:
         ops = ", ".join(f"{n:,} {op}" for op, n in ou_counts[step].items() if n) or "-"
         lines.append(
-            f"| {step} | {ops} | {seconds[step]:.2f} | {ou_one[step]:.2f} | "
+            f"| {step} | {ops} | {seconds[step]:.2f} | {cpu[step]:.2f} | {ou_one[step]:.2f} | "
             f"{ou_floor[step]:.2f} | {pa_floor[step]:.2f} |"
         )
     total = sum(seconds.values())
     lines.append(
-        f"| tree | | {total:.2f} | {sum(ou_one.values()):.2f} | {sum(ou_floor.values()):.2f} | "
-        f"{sum(pa_floor.values()):.2f} |"
+        f"| tree | | {total:.2f} | {sum(cpu.values()):.2f} | {sum(ou_one.values()):.2f} | "
+        f"{sum(ou_floor.values()):.2f} | {sum(pa_floor.values()):.2f} |"
     )
     plain = floors(tree_counts(shape, layout, layout.capacity, True), units["OU"], 2)
     plain_pa = floors(tree_counts(shape, layout, key_bits - 1, True), units["Paillier"], 2)

@@ -25,13 +25,14 @@ gcds against n) costs 2^lambda.
 
 Modulus size against Paillier's: the number field sieve depends on |n| only, so an L-bit
 n = p^2 q costs what an L-bit RSA or Paillier modulus costs to factor; the elliptic curve
-method depends on the smallest factor, and p, q of L / 3 bits (683 at 2048) put it at or
-above the sieve (the bound of multi-prime RSA, three factors at 2048 and 3072 bits: Lenstra,
-"Unbelievable security", ASIACRYPT 2001; Hinek, "On the security of multi-prime RSA",
-J. Math. Cryptology 2008); the lattice method for n = p^r q (Boneh, Durfee, Howgrave-Graham,
-CRYPTO '99) beats the elliptic curve method only for large r, not r = 2. So `key_bits`
-2048 is matched at 2048 bits (112-bit security) and 3072 at 3072 (128-bit);
-docs/protocols.md ("Encrypted bucket sums") has the comparison.
+method depends on the smallest factor, and three factors of L / 3 bits (683 at 2048,
+about 2^110 operations by the usual L_p[1/2, sqrt 2] estimate; 1024 at 3072, about
+2^139) keep it no faster than the sieve: three factors is the bound of multi-prime RSA
+at 2048 bits (Lenstra, "Unbelievable security", ASIACRYPT 2001; Hinek, "On the security
+of multi-prime RSA", J. Math. Cryptology 2008). The lattice method for n = p^r q (Boneh,
+Durfee, Howgrave-Graham, CRYPTO '99) beats the elliptic curve method only for large r,
+not r = 2. So `key_bits` 2048 is matched at 2048 bits (112-bit security) and 3072 at
+3072 (128-bit); docs/protocols.md ("Encrypted bucket sums") has the comparison.
 
 The plaintext space is Z_p. p has exactly ceil(L / 3) bits, so signed plaintexts with
 |m| < 2^(plaintext_bits - 1) decrypt exactly (`OuPublicKey.plaintext_bits`, public).
