@@ -328,9 +328,9 @@ def warm(executors: tuple[LocalExecutor, LocalExecutor], keys: OuKeyPair, layout
 
 def measure(
     shape: Shape, keys: OuKeyPair, layout: Layout, trees: int, variant: bool
-) -> tuple[Run, float | None]:
-    """The median tree of the TREES.md design (seconds per step, bytes) and, with
-    `variant`, the median total of the variant's trees, run alternately."""
+) -> tuple[Run, float | None, str]:
+    """The median tree of the TREES.md design (seconds per step, bytes), with `variant`
+    the median total of the variant's trees, run alternately, and every tree's total."""
     rng = np.random.default_rng(1)
     values = gradients(shape.rows, rng)
     codes = rng.integers(0, shape.bins, size=(shape.rows, shape.columns))
@@ -353,7 +353,7 @@ def measure(
     if variants:
         line += "; variant " + ", ".join(f"{t:.2f}" for t in variants)
     print(f"  {shape.name}: trees {line} s", flush=True)
-    return median, statistics.median_low(variants) if variants else None
+    return median, statistics.median_low(variants) if variants else None, line
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -378,16 +378,17 @@ def report(shapes: list[Shape], trees: int, unit_bits: list[int], key_bits: int)
     for shape in shapes:
         layout = Layout.create(VALUES, shape.rows, BOUND, SCALE_BITS, ou_keys.public.plaintext_bits)
         small = shape.rows <= 50_000  # FATE's shape: one tree, its variant's floor only
-        run, variant = measure(shape, ou_keys, layout, trees if small else 1, small)
-        measured.append((shape, layout, run, variant))
+        run, variant, line = measure(shape, ou_keys, layout, trees if small else 1, small)
+        measured.append((shape, layout, run, variant, line))
     again = measure_units(keys)  # after the trees too: each unit the lesser of the two
     for bits in units:
         for scheme in units[bits]:
             for op, value in again[bits][scheme].items():
                 units[bits][scheme][op] = min(units[bits][scheme][op], value)
     lines += unit_table(units, keys)
-    for shape, layout, run, variant in measured:
+    for shape, layout, run, variant, line in measured:
         lines += [""] + shape_table(shape, layout, run, variant, units[key_bits], key_bits)
+        lines.append(f"trees (seconds, in the order run): {line}")
         lines += other_sizes(shape, units, keys, key_bits)
     return lines
 
