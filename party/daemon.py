@@ -21,7 +21,13 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
-from vfl.party.errors import JobError, LimitExceeded, ModelError, PartyError, shareable
+from vfl.party.errors import (
+    JobError,
+    LimitExceeded,
+    ModelError,
+    PartyError,
+    failure_reason,
+)
 from vfl.party.guard import Guard
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
@@ -271,7 +277,7 @@ class PartyDaemon:
         party = self.config.party_id
         with job_context(job_id):
             reporter = CoordinatorReporter(self._coordinator, job_id, party, lambda: None)
-            reporter.failed(f"party '{party}': {shareable(error, party)}")
+            reporter.failed(failure_reason(error, party))
             self.abort(job_id, f"over a limit of party '{party}'")
 
     def _expire_if_never_started(self, job_id: str, prepared_at: float) -> None:
@@ -383,10 +389,11 @@ class PartyDaemon:
                 log.info("party %s: stopped (%s)", party, exc)
                 return
             log.warning("party %s: failed: %s", party, exc)
-            reporter.failed(f"party '{party}': {shareable(exc, party)}")
+            pause = isinstance(exc, PartyError) and exc.pauses
+            reporter.failed(failure_reason(exc, party), pause)
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
             log.exception("party %s: failed unexpectedly", party)
-            reporter.failed(f"party '{party}': {shareable(exc, party)}")
+            reporter.failed(failure_reason(exc, party))
         finally:
             self.jobs.finished(job_id, running)
             running.release()

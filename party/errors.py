@@ -8,6 +8,8 @@ PartyError          base
 │   └── MemoryLimitExceeded a running job's memory grew past the limit (the guard)
 ├── PartyBusy       a job fits, but not beside the jobs held now: it waits QUEUED
 ├── CheckpointError a checkpoint is missing, corrupt, or from another job or spec
+│   └── DataChanged     a resume reads other values than its checkpoint's rows held
+├── StateUnwritable the state directory cannot take a checkpoint or a model (a full disk)
 ├── ModelError      a model part is missing, deleted, corrupt, or does not fit the data
 │   └── UnknownModel    this party holds no part of the model (never trained here, deleted)
 ├── AccessDenied    the caller's identity may not do this here (online scoring)
@@ -23,6 +25,10 @@ leave the organisation (to the coordinator, and through it to every user of the 
 kind of problem and what to do, never a local path, column name or value. A message with
 nothing local in it is its own public form; a raise that names local details passes
 `public=` too. `shareable` is the text of any error that may leave the party.
+
+An error whose class sets `pauses` is one the party's operator can mend (free disk space,
+put the data back): the job it ends pauses, to be resumed from its last whole checkpoint,
+instead of failing for good.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ class PartyError(Exception):
         public: the message without local paths, column names or values, where
             `message` has any; defaults to `message`.
     """
+
+    pauses = False  # the job pauses (its operator can mend this), instead of failing
 
     def __init__(self, message: str, public: str | None = None) -> None:
         super().__init__(message)
@@ -74,6 +82,22 @@ class PartyBusy(PartyError):
 
 class CheckpointError(PartyError):
     """A checkpoint cannot be used; the message names the job, the round and why."""
+
+
+class DataChanged(CheckpointError):
+    """A resume reads values other than those the checkpoint's rows held (same ids, other
+    content): refused before a round trains on them. The job pauses: once the party
+    puts back the data the job began with, it resumes."""
+
+    pauses = True
+
+
+class StateUnwritable(PartyError):
+    """This party's state directory cannot take a checkpoint or a model part (its disk is
+    full, or it turned read-only): the job pauses, and resumes from its last whole
+    checkpoint once there is room."""
+
+    pauses = True
 
 
 class ModelError(PartyError):
@@ -134,3 +158,12 @@ def shareable(exc: BaseException, party_id: str) -> str:
     if text == str(exc):
         return text
     return f"{text} (details in the log of party '{party_id}')"
+
+
+def failure_reason(exc: BaseException, party_id: str) -> str:
+    """The reason a job failed at party `party_id` for `exc`, as it leaves the party:
+    `shareable`, named for the party once (a message that names it already is not
+    prefixed again)."""
+    text = shareable(exc, party_id)
+    named = f"party '{party_id}'"
+    return text if text.startswith(named) else f"{named}: {text}"

@@ -9,12 +9,15 @@ the job that holds the most by its account (`JobBudget.held_bytes`: its estimate
 more where its table reader has read more) with `MemoryLimitExceeded`. For `PENDING_S` after, while
 that job stops (its thread may allocate on until its next check, and what it held is
 freed once its error is dropped), the guard fails no other job and hands freed memory
-back to the system (`release_memory`); then it fails another only if the memory grows a
+back to the system (`release_memory`, on every tick until `RELEASE_S` after the job's
+account closed, and the daemon's idle memory is not measured meanwhile: no later job is
+judged by what the failed one held); then it fails another only if the memory grows a
 further `SLACK` of the limit beyond the highest it reached (memory the allocator keeps is
 no reason to fail a job that does not grow). A job running longer than
 `limits.max_job_seconds` fails too. A job is failed the way a cancel stops it: its
 `on_fail` (the daemon's) reports it FAILED and closes its mailbox, and the job's own
-checks (`JobBudget.check`: between the blocks of a table being read, at every round)
+checks (`JobBudget.check`: between the blocks of a table being read and every few
+hundred of its columns, at every round)
 raise the error in its thread, so a job busy loading or computing stops there too. Its
 peers and every other job on the daemon go on; the kernel's OOM killer never chooses.
 The same check holds `limits.max_rows` against the rows the job's table reader has read:
@@ -48,6 +51,7 @@ from vfl.party.limits import (
 log = logging.getLogger(__name__)
 
 PENDING_S = 10.0  # after failing a job for memory, how long it waits for that job to stop
+RELEASE_S = 3.0  # after a failed job's account closes, how long each tick hands memory back
 SLACK = 0.05  # ... then it fails another only if the memory grew this share of the limit
 
 
@@ -115,6 +119,7 @@ class Guard:
         self.idle_bytes = sample()  # the tree with no job: updated while none is held
         self._quiet_until = 0.0
         self._failed_at: int | None = None  # the memory when it last failed a job for it
+        self._release_until = 0.0  # until then, each tick hands freed memory back
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="limits-guard", daemon=True)
         self._thread.start()
@@ -176,6 +181,8 @@ class Guard:
             if self._budgets.get(budget.job_id) is not budget:
                 return
             del self._budgets[budget.job_id]
+            if budget.failure is not None:  # what it held is freed as its error unwinds
+                self._release_until = time.monotonic() + RELEASE_S
         if budget.failure is not None:
             release_memory()
 
@@ -205,10 +212,13 @@ class Guard:
         with self._lock:
             fresh = {j for j, b in self._budgets.items() if now - b.opened < 1.0}
             if self._close_ended(fresh):  # (a job just admitted may not be held yet)
-                release_memory()  # what a failed job held, back to the system
+                self._release_until = now + RELEASE_S
+            if now < self._release_until:  # a failed job's memory, back to the system
+                release_memory()
             total = self._sample()
             if not self._budgets:
-                self.idle_bytes = total
+                if now >= self._release_until:  # not while a failed job's memory goes
+                    self.idle_bytes = total
                 return
             live = [b for b in self._budgets.values() if b.failure is None]
         for budget in live:

@@ -19,7 +19,13 @@ from vfl.party.errors import CheckpointError, DataError, JobError
 from vfl.party.kinds import TrainingRole, kind_of
 from vfl.party.limits import model_parameters
 from vfl.party.state import Checkpoint, StateDir
-from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
+from vfl.party.state.checkpoints import (
+    JobCheckpoints,
+    aligned_hash,
+    checkpoint_every,
+    content_hash,
+    unwritable,
+)
 from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
@@ -215,7 +221,12 @@ class PartyJob:
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.executor = self.executor
-        ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
+        content = [train.x, train.cat, labels]
+        if has_test:
+            content += [val.x, val.cat, val_labels]
+        ctx.checkpoints = self._checkpoints(
+            plan, aligned_hash(aligned_ids), content_hash(content), reporter
+        )
         ctx.start_round = self.resume_round
         ctx.instruments = self.instruments
         if self.record_views:
@@ -325,10 +336,15 @@ class PartyJob:
         )
         part = self.kind.model_part(trainer)
         part["preprocess"] = self.preprocessor.model_dump_json()
-        ModelStore(self.state).save(manifest, part)
+        try:
+            ModelStore(self.state).save(manifest, part)
+        except OSError as exc:  # the job's last checkpoint stays: a resume keeps the model
+            raise unwritable(self.party_id, f"its part of model {self.job_id}", exc) from exc
         log.info("party %s: kept its part of model %s", self.party_id, self.job_id)
 
-    def _checkpoints(self, plan: Plan, aligned: str, reporter: Reporter) -> JobCheckpoints | None:
+    def _checkpoints(
+        self, plan: Plan, aligned: str, content: str, reporter: Reporter
+    ) -> JobCheckpoints | None:
         every = checkpoint_every(self.spec, plan.batches_per_epoch)
         if self.state is None or (every == 0 and self.resume is None):
             return None
@@ -340,6 +356,7 @@ class PartyJob:
             every,
             plan.total_rounds,
             aligned,
+            content,
             reporter.checkpoint,
             self.preprocessor.model_dump_json() if self.preprocessor is not None else None,
             dict(self.snapshots),

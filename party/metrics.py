@@ -199,5 +199,5 @@ class MeteredReporter:
             self._metrics.count_drift(model, drift)
         self._inner.done(result)
 
-    def failed(self, reason: str) -> None:
-        self._inner.failed(reason)
+    def failed(self, reason: str, pause: bool = False) -> None:
+        self._inner.failed(reason, pause)

@@ -4,8 +4,12 @@ ends SUCCEEDED with the weights and metrics of an uninterrupted run."""
 
 from __future__ import annotations
 
+import errno
+import shutil
 import signal
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -251,6 +255,123 @@ def test_auto_resume_continues_a_paused_job_once_its_party_is_back(tmp_path, uni
         daemons.start_party("shop", DATASETS["shop"])
         view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
         assert view.state == "SUCCEEDED" and view.result.resumed_from >= 20, view.reason
+        assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
+    finally:
+        daemons.stop()
+
+
+def copied_datasets(tmp_path) -> dict[str, dict[str, dict]]:
+    """DATASETS with the shop's table copied to `tmp_path` (a test may change it)."""
+    source = DATASETS["shop"]["breast"]["path"]
+    copy = tmp_path / "shop.csv"
+    shutil.copyfile(source, copy)
+    return {**DATASETS, "shop": {"breast": {**DATASETS["shop"]["breast"], "path": str(copy)}}}
+
+
+def test_a_resume_on_changed_values_pauses_naming_the_party_and_resumes_once_put_back(
+    tmp_path, uninterrupted
+) -> None:
+    # Prepare: kill -9 the shop in the middle of training
+    whole, _ = uninterrupted
+    datasets = copied_datasets(tmp_path)
+    table = Path(datasets["shop"]["breast"]["path"])
+    original = table.read_text()
+    (tmp_path / "run").mkdir()
+    daemons = Daemons(tmp_path / "run", grace_s=2.0)
+    daemons.start_coordinator()
+    for party, given in datasets.items():
+        daemons.start_party(party, given)
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 20)
+        daemons.kill("shop")
+        daemons.wait(job_id, lambda v: v.state == "PAUSED")
+        # Execute: the same ids with other values (one column scaled), then resume
+        lines = original.splitlines()
+        scaled = [lines[0]] + [
+            ",".join([r.split(",")[0], str(float(r.split(",")[1]) * 1000), *r.split(",")[2:]])
+            for r in lines[1:]
+        ]
+        table.write_text("\n".join(scaled) + "\n")
+        daemons.start_party("shop", datasets["shop"])
+        assert daemons.vfl("resume", job_id).returncode == 0
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: paused, not trained on; named for the party and the fix, no path
+        assert view.state == "PAUSED", view.reason
+        assert view.reason.startswith("party 'shop': its rows hold other values"), view.reason
+        assert "put back the data the job began with" in view.reason
+        assert str(table) not in view.reason and "party 'shop': party" not in view.reason
+        # Execute: the data put back, resume again
+        table.write_text(original)
+        assert daemons.vfl("resume", job_id).returncode == 0
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: the uninterrupted run's result
+        assert view.state == "SUCCEEDED", view.reason
+        assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
+    finally:
+        daemons.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs (root only; skipped with its reason elsewhere)."""
+    mount = tmp_path / "run" / "shop-state"
+    mount.mkdir(parents=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs for the full disk ({done.stderr.strip()}): needs root")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(folder: Path) -> Path:
+    """Write a file in `folder` until its disk is full."""
+    filler = folder / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler
+
+
+def test_a_full_disk_at_a_checkpoint_pauses_naming_it_and_resumes_once_there_is_room(
+    tmp_path, uninterrupted, small_disk
+) -> None:
+    # Prepare: the shop's state directory on a small disk, filled once training runs
+    whole, _ = uninterrupted
+    daemons = Daemons(tmp_path / "run", grace_s=2.0)
+    daemons.start_coordinator()
+    for party, given in DATASETS.items():
+        daemons.start_party(party, given)
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 20)
+        # Execute
+        filler = fill(small_disk)
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: paused, naming the party and the disk, not its path
+        assert view.state == "PAUSED", view.reason
+        assert view.reason.startswith("party 'shop': its checkpoint of round"), view.reason
+        assert "the disk of its state directory is full; free space there" in view.reason
+        assert str(small_disk) not in view.reason
+        # the daemon is up and its last checkpoints are whole
+        assert daemons.procs["shop"].poll() is None
+        # Execute: room again; resume
+        filler.unlink()
+        out = daemons.vfl("resume", job_id)
+        assert out.returncode == 0, out.stderr
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: the uninterrupted run's result
+        assert view.state == "SUCCEEDED", view.reason + daemons.logs()
         assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
     finally:
         daemons.stop()
