@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from vfl.cli import certs
-from vfl.cli.commands import actions
+from vfl.cli.commands import actions, seconds
 from vfl.contract.logs import configure_daemon_logging
 from vfl.errors import CoordinatorError
 from vfl.rpc import COORDINATOR_ID
@@ -199,7 +199,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
     cs.add_argument(
         "--party-grace",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="S",
         help="seconds a party may stay silent before its running jobs pause (default 10)",

@@ -203,7 +203,10 @@ class Lifecycle:
                 if outcome.result != current:  # a passive party's round changes nothing
                     self.store.update_result(job_id, outcome.result)
             elif outcome.state not in (FAILED, PAUSED):
-                moved = self.store.set_state(job_id, outcome.state, result=outcome.result)
+                # an end replaces the reason of the last wait ("launched: ...")
+                done = "every party finished" if outcome.state == SUCCEEDED else ""
+                reason = outcome.reason or done
+                moved = self.store.set_state(job_id, outcome.state, reason, outcome.result)
         if outcome.state == FAILED:
             self.end(job_id, FAILED, outcome.reason, background=True)
         elif outcome.state == PAUSED:  # a party's problem its operator can mend

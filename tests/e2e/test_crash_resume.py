@@ -372,6 +372,7 @@ def test_a_full_disk_at_a_checkpoint_pauses_naming_it_and_resumes_once_there_is_
         view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
         # Assert: the uninterrupted run's result
         assert view.state == "SUCCEEDED", view.reason + daemons.logs()
+        assert view.reason == "every party finished"  # not the reason of its last wait
         assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
     finally:
         daemons.stop()
