@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 from vfl.coordinator.client import CoordinatorClient
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
-from vfl.rpc import dial, retry_after_s
+from vfl.rpc import Tls, dial, retry_after_s
 
 
 @dataclass(frozen=True)
@@ -29,13 +29,20 @@ class Outcome:
 
 
 def burst(
-    address: str, model_id: str, ids: list[str], calls: int, deadline_s: float = 30.0
+    address: str,
+    model_id: str,
+    ids: list[str],
+    calls: int,
+    deadline_s: float = 30.0,
+    tls: Tls | None = None,
+    expect: str | None = None,
 ) -> list[Outcome]:
     """`calls` Predict calls of one id each (`ids` in turn), all started at once on one
-    channel, each with a deadline of `deadline_s`; their outcomes in call order."""
+    channel (with `tls`, mutual TLS to party `expect`), each with a deadline of
+    `deadline_s`; their outcomes in call order."""
     outcomes: list[Outcome | None] = [None] * calls
     done = threading.Semaphore(0)
-    with dial(address) as channel:
+    with dial(address, tls, expect) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
         stub = party_pb2_grpc.PartyServiceStub(channel)
         futures = []
