@@ -79,6 +79,11 @@ class Row:
     left: int = 0
     wrong: int = 0
     notes: list[str] = field(default_factory=list)
+    broken: str = ""  # the promise of the issue this fault broke, if it did
+
+    def expect(self, held: bool, promise: str) -> None:
+        if not held:
+            self.broken = promise
 
 
 class Chaos:
@@ -229,6 +234,7 @@ class Chaos:
             f"job {seconds:.1f} s against {self.reference_s:.1f} s alone; the streams: "
             f"{summarise(answers)}"
         )
+        row.expect(seconds <= 2 * self.reference_s, "the job went on at full speed")
         return row
 
     def oversized(self, declared: int) -> Row:
@@ -243,6 +249,7 @@ class Chaos:
         states: list[str] = []
         self.finish(row, job_id, states)
         row.notes.append(f"{code}; {sent[0] / MB:.1f} MB sent before the refusal")
+        row.expect(code != "taken" and sent[0] < 10 * MB, "refused before 10 MB was read")
         return row
 
     def unknown_tags(self, envelopes: int, size: int) -> Row:
@@ -265,6 +272,7 @@ class Chaos:
         time.sleep(3.0)  # the guard hands memory back
         grown = (tree_bytes(bank.pid) - held_before) / MB
         row.notes.append(f"{summarise(codes)}; bank holds {grown:+.0f} MB after the job")
+        row.expect(grown < size * envelopes / 2 / MB, "the envelopes' memory was handed back")
         return row
 
     def malformed(self) -> Row:
@@ -394,14 +402,15 @@ def left_after_stop(fed: LocalProcesses) -> int:
 
 
 HEADER = (
-    "| fault | injected | the job | lost | processes left | wrong | notes |\n"
-    "|---|---|---|---|---|---|---|"
+    "| fault | injected | the job | lost | processes left | wrong | notes | promise broken |\n"
+    "|---|---|---|---|---|---|---|---|"
 )
 
 
 def line(r: Row) -> str:
     notes = "; ".join(r.notes)
-    return f"| {r.fault} | {r.injected} | {r.job} | {r.lost} | {r.left} | {r.wrong} | {notes} |"
+    cells = (r.fault, r.injected, r.job, r.lost, r.left, r.wrong, notes, r.broken or "-")
+    return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
 def main() -> None:
@@ -459,7 +468,8 @@ def main() -> None:
                 subprocess.run(["umount", "-l", str(base / "shop-state")], check=False)
     total = (
         f"\nTotal: {sum(r.lost for r in rows)} jobs lost, {sum(r.left for r in rows)} "
-        f"processes left, {sum(r.wrong for r in rows)} wrong results."
+        f"processes left, {sum(r.wrong for r in rows)} wrong results, "
+        f"{sum(bool(r.broken) for r in rows)} promises broken."
     )
     print(total, flush=True)
     out += [line(r) for r in rows] + [total]
