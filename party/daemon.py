@@ -21,7 +21,14 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
-from vfl.party.errors import JobError, LimitExceeded, ModelError, PartyError, shareable
+from vfl.party.errors import (
+    JobError,
+    LimitExceeded,
+    ModelError,
+    Overloaded,
+    PartyError,
+    shareable,
+)
 from vfl.party.guard import Guard
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
@@ -35,7 +42,7 @@ from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import sweep
-from vfl.party.transport.endpoint import Endpoint
+from vfl.party.transport.endpoint import Arrival, Endpoint
 from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
@@ -84,7 +91,12 @@ class PartyDaemon:
         self.metrics = PartyMetrics(self.jobs_by_state, self.compute.ready_counts)  # --metrics
         self.parts = ModelParts(config.party_id, self.state, self.metrics)  # its model store
         self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
-            config.party_id, clients, self._deliver, self.metrics.envelope, self.options.audit_dir
+            config.party_id,
+            clients,
+            self._locate,
+            self.metrics.envelope,
+            config.limits.max_envelope_bytes,
+            self.options.audit_dir,
         )
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
@@ -227,7 +239,7 @@ class PartyDaemon:
             )
         if isinstance(job, PartyJob):
             job.peers = {p.id: addresses[p.id] for p in spec.parties if p.id != me}
-        mailbox = Mailbox()
+        mailbox = Mailbox(self.config.limits.mailbox_bytes)
         network = spec.network if spec.network is not None else self.options.network
         channel = self.endpoint.channel(job_id, mailbox, addresses, spec.train.timeout_s, network)
         running = RunningJob(job, mailbox, channel, budget)
@@ -288,34 +300,39 @@ class PartyDaemon:
 
     # --- data plane ----------------------------------------------------------------
 
-    def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        """Take one envelope of a job or an online scoring session (`Endpoint.push`);
-        returns False for a duplicate tag.
+    def admit(self, job_id: str, sender: str, receiver: str, tag: str, size: int) -> Arrival | None:
+        """Take one envelope of a job or an online scoring session from its header, before
+        its payload is read (`Endpoint.admit`); None for a duplicate tag.
 
         Raises:
-            JobError: unknown job, wrong receiver, or a sender that is not in the job.
-            AccessDenied: a sender that is not in the scoring session.
+            JobError: unknown job, wrong receiver, a sender that is not in the job or
+                session (the same answer as an unknown job), or a job that ended.
+            PayloadError: an envelope over `limits.max_envelope_mb`.
+            Overloaded: the job's mailbox is full (`limits.mailbox_mb`): retry later.
             ShuttingDown: the daemon is stopping.
         """
-        return self.endpoint.push(job_id, sender, receiver, tag, data)
+        try:
+            return self.endpoint.admit(job_id, sender, receiver, tag, size)
+        except Overloaded:
+            self.metrics.refusal("mailbox")
+            raise
 
     def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
         """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
         config's `peers:` names, else the one given (as a job's addresses are chosen)."""
         return self.endpoint.check_peers({p: self.config.peers.get(p, a) for p, a in peers.items()})
 
-    def _deliver(self, job_id: str, sender: str, tag: str, data: bytes) -> bool | None:
-        """File an envelope with its job, else with its online scoring session; None if
-        neither is here.
+    def _locate(self, job_id: str, sender: str, tag: str) -> Mailbox | None:
+        """The mailbox of job `job_id`, else of online scoring session `job_id`, if
+        `sender` is a party of it; None if neither is here with `sender` in it.
 
         Raises:
-            JobError: the job ended here, or `sender` is not a peer in it.
-            AccessDenied: a sender that is not in the scoring session.
+            JobError: the job ended here (told only to its own parties).
         """
         mailbox = self.jobs.mailbox(job_id, sender, tag)
         if mailbox is None:
-            return self.online.deliver(job_id, sender, tag, data)
-        return mailbox.put(sender, tag, data)
+            return self.online.mailbox(job_id, sender)
+        return mailbox
 
     # --- shutdown ------------------------------------------------------------------
 
