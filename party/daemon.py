@@ -21,14 +21,7 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
-from vfl.party.errors import (
-    JobError,
-    LimitExceeded,
-    ModelError,
-    Overloaded,
-    PartyError,
-    shareable,
-)
+from vfl.party.errors import JobError, LimitExceeded, ModelError, PartyError, shareable
 from vfl.party.guard import Guard
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
@@ -302,20 +295,9 @@ class PartyDaemon:
 
     def admit(self, job_id: str, sender: str, receiver: str, tag: str, size: int) -> Arrival | None:
         """Take one envelope of a job or an online scoring session from its header, before
-        its payload is read (`Endpoint.admit`); None for a duplicate tag.
-
-        Raises:
-            JobError: unknown job, wrong receiver, a sender that is not in the job or
-                session (the same answer as an unknown job), or a job that ended.
-            PayloadError: an envelope over `limits.max_envelope_mb`.
-            Overloaded: the job's mailbox is full (`limits.mailbox_mb`): retry later.
-            ShuttingDown: the daemon is stopping.
-        """
-        try:
-            return self.endpoint.admit(job_id, sender, receiver, tag, size)
-        except Overloaded:
-            self.metrics.refusal("mailbox")
-            raise
+        its payload is read (`Endpoint.admit`, which lists what it raises); None for a
+        duplicate tag."""
+        return self.endpoint.admit(job_id, sender, receiver, tag, size)
 
     def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
         """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
@@ -323,11 +305,11 @@ class PartyDaemon:
         return self.endpoint.check_peers({p: self.config.peers.get(p, a) for p, a in peers.items()})
 
     def _locate(self, job_id: str, sender: str, tag: str) -> Mailbox | None:
-        """The mailbox of job `job_id`, else of online scoring session `job_id`, if
-        `sender` is a party of it; None if neither is here with `sender` in it.
+        """The mailbox of job `job_id`, else of scoring session `job_id`, if `sender` is
+        in it; None if neither is here with `sender` in it (`transport.endpoint.Locate`).
 
         Raises:
-            JobError: the job ended here (told only to its own parties).
+            JobError: the job, with `sender` in it, ended here.
         """
         mailbox = self.jobs.mailbox(job_id, sender, tag)
         if mailbox is None:

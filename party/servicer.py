@@ -205,7 +205,13 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
         def push() -> pb.PushResponse:
             d = self._d  # job (or session), sender, receiver, size: all before the payload
-            arrival = d.admit(head.job_id, head.sender, head.receiver, head.tag, head.total_size)
+            try:
+                arrival = d.admit(
+                    head.job_id, head.sender, head.receiver, head.tag, head.total_size
+                )
+            except Overloaded:  # its job's mailbox is full: RESOURCE_EXHAUSTED, with a hint
+                d.metrics.refusal("mailbox")
+                raise
             if arrival is None:
                 return pb.PushResponse(duplicate=True)  # its payload is not read
             with arrival:

@@ -263,7 +263,16 @@ def test_stalled_streams_neither_slow_training_nor_stop_scoring(fed, model) -> N
         "limits.peer_streams lets one certificate hold; retry in "
     )
     assert retry_after_s(busy) is not None
+    assert refusals(fed.shop, "data per caller") >= 24
+    assert refusals(fed.shop, "session per caller") >= 24
+    assert refusals(fed.shop, "stalled stream") >= 32
     assert view.state == "SUCCEEDED", view.reason
+
+
+def refusals(party: PartyServer, at: str) -> float:
+    """What the party's metrics counted in `vfl_party_refused_total{at}`."""
+    counted = party.daemon.metrics.registry.get_sample_value("vfl_party_refused_total", {"at": at})
+    return counted or 0.0
 
 
 def held_payloads() -> int:
@@ -309,7 +318,7 @@ def test_envelopes_nobody_takes_are_bounded_and_dropped_when_the_job_ends(fed) -
     )
     assert "envelope 'junk/2' of 3.0 MiB from party 'shop' does not fit" in full.details()
     assert "limits.mailbox_mb, 8 MiB" in full.details()
-    assert holding >= 6 * MiB
+    assert holding >= 6 * MiB and refusals(fed.bank, "mailbox") == 1
     # ... the job trained on beside them, and nothing of them is kept once it ended
     assert view.state == "SUCCEEDED", view.reason
     deadline = time.monotonic() + 10
