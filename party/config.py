@@ -30,6 +30,10 @@ limits:                           # optional; what a job may hold here (`party.l
   max_rows: 50000000              # default: memory_gb / 256 bytes
   max_concurrent_jobs: 4          # more jobs wait QUEUED; default max(4, 2 x cores)
   max_job_seconds: 604800         # default 7 days
+  max_envelope_mb: 256            # one envelope a peer sends here
+  mailbox_mb: 512                 # a job's envelopes held here, not yet taken
+  peer_streams: 16                # Push streams one certificate holds here at once
+  chunk_timeout_s: 10             # a Push stream silent this long is cancelled
 scoring:                          # optional; online scoring's capacity at this daemon
   threads: 32                     # Predict calls held at once, all models together
   queue: 32                       # per model: requests waiting for its next micro-batch
@@ -37,7 +41,9 @@ scoring:                          # optional; online scoring's capacity at this 
 `limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
 over one FAILs naming it; one that fits alone but not beside the jobs held now waits
 QUEUED), and while jobs run (`party.guard`: a job whose memory grows past memory_gb, or
-that runs longer than max_job_seconds, fails; the others go on).
+that runs longer than max_job_seconds, fails; the others go on), and what peers'
+envelopes may hold here, checked from each envelope's header before its payload is read
+(`party.transport.endpoint`, the Push planes of `party.server`).
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
 ".[ray]"`); the daemon joins the cluster at its first job. `min_task_ms` is one number

@@ -41,7 +41,7 @@ from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import sweep
-from vfl.party.transport.endpoint import Endpoint
+from vfl.party.transport.endpoint import Arrival, Endpoint
 from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
@@ -90,7 +90,12 @@ class PartyDaemon:
         self.metrics = PartyMetrics(self.jobs_by_state, self.compute.ready_counts)  # --metrics
         self.parts = ModelParts(config.party_id, self.state, self.metrics)  # its model store
         self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
-            config.party_id, clients, self._deliver, self.metrics.envelope, self.options.audit_dir
+            config.party_id,
+            clients,
+            self._locate,
+            self.metrics.envelope,
+            config.limits.max_envelope_bytes,
+            self.options.audit_dir,
         )
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
@@ -233,7 +238,7 @@ class PartyDaemon:
             )
         if isinstance(job, PartyJob):
             job.peers = {p.id: addresses[p.id] for p in spec.parties if p.id != me}
-        mailbox = Mailbox()
+        mailbox = Mailbox(self.config.limits.mailbox_bytes)
         network = spec.network if spec.network is not None else self.options.network
         channel = self.endpoint.channel(job_id, mailbox, addresses, spec.train.timeout_s, network)
         running = RunningJob(job, mailbox, channel, budget)
@@ -294,34 +299,28 @@ class PartyDaemon:
 
     # --- data plane ----------------------------------------------------------------
 
-    def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        """Take one envelope of a job or an online scoring session (`Endpoint.push`);
-        returns False for a duplicate tag.
-
-        Raises:
-            JobError: unknown job, wrong receiver, or a sender that is not in the job.
-            AccessDenied: a sender that is not in the scoring session.
-            ShuttingDown: the daemon is stopping.
-        """
-        return self.endpoint.push(job_id, sender, receiver, tag, data)
+    def admit(self, job_id: str, sender: str, receiver: str, tag: str, size: int) -> Arrival | None:
+        """Take one envelope of a job or an online scoring session from its header, before
+        its payload is read (`Endpoint.admit`, which lists what it raises); None for a
+        duplicate tag."""
+        return self.endpoint.admit(job_id, sender, receiver, tag, size)
 
     def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
         """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
         config's `peers:` names, else the one given (as a job's addresses are chosen)."""
         return self.endpoint.check_peers({p: self.config.peers.get(p, a) for p, a in peers.items()})
 
-    def _deliver(self, job_id: str, sender: str, tag: str, data: bytes) -> bool | None:
-        """File an envelope with its job, else with its online scoring session; None if
-        neither is here.
+    def _locate(self, job_id: str, sender: str, tag: str) -> Mailbox | None:
+        """The mailbox of job `job_id`, else of scoring session `job_id`, if `sender` is
+        in it; None if neither is here with `sender` in it (`transport.endpoint.Locate`).
 
         Raises:
-            JobError: the job ended here, or `sender` is not a peer in it.
-            AccessDenied: a sender that is not in the scoring session.
+            JobError: the job, with `sender` in it, ended here.
         """
         mailbox = self.jobs.mailbox(job_id, sender, tag)
         if mailbox is None:
-            return self.online.deliver(job_id, sender, tag, data)
-        return mailbox.put(sender, tag, data)
+            return self.online.mailbox(job_id, sender)
+        return mailbox
 
     # --- shutdown ------------------------------------------------------------------
 

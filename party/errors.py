@@ -16,7 +16,8 @@ PartyError          base
 ├── RequestError    a request is malformed (no ids, too many, an overlong id)
 ├── PeerUnavailable a peer of an online scoring session did not answer (retry)
 ├── TableUnavailable a table online scoring looks ids up in by query failed (retry)
-├── Overloaded      online scoring is at its capacity: refused at once (retry after a hint)
+├── Overloaded      at capacity (online scoring's queue, a job's mailbox): refused at once
+│                   (retry after a hint)
 └── ShuttingDown    this daemon is stopping: a peer's envelope is refused as UNAVAILABLE
 
 An error has two forms. `str(error)` is the full message for this party's own log and
@@ -130,9 +131,10 @@ class TableUnavailable(PartyError):
 
 
 class Overloaded(PartyError):
-    """Online scoring at this party is at its capacity (a model's queue is full): the
-    request is refused at once, never queued past its bound; retry after `retry_after_s`
-    seconds (the servicer sends it as the retry hint, RESOURCE_EXHAUSTED)."""
+    """This party is at a capacity: online scoring's (a model's queue is full), or a job's
+    mailbox (its envelopes not yet taken fill `limits.mailbox_mb`). The request is refused
+    at once, never queued past its bound; retry after `retry_after_s` seconds (the
+    servicer sends it as the retry hint, RESOURCE_EXHAUSTED)."""
 
     def __init__(self, message: str, retry_after_s: float) -> None:
         super().__init__(message)

@@ -17,6 +17,7 @@ or `coordinator`.
 
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import (
+    ChannelBusy,
     ChannelClosed,
     ChannelError,
     ChannelTimeout,
@@ -32,6 +33,7 @@ from vfl.secure.errors import (
 )
 
 __all__ = [
+    "ChannelBusy",
     "ChannelClosed",
     "ChannelError",
     "ChannelTimeout",

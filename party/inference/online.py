@@ -5,7 +5,8 @@ request and keeps it (`ServedModel`: rows indexed by id, a micro-batcher, a scor
 session with every passive party) until `unload(model_id)` or the daemon stops. At a
 passive party, `open_session` (the `OpenScoring` RPC, accepted only from the model's
 active party) loads its part and its rows and answers the session's micro-batches in a
-thread of its own. Sessions' envelopes arrive by Push like a job's: `deliver` files them.
+thread of its own. Sessions' envelopes arrive by Push like a job's, in the session's
+mailbox (`mailbox`), bounded as a job's is (`limits.mailbox_mb`).
 
 Which rows: each party looks ids up in the datasets of its own config marked `serve:
 true`, then in the dataset the model was trained on, as its config names it now; the
@@ -238,7 +239,7 @@ class OnlineScoring:
                 f"{model.model_id}; add them under 'peers' in its config"
             )
         where = {p: addresses[p] for p in passives}
-        link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset(passives))
+        link = Link(self._mailbox(), frozenset(passives))
         channel = self._channel(session_id, link.mailbox, where)
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
@@ -308,7 +309,7 @@ class OnlineScoring:
         if not address:
             raise ConfigError(f"no address for party '{active}'; add it under 'peers'")
         rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
-        link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset({active}))
+        link = Link(self._mailbox(), frozenset({active}))
         channel = self._channel(session_id, link.mailbox, {active: address})
         try:
             scorer = model.scorer(
@@ -366,16 +367,15 @@ class OnlineScoring:
 
     # --- both -----------------------------------------------------------------------
 
-    def deliver(self, session_id: str, sender: str, tag: str, data: bytes) -> bool | None:
-        """File an envelope of a session; None if no session `session_id` is open here.
+    def _mailbox(self) -> Mailbox:
+        """A new session's mailbox: it remembers the last `SESSION_TAGS` tags."""
+        return Mailbox(self.config.limits.mailbox_bytes, max_seen=SESSION_TAGS)
 
-        Raises:
-            AccessDenied: `sender` is not a party of the session.
-        """
+    def mailbox(self, session_id: str, sender: str) -> Mailbox | None:
+        """The mailbox of session `session_id` for `sender`'s envelopes; None if no such
+        session is open here with `sender` in it (one answer for both)."""
         with self._lock:
             link = self._links.get(session_id)
-        if link is None:
+        if link is None or sender not in link.peers:
             return None
-        if sender not in link.peers:
-            raise AccessDenied(f"party '{sender}' is not in scoring session {session_id}")
-        return link.mailbox.put(sender, tag, data)
+        return link.mailbox

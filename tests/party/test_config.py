@@ -60,6 +60,11 @@ def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
         ("scoring: {queue: true}\n", "'scoring.queue' must be an integer in [1, 1024]"),
         ("scoring: {depth: 3}\n", "unknown field(s) 'scoring.depth' in scoring"),
         ("datasets: {d: {format: csv}}\n", "'datasets.d.path' is required"),
+        ("limits: {peer_streams: 0}\n", "'limits.peer_streams' must be an integer in [1, 1024]"),
+        (
+            "limits: {max_envelope_mb: 600, mailbox_mb: 512}\n",
+            "mailbox_mb (512) must be at least max_envelope_mb (600)",
+        ),
     ],
 )
 def test_a_config_files_errors_name_the_file_and_the_field(
