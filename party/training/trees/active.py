@@ -47,8 +47,9 @@ class ActiveTrees:
         self.forest = Forest(start)
         self.splits = Splits()
         self.per_round: list[list[int]] = []  # each round's splits of each passive party
-        self.margins = np.tile(start, (len(ctx.plan.train_rows), 1))
-        self.val_margins = np.tile(start, (len(ctx.plan.val_rows), 1))
+        training = self.y is not None  # (a scorer holds no margins)
+        self.margins = np.tile(start, (len(ctx.plan.train_rows) if training else 0, 1))
+        self.val_margins = np.tile(start, (len(ctx.plan.val_rows) if training else 0, 1))
         self.best_round, self.best_loss = 0, float("inf")
         self.best_outputs = self.val_margins.copy()
         self.metrics: dict[str, float] = {}
