@@ -65,7 +65,10 @@ class NodeBook:
 
     def pick(self, i: int, candidate: int) -> tuple[Split, np.ndarray]:
         """Candidate `candidate` of open node `i` taken: the split, and which of the
-        node's rows go left.
+        node's rows go left. Of the node's candidates that part its rows alike (their
+        sums are the same, so which is taken would follow their shuffled order), the
+        first by column and threshold is the split made: the same model whatever the
+        order, run after run.
 
         Raises:
             IndexError: no such node or candidate (the active party's pick is wrong).
@@ -74,13 +77,21 @@ class NodeBook:
         cands = node.cands
         if cands is None or not 0 <= candidate < len(cands):
             raise IndexError(f"node {i} of level {self.level} has no candidate {candidate}")
-        split = (
-            int(cands.column[candidate]),
-            int(cands.threshold[candidate]),
-            bool(cands.missing_left[candidate]),
-            bool(cands.categorical[candidate]),
-        )
-        return split, goes_left(self.codes[node.rows, split[0]], *split[1:])
+        left = self._left(node, cands, candidate)
+        sizes = cands.left_sums(node.counts[:, None].astype(np.float64))[:, 0]
+        for other in np.lexsort((cands.missing_left, cands.threshold, cands.column)):
+            if _key(cands, other) >= _key(cands, candidate):
+                break
+            if sizes[other] == sizes[candidate] and np.array_equal(
+                self._left(node, cands, other), left
+            ):
+                candidate = int(other)
+                break
+        return _split(cands, candidate), left
+
+    def _left(self, node: Node, cands: Candidates, c: int) -> np.ndarray:
+        column, threshold, missing_left, categorical = _split(cands, c)
+        return goes_left(self.codes[node.rows, column], threshold, missing_left, categorical)
 
     def grow(self, lefts: Sequence[np.ndarray | None]) -> None:
         """The next level: the children of each open node `i` with `lefts[i]` (which of
@@ -105,3 +116,16 @@ class NodeBook:
             node.counts - counts,
         )
         return [built, rest] if small == 0 else [rest, built]
+
+
+def _split(cands: Candidates, c: int) -> Split:
+    return (
+        int(cands.column[c]),
+        int(cands.threshold[c]),
+        bool(cands.missing_left[c]),
+        bool(cands.categorical[c]),
+    )
+
+
+def _key(cands: Candidates, c: int) -> tuple[int, int, bool]:
+    return int(cands.column[c]), int(cands.threshold[c]), bool(cands.missing_left[c])
