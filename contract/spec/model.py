@@ -14,7 +14,7 @@ from vfl.contract.spec.data import DataSpec
 from vfl.contract.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.predict import PredictSpec
-from vfl.contract.spec.trees import Task, TreesSpec
+from vfl.contract.spec.trees import Task, TreesSpec, check_sections
 
 ModelKindName = Literal["network", "trees"]
 Protocol = Literal["split", "blindfl", "secureboost"]
@@ -256,7 +256,7 @@ class JobSpec(SpecModel):
                 f"{' or '.join(KIND_PROTOCOLS[self.model.kind])}",
             )
         if self.model.kind == "trees":
-            _check_trees(self)
+            check_sections(self.defence is not None, self.local_updates.mode)
         if self.defence is not None and self.protocol != "split":
             raise FieldProblem(
                 "defence", "is for protocol: split (blindfl's passive parties see no derivative)"
@@ -370,16 +370,6 @@ def _check_parties(parties: tuple[PartySpec, ...]) -> None:
             raise FieldProblem(
                 f"parties[{i}].data.label", "must be left out: only the active party holds a label"
             )
-
-
-def _check_trees(spec: JobSpec) -> None:
-    """What a tree model takes of the spec's other sections."""
-    if spec.defence is not None:
-        raise FieldProblem("defence", "is for network models (model.source, model.top)")
-    if spec.local_updates.mode != "none":
-        raise FieldProblem(
-            "local_updates", "are for network models; trees take local_updates: {mode: none}"
-        )
 
 
 def _check_bfv(spec: JobSpec) -> None:

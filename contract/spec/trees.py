@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field
-from vfl.contract.spec.fields import NUMBER, SpecModel
+from vfl.contract.spec.fields import NUMBER, FieldProblem, SpecModel
 
 Task = Literal["binary", "multiclass", "regression"]
 
@@ -63,3 +63,14 @@ class TreesSpec(SpecModel):
         description="stop after this many rounds without a lower validation loss, keeping "
         "the rounds up to the best; null: train every round",
     )
+
+
+def check_sections(defence: bool, local_updates: str) -> None:
+    """What a tree model takes of the job spec's other sections: no `defence` (a split
+    network's), no local updates (`local_updates.mode`)."""
+    if defence:
+        raise FieldProblem("defence", "is for network models (model.source, model.top)")
+    if local_updates != "none":
+        raise FieldProblem(
+            "local_updates", "are for network models; trees take local_updates: {mode: none}"
+        )

@@ -238,8 +238,8 @@ def model_columns(preprocessor: Preprocessor) -> tuple[Column, ...]:
     columns with their number of codes."""
     if preprocessor.sparse is not None:
         return tuple(Column(name=name, kind="dense") for name in preprocessor.sparse.names)
-    numbers = (*preprocessor.numeric, *preprocessor.binned)
-    dense = [Column(name=c.name, kind="dense") for c in numbers]
+    names = [c.name for c in preprocessor.numeric] + [c.name for c in preprocessor.binned]
+    dense = [Column(name=name, kind="dense") for name in names]
     cats = [
         Column(name=c.name, kind="categorical", cardinality=c.cardinality)
         for c in preprocessor.categorical

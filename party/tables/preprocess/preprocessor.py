@@ -163,7 +163,8 @@ class Preprocessor(Fitted):
                 public=f"{what}: its columns differ from the training columns (a column is "
                 "missing or extra); the party must give it the training columns",
             )
-        for col in (*self.numeric, *self.binned):
+        numbers: tuple[Numeric | Binned, ...] = (*self.numeric, *self.binned)
+        for col in numbers:
             raw_col = have[col.name]
             if raw_col.values is None:
                 word, where = raw_col.first_word()

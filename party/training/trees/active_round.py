@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import vfl.party.training.trees.wire as wire
 from vfl.contract.spec import TreesSpec
-from vfl.party.training.trees import wire
 from vfl.party.training.trees.columns import Splits
 from vfl.party.training.trees.grower import Choice, Growth
 from vfl.party.training.trees.histograms import Gradients
@@ -89,11 +89,11 @@ class ActiveRound:
             got = peer.read(f"{tag}/ids", wire.read_split_ids, self.counts[owner - 1], len(picked))
             sizes = [len(growth.open[i].rows) for i in picked]
             parts = peer.read(f"{tag}/part", wire.unpack, sizes)
-            for i, sid, part in zip(picked, got, parts, strict=True):
+            for i, sid, part in zip(picked.tolist(), got, parts, strict=True):
                 ids[i], lefts[i] = int(sid), part
             self.counts[owner - 1] += len(picked)
-        for i, choice in enumerate(choices):
+        for n, choice in enumerate(choices):
             if choice is not None and choice.owner == 0:
-                split, left = self.own.pick(i, choice.candidate)
-                ids[i], lefts[i] = self.splits.add(*split, self.rnd), left
+                split, left = self.own.pick(n, choice.candidate)
+                ids[n], lefts[n] = self.splits.add(*split, self.rnd), left
         return ids, lefts

@@ -57,10 +57,19 @@ class Tree:
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> Tree:
+        def ints(key: str) -> list[int]:
+            return [int(v) for v in state[key]]
+
+        def floats(key: str) -> list[float]:
+            return [float(v) for v in state[key]]
+
         return cls(
-            *([int(v) for v in state[k]] for k in ("left", "right", "owner", "split")),
-            [float(v) for v in state["value"]],
-            [float(v) for v in state["gain"]],
+            ints("left"),
+            ints("right"),
+            ints("owner"),
+            ints("split"),
+            floats("value"),
+            floats("gain"),
         )
 
     def leaves(self, decisions: Decisions, rows: int) -> np.ndarray:

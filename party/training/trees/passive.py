@@ -12,9 +12,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import vfl.party.training.trees.wire as wire
 from vfl.party.training.context import RoleContext
 from vfl.party.training.inputs import Inputs
-from vfl.party.training.trees import wire
 from vfl.party.training.trees.candidates import Layout
 from vfl.party.training.trees.columns import BinnedColumns, Splits
 from vfl.party.training.trees.histograms import EXCHANGES
