@@ -7,7 +7,8 @@ leak (float64 values, float32 pairs of adjacent values of a row, runs of eight l
 float32 or float64), and `find_plaintext` looks for them in every recorded payload, with
 numpy over all eight byte alignments (seconds for a 2048-bit job's megabytes, where a
 `bytes.find` per pattern would take minutes). `vfl demo` and the wire-audit tests share
-these; docs/security.md, "The wire audit", says what each kind may carry.
+these; docs/security.md, "The wire audit", says what each kind may carry. A tree job's
+envelopes are checked by tag, sender and kind (`TREE_MESSAGES`, `tree_problems`).
 """
 
 from __future__ import annotations
