@@ -118,6 +118,16 @@ def test_three_parties_regression_with_subsample_and_early_stopping(tmp_path) ->
         )
         assert "parties" not in shown[passive]
     assert set(shown["plant"]["columns"]) == {"pm", "stator_yoke", "stator_tooth", "stator_winding"}
+    # Assert: the kept rounds, scored with the stored parts, give what validation gave
+    request = PredictSpec(model="job", data={"plant": "d", "s1": "d", "s2": "d"})
+    run_inprocess(spec.for_prediction(request), motor(), states=states)
+    with (states["plant"].root / "predictions" / "predict.csv").open() as fh:
+        values = {row["id"]: float(row["value"]) for row in csv.DictReader(fh)}
+    task = ModelStore(states["plant"]).manifest("job", "plant").task
+    assert task is not None
+    expected = task.scores(plant["validation_outputs"])["value"]
+    for row_id, value in zip(plant["validation_ids"], expected, strict=True):
+        assert values[row_id] == pytest.approx(value, abs=1e-9)
 
 
 def test_empty_cells_and_words_at_a_passive_party_are_split_on(tmp_path) -> None:

@@ -91,9 +91,16 @@ class ActiveTrees:
             "trees": keep,
             "metrics": self.metrics,
             "history": self.history,
-            "validation_outputs": self.best_outputs.astype(np.float32),
+            "validation_outputs": self._kept_outputs(keep).astype(np.float32),
             "importance": self.importance,
         }
+
+    def _kept_outputs(self, keep: int) -> np.ndarray:
+        """The validation rows' margins of the rounds kept: the last validation's, or the
+        best one's when early stopping kept fewer rounds than it trained."""
+        if self.history and keep < self.history[-1]["round"]:
+            return self.best_outputs
+        return self.val_margins
 
     def _stopping(self, rnd: int) -> tuple[bool, int]:
         """Whether training ends before round `rnd`, and the rounds the model keeps."""
