@@ -30,12 +30,11 @@ from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.load import read_raw
-from vfl.party.tables.preprocess.fit import fit
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable, Table
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
-from vfl.party.training.plan import Plan, make_plan, make_test_plan
+from vfl.party.training.plan import Plan
 from vfl.party.training.task import make_task
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor
@@ -271,7 +270,8 @@ class PartyJob:
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
         else:
-            self.preprocessor = fit(raw, rows, self.dataset.source.preprocess or "auto")
+            mode = self.dataset.source.preprocess or "auto"
+            self.preprocessor = self.kind.preprocessing(self.spec, raw, rows, mode)
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
         """The aligned rows `rows` of `raw`, preprocessed; `raw`'s columns are released as
@@ -282,14 +282,7 @@ class PartyJob:
         return table
 
     def _plan(self, rows: int, test_rows: int | None) -> Plan:
-        t, v = self.spec.train, self.spec.validation
-        if test_rows is None:
-            return make_plan(
-                rows, v.fraction, t.batch_size, t.epochs, t.seed, v.every, self.spec.protocol
-            )
-        return make_test_plan(
-            rows, test_rows, t.batch_size, t.epochs, t.seed, v.every, self.spec.protocol
-        )
+        return self.kind.plan(self.spec, rows, test_rows)
 
     def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
         """KEYING (a keyed job: keys, their exchange and the layers' setup; on resume, the
