@@ -106,13 +106,15 @@ class TableUnavailable(PartyError):
 
 
 class Overloaded(PartyError):
-    """Online scoring at this party is at its capacity (a model's queue is full): the
-    request is refused at once, never queued past its bound; retry after `retry_after_s`
-    seconds (the servicer sends it as the retry hint, RESOURCE_EXHAUSTED)."""
+    """Online scoring at this party is at its capacity (a model's queue is full, or its
+    micro-batches cannot answer one more request in time): the request is refused at
+    once, never queued past its bound; retry after `retry_after_s` seconds (the servicer
+    sends it as the retry hint, RESOURCE_EXHAUSTED). `at` names the bound (the daemon's
+    metrics count refusals by it)."""
 
-    def __init__(self, message: str, retry_after_s: float) -> None:
+    def __init__(self, message: str, retry_after_s: float, at: str = "model queue") -> None:
         super().__init__(message)
-        self.retry_after_s = retry_after_s
+        self.retry_after_s, self.at = retry_after_s, at
 
 
 class ShuttingDown(PartyError):

@@ -22,8 +22,9 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
                                               (by its owner; filled while no job runs)
     vfl_party_refused_total{at}               calls refused at capacity (RESOURCE_EXHAUSTED
                                               and a retry hint): at "scoring" (every
-                                              scoring.threads busy) or "model queue" (a
-                                              model's scoring.queue full)
+                                              scoring.threads busy), "model queue" (a
+                                              model's scoring.queue full) or "model
+                                              capacity" (not to be scored in time)
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ class PartyMetrics:
         )
 
     def refusal(self, at: str) -> None:
-        """Count one call refused at capacity, at `at` (a plane's name, "model queue")."""
+        """Count one call refused at capacity, at `at` (a plane's name, "model queue",
+        "model capacity")."""
         self.refused.labels(at).inc()
 
     def count_drift(self, model_id: str, counts: Mapping[str, int]) -> None:

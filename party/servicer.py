@@ -7,7 +7,8 @@ and the control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModel
 DeleteModelPart, CheckPeers) only from the coordinator. Online scoring checks its callers in
 `party.inference.online`: `Predict` from any identity but the model's passive parties (or
 the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
-party. A `Predict` refused for capacity (`Overloaded`: its model's queue is full) is
+party. A `Predict` refused for capacity (`Overloaded`: its model's queue is full, or its
+micro-batches cannot answer it within the call's deadline or the party's) is
 RESOURCE_EXHAUSTED with the retry hint in its trailing metadata (`rpc.planes`; the
 daemon-wide bound, the scoring plane's threads, refuses before this servicer is reached).
 """
@@ -271,10 +272,11 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         def predict() -> pb.PredictResponse:
             caller = caller_party(context)
             ids = list(request.ids)
+            deadline_s = context.time_remaining()  # None or huge: the call set none
             try:
-                prediction = self._d.online.predict(request.model_id, ids, caller)
+                prediction = self._d.online.predict(request.model_id, ids, caller, deadline_s)
             except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry
-                self._d.metrics.refusal("model queue")
+                self._d.metrics.refusal(exc.at)
                 context.set_trailing_metadata(retry_metadata(exc.retry_after_s))
                 raise
             return prediction_to_proto(prediction)
