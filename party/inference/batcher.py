@@ -12,11 +12,17 @@ of the model's batches (`party.inference.capacity`): the rest of the batch that 
 then the ids queued ahead of it and its own, in full batches. A request that finds the
 queue empty is always queued (one batch ahead at most; and the cost is measured again).
 One that does not fit, or that finds `max_queued` requests waiting, is refused at once
-(`Overloaded`, with a retry hint), never queued past its time.
+(`Overloaded`, with a retry hint), never queued past its time. After each batch, with
+its cost measured again, a queued request that would now be answered after its caller
+stopped waiting (`deadline`: the call's own gRPC deadline) is refused then, rather than
+scored for no one; the first in the queue never is. One admitted on a cost that proved
+too low (a burst's first full batches cost more than a quiet model's lone ones; a pause;
+other work on the machine) but still awaited is scored, if late for `within`.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -50,6 +56,8 @@ class _Request(Generic[K, T]):
     thread can wait on, and a burst makes a thousand of them)."""
 
     ids: list[K]
+    deadline: float | None = None  # the seconds its caller waits
+    due: float = math.inf  # when its caller stops waiting (monotonic seconds)
     done: threading.Lock = field(default_factory=_held_lock)
     results: dict[K, T] | None = None
     error: BaseException | None = None
@@ -92,25 +100,36 @@ class MicroBatcher(Generic[K, T]):
         self._worker = threading.Thread(target=self._loop, name=name, daemon=True)
         self._worker.start()
 
-    def submit(self, ids: list[K], timeout: float, within: float | None = None) -> dict[K, T]:
+    def submit(
+        self,
+        ids: list[K],
+        timeout: float,
+        within: float | None = None,
+        deadline: float | None = None,
+    ) -> dict[K, T]:
         """Queue `ids` and wait for their results.
 
         Args:
             timeout: the most seconds to wait for them.
             within: admit the request only if its batch is estimated to end within
                 these seconds (None: whatever the wait).
+            deadline: the seconds its caller waits; once the batches, as measured
+                after each, would answer it later, it is refused (None: never).
 
         Raises:
             Overloaded: `max_queued` requests wait already, or those ahead of it and it
-                would not be scored `within` (at once, with a retry hint).
+                would not be scored `within` (at once, with a retry hint), or not
+                before its `deadline` (once a batch measured shows it).
             TimeoutError: no answer within `timeout` seconds.
             Whatever `run` raised for the batch, or the reason the batcher was closed.
         """
-        request: _Request[K, T] = _Request(list(ids))
+        request: _Request[K, T] = _Request(list(ids), deadline)
         with self._cond:
             if self._closed is not None:
                 raise self._closed
             self._admit(len(request.ids), within)
+            if deadline is not None:
+                request.due = time.monotonic() + deadline
             self._queue.append(request)
             self._queued_ids += len(request.ids)
             self._cond.notify_all()
@@ -149,10 +168,33 @@ class MicroBatcher(Generic[K, T]):
         wait = self._wait_s(ids)
         if wait > within:
             self.refused += 1
-            # when the queue ahead will have shrunk enough for it to fit
-            seconds = max(MIN_RETRY_S, wait - within)
-            message = busy_message(self.late.format(within=within), seconds)
-            raise Overloaded(message, seconds, NO_CAPACITY)
+            raise self._too_late(within, wait - within)
+
+    def _too_late(self, within: float, over: float) -> Overloaded:
+        """The refusal of a request that would be answered `over` seconds after its time:
+        retry once the queue ahead has shrunk that much."""
+        seconds = max(MIN_RETRY_S, over)
+        message = busy_message(self.late.format(within=within), seconds)
+        return Overloaded(message, seconds, NO_CAPACITY)
+
+    def _shed(self) -> list[tuple[_Request[K, T], Overloaded]]:
+        """Take out of the queue the requests the batches, as now measured, would answer
+        after their callers stopped waiting, and their refusals (under the condition's
+        lock)."""
+        now, ahead = time.monotonic(), 0
+        kept: deque[_Request[K, T]] = deque()
+        late: list[tuple[_Request[K, T], Overloaded]] = []
+        for request in self._queue:
+            over = now + self.cost.seconds(ahead + len(request.ids)) - request.due
+            if over > 0 and kept and request.deadline is not None:
+                late.append((request, self._too_late(request.deadline, over)))
+            else:
+                kept.append(request)
+                ahead += len(request.ids)
+        if late:
+            self._queue, self._queued_ids = kept, ahead
+            self.refused += len(late)
+        return late
 
     def _wait_s(self, ids: int) -> float:
         """The rest of the running batch, then the queued ids and `ids` more."""
@@ -187,10 +229,15 @@ class MicroBatcher(Generic[K, T]):
                 results, error = self._run(unique), None
             except Exception as exc:  # noqa: BLE001 - handed to every request of the batch
                 results, error = {}, exc
+            late: list[tuple[_Request[K, T], Overloaded]] = []
             with self._cond:
                 self._running = None
                 if error is None:  # a failed batch's time says nothing of the next one's
                     self.cost.add(len(unique), time.monotonic() - started - self._discount_s)
+                    late = self._shed()
+            for request, refusal in late:
+                request.error = refusal
+                request.done.release()
             self.batches += 1
             for request in batch:
                 request.error = error

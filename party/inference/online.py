@@ -127,7 +127,8 @@ class OnlineScoring:
     ) -> Prediction:
         """Score `ids` with model `model_id` (micro-batched with concurrent requests),
         admitted only if its micro-batch is estimated to end within the config's
-        `scoring.deadline_s`, or within `deadline_s` (the call's own) if sooner.
+        `scoring.deadline_s`, or within `deadline_s` (the call's own) if sooner; refused
+        later if the batches turn out too slow to answer it within `deadline_s`.
 
         Raises:
             RequestError: no ids, too many, an empty or overlong id.
@@ -144,8 +145,9 @@ class OnlineScoring:
         within = self.config.scoring.deadline_s
         if deadline_s is not None:
             within = min(within, deadline_s)
+        timeout = 4 * self.timeout_s + 30
         try:
-            by_id = served.batcher.submit(ids, timeout=4 * self.timeout_s + 30, within=within)
+            by_id = served.batcher.submit(ids, timeout, within, deadline_s)
         except UnknownModel:
             if not self._holds(model_id):  # deleted: its batches fail until it is unloaded
                 self.unload(model_id, "deleted")

@@ -146,6 +146,24 @@ def settled(batcher: MicroBatcher, requests: int, timeout: float = 10.0) -> None
         time.sleep(0.01)
 
 
+def submit_each(
+    batcher: MicroBatcher, ids: list[str], within: float, deadline: float | None = None
+) -> list[object]:
+    """Submit each id as a request of its own, in threads: each one's results or error
+    (filled in as they come)."""
+    out: list[object] = [None] * len(ids)
+
+    def one(k: int) -> None:
+        try:
+            out[k] = batcher.submit([ids[k]], timeout=10, within=within, deadline=deadline)
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            out[k] = exc
+
+    for k in range(len(ids)):
+        threading.Thread(target=one, args=(k,), daemon=True).start()
+    return out
+
+
 def test_requests_are_admitted_as_far_as_the_measured_batches_score_them_in_time() -> None:
     # Prepare: exchanges of 4 ids measured at 0.1 s; the first request holds the worker
     scorer = Scorer()
@@ -155,32 +173,55 @@ def test_requests_are_admitted_as_far_as_the_measured_batches_score_them_in_time
     threads, first = run_all(batcher, [["first"]])
     time.sleep(0.05)
     # Execute: 30 one-id requests that must be scored within 0.5 s
-    out: list[object] = [None] * 30
-
-    def one(k: int) -> None:
-        try:
-            out[k] = batcher.submit([f"id{k}"], timeout=10, within=0.5)
-        except Overloaded as exc:
-            out[k] = exc
-
-    more = [threading.Thread(target=one, args=(k,)) for k in range(30)]
-    for t in more:
-        t.start()
+    out = submit_each(batcher, [f"id{k}" for k in range(30)], within=0.5)
     settled(batcher, 30)
     admitted = batcher.queued
+    batcher.close(LookupError("the test ends"))  # what was admitted, not how it ends
     scorer.gate.set()
-    for t in threads + more:
+    for t in threads:
         t.join(10)
     # Assert: what 4 or 5 exchanges of 0.1 s carry (the running one's rest is 0 to 0.1 s)
     refusals = [o for o in out if isinstance(o, Overloaded)]
     assert 16 <= admitted <= 20 and len(refusals) == 30 - admitted, (admitted, out)
-    assert [o for o in out if isinstance(o, dict)] == [
-        {f"id{k}": len(f"id{k}")} for k in range(30) if isinstance(out[k], dict)
-    ]
     for exc in refusals:
         assert exc.at == NO_CAPACITY and exc.retry_after_s > 0
         assert str(exc).startswith("late within 0.5; retry in "), exc
     assert first == [{"first": 5}]
+
+
+def test_queued_requests_a_slower_batch_would_answer_after_their_deadline_are_refused_then() -> (
+    None
+):
+    # Prepare: lone calls measured at 0.01 s an exchange; a full batch holds the worker;
+    # 20 requests whose callers wait 0.5 s, 10 whose callers wait 30 s
+    scorer = Scorer()
+    batcher = MicroBatcher(scorer, "t", max_ids=4, delay_s=0.002)
+    batcher.cost.add(1, 0.01)
+    threads, first = run_all(batcher, [["a", "b", "c", "d"]])
+    time.sleep(0.05)
+    out = submit_each(batcher, [f"id{k}" for k in range(20)], within=0.5, deadline=0.5)
+    settled(batcher, 20)
+    patient = submit_each(batcher, [f"p{k}" for k in range(10)], within=0.5, deadline=30)
+    settled(batcher, 30)
+    admitted = batcher.queued
+    # Execute: the full batch turns out to take 0.7 s
+    time.sleep(0.7)
+    scorer.gate.set()
+    for t in threads:
+        t.join(10)
+    deadline = time.monotonic() + 20
+    while None in out + patient and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Assert: all were admitted on the lone calls' cost; once the full batch was measured,
+    # every request whose caller had stopped waiting was refused but the first in the
+    # queue; those still awaited were scored, late
+    assert admitted == 30 and first == [{"a": 1, "b": 1, "c": 1, "d": 1}]
+    scored = [o for o in out if isinstance(o, dict)]
+    refusals = [o for o in out if isinstance(o, Overloaded)]
+    assert len(scored) == 1 and len(refusals) == 19, out
+    assert all(exc.at == NO_CAPACITY and exc.retry_after_s > 0 for exc in refusals)
+    assert patient == [{f"p{k}": 2} for k in range(10)]
+    assert batcher.refused == 19
 
 
 def test_a_request_that_finds_no_queue_is_admitted_whatever_a_batch_costs() -> None:
