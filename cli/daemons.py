@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -131,6 +132,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     _warn_insecure(tls is None)
     torch.set_num_threads(1)  # several parties share a machine's cores
     server = create_party_server(config, tls, options=_daemon_options(args))
+    gc.freeze()  # what starting made lives as long as the daemon: no full collection scans it
     try:
         metrics = serve_metrics(server.daemon.metrics.registry, args.metrics, server.clients.tls)
     except CoordinatorError:

@@ -131,14 +131,16 @@ class TableUnavailable(PartyError):
 
 
 class Overloaded(PartyError):
-    """This party is at a capacity: online scoring's (a model's queue is full), or a job's
-    mailbox (its envelopes not yet taken fill `limits.mailbox_mb`). The request is refused
-    at once, never queued past its bound; retry after `retry_after_s` seconds (the
-    servicer sends it as the retry hint, RESOURCE_EXHAUSTED)."""
+    """This party is at a capacity: online scoring's (a model's queue is full, or its
+    micro-batches cannot answer one more request in time), or a job's mailbox (its
+    envelopes not yet taken fill `limits.mailbox_mb`). The request is refused at once,
+    never queued past its bound; retry after `retry_after_s` seconds (the servicer sends
+    it as the retry hint, RESOURCE_EXHAUSTED). `at` names the bound (the daemon's metrics
+    count refusals by it)."""
 
-    def __init__(self, message: str, retry_after_s: float) -> None:
+    def __init__(self, message: str, retry_after_s: float, at: str = "model queue") -> None:
         super().__init__(message)
-        self.retry_after_s = retry_after_s
+        self.retry_after_s, self.at = retry_after_s, at
 
 
 class ShuttingDown(PartyError):

@@ -45,8 +45,8 @@ from vfl.party.limits import (
     too_many_parameters,
     too_many_rows,
     too_much_memory,
-    tree_bytes,
 )
+from vfl.party.memory import ProcessTree
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,8 @@ class Guard:
         limits: the party config's `limits:`.
         held: the jobs the daemon holds now (loading, prepared or running); the account
             of a job that never started and is not among them is closed.
-        sample: the bytes the daemon's process tree holds (`party.limits.tree_bytes`).
+        sample: the bytes the daemon's process tree holds (default: a `ProcessTree` of
+            this process, `party.memory`).
         interval_s: how often the watchdog samples.
         pending_s: after failing a job for memory, how long it fails no other.
     """
@@ -108,11 +109,12 @@ class Guard:
         party_id: str,
         limits: Limits,
         held: Callable[[], set[str]],
-        sample: Callable[[], int] = tree_bytes,
+        sample: Callable[[], int] | None = None,
         interval_s: float = 0.2,
         pending_s: float = PENDING_S,
     ) -> None:
         self.party_id, self.limits, self._pending_s = party_id, limits, pending_s
+        sample = ProcessTree() if sample is None else sample
         self._held, self._sample, self._interval = held, sample, interval_s
         self._lock = threading.Lock()
         self._budgets: dict[str, JobBudget] = {}

@@ -296,33 +296,3 @@ def model_parameters(spec: JobSpec, party_id: str, width: int, cardinalities: Se
 
 def _gb(n: int) -> str:
     return f"{n / GB:.2f} GiB"
-
-
-def tree_bytes(pid: int | None = None) -> int:
-    """The resident memory of process `pid` (default: this one) and its descendants."""
-    root = os.getpid() if pid is None else pid
-    total, todo = 0, [root]
-    while todo:
-        p = todo.pop()
-        total += _rss(p)
-        todo += _children(p)
-    return total
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids += [int(k) for k in fh.read().split()]
-    except OSError:
-        pass
-    return kids

@@ -23,8 +23,9 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
     vfl_party_refused_total{at}               calls refused at capacity (RESOURCE_EXHAUSTED
                                               and a retry hint): at "scoring" (every
                                               scoring.threads busy), "model queue" (a
-                                              model's scoring.queue full), "data per
-                                              caller" or "session per caller" (a
+                                              model's scoring.queue full), "model
+                                              capacity" (not to be scored in time), "data
+                                              per caller" or "session per caller" (a
                                               certificate's limits.peer_streams), "mailbox"
                                               (a job's limits.mailbox_mb); and "stalled
                                               stream": Push streams cancelled after
@@ -137,7 +138,8 @@ class PartyMetrics:
 
     def refusal(self, at: str) -> None:
         """Count one call refused at capacity, at `at` (a plane's name, "<plane> per
-        caller", "model queue", "mailbox"), or cancelled as a "stalled stream"."""
+        caller", "model queue", "model capacity", "mailbox"), or cancelled as a "stalled
+        stream"."""
         self.refused.labels(at).inc()
 
     def count_drift(self, model_id: str, counts: Mapping[str, int]) -> None:

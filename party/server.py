@@ -6,8 +6,10 @@ envelopes, and on a pool of its own those of online scoring sessions; one certif
 holds at most `limits.peer_streams` Push streams on each, and a stream that sends no chunk
 for `limits.chunk_timeout_s` is cancelled), the scoring plane
 (`Predict`: at most `scoring.threads` calls held, one more refused at once with
-RESOURCE_EXHAUSTED), and the control plane (the coordinator's calls, health, info,
-opening scoring sessions) on the server's own pool. No scoring load takes a thread that
+RESOURCE_EXHAUSTED; its threads all start at the first call, so that a burst finds them
+waiting; which calls a model's micro-batches take is `party.inference.batcher`'s), and
+the control plane (the coordinator's calls, health, info, opening scoring sessions) on
+the server's own pool. No scoring load takes a thread that
 a training job or the coordinator's health probe needs, and a passive party's answer to
 a scoring session never waits for a thread that the waiting `Predict` calls hold.
 """
@@ -68,6 +70,7 @@ def planes(config: PartyConfig) -> list[Plane]:
             frozenset({f"{_SERVICE}Predict"}),
             threads,
             admit=True,
+            warm=True,
             busy=f"party '{config.party_id}' holds {threads} online scoring calls at once "
             "(its config's scoring.threads)",
         ),

@@ -10,10 +10,11 @@ control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModelParts,
 DeleteModelPart, CheckPeers) only from the coordinator. Online scoring checks its callers in
 `party.inference.online`: `Predict` from any identity but the model's passive parties (or
 the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
-party. A call refused for capacity (`Overloaded`: a model's queue, or a job's mailbox, is
-full) is RESOURCE_EXHAUSTED with the retry hint in its trailing metadata (`rpc.planes`;
-the planes' own bounds, the scoring plane's threads and the Push streams one caller
-holds, refuse before this servicer is reached).
+party. A call refused for capacity (`Overloaded`: a model's queue is full, or its
+micro-batches cannot answer a `Predict` within the call's deadline or the party's, or a
+job's mailbox is full) is RESOURCE_EXHAUSTED with the retry hint in its trailing metadata
+(`rpc.planes`; the planes' own bounds, the scoring plane's threads and the Push streams
+one caller holds, refuse before this servicer is reached).
 """
 
 from __future__ import annotations
@@ -298,10 +299,11 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         def predict() -> pb.PredictResponse:
             caller = caller_party(context)
             ids = list(request.ids)
+            deadline_s = context.time_remaining()  # None or huge: the call set none
             try:
-                prediction = self._d.online.predict(request.model_id, ids, caller)
-            except Overloaded:  # RESOURCE_EXHAUSTED, with when to retry (`call`)
-                self._d.metrics.refusal("model queue")
+                prediction = self._d.online.predict(request.model_id, ids, caller, deadline_s)
+            except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry (`call`)
+                self._d.metrics.refusal(exc.at)
                 raise
             return prediction_to_proto(prediction)
 

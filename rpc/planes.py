@@ -15,10 +15,15 @@ holds at once, refusing one more the same way as it starts on its thread (in
 microseconds: the caller is known only there), and one with `message_timeout_s` cancels a
 call whose request stream waits longer than that for its next message (`rpc.streams`), so
 no single certificate can keep a plane's threads with streams that send nothing.
+A plane with `warm` starts all its threads at its first call, in the background: a burst
+then finds them waiting instead of starting one thread per call in the server's polling
+thread (about a millisecond each on a busy machine, which a thousand calls queue behind).
 
 The routing happens in the server's polling thread (a gRPC server interceptor), using
 grpc's per-method pool (`experimental_thread_pool` on a handler's behaviour); the
 interceptor must come first in the server's list so that it wraps the others' handlers.
+A method's handler on a plane's pool is made once (`HandlerCache`), not at every call:
+the polling thread takes every call in turn, so its work per call bounds a burst.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ RETRY_AFTER_KEY = "vfl-retry-after-ms"  # trailing metadata of a refusal: when t
 PLANE_KEY = "vfl-plane"  # request metadata a client may route a call by (`Plane.metadata`)
 MIN_RETRY_S = 0.05  # the shortest retry hint
 _REFUSAL_THREADS = 2  # refusals take microseconds each
+_WARM_HOLD_S = 30.0  # the most a thread being started waits for its siblings
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class Plane:
         caller_busy: what such a refusal says; "{caller}" stands for the caller.
         message_timeout_s: the longest a request stream may wait for its next message
             before its call is cancelled.
+        warm: start every thread at the plane's first call (in the background), not
+            one per call as calls come.
     """
 
     name: str
@@ -67,6 +75,7 @@ class Plane:
     per_caller: int | None = None
     caller_busy: str = "'{caller}' holds as many calls here as one caller may"
     message_timeout_s: float | None = None
+    warm: bool = False
 
     def holds(self, details: grpc.HandlerCallDetails) -> bool:
         if details.method not in self.methods:
@@ -75,8 +84,9 @@ class Plane:
 
 
 class PlanePool(ThreadPoolExecutor):
-    """A plane's threads. With admission, it counts its calls from `admit` to their end;
-    it keeps their mean duration (the retry hint)."""
+    """A plane's threads. With admission, it counts its calls from `admit` to their end
+    and keeps their mean duration (the retry hint); with `warm`, its first call starts
+    every thread (`warm_up`)."""
 
     def __init__(self, plane: Plane) -> None:
         super().__init__(plane.threads, thread_name_prefix=f"rpc-{plane.name}")
@@ -85,6 +95,7 @@ class PlanePool(ThreadPoolExecutor):
         self.held = 0  # calls admitted and not ended
         self.refused = 0  # calls refused
         self._mean_s = MIN_RETRY_S  # moving mean of a call's duration
+        self._warming: threading.Thread | None = None
 
     def admit(self) -> bool:
         """Count one more call if the plane holds fewer than its threads; False if not."""
@@ -100,7 +111,26 @@ class PlanePool(ThreadPoolExecutor):
         with self._lock:
             return max(MIN_RETRY_S, self._mean_s)
 
+    def warm_up(self) -> None:
+        """Start every thread of the pool: the calls meanwhile keep theirs, and each new
+        thread holds a placeholder task until the last one started (else a thread whose
+        task ended would take the next one instead of a new thread starting)."""
+        gate = threading.Event()
+        try:
+            for _ in range(self.plane.threads):
+                super().submit(gate.wait, _WARM_HOLD_S)
+        except RuntimeError:  # shut down meanwhile
+            pass
+        finally:
+            gate.set()
+
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if self.plane.warm and self._warming is None:
+            with self._lock:
+                if self._warming is None:
+                    name = f"rpc-{self.plane.name}-warm"
+                    self._warming = threading.Thread(target=self.warm_up, name=name, daemon=True)
+                    self._warming.start()
         admitted = time.monotonic()
 
         def run() -> Any:
@@ -124,6 +154,22 @@ _HANDLERS = {
     (True, False): grpc.stream_unary_rpc_method_handler,
     (True, True): grpc.stream_stream_rpc_method_handler,
 }
+
+
+class HandlerCache:
+    """Handlers an interceptor made from others, made once per key (a method; a method
+    and a plane), and made again when the handler they were made from changes."""
+
+    def __init__(self) -> None:
+        self._made: dict[Any, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    def get(
+        self, key: Any, source: grpc.RpcMethodHandler, make: Callable[[], grpc.RpcMethodHandler]
+    ) -> grpc.RpcMethodHandler:
+        made = self._made.get(key)
+        if made is None or made[0] is not source:
+            made = self._made[key] = (source, make())  # a race makes it twice: both work
+        return made[1]
 
 
 def _behavior(handler: grpc.RpcMethodHandler) -> Callable[..., Any]:
@@ -217,6 +263,7 @@ class PlaneRouter(grpc.ServerInterceptor):
         self._on_refused = on_refused
         self._refusals = ThreadPoolExecutor(_REFUSAL_THREADS, thread_name_prefix="rpc-refuse")
         self.watch = StreamWatch(lambda caller: self._refused("stalled stream"))
+        self._routed = HandlerCache()  # (method, plane) -> the handler on its pool
 
     def intercept_service(
         self,
@@ -232,9 +279,16 @@ class PlaneRouter(grpc.ServerInterceptor):
             self._refused(plane.name)
             seconds = pool.retry_after_s()
             return _refusal(handler, busy_message(plane.busy, seconds), seconds, self._refusals)
+        key = (handler_call_details.method, plane.name)
         if plane.per_caller is None and plane.message_timeout_s is None:
-            return _on_pool(handler, pool)
-        return _with_behavior(handler, self._bounded(plane, _behavior(handler), handler), pool)
+            return self._routed.get(key, handler, lambda: _on_pool(handler, pool))
+        return self._routed.get(
+            key,
+            handler,
+            lambda: _with_behavior(
+                handler, self._bounded(plane, _behavior(handler), handler), pool
+            ),
+        )
 
     def _bounded(
         self, plane: Plane, inner: Callable[..., Any], handler: grpc.RpcMethodHandler

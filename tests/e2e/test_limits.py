@@ -10,7 +10,8 @@ import time
 
 import pytest
 import yaml
-from vfl.party.limits import GB, tree_bytes
+from vfl.party.limits import GB
+from vfl.party.memory import tree_bytes
 
 from tests.support.data import FATE, breast_datasets_config
 from tests.support.processes import Daemons
