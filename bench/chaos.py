@@ -53,7 +53,7 @@ import grpc
 import yaml
 from vfl.contract.spec import TableSource
 from vfl.local.run import LocalProcesses, launched
-from vfl.party.limits import tree_bytes
+from vfl.party.memory import tree_bytes
 from vfl.proto import party_pb2, party_pb2_grpc
 from vfl.rpc import dial
 from vfl.secure.pki import load_identity
@@ -214,7 +214,7 @@ class Chaos:
         return row
 
     def stalled_streams(self, streams: int) -> Row:
-        row = Row("stalled streams", f"{streams} Push streams from mallory to bank, then silence")
+        row = Row("stalled streams", f"{streams} Push streams from mallory to bank, all silent")
         begun = time.monotonic()
         job_id = self.submit()
         self.wait(job_id, lambda v: v.state == "TRAINING" or v.state in ENDED)
@@ -329,11 +329,10 @@ class Chaos:
 
 
 def stalled(job_id: str, sender: str, receiver: str, stop: threading.Event) -> Iterator:
-    """A Push stream that sends its header chunk, then nothing until `stop`."""
-    yield party_pb2.PushChunk(
-        job_id=job_id, tag="train/r999/act", sender=sender, receiver=receiver, total_size=1 << 20
-    )
+    """A Push stream that sends nothing, not even its header, until `stop` (the stream a
+    certificate would open to hold a party's threads)."""
     stop.wait()
+    yield from ()
 
 
 def big(job_id: str, sender: str, receiver: str, tag: str, size: int, sent: list[int]):
