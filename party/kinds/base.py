@@ -35,7 +35,7 @@ from vfl.party.tables.table import RawTable
 from vfl.party.training.context import RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan, make_plan, make_test_plan
-from vfl.party.training.task import Task
+from vfl.party.training.task import Labels, Task, make_task
 
 Y = np.ndarray | None  # the active party's labels (training, validation); None elsewhere
 
@@ -151,3 +151,19 @@ class ModelKind(ABC):
         return make_test_plan(
             rows, test_rows, t.batch_size, t.epochs, t.seed, v.every, spec.protocol
         )
+
+
+def active_labels(
+    ctx: RoleContext, labels: np.ndarray | None, val_labels: np.ndarray | None
+) -> tuple[Labels, Task]:
+    """The active party's encoded labels and the task they make (read from the training
+    rows' labels).
+
+    Raises:
+        ValueError: no labels (only the active party trains with them).
+        DataError: the labels do not fit the spec's task.
+    """
+    if labels is None:
+        raise ValueError("the active party trains with its labels")
+    task = make_task(ctx.spec.model.task, labels[ctx.plan.train_rows])
+    return Labels.encoded(task, labels, val_labels), task

@@ -19,13 +19,20 @@ import numpy as np
 from vfl.contract.spec import JobSpec, TreesSpec
 from vfl.contract.spec.data import Preprocess
 from vfl.party.errors import DataError
-from vfl.party.kinds.base import ModelEstimate, ModelKind, ScoringRole, TrainingRole, Y
+from vfl.party.kinds.base import (
+    ModelEstimate,
+    ModelKind,
+    ScoringRole,
+    TrainingRole,
+    Y,
+    active_labels,
+)
 from vfl.party.tables.preprocess.fit import fit
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable
 from vfl.party.training.context import RoleContext
 from vfl.party.training.plan import Plan, make_plan, make_test_plan
-from vfl.party.training.task import Labels, Task, make_task
+from vfl.party.training.task import Labels, Task
 from vfl.party.training.trees import ActiveTrees, PassiveTrees
 
 NODE_BYTES = 6 * 8
@@ -58,10 +65,8 @@ class Trees(ModelKind):
     def trainer(self, ctx: RoleContext, role: str, labels: Y, val_labels: Y) -> TrainingRole:
         if role != "active":
             return PassiveTrees(ctx)
-        if labels is None:
-            raise ValueError("the active party trains with its labels")
-        task = make_task(ctx.spec.model.task, labels[ctx.plan.train_rows])
-        return ActiveTrees(ctx, Labels.encoded(task, labels, val_labels), task)
+        encoded, task = active_labels(ctx, labels, val_labels)
+        return ActiveTrees(ctx, encoded, task)
 
     def scorer(self, ctx: RoleContext, role: str, task: Task | None) -> ScoringRole:
         if role != "active":

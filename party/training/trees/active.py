@@ -6,17 +6,16 @@ The same object scores with a stored model (`load_model`, `score`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import vfl.party.training.trees.wire as wire
-from vfl.party.training.context import RoleContext
+from vfl.party.training.context import RoleContext, ScoresInTurn
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.task import Labels, Task
 from vfl.party.training.trees.active_round import ActiveRound
 from vfl.party.training.trees.candidates import Layout
-from vfl.party.training.trees.columns import BinnedColumns, Splits
+from vfl.party.training.trees.columns import ColumnsOf, Splits
 from vfl.party.training.trees.forest import Decisions, Forest
 from vfl.party.training.trees.histograms import EXCHANGES, PlainHistograms
 from vfl.party.training.trees.levels import NodeBook
@@ -26,7 +25,7 @@ from vfl.party.training.trees.wire import Peer
 IMPROVEMENT = 1e-12  # a validation loss lower by less is no better
 
 
-class ActiveTrees:
+class ActiveTrees(ScoresInTurn):
     def __init__(self, ctx: RoleContext, labels: Labels, task: Task) -> None:
         spec = ctx.spec.model.trees
         assert spec is not None  # the kind is trees
@@ -36,8 +35,8 @@ class ActiveTrees:
         self.peers = [
             (Peer(ctx.channel, p.id, ctx.timeout), gradients()) for p in ctx.spec.passives
         ]
-        self.columns = BinnedColumns(ctx.inputs)
-        self._scored: tuple[Inputs, BinnedColumns] | None = None  # the inputs scored last
+        self._columns_of = ColumnsOf(ctx.inputs)  # the bin codes of inputs
+        self.columns = self._columns_of.train
         self.y = self.y_val = self.val_target = None
         if labels.train is not None and labels.val is not None:
             self.y = labels.of(ctx.plan.train_rows).numpy().astype(np.float64)
@@ -167,14 +166,6 @@ class ActiveTrees:
         self.margins[outside] += self.forest.margins(on_train, len(train_rows), rounds)
         self.val_margins += self.forest.margins(on_val, len(val_rows), rounds)
 
-    def _columns_of(self, inputs: Inputs) -> BinnedColumns:
-        """The bin codes of `inputs` (the training inputs' own; others kept while used)."""
-        if inputs is self.ctx.inputs:
-            return self.columns
-        if self._scored is None or self._scored[0] is not inputs:
-            self._scored = (inputs, BinnedColumns(inputs))
-        return self._scored[1]
-
     def _validate(self, rnd: int) -> None:
         assert self.y_val is not None and self.val_target is not None
         begun = time.monotonic()
@@ -267,12 +258,6 @@ class ActiveTrees:
             bits = peer.read(f"{tag}/bits", wire.unpack_matrix, count, len(rows))
             decisions.add(owner, bits)
         return self.forest.margins(decisions, len(rows)).astype(np.float32)
-
-    def score_batches(
-        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
-    ) -> Iterator[np.ndarray]:
-        for tag, rows in batches:
-            yield self.score(tag, inputs, rows)
 
 
 _POINT_FIELDS = ("round", "seconds", "train_seconds")

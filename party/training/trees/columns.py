@@ -145,6 +145,22 @@ class Splits:
         return {"gain": gain.tolist(), "splits": count.tolist()}
 
 
+class ColumnsOf:
+    """The bin codes of the inputs a role works on (`__call__`): its training inputs'
+    (`train`), and those of the inputs it scored last, kept while it scores them."""
+
+    def __init__(self, train: Inputs) -> None:
+        self.train_inputs, self.train = train, BinnedColumns(train)
+        self._scored: tuple[Inputs, BinnedColumns] | None = None
+
+    def __call__(self, inputs: Inputs) -> BinnedColumns:
+        if inputs is self.train_inputs:
+            return self.train
+        if self._scored is None or self._scored[0] is not inputs:
+            self._scored = (inputs, BinnedColumns(inputs))
+        return self._scored[1]
+
+
 def goes_left(codes: np.ndarray, threshold: Any, missing_left: Any, categorical: Any) -> np.ndarray:
     """Whether rows of bin `codes` in a split's column go left (numpy broadcasting: one
     split, or splits x rows against columns of the split's fields)."""

@@ -8,30 +8,29 @@ with a stored model (`load_model`, `score`).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import vfl.party.training.trees.wire as wire
-from vfl.party.training.context import RoleContext
+from vfl.party.training.context import RoleContext, ScoresInTurn
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.trees.candidates import Layout
-from vfl.party.training.trees.columns import BinnedColumns, Splits
+from vfl.party.training.trees.columns import ColumnsOf, Splits
 from vfl.party.training.trees.histograms import EXCHANGES
 from vfl.party.training.trees.levels import NodeBook
 from vfl.party.training.trees.wire import Peer
 from vfl.secure.errors import PayloadError
 
 
-class PassiveTrees:
+class PassiveTrees(ScoresInTurn):
     def __init__(self, ctx: RoleContext) -> None:
         spec = ctx.spec.model.trees
         assert spec is not None  # the kind is trees
         self.ctx, self.spec = ctx, spec
         self.active = Peer(ctx.channel, ctx.spec.active.id, ctx.timeout)
         self.histograms = EXCHANGES[ctx.spec.protocol][1]
-        self.columns = BinnedColumns(ctx.inputs)
-        self._scored: tuple[Inputs, BinnedColumns] | None = None
+        self._columns_of = ColumnsOf(ctx.inputs)  # the bin codes of inputs
+        self.columns = self._columns_of.train
         self.splits = Splits()
         # seeds the shuffles of this party's candidates: its own secret (kept in its
         # checkpoints, so a resumed round offers them in the same order)
@@ -117,13 +116,6 @@ class PassiveTrees:
         book.grow(lefts)
         return True
 
-    def _columns_of(self, inputs: Inputs) -> BinnedColumns:
-        if inputs is self.ctx.inputs:
-            return self.columns
-        if self._scored is None or self._scored[0] is not inputs:
-            self._scored = (inputs, BinnedColumns(inputs))
-        return self._scored[1]
-
     def state_dict(self) -> dict[str, Any]:
         """Its splits and its key (a checkpoint)."""
         return {
@@ -147,10 +139,3 @@ class PassiveTrees:
         """Send every split's decision on `rows` of `inputs` (one message a request)."""
         decided = self.splits.decide(self._columns_of(inputs), rows)
         self.active.send(f"{tag}/bits", wire.pack_matrix(decided))
-
-    def score_batches(
-        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
-    ) -> Iterator[None]:
-        for tag, rows in batches:
-            self.score(tag, inputs, rows)
-            yield
