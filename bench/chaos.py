@@ -38,10 +38,8 @@ was injected, what the job did, and what was lost.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -60,6 +58,7 @@ from vfl.secure.pki import load_identity
 
 from bench.procs import alive, killed, members, session_members
 from tests.support.data import FATE
+from tests.support.disk import fill, mount_tmpfs, scaled, unmount
 from tests.support.jobs import checkpointed_breast_job
 from tests.support.scoring_load import batch_scores, burst, percentile
 
@@ -198,10 +197,7 @@ class Chaos:
         self.at_round(job_id)
         killed(self.fed.topology.daemon("shop"))
         self.wait(job_id, lambda v: v.state in (*ENDED, "PAUSED"))
-        lines = original.splitlines()
-        cells = [r.split(",") for r in lines[1:]]
-        scaled = [lines[0]] + [",".join([c[0], str(float(c[1]) * 1000), *c[2:]]) for c in cells]
-        self.shop_table.write_text("\n".join(scaled) + "\n")
+        self.shop_table.write_text(scaled(original))
         self.fed.topology.restart("shop")
         self.resume(job_id)
         view = self.wait(job_id, lambda v: v.state in (*ENDED, "PAUSED"))
@@ -368,29 +364,6 @@ def short(reason: str, width: int = 90) -> str:
     return reason if len(reason) <= width else reason[: width - 3] + "..."
 
 
-def fill(folder: Path) -> Path:
-    """A file in `folder` written until its disk is full."""
-    filler = folder / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError as exc:
-            if exc.errno != errno.ENOSPC:
-                raise
-    return filler
-
-
-def mount_tmpfs(folder: Path) -> bool:
-    folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(folder)],
-        capture_output=True,
-    )
-    return done.returncode == 0
-
-
 def left_after_stop(fed: LocalProcesses) -> int:
     """Processes of the federation's daemons (and their sessions) alive after its stop."""
     pids = {d.pid for d in fed.topology.daemons.values()}
@@ -430,7 +403,7 @@ def main() -> None:
         base = Path(tmp) / "fed"
         shop_table = Path(tmp) / "shop.csv"
         shutil.copyfile(FATE / "breast_hetero_host.csv", shop_table)
-        mounted = not args.short and mount_tmpfs(base / "shop-state")
+        mounted = not args.short and mount_tmpfs(base / "shop-state", "8m") is None
         datasets = {
             "bank": {"breast": TableSource(path=str(FATE / "breast_hetero_guest.csv"), label="y")},
             "shop": {"breast": TableSource(path=str(shop_table))},
@@ -464,7 +437,7 @@ def main() -> None:
                 print(line(stop), flush=True)
         finally:
             if mounted:
-                subprocess.run(["umount", "-l", str(base / "shop-state")], check=False)
+                unmount(base / "shop-state")
     total = (
         f"\nTotal: {sum(r.lost for r in rows)} jobs lost, {sum(r.left for r in rows)} "
         f"processes left, {sum(r.wrong for r in rows)} wrong results, "

@@ -4,10 +4,8 @@ ends SUCCEEDED with the weights and metrics of an uninterrupted run."""
 
 from __future__ import annotations
 
-import errno
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from vfl.contract.spec import parse_spec_text
 from vfl.party.state import StateDir
 
 from tests.support.data import FATE, breast_datasets_config
+from tests.support.disk import fill, mount_tmpfs, scaled, unmount
 from tests.support.jobs import checkpointed_breast_job
 from tests.support.processes import Daemons
 
@@ -31,12 +30,12 @@ DATASETS = breast_datasets_config()
 SPEC_TEXT = yaml.safe_dump(JOB)
 
 
-def start(workdir, auto_resume: bool = False, grace_s: float = 2.0) -> Daemons:
-    workdir.mkdir()
+def start(workdir, auto_resume: bool = False, grace_s: float = 2.0, datasets=DATASETS) -> Daemons:
+    workdir.mkdir(exist_ok=True)
     daemons = Daemons(workdir, grace_s=grace_s, auto_resume=auto_resume)
     daemons.start_coordinator()
-    for party, datasets in DATASETS.items():
-        daemons.start_party(party, datasets)
+    for party, given in datasets.items():
+        daemons.start_party(party, given)
     return daemons
 
 
@@ -276,11 +275,7 @@ def test_a_resume_on_changed_values_pauses_naming_the_party_and_resumes_once_put
     datasets = copied_datasets(tmp_path)
     table = Path(datasets["shop"]["breast"]["path"])
     original = table.read_text()
-    (tmp_path / "run").mkdir()
-    daemons = Daemons(tmp_path / "run", grace_s=2.0)
-    daemons.start_coordinator()
-    for party, given in datasets.items():
-        daemons.start_party(party, given)
+    daemons = start(tmp_path / "run", datasets=datasets)
     try:
         with daemons.client() as client:
             job_id = client.submit(SPEC_TEXT)
@@ -288,12 +283,7 @@ def test_a_resume_on_changed_values_pauses_naming_the_party_and_resumes_once_put
         daemons.kill("shop")
         daemons.wait(job_id, lambda v: v.state == "PAUSED")
         # Execute: the same ids with other values (one column scaled), then resume
-        lines = original.splitlines()
-        scaled = [lines[0]] + [
-            ",".join([r.split(",")[0], str(float(r.split(",")[1]) * 1000), *r.split(",")[2:]])
-            for r in lines[1:]
-        ]
-        table.write_text("\n".join(scaled) + "\n")
+        table.write_text(scaled(original))
         daemons.start_party("shop", datasets["shop"])
         assert daemons.vfl("resume", job_id).returncode == 0
         view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
@@ -315,31 +305,13 @@ def test_a_resume_on_changed_values_pauses_naming_the_party_and_resumes_once_put
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 4 MB tmpfs (root only; skipped with its reason elsewhere)."""
+    """A 4 MB tmpfs as the shop's state directory (root only; skipped with why elsewhere)."""
     mount = tmp_path / "run" / "shop-state"
-    mount.mkdir(parents=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs for the full disk ({done.stderr.strip()}): needs root")
+    problem = mount_tmpfs(mount)
+    if problem is not None:
+        pytest.skip(f"cannot mount a tmpfs for the full disk ({problem}): needs root")
     yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(folder: Path) -> Path:
-    """Write a file in `folder` until its disk is full."""
-    filler = folder / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return filler
+    unmount(mount)
 
 
 def test_a_full_disk_at_a_checkpoint_pauses_naming_it_and_resumes_once_there_is_room(
@@ -347,10 +319,7 @@ def test_a_full_disk_at_a_checkpoint_pauses_naming_it_and_resumes_once_there_is_
 ) -> None:
     # Prepare: the shop's state directory on a small disk, filled once training runs
     whole, _ = uninterrupted
-    daemons = Daemons(tmp_path / "run", grace_s=2.0)
-    daemons.start_coordinator()
-    for party, given in DATASETS.items():
-        daemons.start_party(party, given)
+    daemons = start(tmp_path / "run")
     try:
         with daemons.client() as client:
             job_id = client.submit(SPEC_TEXT)

@@ -20,6 +20,7 @@ from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import PublicKey
 
 from tests.support.data import breast
+from tests.support.disk import scaled
 from tests.support.harness import run_inprocess
 from tests.support.jobs import checkpointed_breast_job
 
@@ -172,13 +173,8 @@ def test_resuming_on_changed_values_under_the_same_ids_is_refused(tmp_path) -> N
         run_inprocess(spec, breast(), hook=die, states=states, hub=hub)
     # the shop's values change meanwhile: the same ids, one column scaled
     changed = breast()
-    lines = open(changed["shop"]["d"].path).read().splitlines()
-    rows = [lines[0]] + [
-        ",".join([r.split(",")[0], str(float(r.split(",")[1]) * 1000), *r.split(",")[2:]])
-        for r in lines[1:]
-    ]
     host = tmp_path / "host.csv"
-    host.write_text("\n".join(rows) + "\n")
+    host.write_text(scaled(open(changed["shop"]["d"].path).read()))
     changed["shop"]["d"] = changed["shop"]["d"].model_copy(update={"path": str(host)})
     # Execute / Assert: refused before a round trains, naming the party and the fix; the
     # job pauses (the data can be put back), it does not fail
