@@ -34,7 +34,7 @@ instead of failing for good.
 
 from __future__ import annotations
 
-from vfl.contract.errors import ContractError
+from vfl.contract.errors import ContractError, party_named
 from vfl.secure.errors import SecureError
 
 
@@ -168,6 +168,4 @@ def failure_reason(exc: BaseException, party_id: str) -> str:
     """The reason a job failed at party `party_id` for `exc`, as it leaves the party:
     `shareable`, named for the party once (a message that names it already is not
     prefixed again)."""
-    text = shareable(exc, party_id)
-    named = f"party '{party_id}'"
-    return text if text.startswith(named) else f"{named}: {text}"
+    return party_named(party_id, shareable(exc, party_id))
