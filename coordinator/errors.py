@@ -85,7 +85,4 @@ def of_model(model_id: str) -> Iterator[None]:
     try:
         yield
     except UnknownJob:
-        raise UnknownModel(
-            f"no model '{model_id}': no job of that id trained one; list the models with "
-            "`vfl models`"
-        ) from None
+        raise UnknownModel(f"no model {model_id}; list them with `vfl models`") from None

@@ -194,7 +194,7 @@ def _refusals(client: vfl.Client, job_id: str) -> None:
         list(client.watch("j-nope"))
     with pytest.raises(vfl.UnknownModel):
         client.model("j-nope")
-    with pytest.raises(vfl.UnknownModel, match="no model 'j-nope': no job of that id"):
+    with pytest.raises(vfl.UnknownModel, match="no model j-nope; list them with `vfl models`"):
         client.score("j-nope", ["1"])
     with pytest.raises(vfl.CoordinatorError, match="left no model"):
         client.predict(job_id, {"bank": "breast", "shop": "breast"})  # it left no model
