@@ -122,6 +122,11 @@ class Guard:
         self._quiet_until = 0.0
         self._failed_at: int | None = None  # the memory when it last failed a job for it
         self._release_until = 0.0  # until then, each tick hands freed memory back
+        # the idle memory before the guard last failed a job: no later measure exceeds it
+        # until a job ends here without failure (what the allocator kept of the failed
+        # job's is no reason to refuse the next one; the watchdog still sees real growth)
+        self._idle_cap: int | None = None
+        self._capped_at = 0.0  # when the cap was set: a job opened since clears it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="limits-guard", daemon=True)
         self._thread.start()
@@ -185,6 +190,10 @@ class Guard:
             del self._budgets[budget.job_id]
             if budget.failure is not None:  # what it held is freed as its error unwinds
                 self._release_until = time.monotonic() + RELEASE_S
+                if self._idle_cap is None:
+                    self._idle_cap, self._capped_at = self.idle_bytes, time.monotonic()
+            elif budget.started is not None and budget.opened > self._capped_at:
+                self._idle_cap = None  # a job admitted since ran to its end
         if budget.failure is not None:
             release_memory()
 
@@ -220,7 +229,8 @@ class Guard:
             total = self._sample()
             if not self._budgets:
                 if now >= self._release_until:  # not while a failed job's memory goes
-                    self.idle_bytes = total
+                    cap = self._idle_cap
+                    self.idle_bytes = total if cap is None else min(total, cap)
                 return
             live = [b for b in self._budgets.values() if b.failure is None]
         for budget in live:
