@@ -33,14 +33,20 @@ class Ciphertexts(_message.Message):
     def __init__(self, width: _Optional[int] = ..., shape: _Optional[_Iterable[int]] = ..., blob: _Optional[bytes] = ..., slots: _Optional[int] = ..., scale_bits: _Optional[int] = ..., key_owner: _Optional[str] = ...) -> None: ...
 
 class PublicKey(_message.Message):
-    __slots__ = ("n", "owner", "h_s")
+    __slots__ = ("n", "owner", "h_s", "scheme", "g", "h")
     N_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     H_S_FIELD_NUMBER: _ClassVar[int]
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
+    G_FIELD_NUMBER: _ClassVar[int]
+    H_FIELD_NUMBER: _ClassVar[int]
     n: bytes
     owner: str
     h_s: bytes
-    def __init__(self, n: _Optional[bytes] = ..., owner: _Optional[str] = ..., h_s: _Optional[bytes] = ...) -> None: ...
+    scheme: str
+    g: bytes
+    h: bytes
+    def __init__(self, n: _Optional[bytes] = ..., owner: _Optional[str] = ..., h_s: _Optional[bytes] = ..., scheme: _Optional[str] = ..., g: _Optional[bytes] = ..., h: _Optional[bytes] = ...) -> None: ...
 
 class Indices(_message.Message):
     __slots__ = ("data",)
@@ -134,19 +140,33 @@ class InputLayout(_message.Message):
     vocab_sizes: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, dense: _Optional[int] = ..., vocab_sizes: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class BucketLayout(_message.Message):
+    __slots__ = ("values", "scale_bits", "value_bits", "rows")
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    SCALE_BITS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_BITS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    values: int
+    scale_bits: int
+    value_bits: int
+    rows: int
+    def __init__(self, values: _Optional[int] = ..., scale_bits: _Optional[int] = ..., value_bits: _Optional[int] = ..., rows: _Optional[int] = ...) -> None: ...
+
 class LayerSetup(_message.Message):
-    __slots__ = ("matmul", "embed", "matmul_inputs", "embed_inputs", "layout")
+    __slots__ = ("matmul", "embed", "matmul_inputs", "embed_inputs", "layout", "buckets")
     MATMUL_FIELD_NUMBER: _ClassVar[int]
     EMBED_FIELD_NUMBER: _ClassVar[int]
     MATMUL_INPUTS_FIELD_NUMBER: _ClassVar[int]
     EMBED_INPUTS_FIELD_NUMBER: _ClassVar[int]
     LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
     matmul: MatMulSetup
     embed: EmbedSetup
     matmul_inputs: MatMulInputs
     embed_inputs: EmbedInputs
     layout: InputLayout
-    def __init__(self, matmul: _Optional[_Union[MatMulSetup, _Mapping]] = ..., embed: _Optional[_Union[EmbedSetup, _Mapping]] = ..., matmul_inputs: _Optional[_Union[MatMulInputs, _Mapping]] = ..., embed_inputs: _Optional[_Union[EmbedInputs, _Mapping]] = ..., layout: _Optional[_Union[InputLayout, _Mapping]] = ...) -> None: ...
+    buckets: BucketLayout
+    def __init__(self, matmul: _Optional[_Union[MatMulSetup, _Mapping]] = ..., embed: _Optional[_Union[EmbedSetup, _Mapping]] = ..., matmul_inputs: _Optional[_Union[MatMulInputs, _Mapping]] = ..., embed_inputs: _Optional[_Union[EmbedInputs, _Mapping]] = ..., layout: _Optional[_Union[InputLayout, _Mapping]] = ..., buckets: _Optional[_Union[BucketLayout, _Mapping]] = ...) -> None: ...
 
 class Control(_message.Message):
     __slots__ = ("fields",)

@@ -1,6 +1,8 @@
 """Cryptographic primitives and the multi-party protocols written against `Channel`.
 
     vfl.secure.paillier        the Paillier engine: keys, encryption, packing, obfuscators
+    vfl.secure.ou              Okamoto-Uchiyama: keys, the owner's encryption, decryption
+    vfl.secure.histograms      encrypted bucket sums (secure trees' histograms, WOE/IV)
     vfl.secure.source_layers   BlindFL's MatMul and Embed-MatMul source layers
     vfl.secure.psi             private set intersection (the ALIGNING stage)
     vfl.secure.pki             the federation CA, certificates and their rotation
@@ -25,6 +27,7 @@ from vfl.secure.errors import (
     EncodingError,
     ExecutorError,
     InputError,
+    OuKeyError,
     PaillierKeyError,
     PayloadError,
     PsiError,
@@ -41,6 +44,7 @@ __all__ = [
     "EncodingError",
     "ExecutorError",
     "InputError",
+    "OuKeyError",
     "PaillierKeyError",
     "PayloadError",
     "PsiError",

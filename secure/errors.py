@@ -8,6 +8,8 @@ SecureError                 base of everything raised here
 ├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
 ├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
 ├── PaillierKeyError        a Paillier key is missing, malformed or below the minimum size
+├── OuKeyError              an Okamoto-Uchiyama key is missing, malformed or below the
+│                           minimum size (`secure.ou`)
 ├── StateError              a source layer's saved state does not fit the layer it is
 │                           loaded into (another key, size, shape or corrupt values)
 ├── CertError               a CA or certificate is missing, invalid, expired or would be
@@ -60,6 +62,11 @@ class PayloadError(SecureError):
 class PaillierKeyError(SecureError):
     """A Paillier key is missing (a private key this context does not hold), malformed
     (a modulus, h_s or factors that do not fit) or below the minimum size."""
+
+
+class OuKeyError(SecureError):
+    """An Okamoto-Uchiyama key is missing (a private key this party does not hold),
+    malformed (factors, bases or sizes that do not fit) or below the minimum size."""
 
 
 class StateError(SecureError):

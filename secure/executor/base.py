@@ -32,12 +32,20 @@ PRODUCT_TERM = "product term"  # one nonzero term of a ciphertext matrix product
 RERANDOMIZE_FULL = "rerandomize (full)"  # c * r^n with a full exponentiation
 RERANDOMIZE_TABLE = "rerandomize (table)"  # c * r^n from a fixed-base table
 PSI_POINT = "psi point"  # one X25519 blinding of a PSI id (secure.psi.curve; no key size)
+# Okamoto-Uchiyama (secure.ou, the encrypted bucket sums of secure.histograms; key_bits is
+# the size of n = p^2 q; bench/results/bucket_sum.txt):
+OU_ENCRYPT = "ou encrypt"  # the owner's encryption of one row part by its CRT tables
+OU_PRODUCT = "ou product"  # one product or squaring mod n (a bucket addition, a pack shift)
+OU_DECRYPT = "ou decrypt"  # one decryption, c^t mod p^2
 OP_COSTS_MS = {
     DECRYPT: 2.7,
     PRODUCT_TERM: 0.018,
     RERANDOMIZE_FULL: 9.5,
     RERANDOMIZE_TABLE: 1.6,
     PSI_POINT: 0.032,
+    OU_ENCRYPT: 0.16,
+    OU_PRODUCT: 0.0015,
+    OU_DECRYPT: 0.2,
 }
 _COST_POWERS = {
     DECRYPT: 3,
@@ -45,6 +53,9 @@ _COST_POWERS = {
     RERANDOMIZE_FULL: 3,
     RERANDOMIZE_TABLE: 3,
     PSI_POINT: 0,
+    OU_ENCRYPT: 3,
+    OU_PRODUCT: 2,
+    OU_DECRYPT: 3,
 }
 
 

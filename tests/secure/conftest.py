@@ -1,10 +1,12 @@
-"""Fixtures of the `secure` tests: one session-scoped set of small TEST keys, and the hub
-the protocols run over (in-process and real gRPC)."""
+"""Fixtures of the `secure` tests: one session-scoped set of small TEST keys (Paillier per
+party, and one Okamoto-Uchiyama key), and the hub the protocols run over (in-process and
+real gRPC)."""
 
 from __future__ import annotations
 
 import pytest
 from vfl.secure.channel import InProcessHub
+from vfl.secure.ou.keys import OuKeyPair, generate_ou_keypair
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
 
 from tests.support.secure import TEST_KEY_BITS, TEST_PARTIES, config_for_tests
@@ -16,6 +18,13 @@ def test_keys() -> dict[str, KeyPair]:
     session."""
     config = config_for_tests(key_bits=TEST_KEY_BITS)
     return {party: generate_keypair(party, config) for party in TEST_PARTIES}
+
+
+@pytest.fixture(scope="session")
+def ou_test_key() -> OuKeyPair:
+    """One INSECURE 1024-bit Okamoto-Uchiyama test key pair, owned by B, made once per
+    session."""
+    return generate_ou_keypair("B", TEST_KEY_BITS, allow_insecure_test_keys=True)
 
 
 @pytest.fixture(params=["inprocess", "grpc"])
