@@ -144,3 +144,40 @@ def write_credit_tables(
         "bank": TableSource(path=str(paths["bank"]), format=fmt, id="id", label="y"),
         "shop": TableSource(path=str(paths["shop"]), format=fmt, id="id"),
     }
+
+
+def credit_held_out(
+    folder: Path, rows: int, seed: int = 0, test_fraction: float = 0.2, step: float | None = None
+) -> tuple[dict[str, tuple[TableSource, str]], dict[str, np.ndarray]]:
+    """`credit_arrays` rows split into training rows and held-out test rows, written as
+    bank.csv / bank_test.csv and shop.csv / shop_test.csv in `folder`; with `step`, every
+    feature rounded to a multiple of it within +-15 steps (few distinct values, so any
+    binning of at least 31 bins is exact). Returns each party's (training table, test
+    file) and the pooled arrays: `x`, `y` (training rows), `x_test`, `y_test`, `ids_test`
+    (ids as text)."""
+    xa, xb, y = credit_arrays(rows, seed)
+    if step is not None:
+        xa, xb = (np.clip(np.round(x / step), -15, 15) * step for x in (xa, xb))
+    cut = rows - int(round(rows * test_fraction))
+    ids = np.arange(rows)
+    bank_head = ["id", "y", *(f"a{i}" for i in range(BANK_FEATURES))]
+    shop_head = ["id", *(f"b{i}" for i in range(SHOP_FEATURES))]
+    for suffix, part in (("", slice(0, cut)), ("_test", slice(cut, rows))):
+        _write(folder / f"bank{suffix}.csv", bank_head, [ids[part], y[part]], xa[part])
+        _write(folder / f"shop{suffix}.csv", shop_head, [ids[part]], xb[part])
+    tables = {
+        "bank": (
+            TableSource(path=str(folder / "bank.csv"), label="y"),
+            str(folder / "bank_test.csv"),
+        ),
+        "shop": (TableSource(path=str(folder / "shop.csv")), str(folder / "shop_test.csv")),
+    }
+    x = np.hstack([xa, xb])
+    pooled = {
+        "x": x[:cut],
+        "y": y[:cut],
+        "x_test": x[cut:],
+        "y_test": y[cut:],
+        "ids_test": ids[cut:].astype(str),
+    }
+    return tables, pooled

@@ -15,3 +15,15 @@ def actions(sub: argparse._SubParsersAction, name: str, help: str) -> argparse._
         help: its line in the parent's help.
     """
     return sub.add_parser(name, help=help).add_subparsers(dest="action", required=True)
+
+
+def seconds(text: str) -> float:
+    """An option's positive, finite number of seconds (`type=seconds`): anything else is
+    a usage error (exit 2) naming the value."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value

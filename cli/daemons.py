@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import gc
 import os
 import signal
 import sys
@@ -14,7 +15,7 @@ import threading
 from pathlib import Path
 
 from vfl.cli import certs
-from vfl.cli.commands import actions
+from vfl.cli.commands import actions, seconds
 from vfl.contract.logs import configure_daemon_logging
 from vfl.errors import CoordinatorError
 from vfl.rpc import COORDINATOR_ID
@@ -131,6 +132,7 @@ def cmd_party_serve(args: argparse.Namespace) -> int:
     _warn_insecure(tls is None)
     torch.set_num_threads(1)  # several parties share a machine's cores
     server = create_party_server(config, tls, options=_daemon_options(args))
+    gc.freeze()  # what starting made lives as long as the daemon: no full collection scans it
     try:
         metrics = serve_metrics(server.daemon.metrics.registry, args.metrics, server.clients.tls)
     except CoordinatorError:
@@ -199,7 +201,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     cs.add_argument("--listen", default="127.0.0.1:7700", help="host:port (port 0: any)")
     cs.add_argument(
         "--party-grace",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="S",
         help="seconds a party may stay silent before its running jobs pause (default 10)",

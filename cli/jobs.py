@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vfl.cli import certs, progress
+from vfl.cli.commands import seconds
 from vfl.client import Client
 from vfl.errors import CoordinatorError, CoordinatorLost
 from vfl.results import JobView
@@ -192,6 +193,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     hc.add_argument("address", help="host:port of a coordinator or party daemon")
     hc.add_argument("--service", default="", help="service name ('' = the whole server)")
     hc.add_argument("--expect", help="party id the server's certificate must name")
-    hc.add_argument("--timeout", type=float, default=5.0, help="seconds")
+    hc.add_argument("--timeout", type=seconds, default=5.0, help="seconds")
     certs.add_tls_flags(hc, client=True)
     hc.set_defaults(fn=cmd_health)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from vfl.cli.commands import seconds
 from vfl.cli.jobs import client, client_command
 from vfl.scoring import Scores
 
@@ -62,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         )
         sp.add_argument("--party", metavar="HOST:PORT", help="the active party's daemon")
         sp.add_argument("--expect", help="with --party and TLS: the party id its certificate names")
-        sp.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+        sp.add_argument("--timeout", type=seconds, default=60.0, help="seconds (default 60)")
 
     client_command(
         sub,

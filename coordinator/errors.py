@@ -15,6 +15,9 @@ CoordinatorError        base (a malformed job spec is `vfl.contract.errors.SpecE
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class CoordinatorError(Exception):
     """Base class of coordinator errors."""
@@ -74,3 +77,12 @@ class CoordinatorLost(CoordinatorError):
 class CoordinatorUnavailable(CoordinatorError):
     """The coordinator could not be reached: not running, wrong address, or the TLS
     handshake failed (the message names the cause and the fix)."""
+
+
+@contextlib.contextmanager
+def of_model(model_id: str) -> Iterator[None]:
+    """A call about model `model_id`: no job of that id is no such model (`UnknownModel`)."""
+    try:
+        yield
+    except UnknownJob:
+        raise UnknownModel(f"no model {model_id}; list them with `vfl models`") from None

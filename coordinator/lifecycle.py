@@ -202,10 +202,15 @@ class Lifecycle:
             if outcome.state is None:
                 if outcome.result != current:  # a passive party's round changes nothing
                     self.store.update_result(job_id, outcome.result)
-            elif outcome.state != FAILED:
-                moved = self.store.set_state(job_id, outcome.state, result=outcome.result)
+            elif outcome.state not in (FAILED, PAUSED):
+                # an end replaces the reason of the last wait ("launched: ...")
+                done = "every party finished" if outcome.state == SUCCEEDED else ""
+                reason = outcome.reason or done
+                moved = self.store.set_state(job_id, outcome.state, reason, outcome.result)
         if outcome.state == FAILED:
             self.end(job_id, FAILED, outcome.reason, background=True)
+        elif outcome.state == PAUSED:  # a party's problem its operator can mend
+            self.pause(job_id, spec, outcome.reason, background=True, when="once it is mended")
         elif moved and outcome.state == SUCCEEDED:
             rounds = outcome.result.rounds
             log.info("job %s SUCCEEDED: every party reported done (%d rounds)", job_id, rounds)
@@ -228,14 +233,22 @@ class Lifecycle:
 
     # --- pausing and ending ------------------------------------------------------------
 
-    def pause(self, job_id: str, spec: JobSpec, reason: str, background: bool = False) -> None:
-        """A party was lost: pause the job (its parties keep their checkpoints); with
-        `background`, the parties are told in a thread of their own."""
+    def pause(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        reason: str,
+        background: bool = False,
+        when: str = "once the party is back",
+    ) -> None:
+        """A party was lost, or hit a problem its operator can mend: pause the job (its
+        parties keep their checkpoints); with `background`, the parties are told in a
+        thread of their own. `when`: when the job can go on."""
         with job_context(job_id):
             round_ = self.store.get(job_id).result.checkpoint_round
             why = (
-                f"{reason}; every party has checkpointed round {round_}: once the party is "
-                f"back, continue with `vfl resume {job_id}`"
+                f"{reason}; every party has checkpointed round {round_}: {when}, "
+                f"continue with `vfl resume {job_id}`"
             )
             if self.store.set_state(job_id, PAUSED, why):
                 log.info("job %s PAUSED: %s", job_id, why)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import grpc
+from vfl.contract.errors import party_named
 from vfl.contract.spec import JobSpec
 from vfl.coordinator.errors import PartyBusy, PartyRefused, PartyUnavailable, PartyUnregistered
 from vfl.coordinator.store import JobStore
@@ -257,9 +258,10 @@ class PartyControl:
                     f"party '{party_id}' at {address} is not reachable ({exc.code().name}: "
                     f"{why}); check that its daemon is running and the address is right"
                 ) from None
+            said = party_named(party_id, exc.details() or exc.code().name)
             if exc.code() in REFUSALS:
-                raise PartyRefused(f"party '{party_id}': {exc.details()}") from None
+                raise PartyRefused(said) from None
             if exc.code() == grpc.StatusCode.ABORTED and method == "PrepareJob":
-                raise PartyBusy(f"party '{party_id}': {exc.details()}") from None
+                raise PartyBusy(said) from None
             # RESOURCE_EXHAUSTED: the job is over one of the party's limits; it fails
-            raise PartyUnavailable(f"party '{party_id}': {exc.details()}") from None
+            raise PartyUnavailable(said) from None

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vfl.contract.spec import JobSpec
-from vfl.contract.states import FAILED, RUNNING, SUCCEEDED, JobState, state_name
+from vfl.contract.states import FAILED, PAUSED, RUNNING, SUCCEEDED, JobState, state_name
 from vfl.coordinator.errors import CoordinatorError
 from vfl.proto import coordinator_pb2 as pb
 
@@ -74,8 +74,9 @@ def apply_report(
         new.history.add(round=request.validation.round, seconds=seconds, metrics=metrics)
     elif event == "done":
         return _party_done(new, spec, party_id, request.done, happened(new, request))
-    elif event == "failed":
-        return Outcome(new, FAILED, request.failed.reason or f"party '{party_id}' failed")
+    elif event == "failed":  # for a problem its operator can mend, the job pauses
+        state = PAUSED if request.failed.pause else FAILED
+        return Outcome(new, state, request.failed.reason or f"party '{party_id}' failed")
     elif event == "checkpoint":
         new.checkpoints[party_id] = max(new.checkpoints[party_id], request.checkpoint.round)
         new.checkpoint_round = min(new.checkpoints.get(p.id, 0) for p in spec.parties)

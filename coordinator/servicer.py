@@ -18,7 +18,7 @@ from vfl.contract.spec.predict import parse_predict_text
 from vfl.contract.states import JobState
 from vfl.coordinator.access import Access
 from vfl.coordinator.calls import CODES, Pools, caller_of, in_thread, off_loop, unary
-from vfl.coordinator.errors import UnknownJob, UnknownModel
+from vfl.coordinator.errors import of_model
 from vfl.coordinator.federation import check_federation
 from vfl.coordinator.lifecycle import Lifecycle
 from vfl.coordinator.store import JobRecord
@@ -67,25 +67,25 @@ class CoordinatorServicer(pb_grpc.CoordinatorServiceServicer):
         self, caller: str | None, request: pb.SubmitPredictionRequest
     ) -> str:
         predict = parse_predict_text(request.spec_yaml)
-        try:
+        with of_model(predict.model):
             self._access.check_predict(caller, predict.model)
             return self._life.submit_prediction(predict, request.spec_yaml)
-        except UnknownJob:
-            raise UnknownModel(f"no model {predict.model}; list them with `vfl models`") from None
 
     @unary("reads", lambda found: pb.LocateModelResponse(party_id=found[0], address=found[1]))
     def LocateModel(  # noqa: N802
         self, caller: str | None, request: pb.LocateModelRequest
     ) -> tuple[str, str]:
-        self._access.check_read(caller, request.model_id)
-        return self._life.locate_model(request.model_id)
+        with of_model(request.model_id):
+            self._access.check_read(caller, request.model_id)
+            return self._life.locate_model(request.model_id)
 
     @unary("reads", lambda found: pb.LocatePartiesResponse(addresses=found))
     def LocateParties(  # noqa: N802
         self, caller: str | None, request: pb.LocatePartiesRequest
     ) -> dict[str, str]:
-        self._access.check_read(caller, request.model_id)  # a party of the model, or operator
-        return self._life.locate_parties(request.model_id)
+        with of_model(request.model_id):
+            self._access.check_read(caller, request.model_id)  # a party of it, or operator
+            return self._life.locate_parties(request.model_id)
 
     @unary("reads", lambda records: pb.ListJobsResponse(jobs=[summary(r) for r in records]))
     def ListJobs(self, caller: str | None, request: pb.ListJobsRequest) -> list[JobRecord]:  # noqa: N802

@@ -11,7 +11,7 @@ from vfl.contract.errors import SpecError
 from vfl.contract.spec import JobSpec
 from vfl.contract.spec.predict import PredictSpec
 from vfl.contract.states import SUCCEEDED, state_name
-from vfl.coordinator.errors import CoordinatorError, PartyUnavailable, UnknownModel
+from vfl.coordinator.errors import CoordinatorError, PartyUnavailable, UnknownModel, of_model
 from vfl.coordinator.models import deleted_on
 from vfl.coordinator.specs import SpecCache
 from vfl.coordinator.store import JobStore
@@ -36,7 +36,8 @@ class Submissions:
         launch it in the background.
 
         Raises:
-            SpecError: the spec names data by path.
+            SpecError: the spec names data by path, or a dataset that its party, when
+                registered, does not expose (a party not registered yet is asked at launch).
         """
         paths = [p.id for p in spec.parties if p.data.path is not None]
         if paths:
@@ -45,17 +46,33 @@ class Submissions:
                 "daemons names a dataset each party's config exposes: data: {dataset: NAME} "
                 "(`vfl run` accepts paths because it starts the parties itself)"
             )
+        self._check_exposed(spec)
         job_id = self._store.create(spec.job, spec_yaml, spec.to_json())
         self._specs.keep(job_id, spec)
         log.info("job %s submitted (%s, %d parties)", job_id, spec.protocol, len(spec.parties))
         self._launch(job_id)
         return job_id
 
+    def _check_exposed(self, spec: JobSpec) -> None:
+        """Raises: SpecError: a registered party does not expose a dataset `spec` names."""
+        exposed = {r.party_id: r.datasets for r in self._store.party_records()}
+        for party in spec.parties:
+            if party.id not in exposed:
+                continue
+            for name in (party.data.dataset, party.data.test_dataset):
+                if name is not None and name not in exposed[party.id]:
+                    offered = ", ".join(exposed[party.id]) or "none"
+                    raise SpecError(
+                        f"party '{party.id}' exposes no dataset '{name}' (it exposes: "
+                        f"{offered}); name one of them, or add '{name}' under datasets: "
+                        "in that party's config and restart its daemon"
+                    )
+
     def submit_prediction(self, request: PredictSpec, spec_yaml: str) -> str:
         """Store and launch a job that scores `request.data` with model `request.model`.
 
         Raises:
-            UnknownJob: no job trained such a model.
+            UnknownModel: no job trained such a model.
             CoordinatorError: the job did not succeed, or is itself a prediction.
             UnknownModel: the model was deleted.
             SpecError: the datasets do not name exactly the model's parties.
@@ -72,7 +89,7 @@ class Submissions:
         `vfl score` asks for scores).
 
         Raises:
-            UnknownJob: no job trained such a model.
+            UnknownModel: no job trained such a model.
             CoordinatorError: the job did not succeed, or is itself a prediction.
             PartyUnavailable: the active party never registered here.
         """
@@ -90,7 +107,7 @@ class Submissions:
         registration), for online scoring's sessions.
 
         Raises:
-            UnknownJob: no job trained such a model.
+            UnknownModel: no job trained such a model.
             CoordinatorError: the job did not succeed, or is itself a prediction.
         """
         registered = self._store.parties()
@@ -101,10 +118,11 @@ class Submissions:
         """The spec of the training job that left model `model_id`.
 
         Raises:
-            UnknownJob: no such job. CoordinatorError: it left no model.
-            UnknownModel: the model was deleted.
+            UnknownModel: no such job, or the model was deleted.
+            CoordinatorError: the job left no model.
         """
-        record = self._store.get(model_id)
+        with of_model(model_id):
+            record = self._store.get(model_id)
         trained = self._specs.spec(model_id)
         if trained.predict is not None or record.state != SUCCEEDED:
             what = "a prediction" if trained.predict is not None else state_name(record.state)

@@ -30,14 +30,21 @@ limits:                           # optional; what a job may hold here (`party.l
   max_rows: 50000000              # default: memory_gb / 256 bytes
   max_concurrent_jobs: 4          # more jobs wait QUEUED; default max(4, 2 x cores)
   max_job_seconds: 604800         # default 7 days
+  max_envelope_mb: 256            # one envelope a peer sends here
+  mailbox_mb: 512                 # a job's envelopes held here, not yet taken
+  peer_streams: 16                # Push streams one certificate holds here at once
+  chunk_timeout_s: 10             # a Push stream silent this long is cancelled
 scoring:                          # optional; online scoring's capacity at this daemon
-  threads: 32                     # Predict calls held at once, all models together
-  queue: 32                       # per model: requests waiting for its next micro-batch
+  deadline_s: 1.0                 # a call is admitted if it can be scored within this
+  threads: 1024                   # Predict calls held at once, all models together
+  queue: 1024                     # per model: requests waiting for its micro-batches
 ```
 `limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
 over one FAILs naming it; one that fits alone but not beside the jobs held now waits
 QUEUED), and while jobs run (`party.guard`: a job whose memory grows past memory_gb, or
-that runs longer than max_job_seconds, fails; the others go on).
+that runs longer than max_job_seconds, fails; the others go on), and what peers'
+envelopes may hold here, checked from each envelope's header before its payload is read
+(`party.transport.endpoint`, the Push planes of `party.server`).
 `compute` is a `secure.executor.ComputeConfig`: the party's infrastructure, never part of
 a job spec. `executor: ray` needs Ray installed beside the daemon (`pip install -e
 ".[ray]"`); the daemon joins the cluster at its first job. `min_task_ms` is one number
@@ -45,10 +52,12 @@ for decryptions, re-randomisations and products: the executor's cost model
 (`secure.executor.OP_COSTS_MS`, scaled with the key size) turns it into items per task
 (at 2048 bits and 20 ms: 8 decryptions, 13 table re-randomisations, 1,112 product terms,
 625 PSI points).
-`scoring` is a `ScoringLimits`: a `Predict` beyond either bound is refused at once with
-RESOURCE_EXHAUSTED and a retry hint (docs/operations.md, "Capacity and overload");
-training's data plane and the coordinator's calls run on threads of their own, which no
-scoring load takes.
+`scoring` is a `ScoringLimits`: a `Predict` is admitted into its model's micro-batches if
+the batches ahead of it and its own are estimated, from their measured cost, to end
+within `deadline_s` (or the call's own deadline, if sooner); one beyond that, or beyond
+either bound, is refused at once with RESOURCE_EXHAUSTED and a retry hint
+(docs/operations.md, "Capacity and overload"); training's data plane and the
+coordinator's calls run on threads of their own, which no scoring load takes.
 A dataset entry is a `vfl.contract.spec.TableSource`, the same model as a job's `data:` by
 path. `serve: true` (a party config only) makes it a serving table: online scoring (`vfl
 score`) looks ids up in the serving tables, in the order listed here, then in the
@@ -99,27 +108,38 @@ _TOP = {
     "limits",
     "scoring",
 }
-MAX_SCORING_THREADS = 1024  # of `scoring.threads` and `scoring.queue`
+MAX_SCORING_THREADS = 4096  # of `scoring.threads` and `scoring.queue`
+MAX_SCORING_DEADLINE_S = 60.0
 
 
 class ScoringLimits(BaseModel):
     """Online scoring's capacity at one daemon (`scoring:` in the party config): a
-    `Predict` beyond either bound is refused at once (RESOURCE_EXHAUSTED, retry hint)."""
+    `Predict` its model's micro-batches cannot answer within `deadline_s`, or beyond
+    either bound, is refused at once (RESOURCE_EXHAUSTED, retry hint)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
+    deadline_s: float = Field(
+        1.0,
+        gt=0,
+        le=MAX_SCORING_DEADLINE_S,
+        description="a Predict is admitted if the micro-batches ahead of it and its own "
+        "are estimated (from their measured cost) to end within this many seconds, or "
+        "within the call's own deadline if sooner",
+    )
     threads: int = Field(
-        32,
+        1024,
         ge=1,
         le=MAX_SCORING_THREADS,
         description="Predict calls held at once, every model together (each waits on a "
-        "thread of the scoring plane for its micro-batch)",
+        "thread of the scoring plane for its micro-batch; the threads start at the "
+        "first call)",
     )
     queue: int = Field(
-        32,
+        1024,
         ge=1,
         le=MAX_SCORING_THREADS,
-        description="per model, requests waiting for its next micro-batch (one runs at a "
+        description="per model, requests waiting for its micro-batches (one runs at a "
         "time, of up to 64 ids)",
     )
 
@@ -219,7 +239,7 @@ def _scoring(raw: Any) -> ScoringLimits:
     """Raises:
     ConfigError: an unknown or invalid `scoring.FIELD`."""
     if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("'scoring' must be a mapping {threads, queue}")
+        raise ConfigError("'scoring' must be a mapping {deadline_s, threads, queue}")
     try:
         return ScoringLimits.model_validate(raw or {})
     except ValidationError as exc:

@@ -21,7 +21,13 @@ from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
-from vfl.party.errors import JobError, LimitExceeded, ModelError, PartyError, shareable
+from vfl.party.errors import (
+    JobError,
+    LimitExceeded,
+    ModelError,
+    PartyError,
+    failure_reason,
+)
 from vfl.party.guard import Guard
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
@@ -35,7 +41,7 @@ from vfl.party.reporting import CoordinatorReporter
 from vfl.party.state import StateDir
 from vfl.party.state.model_store import Manifest
 from vfl.party.state.snapshots import sweep
-from vfl.party.transport.endpoint import Endpoint
+from vfl.party.transport.endpoint import Arrival, Endpoint
 from vfl.party.transport.grpc_channel import SESSION_PLANE
 from vfl.party.transport.ping import PingResult
 from vfl.party.transport.scoring import ScoringPeers
@@ -84,7 +90,12 @@ class PartyDaemon:
         self.metrics = PartyMetrics(self.jobs_by_state, self.compute.ready_counts)  # --metrics
         self.parts = ModelParts(config.party_id, self.state, self.metrics)  # its model store
         self.endpoint = Endpoint(  # the data plane: envelopes in, channels out
-            config.party_id, clients, self._deliver, self.metrics.envelope, self.options.audit_dir
+            config.party_id,
+            clients,
+            self._locate,
+            self.metrics.envelope,
+            config.limits.max_envelope_bytes,
+            self.options.audit_dir,
         )
         timeout = self.options.scoring_timeout_s
         self.online = OnlineScoring(
@@ -227,7 +238,7 @@ class PartyDaemon:
             )
         if isinstance(job, PartyJob):
             job.peers = {p.id: addresses[p.id] for p in spec.parties if p.id != me}
-        mailbox = Mailbox()
+        mailbox = Mailbox(self.config.limits.mailbox_bytes)
         network = spec.network if spec.network is not None else self.options.network
         channel = self.endpoint.channel(job_id, mailbox, addresses, spec.train.timeout_s, network)
         running = RunningJob(job, mailbox, channel, budget)
@@ -271,7 +282,7 @@ class PartyDaemon:
         party = self.config.party_id
         with job_context(job_id):
             reporter = CoordinatorReporter(self._coordinator, job_id, party, lambda: None)
-            reporter.failed(f"party '{party}': {shareable(error, party)}")
+            reporter.failed(failure_reason(error, party))
             self.abort(job_id, f"over a limit of party '{party}'")
 
     def _expire_if_never_started(self, job_id: str, prepared_at: float) -> None:
@@ -288,34 +299,28 @@ class PartyDaemon:
 
     # --- data plane ----------------------------------------------------------------
 
-    def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        """Take one envelope of a job or an online scoring session (`Endpoint.push`);
-        returns False for a duplicate tag.
-
-        Raises:
-            JobError: unknown job, wrong receiver, or a sender that is not in the job.
-            AccessDenied: a sender that is not in the scoring session.
-            ShuttingDown: the daemon is stopping.
-        """
-        return self.endpoint.push(job_id, sender, receiver, tag, data)
+    def admit(self, job_id: str, sender: str, receiver: str, tag: str, size: int) -> Arrival | None:
+        """Take one envelope of a job or an online scoring session from its header, before
+        its payload is read (`Endpoint.admit`, which lists what it raises); None for a
+        duplicate tag."""
+        return self.endpoint.admit(job_id, sender, receiver, tag, size)
 
     def check_peers(self, peers: dict[str, str]) -> list[PingResult]:
         """`vfl doctor`'s data-plane check: push a ping to each peer, at the address its
         config's `peers:` names, else the one given (as a job's addresses are chosen)."""
         return self.endpoint.check_peers({p: self.config.peers.get(p, a) for p, a in peers.items()})
 
-    def _deliver(self, job_id: str, sender: str, tag: str, data: bytes) -> bool | None:
-        """File an envelope with its job, else with its online scoring session; None if
-        neither is here.
+    def _locate(self, job_id: str, sender: str, tag: str) -> Mailbox | None:
+        """The mailbox of job `job_id`, else of scoring session `job_id`, if `sender` is
+        in it; None if neither is here with `sender` in it (`transport.endpoint.Locate`).
 
         Raises:
-            JobError: the job ended here, or `sender` is not a peer in it.
-            AccessDenied: a sender that is not in the scoring session.
+            JobError: the job, with `sender` in it, ended here.
         """
         mailbox = self.jobs.mailbox(job_id, sender, tag)
         if mailbox is None:
-            return self.online.deliver(job_id, sender, tag, data)
-        return mailbox.put(sender, tag, data)
+            return self.online.mailbox(job_id, sender)
+        return mailbox
 
     # --- shutdown ------------------------------------------------------------------
 
@@ -383,10 +388,11 @@ class PartyDaemon:
                 log.info("party %s: stopped (%s)", party, exc)
                 return
             log.warning("party %s: failed: %s", party, exc)
-            reporter.failed(f"party '{party}': {shareable(exc, party)}")
+            pause = isinstance(exc, PartyError) and exc.pauses
+            reporter.failed(failure_reason(exc, party), pause)
         except Exception as exc:  # noqa: BLE001 - any failure ends this job, not the daemon
             log.exception("party %s: failed unexpectedly", party)
-            reporter.failed(f"party '{party}': {shareable(exc, party)}")
+            reporter.failed(failure_reason(exc, party))
         finally:
             self.jobs.finished(job_id, running)
             running.release()

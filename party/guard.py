@@ -9,12 +9,15 @@ the job that holds the most by its account (`JobBudget.held_bytes`: its estimate
 more where its table reader has read more) with `MemoryLimitExceeded`. For `PENDING_S` after, while
 that job stops (its thread may allocate on until its next check, and what it held is
 freed once its error is dropped), the guard fails no other job and hands freed memory
-back to the system (`release_memory`); then it fails another only if the memory grows a
+back to the system (`release_memory`, on every tick until `RELEASE_S` after the job's
+account closed, and the daemon's idle memory is not measured meanwhile: no later job is
+judged by what the failed one held); then it fails another only if the memory grows a
 further `SLACK` of the limit beyond the highest it reached (memory the allocator keeps is
 no reason to fail a job that does not grow). A job running longer than
 `limits.max_job_seconds` fails too. A job is failed the way a cancel stops it: its
 `on_fail` (the daemon's) reports it FAILED and closes its mailbox, and the job's own
-checks (`JobBudget.check`: between the blocks of a table being read, at every round)
+checks (`JobBudget.check`: between the blocks of a table being read and every few
+hundred of its columns, at every round)
 raise the error in its thread, so a job busy loading or computing stops there too. Its
 peers and every other job on the daemon go on; the kernel's OOM killer never chooses.
 The same check holds `limits.max_rows` against the rows the job's table reader has read:
@@ -42,12 +45,13 @@ from vfl.party.limits import (
     too_many_parameters,
     too_many_rows,
     too_much_memory,
-    tree_bytes,
 )
+from vfl.party.memory import ProcessTree
 
 log = logging.getLogger(__name__)
 
 PENDING_S = 10.0  # after failing a job for memory, how long it waits for that job to stop
+RELEASE_S = 3.0  # after a failed job's account closes, how long each tick hands memory back
 SLACK = 0.05  # ... then it fails another only if the memory grew this share of the limit
 
 
@@ -94,7 +98,8 @@ class Guard:
         limits: the party config's `limits:`.
         held: the jobs the daemon holds now (loading, prepared or running); the account
             of a job that never started and is not among them is closed.
-        sample: the bytes the daemon's process tree holds (`party.limits.tree_bytes`).
+        sample: the bytes the daemon's process tree holds (default: a `ProcessTree` of
+            this process, `party.memory`).
         interval_s: how often the watchdog samples.
         pending_s: after failing a job for memory, how long it fails no other.
     """
@@ -104,17 +109,24 @@ class Guard:
         party_id: str,
         limits: Limits,
         held: Callable[[], set[str]],
-        sample: Callable[[], int] = tree_bytes,
+        sample: Callable[[], int] | None = None,
         interval_s: float = 0.2,
         pending_s: float = PENDING_S,
     ) -> None:
         self.party_id, self.limits, self._pending_s = party_id, limits, pending_s
+        sample = ProcessTree() if sample is None else sample
         self._held, self._sample, self._interval = held, sample, interval_s
         self._lock = threading.Lock()
         self._budgets: dict[str, JobBudget] = {}
         self.idle_bytes = sample()  # the tree with no job: updated while none is held
         self._quiet_until = 0.0
         self._failed_at: int | None = None  # the memory when it last failed a job for it
+        self._release_until = 0.0  # until then, each tick hands freed memory back
+        # the idle memory before the guard last failed a job: no later measure exceeds it
+        # until a job ends here without failure (what the allocator kept of the failed
+        # job's is no reason to refuse the next one; the watchdog still sees real growth)
+        self._idle_cap: int | None = None
+        self._capped_at = 0.0  # when the cap was set: a job opened since clears it
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="limits-guard", daemon=True)
         self._thread.start()
@@ -176,6 +188,12 @@ class Guard:
             if self._budgets.get(budget.job_id) is not budget:
                 return
             del self._budgets[budget.job_id]
+            if budget.failure is not None:  # what it held is freed as its error unwinds
+                self._release_until = time.monotonic() + RELEASE_S
+                if self._idle_cap is None:
+                    self._idle_cap, self._capped_at = self.idle_bytes, time.monotonic()
+            elif budget.started is not None and budget.opened > self._capped_at:
+                self._idle_cap = None  # a job admitted since ran to its end
         if budget.failure is not None:
             release_memory()
 
@@ -205,10 +223,14 @@ class Guard:
         with self._lock:
             fresh = {j for j, b in self._budgets.items() if now - b.opened < 1.0}
             if self._close_ended(fresh):  # (a job just admitted may not be held yet)
-                release_memory()  # what a failed job held, back to the system
+                self._release_until = now + RELEASE_S
+            if now < self._release_until:  # a failed job's memory, back to the system
+                release_memory()
             total = self._sample()
             if not self._budgets:
-                self.idle_bytes = total
+                if now >= self._release_until:  # not while a failed job's memory goes
+                    cap = self._idle_cap
+                    self.idle_bytes = total if cap is None else min(total, cap)
                 return
             live = [b for b in self._budgets.values() if b.failure is None]
         for budget in live:

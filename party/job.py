@@ -19,17 +19,22 @@ from vfl.party.errors import CheckpointError, DataError, JobError
 from vfl.party.kinds import TrainingRole, kind_of
 from vfl.party.limits import model_parameters
 from vfl.party.state import Checkpoint, StateDir
-from vfl.party.state.checkpoints import JobCheckpoints, aligned_hash, checkpoint_every
+from vfl.party.state.checkpoints import (
+    JobCheckpoints,
+    aligned_hash,
+    checkpoint_every,
+    content_hash,
+    unwritable,
+)
 from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.load import read_raw
-from vfl.party.tables.preprocess.fit import fit
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable, Table
 from vfl.party.training.context import Instruments, Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
-from vfl.party.training.plan import Plan, make_plan, make_test_plan
+from vfl.party.training.plan import Plan
 from vfl.party.training.task import make_task
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor
@@ -215,7 +220,12 @@ class PartyJob:
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), test_size)
         ctx = RoleContext(self.spec, self.party_id, channel, train, plan, reporter, val)
         ctx.executor = self.executor
-        ctx.checkpoints = self._checkpoints(plan, aligned_hash(aligned_ids), reporter)
+        content = [train.x, train.cat, labels]
+        if has_test:
+            content += [val.x, val.cat, val_labels]
+        ctx.checkpoints = self._checkpoints(
+            plan, aligned_hash(aligned_ids), content_hash(content), reporter
+        )
         ctx.start_round = self.resume_round
         ctx.instruments = self.instruments
         if self.record_views:
@@ -260,7 +270,8 @@ class PartyJob:
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
         else:
-            self.preprocessor = fit(raw, rows, self.dataset.source.preprocess or "auto")
+            mode = self.dataset.source.preprocess or "auto"
+            self.preprocessor = self.kind.preprocessing(self.spec, raw, rows, mode)
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
         """The aligned rows `rows` of `raw`, preprocessed; `raw`'s columns are released as
@@ -271,14 +282,7 @@ class PartyJob:
         return table
 
     def _plan(self, rows: int, test_rows: int | None) -> Plan:
-        t, v = self.spec.train, self.spec.validation
-        if test_rows is None:
-            return make_plan(
-                rows, v.fraction, t.batch_size, t.epochs, t.seed, v.every, self.spec.protocol
-            )
-        return make_test_plan(
-            rows, test_rows, t.batch_size, t.epochs, t.seed, v.every, self.spec.protocol
-        )
+        return self.kind.plan(self.spec, rows, test_rows)
 
     def _train(self, ctx: RoleContext, labels, val_labels, reporter: Reporter) -> dict:
         """KEYING (a keyed job: keys, their exchange and the layers' setup; on resume, the
@@ -325,10 +329,15 @@ class PartyJob:
         )
         part = self.kind.model_part(trainer)
         part["preprocess"] = self.preprocessor.model_dump_json()
-        ModelStore(self.state).save(manifest, part)
+        try:
+            ModelStore(self.state).save(manifest, part)
+        except OSError as exc:  # the job's last checkpoint stays: a resume keeps the model
+            raise unwritable(self.party_id, f"its part of model {self.job_id}", exc) from exc
         log.info("party %s: kept its part of model %s", self.party_id, self.job_id)
 
-    def _checkpoints(self, plan: Plan, aligned: str, reporter: Reporter) -> JobCheckpoints | None:
+    def _checkpoints(
+        self, plan: Plan, aligned: str, content: str, reporter: Reporter
+    ) -> JobCheckpoints | None:
         every = checkpoint_every(self.spec, plan.batches_per_epoch)
         if self.state is None or (every == 0 and self.resume is None):
             return None
@@ -340,6 +349,7 @@ class PartyJob:
             every,
             plan.total_rounds,
             aligned,
+            content,
             reporter.checkpoint,
             self.preprocessor.model_dump_json() if self.preprocessor is not None else None,
             dict(self.snapshots),

@@ -9,6 +9,12 @@ limits:                     # every field optional; defaults from this machine
   max_rows: 50000000        # rows of one job's tables here; default: memory / 256 bytes
   max_concurrent_jobs: 4    # jobs held at once; more wait QUEUED; default max(4, 2 x cores)
   max_job_seconds: 604800   # a job running longer here fails; default 7 days
+  max_envelope_mb: 256      # one envelope a peer sends here; a larger one is refused
+                            # before its payload is read
+  mailbox_mb: 512           # a job's (or scoring session's) envelopes held here: received
+                            # and not yet taken, and those arriving; beyond, refused
+  peer_streams: 16          # Push streams one certificate holds here at once
+  chunk_timeout_s: 10       # a Push stream that sends no chunk for this long is cancelled
 ```
 
 Before a party loads a job's data or builds its model, `estimate_job` says what the job
@@ -20,6 +26,16 @@ but not beside the jobs running now (`PartyBusy`: the coordinator queues it). Th
 (`party.guard`) watches what jobs really hold while they run; max_rows holds against the
 rows a job's table reader has read too (a CSV whose first MiB is one wide row estimates
 few), with the same wording (`too_many_rows`).
+
+The last four bound what peers' envelopes hold here, whatever their jobs say
+(`party.transport.endpoint`, the data plane in `party.server`): an envelope's size and
+its job are checked from its header, before its payload is read. The largest envelopes
+real jobs send are PSI's row order (`rows/<peer>`, 8 bytes a common row: 80 MB at 10
+million rows) and a wide source layer's encrypted weights at setup (a 512-byte
+ciphertext per input column at 2048 bits); a batch's messages take a few MiB at usual
+batch sizes, and validation and PSI's point streams travel in pieces of a few MiB at
+most. 256 MiB leaves those room (PSI of 33 million rows); a party that needs more raises
+`max_envelope_mb`, which the refusal names.
 
 Bytes a table holds: `ROW_BYTES` a row (its id, label, the PSI's points and digests, the
 aligned order) plus `CELL_BYTES` a cell (the raw float32 column and its preprocessed
@@ -43,6 +59,8 @@ from vfl.party.errors import LimitExceeded, PartyBusy
 from vfl.party.kinds import kind_of
 
 GB = 1 << 30
+MB = 1 << 20
+MAX_ENVELOPE_MB = 4096  # the most `max_envelope_mb` may say
 ROW_BYTES = 160
 CELL_BYTES = 8
 PARAMETER_DEFAULT_BYTES = 16  # a parameter, for the default max_parameters (docstring)
@@ -72,6 +90,29 @@ class Limits(BaseModel):
     max_rows: int = Field(ge=1, description="rows of one job's tables here")
     max_concurrent_jobs: int = Field(ge=1, description="jobs held at once; more wait QUEUED")
     max_job_seconds: float = Field(7 * 86400.0, gt=0, description="a job's longest run here")
+    max_envelope_mb: float = Field(
+        256,
+        ge=1,
+        le=MAX_ENVELOPE_MB,
+        description="MiB of one envelope a peer sends here; a larger one is refused before "
+        "its payload is read",
+    )
+    mailbox_mb: float = Field(
+        512,
+        ge=1,
+        le=MAX_ENVELOPE_MB * 4,
+        description="MiB of one job's (or scoring session's) envelopes held here: received "
+        "and not yet taken, and those arriving; one beyond is refused (the sender retries)",
+    )
+    peer_streams: int = Field(
+        16, ge=1, le=1024, description="Push streams one peer's certificate holds here at once"
+    )
+    chunk_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="a Push stream that sends no chunk for this long is cancelled",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +135,15 @@ class Limits(BaseModel):
             out["max_concurrent_jobs"] = max(4, 2 * (os.cpu_count() or 1))
         return out
 
+    @model_validator(mode="after")
+    def _envelope_fits_mailbox(self) -> Limits:
+        if self.mailbox_mb < self.max_envelope_mb:
+            raise ValueError(
+                f"mailbox_mb ({self.mailbox_mb:g}) must be at least max_envelope_mb "
+                f"({self.max_envelope_mb:g}): a job's mailbox holds its largest envelope"
+            )
+        return self
+
     @classmethod
     def of_machine(cls) -> Limits:
         """Every limit at its default for this machine."""
@@ -102,6 +152,14 @@ class Limits(BaseModel):
     @property
     def memory_bytes(self) -> int:
         return int(self.memory_gb * GB)
+
+    @property
+    def max_envelope_bytes(self) -> int:
+        return int(self.max_envelope_mb * MB)
+
+    @property
+    def mailbox_bytes(self) -> int:
+        return int(self.mailbox_mb * MB)
 
 
 @dataclass(frozen=True)
@@ -238,33 +296,3 @@ def model_parameters(spec: JobSpec, party_id: str, width: int, cardinalities: Se
 
 def _gb(n: int) -> str:
     return f"{n / GB:.2f} GiB"
-
-
-def tree_bytes(pid: int | None = None) -> int:
-    """The resident memory of process `pid` (default: this one) and its descendants."""
-    root = os.getpid() if pid is None else pid
-    total, todo = 0, [root]
-    while todo:
-        p = todo.pop()
-        total += _rss(p)
-        todo += _children(p)
-    return total
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids += [int(k) for k in fh.read().split()]
-    except OSError:
-        pass
-    return kids

@@ -22,8 +22,14 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
                                               (by its owner; filled while no job runs)
     vfl_party_refused_total{at}               calls refused at capacity (RESOURCE_EXHAUSTED
                                               and a retry hint): at "scoring" (every
-                                              scoring.threads busy) or "model queue" (a
-                                              model's scoring.queue full)
+                                              scoring.threads busy), "model queue" (a
+                                              model's scoring.queue full), "model
+                                              capacity" (not to be scored in time), "data
+                                              per caller" or "session per caller" (a
+                                              certificate's limits.peer_streams), "mailbox"
+                                              (a job's limits.mailbox_mb); and "stalled
+                                              stream": Push streams cancelled after
+                                              limits.chunk_timeout_s without a chunk
 """
 
 from __future__ import annotations
@@ -131,7 +137,9 @@ class PartyMetrics:
         )
 
     def refusal(self, at: str) -> None:
-        """Count one call refused at capacity, at `at` (a plane's name, "model queue")."""
+        """Count one call refused at capacity, at `at` (a plane's name, "<plane> per
+        caller", "model queue", "model capacity", "mailbox"), or cancelled as a "stalled
+        stream"."""
         self.refused.labels(at).inc()
 
     def count_drift(self, model_id: str, counts: Mapping[str, int]) -> None:
@@ -199,5 +207,5 @@ class MeteredReporter:
             self._metrics.count_drift(model, drift)
         self._inner.done(result)
 
-    def failed(self, reason: str) -> None:
-        self._inner.failed(reason)
+    def failed(self, reason: str, pause: bool = False) -> None:
+        self._inner.failed(reason, pause)

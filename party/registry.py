@@ -67,7 +67,8 @@ class JobRegistry:
         self._preparing: set[str] = set()  # jobs whose PrepareJob call is loading data
         self._aborted_loading: set[str] = set()  # of those, jobs aborted meanwhile
         self._stopping = False  # the daemon stops: what it aborts, it aborts for that
-        self._ended: dict[str, str] = {}  # job id -> how it ended (insertion-ordered)
+        self._ended: dict[str, tuple[str, frozenset[str]]] = {}  # job id -> how it ended, its
+        # peers (insertion-ordered)
         self._busy = 0  # jobs running
 
     @contextmanager
@@ -140,7 +141,7 @@ class JobRegistry:
         with self._lock:
             if self._jobs.get(job_id) is running:
                 del self._jobs[job_id]
-                self._ended_as(job_id, "finished")
+                self._ended_as(job_id, running, "finished")
             self._busy -= 1
             if not self._busy:
                 self._idle(True)
@@ -153,7 +154,7 @@ class JobRegistry:
                 self._aborted_loading.add(job_id)
             running = self._jobs.pop(job_id, None)
             if running is not None:
-                self._ended_as(job_id, how)
+                self._ended_as(job_id, running, how)
         return running
 
     def expire(self, job_id: str, prepared_at: float) -> RunningJob | None:
@@ -164,28 +165,30 @@ class JobRegistry:
             if running is None or running.prepared_at != prepared_at or running.thread is not None:
                 return None
             del self._jobs[job_id]
-            self._ended_as(job_id, "expired: never started")
+            self._ended_as(job_id, running, "expired: never started")
         return running
 
     def mailbox(self, job_id: str, sender: str, tag: str) -> Mailbox | None:
         """The mailbox of job `job_id` for envelope `tag` from `sender`; None if this party
-        holds no such job.
+        holds no such job with `sender` as a peer in it (a sender learns nothing of the
+        jobs it is not in).
 
         Raises:
-            JobError: the job ended here, or `sender` is not a peer in it.
+            JobError: the job, with `sender` in it, ended here.
         """
         with self._lock:
-            if job_id in self._ended:
-                raise JobError(
-                    f"job {job_id} already ended on party '{self.party_id}' "
-                    f"({self._ended[job_id]}); envelope '{tag}' from '{sender}' came late "
-                    "or was replayed and is dropped"
-                )
+            ended = self._ended.get(job_id)
             running = self._jobs.get(job_id)
-        if running is None:
+        if ended is not None:
+            how, parties = ended
+            if sender not in parties:
+                return None
+            raise JobError(
+                f"job {job_id} already ended on party '{self.party_id}' ({how}); envelope "
+                f"'{tag}' from '{sender}' came late or was replayed and is dropped"
+            )
+        if running is None or sender not in self._peers(running):
             return None
-        if sender not in {p.id for p in running.job.spec.parties} or sender == self.party_id:
-            raise JobError(f"party '{sender}' is not a peer in job {job_id}")
         return running.mailbox
 
     def held(self) -> set[str]:
@@ -216,8 +219,13 @@ class JobRegistry:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def _ended_as(self, job_id: str, how: str) -> None:
-        """Remember how a job ended (call with the lock held); forget the oldest."""
-        self._ended[job_id] = how
+    def _peers(self, running: RunningJob) -> frozenset[str]:
+        """The parties of a job that may send this party envelopes."""
+        return frozenset(p.id for p in running.job.spec.parties) - {self.party_id}
+
+    def _ended_as(self, job_id: str, running: RunningJob, how: str) -> None:
+        """Remember how a job ended and its peers (call with the lock held); forget the
+        oldest."""
+        self._ended[job_id] = (how, self._peers(running))
         while len(self._ended) > ENDED_MEMORY:
             del self._ended[next(iter(self._ended))]

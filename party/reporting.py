@@ -83,8 +83,10 @@ class CoordinatorReporter:
     def done(self, result: Mapping[str, Any]) -> None:
         self._send_final(done=party_done(result))
 
-    def failed(self, reason: str) -> None:
-        self._send_final(failed=pb.PartyFailed(reason=reason))
+    def failed(self, reason: str, pause: bool = False) -> None:
+        """This party ended the job for `reason`; with `pause`, for a problem its
+        operator can mend (the job pauses, to resume from its last checkpoint)."""
+        self._send_final(failed=pb.PartyFailed(reason=reason, pause=pause))
 
     def _send(self, **event: Any) -> threading.Event | None:
         """Queue one report; returns at once, whether or not the coordinator answers."""

@@ -2,10 +2,14 @@
 
 The server's calls run on planes, each with threads of its own (`rpc.planes`;
 docs/architecture.md, "Threads per plane"): the data plane (`Push`: training jobs'
-envelopes, and on a pool of its own those of online scoring sessions), the scoring plane
+envelopes, and on a pool of its own those of online scoring sessions; one certificate
+holds at most `limits.peer_streams` Push streams on each, and a stream that sends no chunk
+for `limits.chunk_timeout_s` is cancelled), the scoring plane
 (`Predict`: at most `scoring.threads` calls held, one more refused at once with
-RESOURCE_EXHAUSTED), and the control plane (the coordinator's calls, health, info,
-opening scoring sessions) on the server's own pool. No scoring load takes a thread that
+RESOURCE_EXHAUSTED; its threads all start at the first call, so that a burst finds them
+waiting; which calls a model's micro-batches take is `party.inference.batcher`'s), and
+the control plane (the coordinator's calls, health, info, opening scoring sessions) on
+the server's own pool. No scoring load takes a thread that
 a training job or the coordinator's health probe needs, and a passive party's answer to
 a scoring session never waits for a thread that the waiting `Predict` calls hold.
 """
@@ -47,27 +51,49 @@ LOCATE_TIMEOUT_S = 2.0  # how long a scoring session waits for the coordinator's
 
 REGISTER_TIMEOUT_S = 60.0  # how long a party waits for its coordinator to come up
 CONTROL_THREADS = 16  # the coordinator's calls, health, info, scoring sessions opened
-DATA_THREADS = 32  # envelopes of training jobs taken at once
-SESSION_THREADS = 8  # envelopes of online scoring sessions taken at once
+DATA_THREADS = 64  # envelopes of training jobs taken at once (at least)
+SESSION_THREADS = 32  # envelopes of online scoring sessions taken at once (at least)
+DATA_SHARE, SESSION_SHARE = 4, 2  # one peer holds at most 1/4 and 1/2 of these threads
 _SERVICE = "/vfl.v1.PartyService/"
 
 
 def planes(config: PartyConfig) -> list[Plane]:
     """The planes of a party daemon's server, the first that holds a call serving it."""
-    push = frozenset({f"{_SERVICE}Push"})
     threads = config.scoring.threads
+    streams = config.limits.peer_streams
+    session = (PLANE_KEY, SESSION_PLANE)
     return [
-        Plane("session", push, SESSION_THREADS, metadata=(PLANE_KEY, SESSION_PLANE)),
-        Plane("data", push, DATA_THREADS),
+        _push_plane(config, "session", max(SESSION_THREADS, SESSION_SHARE * streams), session),
+        _push_plane(config, "data", max(DATA_THREADS, DATA_SHARE * streams)),
         Plane(
             "scoring",
             frozenset({f"{_SERVICE}Predict"}),
             threads,
             admit=True,
+            warm=True,
             busy=f"party '{config.party_id}' holds {threads} online scoring calls at once "
             "(its config's scoring.threads)",
         ),
     ]
+
+
+def _push_plane(
+    config: PartyConfig, name: str, threads: int, metadata: tuple[str, str] | None = None
+) -> Plane:
+    """A plane of `Push` calls: one certificate holds at most `limits.peer_streams` of its
+    `threads`, and a stream that sends no chunk for `limits.chunk_timeout_s` is cancelled."""
+    streams = config.limits.peer_streams
+    return Plane(
+        name,
+        frozenset({f"{_SERVICE}Push"}),
+        threads,
+        metadata=metadata,
+        per_caller=streams,
+        caller_busy=f"'{{caller}}' holds {streams} Push streams at once at party "
+        f"'{config.party_id}', the most its config's limits.peer_streams lets one "
+        "certificate hold",
+        message_timeout_s=config.limits.chunk_timeout_s,
+    )
 
 
 @dataclass

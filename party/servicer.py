@@ -2,18 +2,24 @@
 
 Domain errors become gRPC statuses with the error's shareable form (`party.errors`); where
 that holds details back, the full message goes to this party's log. Nothing else lives here.
-With TLS, a Push is accepted only from the party its certificate names as the sender,
-and the control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModelParts,
+With TLS, a Push is accepted only from the party its certificate names as the sender, and
+only for a job or scoring session that party is in, which `PartyDaemon.admit` checks from
+the header chunk before the payload is read (with its size and room in the job's
+mailbox); `GetPartyInfo` tells the jobs a party holds only to the coordinator. The
+control RPCs (PrepareJob, StartJob, AbortJob, ListCheckpoints, ListModelParts,
 DeleteModelPart, CheckPeers) only from the coordinator. Online scoring checks its callers in
 `party.inference.online`: `Predict` from any identity but the model's passive parties (or
 the config's `scorers:`), `OpenScoring` and `CloseScoring` only from the model's active
-party. A `Predict` refused for capacity (`Overloaded`: its model's queue is full) is
-RESOURCE_EXHAUSTED with the retry hint in its trailing metadata (`rpc.planes`; the
-daemon-wide bound, the scoring plane's threads, refuses before this servicer is reached).
+party. A call refused for capacity (`Overloaded`: a model's queue is full, or its
+micro-batches cannot answer a `Predict` within the call's deadline or the party's, or a
+job's mailbox is full) is RESOURCE_EXHAUSTED with the retry hint in its trailing metadata
+(`rpc.planes`; the planes' own bounds, the scoring plane's threads and the Push streams
+one caller holds, refuse before this servicer is reached).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -44,8 +50,8 @@ from vfl.party.state.model_store import Manifest
 from vfl.proto import party_pb2 as pb, party_pb2_grpc as pb_grpc
 from vfl.rpc import (
     COORDINATOR_ID,
-    MAX_ENVELOPE_BYTES,
     VERSION,
+    Stalled,
     call_with_status,
     caller_party,
     check_caller,
@@ -57,6 +63,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
+    (Stalled, grpc.StatusCode.CANCELLED),  # the stream watch cancelled the call already
     (UnknownModel, grpc.StatusCode.NOT_FOUND),
     (Overloaded, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (AccessDenied, grpc.StatusCode.PERMISSION_DENIED),
@@ -79,34 +86,40 @@ _CODES: list[tuple[type[Exception], grpc.StatusCode]] = [
 
 def call(context: grpc.ServicerContext, fn: Callable[[], T], daemon: PartyDaemon) -> T:
     """Run `fn`; errors become statuses by `_CODES` (`rpc.call_with_status`) with
-    what of them may leave the daemon's party."""
+    what of them may leave the daemon's party; a refusal for capacity (`Overloaded`)
+    carries its retry hint in the trailing metadata (`rpc.retry_metadata`)."""
+
+    def run() -> T:
+        try:
+            return fn()
+        except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry
+            context.set_trailing_metadata(retry_metadata(exc.retry_after_s))
+            raise
 
     def message(exc: Exception) -> str:
         party_id = daemon.config.party_id
         public = shareable(exc, party_id)
         if public != str(exc):
-            log.warning("party %s: %s", party_id, exc)  # the details stay here
+            log.warning("party %s: %s", party_id, str(exc))  # the details stay here (as text:
+            # a record that keeps the error would keep its traceback's frames alive)
         return public
 
-    return call_with_status(context, fn, _CODES, message)
+    return call_with_status(context, run, _CODES, message)
 
 
 def header(request_iterator: Iterator[pb.PushChunk]) -> pb.PushChunk:
     """The first chunk of a Push stream: job, tag, sender, receiver and total size.
 
     Raises:
-        PayloadError: empty stream, missing header fields, or a size above the limit.
+        PayloadError: empty stream, missing header fields, or a negative size.
     """
     first = next(request_iterator, None)
     if first is None:
         raise PayloadError("empty Push stream: send at least one chunk with the header")
     if not first.job_id or not first.tag or not first.sender:
         raise PayloadError("the first Push chunk must carry job_id, tag and sender")
-    if first.total_size < 0 or first.total_size > MAX_ENVELOPE_BYTES:
-        raise PayloadError(
-            f"envelope of {first.total_size} bytes exceeds the limit of "
-            f"{MAX_ENVELOPE_BYTES} bytes; use smaller batches"
-        )
+    if first.total_size < 0:
+        raise PayloadError(f"envelope '{first.tag}' declares a negative size")
     return first
 
 
@@ -114,19 +127,22 @@ def body(first: pb.PushChunk, request_iterator: Iterator[pb.PushChunk]) -> bytes
     """The payload of a Push stream whose header chunk `first` was read already.
 
     Raises:
-        PayloadError: the chunks add up to more or less than the declared size.
+        PayloadError: the chunks add up to more or less than the declared size (read no
+            further than one chunk past it).
     """
-    parts, size = [first.data], len(first.data)
-    for chunk in request_iterator:
-        size += len(chunk.data)
-        if size > first.total_size:
+    payload = bytearray()  # grown as chunks come (each chunk let go at once: no piles of
+    # 1 MiB blocks left in the allocator's free lists once the envelope is taken)
+    for chunk in itertools.chain((first,), request_iterator):
+        if len(payload) + len(chunk.data) > first.total_size:
             raise PayloadError(
                 f"envelope '{first.tag}' is larger than its declared size {first.total_size}"
             )
-        parts.append(chunk.data)
-    if size != first.total_size:
-        raise PayloadError(f"envelope '{first.tag}' has {size} bytes, declared {first.total_size}")
-    return b"".join(parts)
+        payload += chunk.data
+    if len(payload) != first.total_size:
+        raise PayloadError(
+            f"envelope '{first.tag}' has {len(payload)} bytes, declared {first.total_size}"
+        )
+    return bytes(payload)
 
 
 _ID_ERRORS = {
@@ -188,9 +204,19 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         check_caller(context, head.sender, f"send envelopes as party '{head.sender}'")
 
         def push() -> pb.PushResponse:
-            data = body(head, request_iterator)
-            fresh = self._d.push(head.job_id, head.sender, head.receiver, head.tag, data)
-            return pb.PushResponse(duplicate=not fresh)
+            d = self._d  # job (or session), sender, receiver, size: all before the payload
+            try:
+                arrival = d.admit(
+                    head.job_id, head.sender, head.receiver, head.tag, head.total_size
+                )
+            except Overloaded:  # its job's mailbox is full: RESOURCE_EXHAUSTED, with a hint
+                d.metrics.refusal("mailbox")
+                raise
+            if arrival is None:
+                return pb.PushResponse(duplicate=True)  # its payload is not read
+            with arrival:
+                arrival.deliver(body(head, request_iterator))
+            return pb.PushResponse(duplicate=False)
 
         return call(context, push, self._d)
 
@@ -245,11 +271,13 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
 
     def GetPartyInfo(self, request, context):  # noqa: N802
         cfg = self._d.config
+        caller = call(context, lambda: caller_party(context), self._d)
+        jobs = caller in (None, COORDINATOR_ID)  # the jobs held: the coordinator's business
         return pb.GetPartyInfoResponse(
             party_id=cfg.party_id,
             datasets=sorted(cfg.datasets),
-            running_jobs=self._d.running_jobs(),
-            started_jobs=self._d.started_jobs(),
+            running_jobs=self._d.running_jobs() if jobs else [],
+            started_jobs=self._d.started_jobs() if jobs else [],
             version=VERSION,
             time=time.time(),
             max_concurrent_jobs=cfg.limits.max_concurrent_jobs,
@@ -271,11 +299,11 @@ class PartyServicer(pb_grpc.PartyServiceServicer):
         def predict() -> pb.PredictResponse:
             caller = caller_party(context)
             ids = list(request.ids)
+            deadline_s = context.time_remaining()  # None or huge: the call set none
             try:
-                prediction = self._d.online.predict(request.model_id, ids, caller)
-            except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry
-                self._d.metrics.refusal("model queue")
-                context.set_trailing_metadata(retry_metadata(exc.retry_after_s))
+                prediction = self._d.online.predict(request.model_id, ids, caller, deadline_s)
+            except Overloaded as exc:  # RESOURCE_EXHAUSTED, with when to retry (`call`)
+                self._d.metrics.refusal(exc.at)
                 raise
             return prediction_to_proto(prediction)
 

@@ -571,10 +571,12 @@ class Checkpointed(_message.Message):
     def __init__(self, round: _Optional[int] = ...) -> None: ...
 
 class PartyFailed(_message.Message):
-    __slots__ = ("reason",)
+    __slots__ = ("reason", "pause")
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_FIELD_NUMBER: _ClassVar[int]
     reason: str
-    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+    pause: bool
+    def __init__(self, reason: _Optional[str] = ..., pause: _Optional[bool] = ...) -> None: ...
 
 class PartyStopping(_message.Message):
     __slots__ = ("reason",)

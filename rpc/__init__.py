@@ -1,10 +1,11 @@
-"""gRPC plumbing shared by both daemons and the CLI, in five modules:
+"""gRPC plumbing shared by both daemons and the CLI, in six modules:
 
     dial      the client side: message limits, dialing, channel caches, failures explained
     serve     the server side: servers, binding with mutual TLS, requests that do not parse
     identity  who is calling and who we are: TLS identities, callers' certificates, version
     status    errors to statuses: how a servicer answers a call that failed
     planes    a thread pool per kind of call, and refusals (RESOURCE_EXHAUSTED) beyond one
+    streams   client streams: the calls one caller holds at once, stalled streams cancelled
 
 Party daemons serve on thread pools, one per plane (`make_server`, `PlaneRouter`); the
 coordinator serves on `grpc.aio` (`make_aio_server`), so that clients following jobs hold
@@ -16,7 +17,6 @@ that answers with a status has both forms, sharing one decision: `check_caller` 
 
 from vfl.rpc.dial import (
     CHUNK_BYTES,
-    MAX_ENVELOPE_BYTES,
     MAX_MESSAGE_BYTES,
     MAX_RECONNECT_BACKOFF_MS,
     ChannelCache,
@@ -61,17 +61,18 @@ from vfl.rpc.status import (
     call_with_status_async,
     status_of,
 )
+from vfl.rpc.streams import CallerSlots, Stalled, StreamWatch, caller_of
 
 __all__ = [
     "CHUNK_BYTES",
     "COORDINATOR_ID",
-    "MAX_ENVELOPE_BYTES",
     "MAX_MESSAGE_BYTES",
     "MAX_RECONNECT_BACKOFF_MS",
     "PLANE_KEY",
     "RETRY_AFTER_KEY",
     "VERSION",
     "AioParseCheck",
+    "CallerSlots",
     "ChannelCache",
     "Codes",
     "ParseCheck",
@@ -79,11 +80,14 @@ __all__ = [
     "PlaneRouter",
     "PeerClients",
     "Problem",
+    "Stalled",
+    "StreamWatch",
     "Tls",
     "bind",
     "busy_message",
     "call_with_status",
     "call_with_status_async",
+    "caller_of",
     "caller_party",
     "channel_options",
     "check_caller",

@@ -28,7 +28,6 @@ from vfl.secure.pki.rotation import IdentityWatch
 
 CHUNK_BYTES = 1 << 20  # the data plane's envelopes travel in chunks of this size
 MAX_MESSAGE_BYTES = 8 << 20  # the largest gRPC message, sent or received, of any call
-MAX_ENVELOPE_BYTES = 1 << 30  # the largest envelope a party takes
 MAX_RECONNECT_BACKOFF_MS = 5000  # longest wait between a channel's connection attempts
 
 _RETRY_POLICY = json.dumps(

@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 from vfl.rpc.dial import MAX_MESSAGE_BYTES
 from vfl.rpc.identity import Tls, watch
-from vfl.rpc.planes import PlaneRouter
+from vfl.rpc.planes import HandlerCache, PlaneRouter
 from vfl.secure.pki.rotation import IdentityPem, IdentityWatch
 
 _SERVER_OPTIONS: list[tuple[str, Any]] = [
@@ -73,27 +73,37 @@ _HANDLERS = {
 class ParseCheck(grpc.ServerInterceptor):
     """Answer a request that does not parse with INVALID_ARGUMENT naming its message type.
 
-    (gRPC's own answer is INTERNAL "Exception deserializing request!".)
+    (gRPC's own answer is INTERNAL "Exception deserializing request!".) A method's wrapped
+    handler is made once, not at every call (`HandlerCache`).
     """
+
+    def __init__(self) -> None:
+        self._wrapped = HandlerCache()
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        parse = _lenient(handler.request_deserializer, handler_call_details.method)
-        if handler.request_streaming:
-            inner = handler.stream_unary or handler.stream_stream
+        method = handler_call_details.method
+        return self._wrapped.get(method, handler, lambda: _parse_checked(handler, method))
 
-            def behavior(requests, context):
-                return inner((_checked(r, context) for r in requests), context)
-        else:
-            inner = handler.unary_unary or handler.unary_stream
 
-            def behavior(request, context):
-                return inner(_checked(request, context), context)
+def _parse_checked(handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+    """`handler`, answering a request that does not parse with INVALID_ARGUMENT."""
+    parse = _lenient(handler.request_deserializer, method)
+    if handler.request_streaming:
+        inner = handler.stream_unary or handler.stream_stream
 
-        kind = (handler.request_streaming, handler.response_streaming)
-        return _HANDLERS[kind](behavior, parse, handler.response_serializer)
+        def behavior(requests, context):
+            return inner((_checked(r, context) for r in requests), context)
+    else:
+        inner = handler.unary_unary or handler.unary_stream
+
+        def behavior(request, context):
+            return inner(_checked(request, context), context)
+
+    kind = (handler.request_streaming, handler.response_streaming)
+    return _HANDLERS[kind](behavior, parse, handler.response_serializer)
 
 
 async def _checked_async(request: Any, context: grpc.aio.ServicerContext) -> Any:

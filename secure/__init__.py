@@ -19,6 +19,7 @@ or `coordinator`.
 
 from vfl.secure.config import SecureConfig
 from vfl.secure.errors import (
+    ChannelBusy,
     ChannelClosed,
     ChannelError,
     ChannelTimeout,
@@ -35,6 +36,7 @@ from vfl.secure.errors import (
 )
 
 __all__ = [
+    "ChannelBusy",
     "ChannelClosed",
     "ChannelError",
     "ChannelTimeout",

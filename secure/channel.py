@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from vfl.proto import common_pb2
-from vfl.secure.errors import ChannelClosed, ChannelTimeout, PayloadError
+from vfl.secure.errors import ChannelBusy, ChannelClosed, ChannelTimeout, PayloadError
 
 Payload = common_pb2.Payload
 
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_MAILBOX_BYTES = 1 << 31  # a mailbox's bound where its owner sets none
 
 
 @dataclass
@@ -84,23 +85,34 @@ class Mailbox:
     Thread-safe. A tag already delivered (or already consumed) is dropped, which makes a
     retried send idempotent. A mailbox that lives long (an online scoring session) bounds
     how many tags it remembers with `max_seen` (the oldest are forgotten first).
+
+    It holds at most `max_bytes` of payloads: those received and not yet taken, and those
+    still arriving. A receiver that learns an envelope's size before its payload (a gRPC
+    stream's header) books room for it first (`reserve`), then files it (`fill`) or gives
+    the room back (`cancel`); beyond the bound an envelope is refused before it is read
+    (`ChannelBusy`), so envelopes nobody takes cannot pile up. Closing the mailbox drops
+    every payload it holds.
     """
 
-    def __init__(self, max_pending_bytes: int = 1 << 31, max_seen: int | None = None) -> None:
+    def __init__(self, max_bytes: int = DEFAULT_MAILBOX_BYTES, max_seen: int | None = None) -> None:
         self._cond = threading.Condition()
         self._items: dict[tuple[str, str], bytes] = {}
+        self._arriving: dict[tuple[str, str], int] = {}  # room booked by `reserve`
         self._seen: dict[tuple[str, str], None] = {}  # insertion-ordered
         self._max_seen = max_seen
         self._closed_reason: str | None = None
-        self._pending_bytes = 0
-        self._max_pending_bytes = max_pending_bytes
+        self._held_bytes = 0  # payloads held and room booked
+        self.max_bytes = max_bytes
 
-    def put(self, sender: str, tag: str, data: bytes) -> bool:
-        """Store one envelope's payload bytes. Returns False if the tag was a duplicate.
+    def reserve(self, sender: str, tag: str, size: int) -> bool:
+        """Book room for `sender`'s envelope `tag` of `size` bytes before its payload is
+        read; False if the tag was delivered already (nothing to read: a duplicate).
 
         Raises:
             ChannelClosed: the mailbox is closed.
-            PayloadError: the envelopes waiting to be read would exceed `max_pending_bytes`.
+            ChannelBusy: the envelopes held would pass `max_bytes` (or the same envelope
+                is still arriving): refused now, the sender may retry.
+            PayloadError: the envelope alone is larger than `max_bytes`.
         """
         key = (sender, tag)
         with self._cond:
@@ -108,18 +120,61 @@ class Mailbox:
                 raise ChannelClosed(f"job closed: {self._closed_reason}")
             if key in self._seen:
                 return False
-            if self._pending_bytes + len(data) > self._max_pending_bytes:
+            if size > self.max_bytes:
                 raise PayloadError(
-                    f"mailbox full ({self._pending_bytes} bytes pending); "
-                    "the receiver is not consuming envelopes"
+                    f"envelope '{tag}' from party '{sender}' has {size} bytes, more than the "
+                    f"mailbox holds ({self.max_bytes} bytes)"
                 )
+            if key in self._arriving:
+                raise ChannelBusy(f"envelope '{tag}' from party '{sender}' is still arriving")
+            if self._held_bytes + size > self.max_bytes:
+                raise ChannelBusy(
+                    f"the mailbox holds {_mib(self._held_bytes)} of its {_mib(self.max_bytes)} "
+                    f"in envelopes not yet taken; envelope '{tag}' of {_mib(size)} from party "
+                    f"'{sender}' does not fit"
+                )
+            self._arriving[key] = size
+            self._held_bytes += size
+            return True
+
+    def fill(self, sender: str, tag: str, data: bytes) -> None:
+        """File the payload of an envelope `reserve` booked room for.
+
+        Raises:
+            ChannelClosed: the mailbox was closed meanwhile (the payload is dropped).
+            PayloadError: no room was booked for it.
+        """
+        key = (sender, tag)
+        with self._cond:
+            if key not in self._arriving:
+                raise PayloadError(f"envelope '{tag}' from party '{sender}' was not reserved")
+            self._held_bytes += len(data) - self._arriving.pop(key)
+            if self._closed_reason is not None:
+                self._held_bytes -= len(data)
+                raise ChannelClosed(f"job closed: {self._closed_reason}")
             self._seen[key] = None
             if self._max_seen is not None and len(self._seen) > self._max_seen:
                 del self._seen[next(iter(self._seen))]
             self._items[key] = data
-            self._pending_bytes += len(data)
             self._cond.notify_all()
-            return True
+
+    def cancel(self, sender: str, tag: str) -> None:
+        """Give back the room booked for an envelope whose payload never came whole (a
+        retry may send it again)."""
+        with self._cond:
+            self._held_bytes -= self._arriving.pop((sender, tag), 0)
+
+    def put(self, sender: str, tag: str, data: bytes) -> bool:
+        """Store one envelope's payload bytes. Returns False if the tag was a duplicate.
+
+        Raises:
+            ChannelClosed: the mailbox is closed.
+            ChannelBusy, PayloadError: no room for it (see `reserve`).
+        """
+        if not self.reserve(sender, tag, len(data)):
+            return False
+        self.fill(sender, tag, data)
+        return True
 
     def get(self, sender: str, tag: str, timeout: float | None = None) -> bytes:
         """The payload bytes of `sender`'s envelope `tag`, once it arrives; they leave the
@@ -145,20 +200,34 @@ class Mailbox:
                     )
                 self._cond.wait(left)
             data = self._items.pop(key)
-            self._pending_bytes -= len(data)
+            self._held_bytes -= len(data)
             return data
 
     def close(self, reason: str) -> None:
-        """Refuse new envelopes and wake every waiting `get` with `ChannelClosed`
-        (`reason` goes into its message; the first reason given stays)."""
+        """Refuse new envelopes, drop every payload held, and wake every waiting `get`
+        with `ChannelClosed` (`reason` goes into its message; the first reason given
+        stays)."""
         with self._cond:
             if self._closed_reason is None:
                 self._closed_reason = reason
+            self._items.clear()
+            self._seen.clear()
+            self._held_bytes = sum(self._arriving.values())
             self._cond.notify_all()
 
     @property
     def closed(self) -> bool:
         return self._closed_reason is not None
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the payloads held and of the room booked for those arriving."""
+        with self._cond:
+            return self._held_bytes
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
 
 
 def decode_payload(data: bytes) -> Payload:
@@ -205,7 +274,8 @@ class InProcessChannel:
 
     def send(self, peer: str, tag: str, payload: Payload) -> None:
         """Raises:
-        PayloadError: `peer` has no mailbox on the hub, or its mailbox is full.
+        PayloadError: `peer` has no mailbox on the hub.
+        ChannelBusy: the peer's mailbox is full.
         ChannelClosed: the peer's mailbox is closed.
         """
         data = payload.SerializeToString()

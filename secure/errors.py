@@ -3,7 +3,8 @@
 SecureError                 base of everything raised here
 ├── ChannelError            the data plane failed
 │   ├── ChannelTimeout      recv() waited past its deadline
-│   └── ChannelClosed       the job was cancelled or the channel closed
+│   ├── ChannelClosed       the job was cancelled or the channel closed
+│   └── ChannelBusy         a mailbox has no room for an envelope now (the sender may retry)
 ├── PayloadError            a peer sent a payload of the wrong kind, shape, width or count
 ├── PsiError                private set intersection cannot proceed (bad ids, no overlap)
 ├── PaillierKeyError        a Paillier key is missing, malformed or below the minimum size
@@ -46,6 +47,12 @@ class ChannelTimeout(ChannelError):
 
 class ChannelClosed(ChannelError):
     """The channel was closed (job cancelled or failed elsewhere)."""
+
+
+class ChannelBusy(ChannelError):
+    """A mailbox cannot take an envelope now: the envelopes it holds (received and not
+    yet taken, or still arriving) would pass its bound, or the same envelope is still
+    arriving. The sender may retry once the receiver has taken some."""
 
 
 class PayloadError(SecureError):

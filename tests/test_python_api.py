@@ -176,6 +176,11 @@ def test_typed_answers_and_errors_from_a_real_coordinator(tmp_path: Path) -> Non
             specs = {JobSpec.from_json(server.lifecycle.store.get(i).spec_json) for i in ids}
             assert len(specs) == 1
             _refusals(client, ids[0])
+            # a registered party that does not expose the dataset: refused at submit
+            server.lifecycle.store.register_party("bank", "127.0.0.1:1", ["loans"])
+            with pytest.raises(vfl.SpecError, match="party 'bank' exposes no dataset") as info:
+                client.submit(SPEC)
+            assert "(it exposes: loans)" in str(info.value)
     finally:
         server.stop(0)
 
@@ -189,6 +194,8 @@ def _refusals(client: vfl.Client, job_id: str) -> None:
         list(client.watch("j-nope"))
     with pytest.raises(vfl.UnknownModel):
         client.model("j-nope")
+    with pytest.raises(vfl.UnknownModel, match="no model j-nope; list them with `vfl models`"):
+        client.score("j-nope", ["1"])
     with pytest.raises(vfl.CoordinatorError, match="left no model"):
         client.predict(job_id, {"bank": "breast", "shop": "breast"})  # it left no model
     assert client.models() == []

@@ -50,6 +50,7 @@ class Client:
 
     Raises:
         CertError: a TLS file is missing, expired, from another CA or not this identity's.
+        ValueError: a timeout that is not a positive number of seconds.
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class Client:
         identity: str = ADMIN_ID,
         timeout: float = 30.0,
     ) -> None:
+        check_timeout(timeout)
         files = (
             load_identity(Path(tls).expanduser(), identity)
             if isinstance(tls, (str, PathLike))
@@ -336,8 +338,18 @@ class Client:
             ScoringBusy: the active party refused at its capacity (at once); retry after
                 the error's `retry_after_s`.
             CoordinatorError: the party refused (e.g. it is not the model's active party).
+            ValueError: a timeout that is not a positive number of seconds.
         """
+        check_timeout(timeout)
         if party is None:
             with self._errors(missing=UnknownModel):
                 expect, party = self._coordinator.locate_model(model_id)
         return score_at(party, self.tls, model_id, list(ids), expect=expect, timeout=timeout)
+
+
+def check_timeout(timeout: float) -> None:
+    """Raises: ValueError: `timeout` is not a positive, finite number of seconds."""
+    if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+        raise ValueError(
+            f"timeout must be a positive number of seconds, not {timeout!r}; e.g. timeout=30"
+        )

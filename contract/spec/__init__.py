@@ -8,7 +8,8 @@ its dotted path and the fix. The spec crosses the wire as its canonical JSON
 
 - `model.py`: `JobSpec`, `PartySpec` and the sections (`ModelSpec`, `TrainSpec`,
   `ValidationSpec`, `CryptoSpec`, `NetworkSpec`); `local_updates` is
-  `celu.config.LocalUpdateConfig`.
+  `celu.config.LocalUpdateConfig`; `trees.py`: `TreesSpec`, the model section of a
+  gradient-boosted tree ensemble.
 - `data.py`: `TableSource` (a table file: a party config's dataset, or a job's file) and
   `DataSpec` (a party's rows in a job).
 - `fields.py`: the base model and field types; `messages.py`: errors as messages;
@@ -35,6 +36,7 @@ from vfl.contract.spec.model import (
     TrainSpec,
     ValidationSpec,
 )
+from vfl.contract.spec.trees import TreesSpec
 
 __all__ = [
     "CryptoSpec",
@@ -49,6 +51,7 @@ __all__ = [
     "TableSource",
     "TopSpec",
     "TrainSpec",
+    "TreesSpec",
     "ValidationSpec",
     "explain",
     "job_schema",

@@ -5,7 +5,8 @@ request and keeps it (`ServedModel`: rows indexed by id, a micro-batcher, a scor
 session with every passive party) until `unload(model_id)` or the daemon stops. At a
 passive party, `open_session` (the `OpenScoring` RPC, accepted only from the model's
 active party) loads its part and its rows and answers the session's micro-batches in a
-thread of its own. Sessions' envelopes arrive by Push like a job's: `deliver` files them.
+thread of its own. Sessions' envelopes arrive by Push like a job's, in the session's
+mailbox (`mailbox`), bounded as a job's is (`limits.mailbox_mb`).
 
 Which rows: each party looks ids up in the datasets of its own config marked `serve:
 true`, then in the dataset the model was trained on, as its config names it now; the
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -59,6 +61,7 @@ from vfl.secure.executor import BlockExecutor
 log = logging.getLogger(__name__)
 
 SESSION_TAGS = 100_000  # tags a session's mailbox remembers to drop replays
+MAX_MANIFEST_PATHS = 4096  # model ids whose manifest's path is kept (`_holds`)
 
 
 @dataclass
@@ -101,6 +104,7 @@ class OnlineScoring:
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()  # one model loads at a time
         self._served: dict[str, ServedModel] = {}
+        self._manifests: dict[str, str] = {}  # model id -> its manifest's path
         self._links: dict[str, Link] = {}
         self._passive: dict[str, tuple[str, PassiveSession]] = {}  # session -> (model, it)
 
@@ -119,8 +123,13 @@ class OnlineScoring:
 
     # --- the active party ----------------------------------------------------------
 
-    def predict(self, model_id: str, ids: list[str], caller: str | None) -> Prediction:
-        """Score `ids` with model `model_id` (micro-batched with concurrent requests).
+    def predict(
+        self, model_id: str, ids: list[str], caller: str | None, deadline_s: float | None = None
+    ) -> Prediction:
+        """Score `ids` with model `model_id` (micro-batched with concurrent requests),
+        admitted only if its micro-batch is estimated to end within the config's
+        `scoring.deadline_s`, or within `deadline_s` (the call's own) if sooner; refused
+        later if the batches turn out too slow to answer it within `deadline_s`.
 
         Raises:
             RequestError: no ids, too many, an empty or overlong id.
@@ -128,13 +137,22 @@ class OnlineScoring:
             ModelError: it holds it as a passive party, or its rows do not fit it.
             AccessDenied: `caller` may not score here.
             PeerUnavailable: a passive party did not answer (retry).
-            Overloaded: the model's queue is full (at once; retry after its hint).
+            Overloaded: the model's queue is full, or cannot answer it in time (at once;
+                retry after its hint).
         """
         check_request(model_id, ids)
         served = self._serve(model_id)
         self._check_scorer(served.model, caller)
+        within = self.config.scoring.deadline_s
+        if deadline_s is not None:
+            within = min(within, deadline_s)
+        timeout = 4 * self.timeout_s + 30
         try:
-            by_id = served.batcher.submit(ids, timeout=4 * self.timeout_s + 30)
+            by_id = served.batcher.submit(ids, timeout, within, deadline_s)
+        except UnknownModel:
+            if not self._holds(model_id):  # deleted: its batches fail until it is unloaded
+                self.unload(model_id, "deleted")
+            raise
         except TimeoutError:
             raise PeerUnavailable(f"model {model_id}: no answer in time; retry") from None
         return Prediction(model_id, served.columns, tuple(by_id[i] for i in ids))
@@ -169,16 +187,21 @@ class OnlineScoring:
         for model_id in models:
             self.unload(model_id, reason)
 
+    def _gone(self, model_id: str) -> UnknownModel:
+        return UnknownModel(
+            f"party '{self.me}' holds no model {model_id} (it was deleted, or trained "
+            "without this party); list the models with `vfl models`"
+        )
+
     def _serve(self, model_id: str) -> ServedModel:
-        if not self._holds(model_id):
-            self.unload(model_id, "deleted")
-            raise UnknownModel(
-                f"party '{self.me}' holds no model {model_id} (it was deleted, or trained "
-                "without this party); list the models with `vfl models`"
-            )
+        """The served model (each of its micro-batches checks that its manifest is still
+        here: one look per batch, not per call), loaded on its first request."""
         served = self.served(model_id)
         if served is not None:
             return served
+        if not self._holds(model_id):
+            self.unload(model_id, "deleted")
+            raise self._gone(model_id)
         with self._load_lock:  # others' loaded models are served meanwhile
             served = self.served(model_id)
             if served is None:
@@ -192,7 +215,8 @@ class OnlineScoring:
                 rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
                 try:
                     queue = self.config.scoring.queue
-                    served = ServedModel(model, rows, self._open, self._end, queue)
+                    present = functools.partial(self._present, model_id)
+                    served = ServedModel(model, rows, self._open, self._end, queue, present)
                 except Exception:
                     rows.close()
                     raise
@@ -201,10 +225,25 @@ class OnlineScoring:
                 log.info("party %s: serving model %s", self.me, model_id)
         return served
 
+    def _present(self, model_id: str) -> None:
+        """Raises `UnknownModel` if the manifest of `model_id` is gone (a micro-batch's
+        check, on its worker)."""
+        if not self._holds(model_id):
+            raise self._gone(model_id)
+
     def _holds(self, model_id: str) -> bool:
+        """Whether the model's manifest is here (a stat of a path made once per model: it
+        runs at every call)."""
         if self.state is None:
             return False
-        return (ModelStore(self.state).folder(model_id) / MANIFEST).is_file()
+        path = self._manifests.get(model_id)
+        if path is None:
+            path = str(ModelStore(self.state).folder(model_id) / MANIFEST)
+            with self._lock:
+                if len(self._manifests) >= MAX_MANIFEST_PATHS:
+                    self._manifests.clear()
+                self._manifests[model_id] = path
+        return os.path.isfile(path)
 
     def _check_scorer(self, model: LoadedModel, caller: str | None) -> None:
         """Any identity of the federation but the model's passive parties may score (with
@@ -238,7 +277,7 @@ class OnlineScoring:
                 f"{model.model_id}; add them under 'peers' in its config"
             )
         where = {p: addresses[p] for p in passives}
-        link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset(passives))
+        link = Link(self._mailbox(), frozenset(passives))
         channel = self._channel(session_id, link.mailbox, where)
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
@@ -308,7 +347,7 @@ class OnlineScoring:
         if not address:
             raise ConfigError(f"no address for party '{active}'; add it under 'peers'")
         rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
-        link = Link(Mailbox(max_seen=SESSION_TAGS), frozenset({active}))
+        link = Link(self._mailbox(), frozenset({active}))
         channel = self._channel(session_id, link.mailbox, {active: address})
         try:
             scorer = model.scorer(
@@ -366,16 +405,15 @@ class OnlineScoring:
 
     # --- both -----------------------------------------------------------------------
 
-    def deliver(self, session_id: str, sender: str, tag: str, data: bytes) -> bool | None:
-        """File an envelope of a session; None if no session `session_id` is open here.
+    def _mailbox(self) -> Mailbox:
+        """A new session's mailbox: it remembers the last `SESSION_TAGS` tags."""
+        return Mailbox(self.config.limits.mailbox_bytes, max_seen=SESSION_TAGS)
 
-        Raises:
-            AccessDenied: `sender` is not a party of the session.
-        """
+    def mailbox(self, session_id: str, sender: str) -> Mailbox | None:
+        """The mailbox of session `session_id` for `sender`'s envelopes; None if no such
+        session is open here with `sender` in it (one answer for both)."""
         with self._lock:
             link = self._links.get(session_id)
-        if link is None:
+        if link is None or sender not in link.peers:
             return None
-        if sender not in link.peers:
-            raise AccessDenied(f"party '{sender}' is not in scoring session {session_id}")
-        return link.mailbox.put(sender, tag, data)
+        return link.mailbox

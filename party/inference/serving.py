@@ -6,7 +6,9 @@ party; an id some passive party lacks gets its own error; the other ids of the s
 request are scored either way. A table of a party's that cannot be looked up now (its
 database fails) fails the micro-batch's requests with `TableUnavailable`, naming the
 party and the dataset; the session stays open for the next micro-batch. A request
-beyond the model's queue is refused at once (`Overloaded`, `MicroBatcher`).
+beyond the model's queue, or one its micro-batches cannot answer within its time, is
+refused at once (`Overloaded`, `MicroBatcher`); opening a session is left out of the
+micro-batches' measured cost.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,14 +71,17 @@ class ServedModel:
         opener: Opener,
         on_close: Closer,
         max_queued: int = MAX_QUEUED,
+        present: Callable[[], None] = lambda: None,
     ) -> None:
-        """Each micro-batch first reads again the tables whose files changed
-        (`Rows.refreshed`); at most `max_queued` requests wait for one (more: `Overloaded`)."""
+        """Each micro-batch first calls `present` (which raises `UnknownModel` once the
+        model was deleted) and reads again the tables whose files changed
+        (`Rows.refreshed`); at most `max_queued` requests wait for one (more, or one the
+        queue ahead would keep past its time: `Overloaded`)."""
         task = model.manifest.task
         if task is None:
             raise ModelError(f"the active party's part of model {model.model_id} has no task")
         self.model, self.rows, self.task = model, rows, task
-        self._open, self._on_close = opener, on_close
+        self._open, self._on_close, self._present = opener, on_close, present
         self._lock = threading.Lock()  # guards session and closed (unload vs the worker)
         self.session: ActiveSession | None = None
         self.closed = False
@@ -87,6 +93,8 @@ class ServedModel:
             max_queued=max_queued,
             busy=f"party '{me}' has {max_queued} requests waiting for model {model.model_id} "
             "(its config's scoring.queue)",
+            late=f"party '{me}' cannot score one more request for model {model.model_id} "
+            "within {within:.2g} s (its config's scoring.deadline_s, or the call's deadline)",
         )
 
     @property
@@ -105,6 +113,7 @@ class ServedModel:
 
     def _run(self, ids: list[str]) -> dict[str, IdResult]:
         """One micro-batch (run by the batcher's worker)."""
+        self._present()
         self.rows = self.rows.refreshed(self.model)
         found = self.rows.find(ids)
         me = self.model.manifest.party_id
@@ -167,7 +176,9 @@ class ServedModel:
             if self.session is not None:
                 return False, self.session
         session_id = f"score-{self.model_id}-{secrets.token_hex(4)}"
+        begun = time.monotonic()
         session = self._open(self.model, self.rows, session_id)
+        self.batcher.discount(time.monotonic() - begun)  # not what a micro-batch costs
         with self._lock:
             if not self.closed:
                 self.session = session

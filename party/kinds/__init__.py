@@ -3,6 +3,7 @@
 
     ModelKind, TrainingRole, ScoringRole, ModelEstimate   the seam (`base`)
     Networks        bottom models or source layers under a top network (`network`)
+    Trees           a gradient-boosted tree ensemble (`trees`)
     kind_of(spec)   the kind of a job's model; kind_named(name) of a stored part's
 """
 
@@ -14,9 +15,10 @@ from vfl.contract.spec import JobSpec
 from vfl.party.errors import ModelError
 from vfl.party.kinds.base import ModelEstimate, ModelKind, ScoringRole, TrainingRole
 from vfl.party.kinds.network import Networks
+from vfl.party.kinds.trees import Trees
 
 # every kind this party runs, by name (a new kind is one more entry)
-KINDS = MappingProxyType({kind.name: kind for kind in (Networks(),)})
+KINDS = MappingProxyType({kind.name: kind for kind in (Networks(), Trees())})
 
 __all__ = [
     "KINDS",
@@ -25,6 +27,7 @@ __all__ = [
     "Networks",
     "ScoringRole",
     "TrainingRole",
+    "Trees",
     "kind_named",
     "kind_of",
 ]

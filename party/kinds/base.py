@@ -11,7 +11,9 @@ which kind or protocol they run (`if protocol == ...`); they ask the job's `Mode
 - how it scores rows: `scorer` builds its `ScoringRole` from a stored part;
 - what it will hold in memory: `estimate` before the data loads (`party.limits`), and
   `parameters` once the inputs are known;
-- which rows it can take at all: `check_rows` (e.g. the secure layers' fixed-point range).
+- which rows it can take at all: `check_rows` (e.g. the secure layers' fixed-point range);
+- how a party prepares its rows and schedules its rounds: `preprocessing` (fitted on its
+  training rows) and `plan` (a network's batches, a tree ensemble's boosting rounds).
 
 What `vfl attack` runs on a kind's recorded views is the attack package's own table
 (`attack.kinds`), as the attacks are the analyst's code, not the party's.
@@ -27,10 +29,13 @@ from typing import Any, Protocol
 import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.contract.spec.data import Preprocess
+from vfl.party.tables.preprocess.fit import fit
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable
 from vfl.party.training.context import RoleContext
 from vfl.party.training.inputs import Inputs
-from vfl.party.training.task import Task
+from vfl.party.training.plan import Plan, make_plan, make_test_plan
+from vfl.party.training.task import Labels, Task, make_task
 
 Y = np.ndarray | None  # the active party's labels (training, validation); None elsewhere
 
@@ -123,3 +128,42 @@ class ModelKind(ABC):
     @abstractmethod
     def parameter_bytes(self, spec: JobSpec) -> int:
         """Bytes a parameter holds in training (with its gradient and optimiser slots)."""
+
+    def preprocessing(
+        self, spec: JobSpec, raw: RawTable, rows: np.ndarray, mode: Preprocess
+    ) -> Preprocessor:
+        """This party's preprocessing of `raw`, fitted on its training `rows` (the
+        dataset's `preprocess:` mode)."""
+        return fit(raw, rows, mode)
+
+    def plan(self, spec: JobSpec, rows: int, test_rows: int | None) -> Plan:
+        """The rounds of a job over `rows` aligned rows (and `test_rows` aligned test
+        rows, if the parties name test datasets): the same at every party.
+
+        Raises:
+            JobError: too few rows to split off validation rows, or no test rows.
+        """
+        t, v = spec.train, spec.validation
+        if test_rows is None:
+            return make_plan(
+                rows, v.fraction, t.batch_size, t.epochs, t.seed, v.every, spec.protocol
+            )
+        return make_test_plan(
+            rows, test_rows, t.batch_size, t.epochs, t.seed, v.every, spec.protocol
+        )
+
+
+def active_labels(
+    ctx: RoleContext, labels: np.ndarray | None, val_labels: np.ndarray | None
+) -> tuple[Labels, Task]:
+    """The active party's encoded labels and the task they make (read from the training
+    rows' labels).
+
+    Raises:
+        ValueError: no labels (only the active party trains with them).
+        DataError: the labels do not fit the spec's task.
+    """
+    if labels is None:
+        raise ValueError("the active party trains with its labels")
+    task = make_task(ctx.spec.model.task, labels[ctx.plan.train_rows])
+    return Labels.encoded(task, labels, val_labels), task

@@ -17,7 +17,14 @@ from typing import Any, Protocol
 
 from vfl.contract.spec import JobSpec
 from vfl.contract.spec.data import Preprocess
-from vfl.party.kinds.base import ModelEstimate, ModelKind, ScoringRole, TrainingRole, Y
+from vfl.party.kinds.base import (
+    ModelEstimate,
+    ModelKind,
+    ScoringRole,
+    TrainingRole,
+    Y,
+    active_labels,
+)
 from vfl.party.state.model_store import key_fingerprint
 from vfl.party.tables.preprocess.fit import check_secure_bounds
 from vfl.party.tables.table import RawTable
@@ -25,7 +32,7 @@ from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
 from vfl.party.training.context import RoleContext
 from vfl.party.training.split.active import ActiveTrainer
 from vfl.party.training.split.passive import PassiveTrainer
-from vfl.party.training.task import Labels, Task, make_task
+from vfl.party.training.task import Labels, Task
 
 PARAMETER_BYTES = 4
 SLOTS = {"adagrad": 1, "adam": 2, "sgd": 0}  # optimiser state per parameter
@@ -62,10 +69,8 @@ class Networks(ModelKind):
         active, passive = ROLES[ctx.spec.protocol]
         if role != "active":
             return passive(ctx)
-        if labels is None:
-            raise ValueError("the active party trains with its labels")
-        task = make_task(ctx.spec.model.task, labels[ctx.plan.train_rows])
-        return active(ctx, Labels.encoded(task, labels, val_labels), task)
+        encoded, task = active_labels(ctx, labels, val_labels)
+        return active(ctx, encoded, task)
 
     def scorer(self, ctx: RoleContext, role: str, task: Task | None) -> ScoringRole:
         active, passive = ROLES[ctx.spec.protocol]

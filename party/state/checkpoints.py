@@ -3,13 +3,15 @@
 Every party derives the same rounds from the spec and its plan: every
 `train.checkpoint_every` rounds (default: once per epoch), always after the last round,
 never with `checkpoint_every: 0`. A checkpoint holds the trainer's state, a hash of the
-aligned row order, so a resume on changed data is refused instead of training on
-misaligned rows, and the hashes of the snapshots of the job's sql datasets, which a
-resume reads again (`party.state.snapshots`).
+aligned row order and one of the aligned inputs' content (features, categorical codes,
+labels), so a resume on changed data (other rows, or the same ids with other values) is
+refused instead of training on it, and the hashes of the snapshots of the job's sql
+datasets, which a resume reads again (`party.state.snapshots`).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import time
@@ -17,8 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from vfl.contract.spec import JobSpec
-from vfl.party.errors import CheckpointError
+from vfl.party.errors import DataChanged, StateUnwritable
 from vfl.party.state.checkpoint_file import Checkpoint
 from vfl.party.state.store import StateDir
 
@@ -38,6 +41,23 @@ def aligned_hash(ids: Sequence[str] | np.ndarray) -> str:
     return digest.hexdigest()
 
 
+def content_hash(arrays: Sequence[np.ndarray | sp.spmatrix | None]) -> str:
+    """SHA-256 of the aligned inputs' values: each array's dtype, shape and bytes (a
+    sparse one's data, indices and row pointers), None as a marker of its own."""
+    digest = hashlib.sha256()
+    for array in arrays:
+        if array is None:
+            digest.update(b"none;")
+            continue
+        csr = sp.csr_matrix(array) if sp.issparse(array) else None
+        parts = [np.asarray(array)] if csr is None else [csr.data, csr.indices, csr.indptr]
+        for part in parts:
+            flat = np.ascontiguousarray(part).reshape(-1)
+            digest.update(f"{flat.dtype.str}{np.shape(part)};".encode())
+            digest.update(flat.view(np.uint8).data)
+    return digest.hexdigest()
+
+
 def checkpoint_every(spec: JobSpec, batches_per_epoch: int) -> int:
     """Rounds between checkpoints; 0: none."""
     every = spec.train.checkpoint_every
@@ -52,6 +72,7 @@ class JobCheckpoints:
         job_id, spec, party_id: whose checkpoints.
         every, total_rounds: the schedule (`checkpoint_every`, the plan's last round).
         aligned: `aligned_hash` of this party's aligned rows.
+        content: `content_hash` of their inputs (features, codes and labels).
         on_saved: told each round saved (the progress report to the coordinator).
         preprocess: the party's fitted preprocessing (JSON), kept for a resume to apply.
         snapshots: the SHA-256 of each sql dataset's snapshot, by dataset name.
@@ -66,6 +87,7 @@ class JobCheckpoints:
         every: int,
         total_rounds: int,
         aligned: str,
+        content: str,
         on_saved: Callable[[int], None],
         preprocess: str | None = None,
         snapshots: dict[str, str] | None = None,
@@ -73,7 +95,7 @@ class JobCheckpoints:
         self._state, self._job_id, self._party_id = state, job_id, party_id
         self._spec_hash = spec.spec_hash()
         self._every, self._total = every, total_rounds
-        self._aligned, self._on_saved = aligned, on_saved
+        self._aligned, self._content, self._on_saved = aligned, content, on_saved
         self._preprocess = preprocess
         self._snapshots = dict(snapshots or {})
 
@@ -81,6 +103,12 @@ class JobCheckpoints:
         return self._every > 0 and (rnd % self._every == 0 or rnd == self._total)
 
     def save(self, rnd: int, state: dict[str, Any]) -> None:
+        """Write the checkpoint of round `rnd`.
+
+        Raises:
+            StateUnwritable: the state directory cannot take it (a full disk): the job
+                pauses; the previous checkpoints stay whole.
+        """
         begun = time.monotonic()
         ck = Checkpoint(
             self._job_id,
@@ -90,11 +118,15 @@ class JobCheckpoints:
             {
                 "trainer": state,
                 "aligned": self._aligned,
+                "content": self._content,
                 "preprocess": self._preprocess,
                 "snapshots": self._snapshots,
             },
         )
-        path = self._state.save(ck)
+        try:
+            path = self._state.save(ck)
+        except OSError as exc:
+            raise unwritable(self._party_id, f"its checkpoint of round {rnd}", exc) from exc
         log.info(
             "checkpoint of round %d: %.0f kB in %.3f s",
             rnd,
@@ -107,12 +139,36 @@ class JobCheckpoints:
         """The trainer's state in `ck`, once its rows are known to be aligned as now.
 
         Raises:
-            CheckpointError: the aligned rows differ from the checkpoint's (data changed).
+            DataChanged: the aligned rows, or their values, differ from the checkpoint's
+                (the data changed since): the job pauses.
         """
         if ck.state.get("aligned") != self._aligned:
-            raise CheckpointError(
+            raise DataChanged(
                 f"party '{self._party_id}': its aligned rows differ from those of its "
-                f"checkpoint of round {ck.round} (its data changed since); restart the job"
+                f"checkpoint of round {ck.round} (its data changed since); put back the "
+                "data the job began with and resume, or restart the job"
+            )
+        content = ck.state.get("content")  # absent from checkpoints of earlier versions
+        if content is not None and content != self._content:
+            raise DataChanged(
+                f"party '{self._party_id}': its rows hold other values than at its "
+                f"checkpoint of round {ck.round} (the same ids, changed data); put back the "
+                "data the job began with and resume, or restart the job"
             )
         state: dict[str, Any] = ck.state["trainer"]
         return state
+
+
+def unwritable(party_id: str, what: str, exc: OSError) -> StateUnwritable:
+    """The error of a write to the state directory that failed with `exc`: the full
+    message names the file, the public one the disk's problem only."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        problem, fix = "the disk of its state directory is full", "free space there"
+    else:
+        reason = exc.strerror or type(exc).__name__
+        problem, fix = f"its state directory cannot be written ({reason})", "mend it"
+    public = (
+        f"party '{party_id}': {what} could not be written: {problem}; {fix}, then "
+        "resume the job from its last whole checkpoint"
+    )
+    return StateUnwritable(f"{public} [{exc}]", public=public)

@@ -59,8 +59,8 @@ class Manifest(BaseModel):
     name: str  # the training job's name
     party_id: str
     role: Literal["active", "passive"]
-    protocol: Literal["split", "blindfl"]
-    kind: Literal["network"] = "network"  # the model's family (`party.kinds`)
+    protocol: Literal["split", "blindfl", "secureboost"]
+    kind: Literal["network", "trees"] = "network"  # the model's family (`party.kinds`)
     columns: tuple[Column, ...]
     spec_json: str  # the training spec (canonical JSON)
     spec_hash: str
@@ -238,7 +238,8 @@ def model_columns(preprocessor: Preprocessor) -> tuple[Column, ...]:
     columns with their number of codes."""
     if preprocessor.sparse is not None:
         return tuple(Column(name=name, kind="dense") for name in preprocessor.sparse.names)
-    dense = [Column(name=c.name, kind="dense") for c in preprocessor.numeric]
+    names = [c.name for c in preprocessor.numeric] + [c.name for c in preprocessor.binned]
+    dense = [Column(name=name, kind="dense") for name in names]
     cats = [
         Column(name=c.name, kind="categorical", cardinality=c.cardinality)
         for c in preprocessor.categorical

@@ -114,9 +114,11 @@ def _check_finite(raw: RawTable, cfg: TableSource, name: str, mode: str) -> None
         )
     if raw.labels is not None and not np.all(np.isfinite(raw.labels)):
         r = int(np.argwhere(~np.isfinite(raw.labels))[0][0])
+        what = "empty or NaN" if np.isnan(raw.labels[r]) else "infinite"
+        fix = "give every row a finite label, or drop the rows without one"
         raise DataError(
-            f"dataset '{name}' ('{cfg.path}'): label is NaN at data row {r + 1}",
-            public=f"dataset '{name}': a label is NaN",
+            f"dataset '{name}' ('{cfg.path}'): the label is {what} at data row {r + 1}; {fix}",
+            public=f"dataset '{name}': a label is {what}; {fix}",
         )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -131,3 +131,17 @@ def train_rounds(
                     state = snapshot()
                 ctx.checkpoints.save(rnd, state)
     return {"rounds": plan.total_rounds, "local_updates": updater.num_local_updates}
+
+
+class ScoresInTurn:
+    """A scoring role's `score_batches`: `score` of each (tag, rows) in turn, its outputs
+    as they come (scores at the active party, None at a passive one)."""
+
+    def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> np.ndarray | None:
+        raise NotImplementedError
+
+    def score_batches(
+        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
+    ) -> Iterator[Any]:
+        for tag, rows in batches:
+            yield self.score(tag, inputs, rows)

@@ -27,12 +27,30 @@ def auc(labels: np.ndarray, scores: np.ndarray) -> float:
     return float((ranks[labels].sum() - pos * (pos + 1) / 2.0) / (pos * neg))
 
 
+def ks(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Kolmogorov-Smirnov statistic: the largest gap between the score distributions of
+    the positive and the negative rows (the largest |TPR - FPR| over thresholds, ties
+    taken together), as a credit risk team reads it."""
+    labels = np.asarray(labels).astype(bool)
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if pos == 0 or neg == 0:
+        return float("nan")
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="mergesort")
+    ranked, hits = np.asarray(scores, dtype=np.float64)[order], labels[order]
+    tpr, fpr = np.cumsum(hits) / pos, np.cumsum(~hits) / neg
+    ends = np.r_[np.flatnonzero(np.diff(ranked) != 0), len(ranked) - 1]  # a tie's last row
+    return float(np.max(np.abs(tpr[ends] - fpr[ends])))
+
+
 def binary_metrics(labels: np.ndarray, logits: np.ndarray) -> dict[str, float]:
     prob = 1.0 / (1.0 + np.exp(-logits))
     eps = 1e-12
     logloss = -np.mean(labels * np.log(prob + eps) + (1 - labels) * np.log(1 - prob + eps))
+    area = auc(labels, logits)
     return {
-        "auc": auc(labels, logits),
+        "auc": area,
+        "gini": 2.0 * area - 1.0,
+        "ks": ks(labels, logits),
         "accuracy": float(np.mean((prob >= 0.5) == (labels >= 0.5))),
         "logloss": float(logloss),
     }
@@ -54,6 +72,9 @@ def regression_metrics(labels: np.ndarray, preds: np.ndarray) -> dict[str, float
 # why a metric has no value, when it is NaN for these rows (not because training failed)
 UNDEFINED = {
     "auc": "the rows validated on hold one class only; use more rows or a larger "
+    "validation.fraction",
+    "gini": "the rows validated on hold one class only (Gini is 2 AUC - 1)",
+    "ks": "the rows validated on hold one class only; use more rows or a larger "
     "validation.fraction",
     "r2": "the labels validated on do not vary",
 }

@@ -128,9 +128,14 @@ def make_task(kind: str, labels: np.ndarray) -> Task:
     classes = tuple(float(c) for c in np.unique(labels))
     if kind == "binary":
         if len(classes) != 2:
+            fix = "use task: multiclass or regression, or fix the labels"
             raise DataError(
                 f"task is binary but the label column has {len(classes)} distinct value(s) "
-                f"{list(classes)[:5]}; use task: multiclass or regression, or fix the labels"
+                f"{list(classes)[:5]}; {fix}",
+                public=(  # the values are the party's own: they stay in its log
+                    f"task is binary but the label column has {len(classes)} distinct "
+                    f"value(s); {fix}"
+                ),
             )
         return Task(kind, 1, classes)
     if not 2 <= len(classes) <= MAX_CLASSES:

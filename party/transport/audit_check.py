@@ -7,11 +7,13 @@ leak (float64 values, float32 pairs of adjacent values of a row, runs of eight l
 float32 or float64), and `find_plaintext` looks for them in every recorded payload, with
 numpy over all eight byte alignments (seconds for a 2048-bit job's megabytes, where a
 `bytes.find` per pattern would take minutes). `vfl demo` and the wire-audit tests share
-these; docs/security.md, "The wire audit", says what each kind may carry.
+these; docs/security.md, "The wire audit", says what each kind may carry. A tree job's
+envelopes are checked by tag, sender and kind (`TREE_MESSAGES`, `tree_problems`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +27,31 @@ ALLOWED_KINDS = frozenset(
     {"public_key", "ciphertexts", "layer_setup", "control", "indices", "ec_points", "ping"}
 )
 ONLINE_KINDS = frozenset({"ids", "indices", "ciphertexts"})  # a blindfl scoring session
+
+# What a tree job (`model: {trees: ...}`, docs/protocols.md "Gradient-boosted trees") may
+# send, by tag: who sends it (the active party, a passive one, or either: PSI) and its
+# payload kinds. Under `protocol: split` the (g, h) and the candidates' sums are float64
+# tensors; beyond them only split picks (int64), split ids, candidate counts and row
+# positions (indices), row partitions and split decisions (packed bits, uint8) and the
+# rounds' control messages cross. `secureboost` will send its (g, h) and sums as
+# ciphertexts under the same tags.
+TREE_MESSAGES: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...] = tuple(
+    (re.compile(pattern), sender, frozenset(kinds))
+    for pattern, sender, kinds in (
+        (r"psi(-test)?/.+", "any", ("ec_points", "control", "indices")),
+        (r"tree/r\d+/go", "active", ("control",)),
+        (r"tree/r\d+/rows", "active", ("indices",)),
+        (r"tree/r\d+/gh", "active", ("tensor", "ciphertexts")),
+        (r"tree/r\d+/d\d+/(pick|grow)", "active", ("tensor",)),
+        (r"tree/gains", "active", ("tensor",)),
+        (r"tree/r\d+/d\d+/(sizes|ids)", "passive", ("indices",)),
+        (r"tree/r\d+/d\d+/hist", "passive", ("tensor", "ciphertexts")),
+        (r"tree/r\d+/(d\d+/part|eval)", "passive", ("tensor",)),
+        (r"(predict|score)/b\d+/bits", "passive", ("tensor",)),
+        (r"score/b\d+/ids", "active", ("ids",)),
+        (r"score/b\d+/lacks", "passive", ("indices", "control")),
+    )
+)
 MIN_FEATURE = 1e-3  # smaller values (zeros, mostly) would match too much to mean a leak
 
 
@@ -99,3 +126,24 @@ def leaks(records: Iterable[dict], patterns: dict[str, list[bytes]]) -> dict[str
     payloads (each distinct payload scanned once)."""
     blobs = list({r["sha256"]: r["data"] for r in records}.values())
     return {what: len(find_plaintext(blobs, group)) for what, group in patterns.items()}
+
+
+def tree_problems(records: Iterable[dict], active: str) -> list[str]:
+    """The envelopes of a tree job (or of its predictions and scoring sessions) that
+    `TREE_MESSAGES` does not allow: an unknown tag, the wrong sender (`active` is the
+    active party's id), or another payload kind; one line each."""
+    problems = []
+    for r in records:
+        if r["direction"] != "sent":
+            continue
+        tag, kind, by_active = r["tag"], r["kind"], r["sender"] == active
+        rule = next((m for m in TREE_MESSAGES if m[0].fullmatch(tag)), None)
+        if rule is None:
+            problems.append(f"{r['sender']} -> {r['receiver']} {tag}: not a tree message")
+            continue
+        _, sender, kinds = rule
+        if sender != "any" and by_active != (sender == "active"):
+            problems.append(f"{r['sender']} -> {r['receiver']} {tag}: sent by the wrong party")
+        if kind not in kinds:
+            problems.append(f"{r['sender']} -> {r['receiver']} {tag}: payload kind {kind}")
+    return problems

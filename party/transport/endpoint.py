@@ -1,39 +1,70 @@
 """This party's end of the data plane: the envelopes it takes, the channels it sends on.
 
-`Endpoint.push` takes one envelope (the `Push` RPC): it checks that the envelope is meant
-for this party, answers `vfl doctor`'s pings itself (`transport.ping`), refuses envelopes
-once the daemon stops, and hands the rest to the daemon's `Deliver` (a job's mailbox, or
-an online scoring session's). `Endpoint.channel` builds the channel of a job or a session:
-gRPC to the peers (`transport.grpc_channel`), every envelope counted and, with an audit
-directory, logged (`transport.audit`), over an emulated WAN if given one (`transport.wan`).
+`Endpoint.admit` takes one envelope (the `Push` RPC) from its header, before its payload
+is read: it checks that the envelope is meant for this party, answers `vfl doctor`'s
+pings itself (`transport.ping`), refuses envelopes once the daemon stops, finds the
+mailbox of the job or online scoring session the sender is in (the daemon's `Locate`),
+checks the envelope's size against the party's `limits.max_envelope_mb` and books room
+for its payload in that mailbox (`limits.mailbox_mb`). The caller then reads the payload
+and files it (`Arrival.deliver`). A sender learns nothing of the jobs it is not in: an
+unknown job and one it is not a party of get the same answer. `Endpoint.channel` builds
+the channel of a job or a session: gRPC to the peers (`transport.grpc_channel`), every
+envelope counted and, with an audit directory, logged (`transport.audit`), over an
+emulated WAN if given one (`transport.wan`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
 
 from vfl.contract.spec import NetworkSpec
-from vfl.party.errors import JobError, ShuttingDown
+from vfl.party.errors import JobError, Overloaded, ShuttingDown
+from vfl.party.limits import MB
 from vfl.party.transport.audit import AuditLog
 from vfl.party.transport.grpc_channel import GrpcChannel
-from vfl.party.transport.ping import PING_JOB, PingResult, ping_peers
+from vfl.party.transport.ping import PING_JOB, PING_MAX_BYTES, PingResult, ping_peers
 from vfl.party.transport.wan import ShapedChannel
 from vfl.rpc import PeerClients
 from vfl.secure.channel import Channel, EnvelopeHook, Mailbox, decode_payload
-from vfl.secure.errors import PayloadError
+from vfl.secure.errors import ChannelBusy, PayloadError
 
-# (job or session id, sender, tag, payload bytes) -> False for a duplicate tag; None: no
-# job or session of that id is here
-Deliver = Callable[[str, str, str, bytes], bool | None]
+# (job or session id, sender, tag) -> the mailbox of that job or session, if `sender` is a
+# party of it; None if no job or session of that id with `sender` in it is here
+Locate = Callable[[str, str, str], Mailbox | None]
+MAILBOX_RETRY_S = 0.5  # when a sender refused for a full mailbox may try again
+
+
+@dataclass
+class Arrival:
+    """An envelope admitted from its header, whose payload is still to be read: `deliver`
+    files it; leaving a `with` block on an error gives its booked room back."""
+
+    deliver: Callable[[bytes], None]
+    cancel: Callable[[], None] = lambda: None
+
+    def __enter__(self) -> Arrival:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if kind is not None:
+            self.cancel()
 
 
 class Endpoint:
     """This party's end of the data plane, shared by its jobs and scoring sessions.
 
     Args:
-        deliver: files an envelope with its job or session.
+        locate: the mailbox of an envelope's job or session (see `Locate`).
         count: sees every envelope (the daemon's metrics).
+        max_envelope: the largest envelope taken, in bytes (`limits.max_envelope_mb`).
         audit_dir: where every envelope is logged too (the wire audit), if given.
     """
 
@@ -41,41 +72,67 @@ class Endpoint:
         self,
         party_id: str,
         clients: PeerClients,
-        deliver: Deliver,
+        locate: Locate,
         count: EnvelopeHook,
+        max_envelope: int,
         audit_dir: str | None = None,
     ) -> None:
         self.party_id = party_id
-        self._clients, self._deliver = clients, deliver
+        self._clients, self._locate = clients, locate
         self._count, self._audit_dir = count, audit_dir
+        self._max_envelope = max_envelope
         self._stopping = threading.Event()
 
-    def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        """Take one envelope of a job or an online scoring session; returns False for a
-        duplicate tag.
+    def admit(self, job_id: str, sender: str, receiver: str, tag: str, size: int) -> Arrival | None:
+        """Take `sender`'s envelope `tag` of `size` bytes for job or session `job_id`, from
+        its header; None for a tag taken before (a duplicate: its payload need not be read).
 
         Raises:
-            JobError: a receiver that is not this party, or no such job or session here
-                (or what `deliver` raises).
+            JobError: a receiver that is not this party, no such job or session here with
+                `sender` in it (one answer for both), or a job of `sender` that ended.
+            PayloadError: an envelope larger than `limits.max_envelope_mb`, or a ping that
+                is too large.
+            Overloaded: the job's mailbox holds `limits.mailbox_mb` (retry after the hint).
             ShuttingDown: the daemon is stopping (`stop_taking`).
-            PayloadError: an envelope of `PING_JOB` that is not a ping.
         """
-        if receiver != self.party_id:
+        me = self.party_id
+        if receiver != me:
             raise JobError(
-                f"envelope for party '{receiver}' reached party "
-                f"'{self.party_id}'; check the peer addresses"
+                f"envelope for party '{receiver}' reached party '{me}'; check the peer addresses"
             )
         if job_id == PING_JOB:
-            return self._answer_ping(sender, tag, data)
+            return self._ping(sender, tag, size)
         if self._stopping.is_set():
             raise ShuttingDown(
-                f"party '{receiver}' is shutting down; envelope '{tag}' is not taken "
+                f"party '{me}' is shutting down; envelope '{tag}' is not taken "
                 "(the job pauses and can resume once the party is back)"
             )
-        fresh = self._deliver(job_id, sender, tag, data)
-        if fresh is None:
-            raise JobError(f"job {job_id} is not known to party '{receiver}'")
-        return fresh
+        mailbox = self._locate(job_id, sender, tag)
+        if mailbox is None:
+            raise JobError(  # one answer for an unknown job and one `sender` is not in
+                f"job {job_id} is not known to party '{me}' (or party '{sender}' is not in it)"
+            )
+        if size > self._max_envelope:
+            raise PayloadError(
+                f"envelope '{tag}' of {size / MB:.1f} MiB from party '{sender}' is larger than "
+                f"party '{me}' takes ({self._max_envelope / MB:g} MiB, its config's "
+                "limits.max_envelope_mb); use smaller batches, or ask its operator to raise "
+                "that limit"
+            )
+        try:
+            fresh = mailbox.reserve(sender, tag, size)
+        except ChannelBusy as exc:
+            raise Overloaded(
+                f"party '{me}' takes no more of job {job_id}'s envelopes now: {exc} (its "
+                f"config's limits.mailbox_mb, {mailbox.max_bytes / MB:g} MiB, bounds what one "
+                "job's envelopes hold there)",
+                MAILBOX_RETRY_S,
+            ) from None
+        if not fresh:
+            return None
+        return Arrival(
+            lambda data: mailbox.fill(sender, tag, data), lambda: mailbox.cancel(sender, tag)
+        )
 
     def stop_taking(self) -> None:
         """Refuse every envelope from now on (`ShuttingDown`: the peers' jobs pause)."""
@@ -110,16 +167,22 @@ class Endpoint:
         """`vfl doctor`'s data-plane check: push a ping to each peer (id -> address)."""
         return ping_peers(self.party_id, addresses, self._clients, self._hook(PING_JOB))
 
-    def _answer_ping(self, sender: str, tag: str, data: bytes) -> bool:
-        """Take a peer's ping (a `Ping` payload and nothing else).
+    def _ping(self, sender: str, tag: str, size: int) -> Arrival:
+        """Take a peer's ping: a `Ping` payload of at most `PING_MAX_BYTES`.
 
         Raises:
-            PayloadError: the envelope is not a ping.
+            PayloadError: the envelope is too large to be a ping (checked before its
+                payload is read), or it is not a ping.
         """
-        if decode_payload(data).WhichOneof("kind") != "ping":
-            raise PayloadError(f"envelope '{tag}' for job {PING_JOB} must be a ping")
-        self._hook(PING_JOB)("received", sender, self.party_id, tag, data)
-        return True
+        if size > PING_MAX_BYTES:
+            raise PayloadError(f"envelope '{tag}' for job {PING_JOB} is too large for a ping")
+
+        def answer(data: bytes) -> None:
+            if decode_payload(data).WhichOneof("kind") != "ping":
+                raise PayloadError(f"envelope '{tag}' for job {PING_JOB} must be a ping")
+            self._hook(PING_JOB)("received", sender, self.party_id, tag, data)
+
+        return Arrival(answer)
 
     def _hook(self, job_id: str) -> EnvelopeHook:
         """What sees each envelope of a job or session: the count, and the audit log."""

@@ -2,10 +2,12 @@
 
 `send` streams the serialized payload to the peer's `Push` RPC in 1 MiB chunks and retries
 while the peer is unavailable (but not after a failed TLS handshake, which retrying cannot
-fix); `recv` reads the local `Mailbox` that the servicer fills. With TLS, every channel
-checks that the peer's certificate names the party it was dialed for. A channel with a
-`plane` names it in each push's metadata (`PLANE_KEY`): an online scoring session's
-envelopes (`SESSION_PLANE`) are taken on threads of their own at the peer.
+fix), or while it refuses the envelope for now with a retry hint (RESOURCE_EXHAUSTED: the
+job's mailbox there is full, or this party holds as many Push streams there as it may);
+`recv` reads the local `Mailbox` that the servicer fills. With TLS, every channel checks
+that the peer's certificate names the party it was dialed for. A channel with a `plane`
+names it in each push's metadata (`PLANE_KEY`): an online scoring session's envelopes
+(`SESSION_PLANE`) are taken on threads of their own at the peer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from collections.abc import Iterator
 
 import grpc
 from vfl.proto import party_pb2
-from vfl.rpc import CHUNK_BYTES, PLANE_KEY, PeerClients, explain, handshake_failed
+from vfl.rpc import (
+    CHUNK_BYTES,
+    PLANE_KEY,
+    PeerClients,
+    explain,
+    handshake_failed,
+    retry_after_s,
+)
 from vfl.secure.channel import ChannelStats, EnvelopeHook, Mailbox, Payload, decode_payload
 from vfl.secure.errors import ChannelClosed, ChannelError
 
@@ -91,14 +100,19 @@ class GrpcChannel:
                 return
             except grpc.RpcError as exc:
                 tls = self._clients.tls
-                retry = exc.code() in _TRANSIENT and not handshake_failed(exc, tls is not None)
-                if not retry or time.monotonic() + delay > deadline:
+                hint = retry_after_s(exc)  # refused for now: retry after the hint
+                retry = hint is not None or (
+                    exc.code() in _TRANSIENT and not handshake_failed(exc, tls is not None)
+                )
+                wait = delay if hint is None else hint
+                if not retry or time.monotonic() + wait > deadline:
                     why = explain(exc, address, tls, peer)
                     raise ChannelError(
                         f"sending '{tag}' to party '{peer}' at {address} failed: {why}"
                     ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                time.sleep(wait)
+                if hint is None:
+                    delay = min(delay * 2, 2.0)
 
     def recv(self, peer: str, tag: str, timeout: float | None = None) -> Payload:
         data = self._mailbox.get(peer, tag, timeout)

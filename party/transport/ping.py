@@ -3,7 +3,7 @@
 A ping travels as a job's envelopes do (the `Push` RPC, over the party's TLS channel to
 the address it would use in a job, its certificate checked against the peer's id), under
 the reserved job id `PING_JOB`; its payload is a `Ping` of random bytes and nothing else.
-The receiving daemon answers it without a job (`party.transport.endpoint.Endpoint.push`).
+The receiving daemon answers it without a job (`party.transport.endpoint.Endpoint.admit`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from vfl.secure.channel import EnvelopeHook
 
 PING_JOB = "doctor-ping"  # never a job's id (those end in 8 hex digits)
 PING_TIMEOUT_S = 5.0
+PING_MAX_BYTES = 1024  # a ping is a 16-byte nonce; a larger envelope is not read
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,12 @@ from vfl.secure.errors import PayloadError
 
 Payload = common_pb2.Payload
 
-_DTYPES = {"float32": np.float32, "float64": np.float64, "int64": np.int64}
+_DTYPES = {
+    "float32": np.float32,
+    "float64": np.float64,
+    "int64": np.int64,
+    "uint8": np.uint8,  # packed bits (a tree split's row partition)
+}
 
 
 def tensor_to_payload(array: np.ndarray) -> Payload:

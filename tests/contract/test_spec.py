@@ -144,3 +144,15 @@ def test_statistical_obfuscators_are_the_assumption_free_choice() -> None:
     spec = parse_spec_text(GOOD + "crypto: {obfuscators: statistical}\n")
     assert spec.crypto.obfuscators == "statistical"
     assert JobSpec.from_json(spec.to_json()) == spec
+
+
+def test_a_party_is_named_once_in_what_it_said() -> None:
+    from vfl.contract.errors import party_named
+
+    assert party_named("shop", "party 'shop' exposes no dataset 'x'") == (
+        "party 'shop' exposes no dataset 'x'"
+    )
+    assert party_named("shop", "over its limit") == "party 'shop': over its limit"
+    assert party_named("shop", "party 'shopping' is down") == (
+        "party 'shop': party 'shopping' is down"
+    )

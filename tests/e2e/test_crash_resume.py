@@ -4,8 +4,10 @@ ends SUCCEEDED with the weights and metrics of an uninterrupted run."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +16,7 @@ from vfl.contract.spec import parse_spec_text
 from vfl.party.state import StateDir
 
 from tests.support.data import FATE, breast_datasets_config
+from tests.support.disk import fill, mount_tmpfs, scaled, unmount
 from tests.support.jobs import checkpointed_breast_job
 from tests.support.processes import Daemons
 
@@ -27,12 +30,12 @@ DATASETS = breast_datasets_config()
 SPEC_TEXT = yaml.safe_dump(JOB)
 
 
-def start(workdir, auto_resume: bool = False, grace_s: float = 2.0) -> Daemons:
-    workdir.mkdir()
+def start(workdir, auto_resume: bool = False, grace_s: float = 2.0, datasets=DATASETS) -> Daemons:
+    workdir.mkdir(exist_ok=True)
     daemons = Daemons(workdir, grace_s=grace_s, auto_resume=auto_resume)
     daemons.start_coordinator()
-    for party, datasets in DATASETS.items():
-        daemons.start_party(party, datasets)
+    for party, given in datasets.items():
+        daemons.start_party(party, given)
     return daemons
 
 
@@ -251,6 +254,94 @@ def test_auto_resume_continues_a_paused_job_once_its_party_is_back(tmp_path, uni
         daemons.start_party("shop", DATASETS["shop"])
         view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
         assert view.state == "SUCCEEDED" and view.result.resumed_from >= 20, view.reason
+        assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
+    finally:
+        daemons.stop()
+
+
+def copied_datasets(tmp_path) -> dict[str, dict[str, dict]]:
+    """DATASETS with the shop's table copied to `tmp_path` (a test may change it)."""
+    source = DATASETS["shop"]["breast"]["path"]
+    copy = tmp_path / "shop.csv"
+    shutil.copyfile(source, copy)
+    return {**DATASETS, "shop": {"breast": {**DATASETS["shop"]["breast"], "path": str(copy)}}}
+
+
+def test_a_resume_on_changed_values_pauses_naming_the_party_and_resumes_once_put_back(
+    tmp_path, uninterrupted
+) -> None:
+    # Prepare: kill -9 the shop in the middle of training
+    whole, _ = uninterrupted
+    datasets = copied_datasets(tmp_path)
+    table = Path(datasets["shop"]["breast"]["path"])
+    original = table.read_text()
+    daemons = start(tmp_path / "run", datasets=datasets)
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 20)
+        daemons.kill("shop")
+        daemons.wait(job_id, lambda v: v.state == "PAUSED")
+        # Execute: the same ids with other values (one column scaled), then resume
+        table.write_text(scaled(original))
+        daemons.start_party("shop", datasets["shop"])
+        assert daemons.vfl("resume", job_id).returncode == 0
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: paused, not trained on; named for the party and the fix, no path
+        assert view.state == "PAUSED", view.reason
+        assert view.reason.startswith("party 'shop': its rows hold other values"), view.reason
+        assert "put back the data the job began with" in view.reason
+        assert str(table) not in view.reason and "party 'shop': party" not in view.reason
+        # Execute: the data put back, resume again
+        table.write_text(original)
+        assert daemons.vfl("resume", job_id).returncode == 0
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: the uninterrupted run's result
+        assert view.state == "SUCCEEDED", view.reason
+        assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
+    finally:
+        daemons.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MB tmpfs as the shop's state directory (root only; skipped with why elsewhere)."""
+    mount = tmp_path / "run" / "shop-state"
+    problem = mount_tmpfs(mount)
+    if problem is not None:
+        pytest.skip(f"cannot mount a tmpfs for the full disk ({problem}): needs root")
+    yield mount
+    unmount(mount)
+
+
+def test_a_full_disk_at_a_checkpoint_pauses_naming_it_and_resumes_once_there_is_room(
+    tmp_path, uninterrupted, small_disk
+) -> None:
+    # Prepare: the shop's state directory on a small disk, filled once training runs
+    whole, _ = uninterrupted
+    daemons = start(tmp_path / "run")
+    try:
+        with daemons.client() as client:
+            job_id = client.submit(SPEC_TEXT)
+        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 20)
+        # Execute
+        filler = fill(small_disk)
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: paused, naming the party and the disk, not its path
+        assert view.state == "PAUSED", view.reason
+        assert view.reason.startswith("party 'shop': its checkpoint of round"), view.reason
+        assert "the disk of its state directory is full; free space there" in view.reason
+        assert str(small_disk) not in view.reason
+        # the daemon is up and its last checkpoints are whole
+        assert daemons.procs["shop"].poll() is None
+        # Execute: room again; resume
+        filler.unlink()
+        out = daemons.vfl("resume", job_id)
+        assert out.returncode == 0, out.stderr
+        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "FAILED", "SUCCEEDED"))
+        # Assert: the uninterrupted run's result
+        assert view.state == "SUCCEEDED", view.reason + daemons.logs()
+        assert view.reason == "every party finished"  # not the reason of its last wait
         assert view.result.metrics["auc"] == pytest.approx(whole.result.metrics["auc"], abs=1e-6)
     finally:
         daemons.stop()

@@ -87,9 +87,11 @@ def daemons(tmp_path_factory) -> Iterator[tuple[Daemons, str]]:
     d = Daemons(workdir, coordinator_args=("--ui", "127.0.0.1:0"))
     try:
         d.start_coordinator()
-        d.start_party(
-            "bank", {"breast": {"path": str(FATE / "breast_hetero_guest.csv"), "label": "y"}}
-        )
+        bank = {
+            "breast": {"path": str(FATE / "breast_hetero_guest.csv"), "label": "y"},
+            "unlabelled": {"path": str(FATE / "breast_hetero_guest.csv")},  # fails a job
+        }
+        d.start_party("bank", bank)
         d.start_party("shop", {"breast": {"path": str(FATE / "breast_hetero_host.csv")}})
         log = (workdir / "coordinator.log").read_text()
         found = re.search(r"dashboard \(read-only\): (http://127\.0\.0\.1:\d+/\?token=\S+)", log)
@@ -135,9 +137,9 @@ def points(browser, chart: str) -> int:
 
 
 def test_the_job_list_matches_vfl_jobs(daemons, browser):
-    # Prepare: a job that succeeds and one that fails (bank has no dataset 'nope')
+    # Prepare: a job that succeeds and one that fails (bank's 'unlabelled' has no label)
     d, login = daemons
-    ok, bad = submit(d, "good"), submit(d, "bad", dataset="nope")
+    ok, bad = submit(d, "good"), submit(d, "bad", dataset="unlabelled")
     d.wait(ok, lambda v: v.state == "SUCCEEDED")
     d.wait(bad, lambda v: v.state == "FAILED")
 

@@ -10,7 +10,8 @@ import time
 
 import pytest
 import yaml
-from vfl.party.limits import GB, tree_bytes
+from vfl.party.limits import GB
+from vfl.party.memory import tree_bytes
 
 from tests.support.data import FATE, breast_datasets_config
 from tests.support.processes import Daemons
@@ -130,7 +131,7 @@ def test_jobs_beyond_max_concurrent_jobs_wait_queued_across_a_coordinator_restar
     assert done_second.result.started_at > done_first.result.started_at
 
 
-def test_the_guard_fails_a_job_whose_data_outgrows_memory_and_another_succeeds(
+def test_the_guard_fails_a_job_whose_data_outgrows_memory_others_succeed_then_and_after(
     fed: Daemons,
 ) -> None:
     # Prepare: a table whose text column holds far more than its cheap estimate says
@@ -159,6 +160,14 @@ def test_the_guard_fails_a_job_whose_data_outgrows_memory_and_another_succeeds(
     assert not too_big.result.refused  # a limit, not bad input: `vfl` exits 1
     assert other.state == "SUCCEEDED", other.reason + fed.logs()
     assert bank.poll() is None
+    # Execute: a job after it; Assert: not judged by what the failed job held
+    with fed.client() as client:
+        after = fed.wait(client.submit(spec("after", epochs=1)), lambda v: v.state in ENDED)
+    assert after.state == "SUCCEEDED", after.reason + fed.logs()
+    deadline = time.monotonic() + 15  # its memory goes back (the guard's ticks)
+    while tree_bytes(bank.pid) >= held + (100 << 20) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert tree_bytes(bank.pid) < held + (100 << 20), tree_bytes(bank.pid) - held
 
 
 def test_max_rows_holds_against_the_rows_read_when_the_estimate_says_few(

@@ -195,7 +195,7 @@ def test_vfl_score_prints_one_line_per_id(fed, capsys) -> None:
     plain = json.loads(capsys.readouterr().out)
     assert plain["model"] == model and plain["results"][0]["id"] == SCORED[0]
     assert main(["score", "j-nope", "--id", "1", "--coordinator", fed.address]) == 2
-    assert "no job 'j-nope'" in capsys.readouterr().err
+    assert "no model j-nope; list them with `vfl models`" in capsys.readouterr().err
 
 
 def test_vfl_score_escapes_ids_that_would_break_a_line_or_drive_the_terminal(fed, capsys) -> None:

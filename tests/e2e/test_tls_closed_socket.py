@@ -58,21 +58,22 @@ def serve_bank(tmp_path: Path, fed: Path) -> tuple[subprocess.Popen, str]:
 def test_a_daemon_killed_mid_call_is_a_closed_connection_not_a_rejected_certificate(
     tmp_path, pki
 ) -> None:
-    # Prepare: a Push from shop whose stream stays open after its first chunk
+    # Prepare: a Push from shop whose stream stays open before its first chunk (one for a
+    # job the daemon does not hold is refused as soon as its header comes)
     proc, address = serve_bank(tmp_path, pki["fed"])
     shop = load_identity(pki["fed"], "shop")
     more = threading.Event()
 
     def chunks():
-        head = {"job_id": "j", "tag": "t", "sender": "shop", "receiver": "bank"}
-        yield pb.PushChunk(**head, data=b"x", total_size=2)
         more.wait(30)
+        head = {"job_id": "j", "tag": "t", "sender": "shop", "receiver": "bank"}
+        yield pb.PushChunk(**head, data=b"x", total_size=1)
 
     channel = dial(address, shop, expect="bank")
     try:
         stub = party_pb2_grpc.PartyServiceStub(channel)
         call = stub.Push.future(chunks(), timeout=30)
-        time.sleep(1.0)  # the daemon holds the call, waiting for its second chunk
+        time.sleep(1.0)  # the daemon holds the call, waiting for its header (10 s at most)
         # Execute
         proc.send_signal(signal.SIGKILL)
         proc.wait()

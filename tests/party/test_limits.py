@@ -169,6 +169,34 @@ def test_the_guard_fails_the_largest_job_and_another_only_if_memory_grows_on() -
         guard.stop()
 
 
+def test_no_later_job_is_judged_by_what_a_failed_job_left_with_the_allocator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Prepare: an idle daemon of 100 MiB; a job the guard fails at 1.1 GiB
+    monkeypatch.setattr("vfl.party.guard.RELEASE_S", 0.1)
+    memory = Memory(100 << 20)
+    held = {"big"}
+    guard = Guard("bank", Limits(memory_gb=1), lambda: set(held), memory, 0.02, pending_s=0.1)
+    try:
+        big = guard.admit("big", JobEstimate(10, 1, 1, 1 << 20))
+        big.started = time.monotonic()
+        memory.value = 1100 << 20
+        deadline = time.monotonic() + 5
+        while big.failure is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert isinstance(big.failure, MemoryLimitExceeded)
+        # Execute: it ends, but the allocator keeps 700 MiB of what it held
+        memory.value = 800 << 20
+        held.clear()
+        guard.close(big)
+        time.sleep(0.5)  # the release window passes; the daemon holds no job
+        # Assert: a 500 MiB job is admitted on the idle memory before the failure
+        assert guard.idle_bytes == 100 << 20
+        guard.admit("next", JobEstimate(10, 1, 1, 500 << 20))
+    finally:
+        guard.stop()
+
+
 def test_the_guard_fails_a_job_that_runs_past_max_job_seconds() -> None:
     guard = Guard("bank", Limits(memory_gb=1, max_job_seconds=0.1), lambda: {"j"}, Memory(0), 0.02)
     try:

@@ -1,7 +1,8 @@
 """Planes of a thread-pool server, over a real gRPC server on a loopback port: an
 admitting plane refuses calls beyond its threads at once (RESOURCE_EXHAUSTED with a retry
-hint) while the other planes keep serving, and a call that waits for another call of the
-same server never deadlocks, as it did on one shared pool."""
+hint) while the other planes keep serving, a call that waits for another call of the
+same server never deadlocks, as it did on one shared pool, and a warm plane starts all
+its threads at its first call."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 from vfl.rpc import Plane, PlaneRouter, bind, dial, make_server, retry_after_s
+from vfl.rpc.planes import HandlerCache
 
 SERVICE = "t.Test"
 WAIT, ANSWER = f"/{SERVICE}/Wait", f"/{SERVICE}/Answer"  # as Predict and Push
@@ -26,14 +28,14 @@ class Server:
     server first); `Answer` answers at once. `Wait` runs on an admitting plane of `threads`,
     `Answer` on a plane of one thread."""
 
-    def __init__(self, threads: int, ask: bool = False) -> None:
+    def __init__(self, threads: int, ask: bool = False, warm: bool = False) -> None:
         self.release, self.ask = threading.Event(), ask
         self.refusals: list[str] = []  # what the router told of each refusal
+        waits = Plane(
+            "waits", frozenset({WAIT}), threads, admit=True, busy="the test is busy", warm=warm
+        )
         self.router = PlaneRouter(
-            [
-                Plane("answers", frozenset({ANSWER}), 1),
-                Plane("waits", frozenset({WAIT}), threads, admit=True, busy="the test is busy"),
-            ],
+            [Plane("answers", frozenset({ANSWER}), 1), waits],
             self.refusals.append,
         )
         self.server = make_server(1, self.router)
@@ -64,8 +66,8 @@ class Server:
 def server():
     made = []
 
-    def make(threads: int, ask: bool = False) -> Server:
-        made.append(Server(threads, ask))
+    def make(threads: int, ask: bool = False, warm: bool = False) -> Server:
+        made.append(Server(threads, ask, warm))
         return made[-1]
 
     yield make
@@ -115,3 +117,44 @@ def test_a_call_that_needs_another_call_of_its_server_never_deadlocks(server) ->
         results = [f.result(timeout=15) for f in calls]
     # Assert
     assert results == [b"answer"] * 4 and time.monotonic() - begun < 5
+
+
+def plane_threads(name: str) -> int:
+    return sum(t.name.startswith(f"rpc-{name}_") for t in threading.enumerate())
+
+
+def test_a_warm_plane_starts_every_thread_at_its_first_call_and_serves_meanwhile(
+    server,
+) -> None:
+    # Prepare: a warm plane of 64 threads, none started yet
+    srv = server(threads=64, warm=True)
+    srv.release.set()
+    assert plane_threads("waits") == 0
+    # Execute: one call
+    with dial(srv.address) as channel:
+        first = channel.unary_unary(WAIT)(b"", timeout=10)
+        deadline = time.monotonic() + 20
+        while plane_threads("waits") < 64 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        later = [channel.unary_unary(WAIT)(b"", timeout=10) for _ in range(3)]
+    # Assert: every thread runs, no more, and calls are served as before
+    assert plane_threads("waits") == 64
+    assert first == b"waited" and later == [b"waited"] * 3
+
+
+def test_a_handler_made_from_another_is_made_once_until_that_one_changes() -> None:
+    cache, made = HandlerCache(), []
+
+    def make(source: str):
+        def build():
+            made.append(source)
+            return f"wrapped {source}"
+
+        return build
+
+    one, two = object(), object()  # two handlers of the same method
+    assert cache.get("m", one, make("one")) == "wrapped one"
+    assert cache.get("m", one, make("one")) == "wrapped one"
+    assert cache.get("m", two, make("two")) == "wrapped two"  # the method's handler changed
+    assert cache.get("n", one, make("one")) == "wrapped one"  # another key
+    assert made == ["one", "two", "one"]

@@ -9,6 +9,7 @@ into the party's `Mailbox`.
 from __future__ import annotations
 
 from vfl.party.servicer import PartyServicer
+from vfl.party.transport.endpoint import Arrival
 from vfl.party.transport.grpc_channel import GrpcChannel
 from vfl.proto import party_pb2_grpc
 from vfl.rpc import PeerClients, bind, make_server
@@ -19,8 +20,11 @@ class _Receiver:
     def __init__(self, party_id: str, mailbox: Mailbox) -> None:
         self.party_id, self.mailbox = party_id, mailbox
 
-    def push(self, job_id: str, sender: str, receiver: str, tag: str, data: bytes) -> bool:
-        return self.mailbox.put(sender, tag, data)
+    def admit(self, job_id: str, sender: str, receiver: str, tag: str, size: int) -> Arrival | None:
+        if not self.mailbox.reserve(sender, tag, size):
+            return None
+        box = self.mailbox
+        return Arrival(lambda data: box.fill(sender, tag, data), lambda: box.cancel(sender, tag))
 
 
 class GrpcHub:

@@ -1,18 +1,29 @@
-"""A burst of concurrent online scoring calls from one client process, and what came back:
-for the overload test (tests/e2e/test_overload.py) and its bench (bench/overload.py)."""
+"""A burst of concurrent online scoring calls, and what came back: for the overload test
+(tests/e2e/test_overload.py) and its bench (bench/overload.py).
+
+One Python process issues about a thousand calls a second at most, and while it issues
+them it runs their answers' callbacks late (its one interpreter does both), so a burst
+of a thousand from one process measures the client as much as the party. `Clients`
+deals a burst's calls out to several client processes, started and connected ahead of
+it, each with its own channel, which start issuing together.
+"""
 
 from __future__ import annotations
 
 import csv
+import multiprocessing
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 from vfl.coordinator.client import CoordinatorClient
 from vfl.proto import party_pb2 as pb, party_pb2_grpc
-from vfl.rpc import dial, retry_after_s
+from vfl.rpc import Tls, dial, retry_after_s
+
+READY_S = 120.0  # how long client processes may take to start, connect, or fire
 
 
 @dataclass(frozen=True)
@@ -29,25 +40,92 @@ class Outcome:
 
 
 def burst(
-    address: str, model_id: str, ids: list[str], calls: int, deadline_s: float = 30.0
+    address: str,
+    model_id: str,
+    ids: list[str],
+    calls: int,
+    deadline_s: float = 30.0,
+    tls: Tls | None = None,
+    expect: str | None = None,
 ) -> list[Outcome]:
     """`calls` Predict calls of one id each (`ids` in turn), all started at once on one
-    channel, each with a deadline of `deadline_s`; their outcomes in call order."""
-    outcomes: list[Outcome | None] = [None] * calls
-    done = threading.Semaphore(0)
-    with dial(address) as channel:
+    channel (with `tls`, mutual TLS to party `expect`), each with a deadline of
+    `deadline_s`; their outcomes in call order."""
+    rows = [ids[n % len(ids)] for n in range(calls)]
+    with dial(address, tls, expect) as channel:
         grpc.channel_ready_future(channel).result(timeout=10)
-        stub = party_pb2_grpc.PartyServiceStub(channel)
-        futures = []
-        for n in range(calls):
-            row = ids[n % len(ids)]
-            request = pb.PredictRequest(model_id=model_id, ids=[row])
-            started = time.monotonic()
-            future = stub.Predict.future(request, timeout=deadline_s)
-            future.add_done_callback(_recorder(outcomes, n, row, started, done))
-            futures.append(future)
-        for _ in range(calls):
-            done.acquire()
+        return _calls(channel, model_id, rows, deadline_s)
+
+
+class Clients:
+    """`processes` client processes, each connected to the party at `address` on a
+    channel of its own, which make a burst's calls together (`burst`)."""
+
+    def __init__(self, address: str, processes: int) -> None:
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process with gRPC threads
+        self._go = ctx.Barrier(processes + 1)  # every burst: all connected, then all call
+        self._jobs = [ctx.Queue() for _ in range(processes)]
+        self._results: Any = ctx.Queue()
+        self._workers = [
+            ctx.Process(target=_client, args=(address, jobs, self._go, self._results))
+            for jobs in self._jobs
+        ]
+        for worker in self._workers:
+            worker.start()
+        for _ in self._workers:  # each connected
+            self._results.get(timeout=READY_S)
+
+    def __enter__(self) -> Clients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def burst(
+        self, model_id: str, ids: list[str], calls: int, deadline_s: float = 30.0
+    ) -> list[Outcome]:
+        """As `burst`, the calls dealt out to the processes (call n to process n mod k)."""
+        k = len(self._workers)
+        rows = [ids[n % len(ids)] for n in range(calls)]
+        for j, jobs in enumerate(self._jobs):
+            jobs.put((j, model_id, rows[j::k], deadline_s))
+        self._go.wait(READY_S)
+        by_worker = dict(self._results.get(timeout=READY_S + deadline_s) for _ in range(k))
+        return [by_worker[n % k][n // k] for n in range(calls)]
+
+    def close(self) -> None:
+        for jobs in self._jobs:
+            jobs.put(None)
+        for worker in self._workers:
+            worker.join(10)
+            if worker.is_alive():
+                worker.kill()
+
+
+def _client(address: str, jobs: Any, go: Any, results: Any) -> None:
+    """A client process: connect, then for each job wait for the others and call."""
+    with dial(address) as channel:
+        grpc.channel_ready_future(channel).result(timeout=READY_S)
+        results.put(None)
+        while (job := jobs.get()) is not None:
+            j, model_id, rows, deadline_s = job
+            results.put((j, _calls(channel, model_id, rows, deadline_s, go.wait)))
+
+
+def _calls(channel, model_id, rows: list[str], deadline_s: float, ready=None) -> list[Outcome]:
+    """One call per row, all started at once on `channel` (after `ready(READY_S)`)."""
+    stub = party_pb2_grpc.PartyServiceStub(channel)
+    requests = [pb.PredictRequest(model_id=model_id, ids=[row]) for row in rows]
+    outcomes: list[Outcome | None] = [None] * len(rows)
+    done = threading.Semaphore(0)
+    if ready is not None:
+        ready(READY_S)
+    for n, (row, request) in enumerate(zip(rows, requests, strict=True)):
+        started = time.monotonic()
+        future = stub.Predict.future(request, timeout=deadline_s)
+        future.add_done_callback(_recorder(outcomes, n, row, started, done))
+    for _ in rows:
+        done.acquire()
     return [o for o in outcomes if o is not None]
 
 

@@ -9,7 +9,7 @@ Modes (a dataset's `preprocess:`):
             (log1p) for non-negative columns whose skewness exceeds `LOG_SKEW`, clipped to
             the training quantiles `CLIP_QUANTILE`..1-`CLIP_QUANTILE`, then z-scored;
             0/1 columns stay as they are. Words: categorical, through a vocabulary of the
-            values seen at least `MIN_COUNT` times (at most `MAX_CATEGORIES`, the most
+            values seen at least `bins.MIN_COUNT` times (at most `MAX_CATEGORIES`, the most
             frequent); code 0 is the unknown bucket, 1 an empty cell. A column of at most
             `ONE_HOT_MAX` codes is one-hot (0/1 numeric inputs: cheap in the secure
             MatMul layer), a larger one goes through an embedding (blindfl: the
@@ -31,22 +31,32 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec.data import Preprocess
 from vfl.party.errors import DataError
+from vfl.party.tables.preprocess.bins import fit_bins, top_words
 from vfl.party.tables.preprocess.fitted import Categorical, Ignored, Numeric, SparseScales
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawColumn, RawTable
 
 LOG_SKEW = 1.0  # a non-negative column more skewed than this is logged
 CLIP_QUANTILE = 0.001
-MIN_COUNT = 2  # a category seen fewer times in training goes to the unknown bucket
 MAX_CATEGORIES = 1000
 ONE_HOT_MAX = 16  # a vocabulary of at most this many codes is one-hot, a larger one embedded
 SECURE_LIMIT = 64.0  # |feature| the blindfl source layers hold: |Z| < 128 at their fixed point
 
 
-def fit(raw: RawTable, rows: np.ndarray | None, mode: Preprocess) -> Preprocessor:
-    """The preprocessing of `raw` fitted on its rows `rows` (None: every row)."""
+def fit(
+    raw: RawTable, rows: np.ndarray | None, mode: Preprocess, bins: int | None = None
+) -> Preprocessor:
+    """The preprocessing of `raw` fitted on its rows `rows` (None: every row); with
+    `bins`, a tree model's: every column as at most that many bins (`bins.fit_bins`)."""
     if raw.sparse is not None:
+        if bins is not None:
+            raise DataError(
+                f"dataset '{raw.name}' is a LIBSVM table: tree models take CSV or Parquet "
+                "tables for now"
+            )
         return _fit_sparse(raw, rows, mode)
+    if bins is not None:
+        return Preprocessor(mode=mode, columns=fit_bins(raw, rows, bins))
     columns: list[Numeric | Categorical | Ignored] = []
     for col in raw.columns:
         if col.ignored:
@@ -94,15 +104,7 @@ def _skewness(x: np.ndarray) -> float:
 
 
 def _fit_vocabulary(col: RawColumn, rows: np.ndarray | None) -> Categorical:
-    assert col.codes is not None and col.words is not None
-    words = col.words
-    codes = col.codes if rows is None else col.codes[rows]
-    counts = np.bincount(codes[codes >= 0], minlength=len(words))
-    order = sorted(
-        (i for i in range(len(words)) if counts[i] >= MIN_COUNT),
-        key=lambda i: (-counts[i], words[i]),
-    )[:MAX_CATEGORIES]
-    vocabulary = tuple(words[i] for i in order)
+    vocabulary = top_words(col, rows, MAX_CATEGORIES)
     cardinality = len(vocabulary) + 2
     one_hot = cardinality <= ONE_HOT_MAX
     return Categorical(

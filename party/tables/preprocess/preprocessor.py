@@ -12,18 +12,21 @@ JSON (pydantic), never pickle.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Annotated
 
 import numpy as np
 import scipy.sparse as sp
+from pydantic import Field
 from vfl.contract.spec.data import Preprocess
 from vfl.party.errors import DataError
+from vfl.party.tables.preprocess.bins import Binned, binned_codes
 from vfl.party.tables.preprocess.drift import OUT_OF_RANGE, Drift
 from vfl.party.tables.preprocess.fitted import (
     MISSING_SUFFIX,
     Z_LIMIT,
     Categorical,
-    Column,
     Fitted,
+    Ignored,
     Numeric,
     SparseScales,
     category_codes,
@@ -31,6 +34,8 @@ from vfl.party.tables.preprocess.fitted import (
     take,
 )
 from vfl.party.tables.table import RawTable, Table, with_columns
+
+Column = Annotated[Numeric | Categorical | Ignored | Binned, Field(discriminator="kind")]
 
 
 class Preprocessor(Fitted):
@@ -41,12 +46,18 @@ class Preprocessor(Fitted):
     sparse: SparseScales | None = None
 
     def kinds(self) -> dict[str, str]:
-        """column name -> numeric | categorical | ignore, as fitted (a dense table)."""
-        return {c.name: c.kind for c in self.columns}
+        """column name -> numeric | categorical | ignore, as fitted (a dense table; a
+        binned column is read as numeric)."""
+        return {c.name: "numeric" if c.kind == "binned" else c.kind for c in self.columns}
 
     @property
     def numeric(self) -> tuple[Numeric, ...]:
         return tuple(c for c in self.columns if isinstance(c, Numeric))
+
+    @property
+    def binned(self) -> tuple[Binned, ...]:
+        """The numeric columns cut into bins (a tree model's)."""
+        return tuple(c for c in self.columns if isinstance(c, Binned))
 
     @property
     def categorical(self) -> tuple[Categorical, ...]:
@@ -60,14 +71,13 @@ class Preprocessor(Fitted):
     @property
     def feature_names(self) -> tuple[str, ...]:
         """The model's numeric inputs: the numeric columns, their missing indicators, the
-        one-hot columns of small vocabularies."""
+        one-hot columns of small vocabularies, the binned columns' codes."""
         if self.sparse is not None:
             return self.sparse.names
         nums = self.numeric
         names = [c.name for c in nums] + [c.name + MISSING_SUFFIX for c in nums if c.indicator]
-        return tuple(names) + tuple(
-            n for c in self.categorical if c.one_hot for n in c.one_hot_names
-        )
+        one_hot = [n for c in self.categorical if c.one_hot for n in c.one_hot_names]
+        return tuple(names + one_hot + [c.name for c in self.binned])
 
     def apply(
         self, raw: RawTable, what: str, rows: np.ndarray | None = None, consume: bool = False
@@ -111,6 +121,14 @@ class Preprocessor(Fitted):
                 k += cat.cardinality
                 if consume:
                     raw.release(cat.name)
+        for binned in self.binned:
+            values = raw.column(binned.name).values
+            assert values is not None  # _check_columns
+            feats[:, k] = binned_codes(binned, take(values, rows), drift)
+            k += 1
+            if consume:
+                del values
+                raw.release(binned.name)
         cats = self.embedded
         codes = np.empty((n, len(cats)), dtype=np.int64) if cats else None
         for j, cat in enumerate(cats):
@@ -145,7 +163,8 @@ class Preprocessor(Fitted):
                 public=f"{what}: its columns differ from the training columns (a column is "
                 "missing or extra); the party must give it the training columns",
             )
-        for col in self.numeric:
+        numbers: tuple[Numeric | Binned, ...] = (*self.numeric, *self.binned)
+        for col in numbers:
             raw_col = have[col.name]
             if raw_col.values is None:
                 word, where = raw_col.first_word()

@@ -14,7 +14,7 @@ the file again with that column widened, or names the bad cell).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ from vfl.party.tables.reader.columns import row_place, stripped, text_ids, word_
 from vfl.party.tables.reader.files import not_utf8
 
 IDS = np.dtypes.StringDType()  # the dtype of a table's ids
+POLL_COLUMNS = 512  # columns of a batch between two polls of a read that may be stopped
 Text = tuple[np.ndarray, tuple[str, ...]]  # int32 codes (-1: empty), the distinct words
 
 
@@ -66,13 +67,22 @@ def collect(
     text: Collection[str],
     lines: bool,
     typed: bool,
+    poll: Callable[[], None] | None = None,
 ) -> Scanned:
+    """The columns of `batches` in the reader's buffers. `poll` is called every
+    `POLL_COLUMNS` columns and before the columns are joined: it raises to stop the read
+    (the guard failed the job), so a wide table stops within a few columns."""
+    poll = poll or (lambda: None)
+    seen = 0
     ids: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     numbers: dict[str, list[np.ndarray]] = {}
     texts: dict[str, list[pa.Array]] = {}
     for batch in batches:
         for column, values in zip(batch.schema.names, batch.columns, strict=True):
+            seen += 1
+            if seen % POLL_COLUMNS == 0:
+                poll()
             if typed and values.null_count and column != id_col and column not in text:
                 raise Widen(column)  # an empty cell: named with its line
             try:
@@ -95,6 +105,7 @@ def collect(
             "the folder and text in others; give it one type in every file",
             public=f"dataset '{name}': a column has different types in the files of its folder",
         )
+    poll()
     out_numbers = {c: _joined(parts, np.float32) for c, parts in numbers.items()}
     if not ids:  # no data rows: every column empty
         out_numbers = {c: np.empty(0, np.float32) for c in header if c not in (id_col, label)}

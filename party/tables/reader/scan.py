@@ -19,6 +19,7 @@ database gave by id, for online scoring).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
@@ -80,8 +81,9 @@ def scan_table(
             batches = _batches(path, source, name, header, keep, forced, typed)
             if check is not None:
                 batches = _checked(batches, check)
+            poll = None if check is None else functools.partial(check, 0, 0)  # stopped?
             scanned = collect(
-                batches, name, header, id_col, label, text, source.format == "csv", typed
+                batches, name, header, id_col, label, text, source.format == "csv", typed, poll
             )
         except Widen as widen:
             column = widen.column

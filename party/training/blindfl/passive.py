@@ -3,7 +3,6 @@ categorical fields in the Embed-MatMul layer; it only ever sees ciphertexts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ from vfl.party.training.blindfl.common import (
     secure_config,
     trained_config,
 )
-from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.context import RoleContext, ScoresInTurn, train_rounds
 from vfl.party.training.inputs import Inputs
 from vfl.proto import common_pb2
 from vfl.secure.paillier.keys import KeyPair, generate_keypair
@@ -31,7 +30,7 @@ from vfl.secure.source_layers.steps import feature_step_factors
 from vfl.secure.wire.payload import layer_setup_to_payload
 
 
-class BlindPassiveTrainer:
+class BlindPassiveTrainer(ScoresInTurn):
     """A passive party: dense features in the MatMul layer, categorical fields in the
     Embed-MatMul layer (each only when the party has such inputs)."""
 
@@ -165,15 +164,6 @@ class BlindPassiveTrainer:
     def score(self, tag: str, inputs: Inputs, rows: np.ndarray) -> None:
         """This party's half of the secure forward for `rows` of `inputs`."""
         self._round(tag, inputs, rows)
-
-    def score_batches(
-        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
-    ) -> Iterator[None]:
-        """`score` of each (tag, rows) in turn (the active party may send the next
-        batch's m1 early; it waits in the mailbox)."""
-        for tag, rows in batches:
-            self.score(tag, inputs, rows)
-            yield
 
     def _round(self, tag: str, inputs: Inputs, rows: np.ndarray, row_set: str | None = None):
         """One forward (and for `row_set` "train" the backward) of `rows` of `inputs`."""

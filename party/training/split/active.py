@@ -7,14 +7,13 @@ weight each instance by the cosine between the fresh and the cached derivative.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from vfl.celu.weighting import active_local_loss
 from vfl.celu.workset import CachedBatch
-from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.context import RoleContext, ScoresInTurn, train_rounds
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.nets import (
     leaf_grad,
@@ -29,7 +28,7 @@ from vfl.party.training.task import Labels, Task
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
-class ActiveTrainer:
+class ActiveTrainer(ScoresInTurn):
     def __init__(self, ctx: RoleContext, labels: Labels, task: Task) -> None:
         s = ctx.spec
         self.ctx, self.task = ctx, task
@@ -167,13 +166,6 @@ class ActiveTrainer:
         acts = self._recv_acts(f"{tag}/act", len(rows))
         with torch.no_grad():
             return self._forward(rows, acts, inputs).numpy()
-
-    def score_batches(
-        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
-    ) -> Iterator[np.ndarray]:
-        """`score` of each (tag, rows) in turn."""
-        for tag, rows in batches:
-            yield self.score(tag, inputs, rows)
 
 
 def history_entry(trainer, rnd: int, validation_began: float) -> dict:

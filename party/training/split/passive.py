@@ -7,21 +7,20 @@ the fresh and the cached activation (docs/protocols.md §6).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 from vfl.celu.weighting import passive_local_derivative
 from vfl.celu.workset import CachedBatch
-from vfl.party.training.context import RoleContext, train_rounds
+from vfl.party.training.context import RoleContext, ScoresInTurn, train_rounds
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.nets import make_optimizer, seeded_bottom
 from vfl.party.training.plan import in_chunks
 from vfl.secure.wire.payload import tensor_from_payload, tensor_to_payload
 
 
-class PassiveTrainer:
+class PassiveTrainer(ScoresInTurn):
     def __init__(self, ctx: RoleContext) -> None:
         s = ctx.spec
         self.ctx = ctx
@@ -112,11 +111,3 @@ class PassiveTrainer:
         with torch.no_grad():
             act = self.bottom(inputs.take(rows))
         self.ctx.channel.send(self.active, f"{tag}/act", tensor_to_payload(act.numpy()))
-
-    def score_batches(
-        self, inputs: Inputs, batches: Sequence[tuple[str, np.ndarray]]
-    ) -> Iterator[None]:
-        """`score` of each (tag, rows) in turn."""
-        for tag, rows in batches:
-            self.score(tag, inputs, rows)
-            yield

@@ -15,6 +15,7 @@ from vfl.party.errors import DataError
 from vfl.party.job import PartyJob
 from vfl.party.tables import describe
 from vfl.party.tables.load import read_raw
+from vfl.party.training.task import make_task
 
 
 def _parquet(tmp_path: Path, column: pa.Array) -> Path:
@@ -168,3 +169,20 @@ def test_a_parquet_bytes_column_that_is_not_utf8_is_named(tmp_path: Path) -> Non
     assert read_raw(ignored, "loans").rows == 2
     rows, columns = describe.describe_dataset(ignored, "loans")
     assert rows == 2 and {c.name: c.type for c in columns}["tags"] == "ignore"
+
+
+def test_an_infinite_label_is_named_infinite_not_nan(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("id,y,x\na,0,1\nb,inf,2\nc,1,3\n")
+    with pytest.raises(DataError, match="the label is infinite at data row 2") as info:
+        read_raw(TableSource(path=str(path), label="y"), "loans")
+    assert info.value.public == (
+        "dataset 'loans': a label is infinite; give every row a finite label, or drop the "
+        "rows without one"
+    )
+
+
+def test_a_binary_task_over_three_label_values_keeps_the_values_at_home() -> None:
+    with pytest.raises(DataError, match=r"3 distinct value\(s\) \[0.0, 1.0, 7.0\]") as info:
+        make_task("binary", np.array([0.0, 1.0, 7.0, 1.0]))
+    assert "7" not in info.value.public and "3 distinct value(s)" in info.value.public

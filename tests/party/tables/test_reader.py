@@ -140,9 +140,29 @@ def test_the_reader_tells_its_check_the_bytes_and_rows_read_so_far(tmp_path) -> 
         check=lambda read_bytes, read_rows: seen.append((read_bytes, read_rows)),
     )
     # Assert: a check before each block and one after the last, the counts only growing
+    # (the polls between columns, `check(0, 0)`, left out)
+    seen = seen[:1] + [s for s in seen[1:] if s != (0, 0)]
     assert len(seen) == 4 and seen[0] == (0, 0) and seen == sorted(seen)
     assert seen[-1][0] >= rows * 8  # at least the numbers' own bytes
     assert [r for _, r in seen] == [0, PARQUET_BATCH, 2 * PARQUET_BATCH, rows]
+
+
+def test_a_wide_table_read_stops_within_its_columns_once_its_check_raises(tmp_path) -> None:
+    # Prepare: one block of 3,000 columns; a check that raises from its second call on
+    path = tmp_path / "wide.csv"
+    columns = [f"c{j}" for j in range(3000)]
+    path.write_text("id," + ",".join(columns) + "\n" + "1," + ",".join("0.5" for _ in columns))
+    calls = []
+
+    def check(read_bytes: int, read_rows: int) -> None:
+        calls.append((read_bytes, read_rows))
+        if len(calls) > 1:
+            raise MemoryError("the guard failed the job")
+
+    # Execute / Assert: stopped at the first poll within the block, not after all of it
+    with pytest.raises(MemoryError):
+        read_raw(TableSource(path=str(path)), "wide", check=check)
+    assert calls == [(0, 0), (0, 0)]
 
 
 def test_a_name_given_to_two_columns_is_named_with_the_fix(tmp_path) -> None:

@@ -59,3 +59,38 @@ def test_summary_counts_each_envelope_once_by_its_sender() -> None:
         "feature": 1,
         "label": 0,
     }
+
+
+def test_a_tree_jobs_envelopes_are_checked_by_tag_sender_and_kind() -> None:
+    from vfl.party.transport.audit_check import tree_problems
+
+    def sent(sender: str, tag: str, kind: str) -> dict:
+        receiver = "shop" if sender == "bank" else "bank"
+        return {
+            "direction": "sent",
+            "sender": sender,
+            "receiver": receiver,
+            "tag": tag,
+            "kind": kind,
+        }
+
+    good = [
+        sent("bank", "tree/r1/go", "control"),
+        sent("bank", "tree/r1/gh", "tensor"),
+        sent("shop", "tree/r1/d0/hist", "tensor"),
+        sent("shop", "tree/r1/d0/ids", "indices"),
+        sent("bank", "tree/r1/d2/grow", "tensor"),
+        sent("shop", "predict/b3/bits", "tensor"),
+        sent("shop", "psi/own/shop/0", "ec_points"),
+    ]
+    assert tree_problems(good, active="bank") == []
+    bad = [
+        sent("shop", "tree/r1/gh", "tensor"),  # (g, h) only from the active party
+        sent("bank", "tree/r1/d0/pick", "ciphertexts"),
+        sent("bank", "train/r1/grad", "tensor"),
+    ]
+    assert tree_problems(bad, active="bank") == [
+        "shop -> bank tree/r1/gh: sent by the wrong party",
+        "bank -> shop tree/r1/d0/pick: payload kind ciphertexts",
+        "bank -> shop train/r1/grad: not a tree message",
+    ]
