@@ -9,7 +9,7 @@ ciphertext and re-randomises them; the active party decrypts a (buckets, k) arra
     layout      `Layout`: fixed point, slots, packing, and the checks that no sum wraps
     rows        `EncryptedRows`, `encrypt_rows` (active)
     buckets     `Bins`, `EncryptedBuckets`, `BucketSummer`, `bucket_sums`, `subtract`,
-                `cumulative` (passive)
+                `cumulative`, `join` (passive)
     packing     `PackedBuckets`, `pack` (passive), `decrypt` (active)
     wire        the layout, row ciphertexts and packed buckets as `Payload`s, checked
     blocks      the executor's task functions
@@ -22,6 +22,7 @@ ciphertext and re-randomises them; the active party decrypts a (buckets, k) arra
     level = summer.sums_each([select, ...])                          # or a level's nodes
     sibling = subtract(parent, node)
     packed = pack(node, order, executor)                             # to the active party
+    packed = pack(join([cumulative(n) for n in level]), candidates)  # or a level's candidates
     sums = decrypt(packed, keys.private)                             # (buckets, 2)
 
 Why Okamoto-Uchiyama and not packed Paillier, the parameters and the costs:
@@ -35,6 +36,7 @@ from vfl.secure.histograms.buckets import (
     EncryptedBuckets,
     bucket_sums,
     cumulative,
+    join,
     subtract,
 )
 from vfl.secure.histograms.layout import Layout
@@ -60,6 +62,7 @@ __all__ = [
     "cumulative",
     "decrypt",
     "encrypt_rows",
+    "join",
     "layout_from_payload",
     "layout_to_payload",
     "pack",

@@ -236,6 +236,23 @@ def cumulative(buckets: EncryptedBuckets) -> EncryptedBuckets:
     return EncryptedBuckets(buckets.key, buckets.layout, buckets.counts, out, buckets.rows)
 
 
+def join(parts: Sequence[EncryptedBuckets]) -> EncryptedBuckets:
+    """Several bucket sums as one list, bucket after bucket (a level's nodes, packed into
+    one message); their columns' bins side by side, `rows` the most any of them sums.
+
+    Raises:
+        InputError: none given, or sums under other keys or layouts.
+    """
+    if not parts:
+        raise InputError("join needs at least one set of bucket sums")
+    first = parts[0]
+    if any(p.key != first.key or p.layout != first.layout for p in parts[1:]):
+        raise InputError("these bucket sums are under other keys or layouts")
+    counts = tuple(c for p in parts for c in p.counts)
+    cts = [c for p in parts for c in p.ciphertexts]
+    return EncryptedBuckets(first.key, first.layout, counts, cts, max(p.rows for p in parts))
+
+
 def _checked(select: np.ndarray | Sequence[int] | None, rows: int) -> np.ndarray:
     if select is None:
         return np.arange(rows, dtype=np.int64)

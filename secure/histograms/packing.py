@@ -63,11 +63,12 @@ def pack(
     executor: BlockExecutor | None = None,
     counts: OpCounts | None = None,
 ) -> PackedBuckets:
-    """The buckets (in `order`, a permutation of their positions; None: as they are)
-    packed and re-randomised for the key's owner.
+    """The buckets at positions `order` (in that order: a shuffle, or the candidates'
+    buckets of cumulative sums; None: all, as they are) packed and re-randomised for
+    the key's owner.
 
     Raises:
-        InputError: `order` is not a permutation of the buckets.
+        InputError: `order` is not a 1-D sequence of bucket positions.
     """
     layout, key, parts = buckets.layout, buckets.key, buckets.layout.parts
     units = _ordered(buckets, order)
@@ -129,12 +130,14 @@ def decrypt(
 
 
 def _ordered(buckets: EncryptedBuckets, order: np.ndarray | Sequence[int] | None) -> list[mpz]:
-    """The bucket parts in `order` (bucket-major)."""
+    """The parts of the buckets at positions `order` (bucket-major)."""
     if order is None:
         return list(buckets.ciphertexts)
     positions = np.asarray(order)
     total, parts = buckets.total, buckets.layout.parts
-    if positions.shape != (total,) or not np.array_equal(np.sort(positions), np.arange(total)):
-        raise InputError(f"order must be a permutation of the {total} buckets")
+    if positions.ndim != 1 or (positions.size and not np.issubdtype(positions.dtype, np.integer)):
+        raise InputError("order must be a 1-D sequence of bucket positions")
+    if positions.size and (positions.min() < 0 or positions.max() >= total):
+        raise InputError(f"a bucket position in order lies outside [0, {total})")
     cts = buckets.ciphertexts
     return [cts[b * parts + j] for b in positions.tolist() for j in range(parts)]

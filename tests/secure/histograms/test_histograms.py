@@ -17,6 +17,7 @@ from vfl.secure.histograms import (
     cumulative,
     decrypt,
     encrypt_rows,
+    join,
     pack,
     subtract,
 )
@@ -118,8 +119,37 @@ def test_a_shuffled_pack_returns_the_sums_in_that_order(ou_test_key, gh) -> None
     order = np.random.default_rng(7).permutation(13)
     got = decrypt(pack(bucket_sums(rows, bins), order), ou_test_key.private)
     assert np.array_equal(got, plain_sums(values, bins)[order])
-    with pytest.raises(InputError, match="permutation"):
-        pack(bucket_sums(rows, bins), np.zeros(13, dtype=int))
+    with pytest.raises(InputError, match="outside"):
+        pack(bucket_sums(rows, bins), [0, 13])
+    with pytest.raises(InputError, match="1-D"):
+        pack(bucket_sums(rows, bins), np.zeros((2, 2), dtype=int))
+
+
+def test_a_level_of_nodes_packs_its_candidates_into_one_message(ou_test_key, gh) -> None:
+    """What a trees job sends per level: every node's left-side sums of its candidates
+    (cumulative sums, a subset of the buckets: not each column's last), node after node,
+    in one packed message."""
+    # Prepare
+    values, rows = gh
+    rng = np.random.default_rng(13)
+    bins = random_bins(rng, ROWS, (5, 4))
+    nodes = np.array_split(rng.permutation(ROWS), 3)
+    summer = BucketSummer(rows, bins)
+    candidates = [0, 1, 2, 3, 5, 6, 7]  # thresholds: every bin of a column but its last
+    positions = [node * 9 + c for node in range(3) for c in candidates]
+    # Execute
+    level = join([cumulative(sums) for sums in summer.sums_each(nodes)])
+    got = decrypt(pack(level, positions), ou_test_key.private)
+    # Assert
+    expected = []
+    for node in nodes:
+        plain = plain_sums(values, bins, node)
+        left = np.concatenate([np.cumsum(plain[:5], axis=0), np.cumsum(plain[5:], axis=0)])
+        expected.append(left[candidates])
+    assert np.array_equal(got, np.concatenate(expected))
+    assert level.counts == (5, 4) * 3 and level.rows == max(map(len, nodes))
+    with pytest.raises(InputError, match="at least one"):
+        join([])
 
 
 def test_many_values_per_row_take_several_ciphertexts(ou_test_key) -> None:
