@@ -204,6 +204,7 @@ def test_default_blindfl_is_as_accurate_as_split_on_breast(monkeypatch) -> None:
     assert all(b >= s - 0.005 for b, s in zip(blind, split, strict=True)), (split, blind)
 
 
+@pytest.mark.slow  # 65 s: an accuracy guard over a sparse job, no fault of its own
 def test_default_blindfl_is_as_accurate_as_split_on_sparse_imbalanced_data(
     tmp_path, monkeypatch
 ) -> None:
