@@ -50,7 +50,7 @@ class Trees(ModelKind):
     name = "trees"
 
     def keyed(self, spec: JobSpec) -> bool:
-        return False  # secureboost will exchange keys
+        return spec.protocol == "secureboost"  # the active party's keys, at KEYING
 
     def check_rows(
         self, spec: JobSpec, raw: RawTable, mode: Preprocess | None, party_id: str
