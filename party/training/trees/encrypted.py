@@ -6,8 +6,9 @@ party its public key (`tree/key`) and the bucket layout (`tree/layout`: values p
 fixed-point scale and bound, rows), both kept in each party's checkpoints. Then each
 round:
 
-    active     encrypts each row's (g, h), every tree of the round in one ciphertext,
-               once for all passive parties (`EncryptedGradients.payload`)
+    active     encrypts each row's (g, h) of each tree of the round (one tree a round,
+               or one a class) in one ciphertext, once for all passive parties
+               (`EncryptedGradients.payload`: tree k's rows after tree k - 1's)
     passive    sums the ciphertexts per (own column, bin) over a level's smaller
                children at once (`EncryptedHistograms.build_each`), takes each larger
                child as its parent minus the smaller (`subtract`), forms each
@@ -39,6 +40,7 @@ from vfl.secure.histograms import (
     Bins,
     BucketSummer,
     EncryptedBuckets,
+    EncryptedRows,
     Layout as BucketLayout,
     cumulative,
     decrypt,
@@ -66,11 +68,12 @@ REGRESSION_SCALE_BITS, REGRESSION_BOUND = 16, float(2**16)
 
 
 def bucket_layout(kind: str, trees: int, rows: int, capacity: int) -> BucketLayout:
-    """The layout of a job's (g, h): 2 values a tree of a round, `rows` at most."""
+    """The layout of a job's (g, h): 2 values a row of each of the round's `trees` trees
+    (so a node's sums, packed, hold its own tree's only), `rows` rows a tree at most."""
     regression = kind == "regression"
     return BucketLayout.create(
-        values=2 * trees,
-        rows=max(rows, 1),
+        values=2,
+        rows=max(rows, 1) * trees,
         bound=REGRESSION_BOUND if regression else BOUND,
         scale_bits=REGRESSION_SCALE_BITS if regression else SCALE_BITS,
         capacity=capacity,
@@ -87,9 +90,11 @@ class EncryptedGradients:
     def payload(self, gh: np.ndarray) -> Payload:
         if self._last is not None and self._last[0] is gh:
             return self._last[1]
+        trees = gh.shape[1] // 2
+        stacked = gh.reshape(len(gh), trees, 2).transpose(1, 0, 2).reshape(-1, 2)
         try:
             rows = encrypt_rows(
-                gh, self.key, self.layout, self.ctx.executor, self.ctx.instruments.op_counts
+                stacked, self.key, self.layout, self.ctx.executor, self.ctx.instruments.op_counts
             )
         except EncodingError as exc:
             party = self.ctx.party_id
@@ -110,10 +115,7 @@ class EncryptedGradients:
         counts = self.ctx.instruments.op_counts
         values = decrypt(packed, self.key, executor=self.ctx.executor, counts=counts)
         bounds = np.cumsum([0, *sizes])
-        return [
-            values[lo:hi, 2 * k : 2 * k + 2]
-            for lo, hi, k in zip(bounds[:-1], bounds[1:], trees, strict=True)
-        ]
+        return [values[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 class EncryptedHistograms:
@@ -132,32 +134,31 @@ class EncryptedHistograms:
         self.sizes = np.diff(layout.offsets)
         wide = codes.astype(np.int64)
         self.bins = Bins(np.where(wide == 0, self.sizes - 1, wide - 1), tuple(self.sizes))
-        self.summer: BucketSummer | None = None
+        self.summers: list[BucketSummer] = []  # one a tree of the round
 
     def load(self, payload: Payload, rows: int) -> int:
         encrypted = rows_from_payload(payload, self.key, self.buckets)
-        if encrypted.count != rows:
+        if not rows or not encrypted.count or encrypted.count % rows:
             raise PayloadError(f"{encrypted.count} rows of (g, h) for the round's {rows} rows")
-        if self.buckets.values % 2:
-            raise PayloadError(f"(g, h) must come in pairs, got {self.buckets.values} values")
         self.close()
-        counts = self.ctx.instruments.op_counts
-        self.summer = BucketSummer(encrypted, self.bins, self.ctx.executor, counts)
-        return self.buckets.values // 2
+        counts, data = self.ctx.instruments.op_counts, encrypted.data
+        for lo in range(0, encrypted.count, rows):
+            tree = EncryptedRows(self.key, self.buckets, data[lo : lo + rows])
+            self.summers.append(BucketSummer(tree, self.bins, self.ctx.executor, counts))
+        return len(self.summers)
 
     def build_each(self, nodes: Sequence[tuple[np.ndarray, int]]) -> list[EncryptedBuckets]:
-        """Every tree's (g, h) sit in one ciphertext, so nodes of the same rows (the
-        roots of a multiclass round) are summed once."""
-        if self.summer is None:
-            raise PayloadError("bucket sums asked for before the round's (g, h) came")
-        index, selects, seen = [], [], {}  # type: ignore[var-annotated]
-        for rows, _ in nodes:
-            if id(rows) not in seen:
-                seen[id(rows)] = len(selects)
-                selects.append(rows)
-            index.append(seen[id(rows)])
-        sums = self.summer.sums_each(selects) if selects else []
-        return [sums[i] for i in index]
+        out: list[EncryptedBuckets | None] = [None] * len(nodes)
+        for k, summer in enumerate(self.summers):
+            mine = [i for i, (_, tree) in enumerate(nodes) if tree == k]
+            if mine:
+                sums = summer.sums_each([nodes[i][0] for i in mine])
+                for i, tree_sums in zip(mine, sums, strict=True):
+                    out[i] = tree_sums
+        done = [sums for sums in out if sums is not None]
+        if len(done) != len(nodes):
+            raise PayloadError("bucket sums asked for a tree the round's (g, h) do not hold")
+        return done
 
     def subtract(self, parent: EncryptedBuckets, child: EncryptedBuckets) -> EncryptedBuckets:
         return subtract(parent, child)
@@ -198,9 +199,9 @@ class EncryptedHistograms:
         return packed_to_payload(pack(level, executor=self.ctx.executor, counts=counts))
 
     def close(self) -> None:
-        if self.summer is not None:
-            self.summer.close()
-            self.summer = None
+        for summer in self.summers:
+            summer.close()
+        self.summers = []
 
 
 class EncryptedActive:
@@ -260,7 +261,7 @@ class EncryptedPassive:
             )
         layout = active.read(LAYOUT, layout_from_payload, key)
         rows = len(self.ctx.plan.train_rows)
-        if layout.rows < rows or layout.values % 2:
+        if layout.rows < rows or layout.values != 2:
             raise PayloadError(
                 f"party '{active.peer}' sent a layout of {layout.values} values for "
                 f"{layout.rows} rows; the job has {rows} training rows of (g, h) pairs"
