@@ -1,10 +1,10 @@
 """Gradient-boosted trees (`protocol: split`, and multiclass `secureboost`) through real
-daemons: a coordinator and three party servers on loopback gRPC in one process. Binary on held-out credit rows
-against
-LightGBM on the pooled table, multiclass, regression with one active and two passive
-parties; a batch prediction and online scores equal to what training validated; the
-wire audit (only (g, h), candidate sums, split ids, partitions and decisions cross);
-bad specs named before anything runs."""
+daemons: a coordinator and three party servers on loopback gRPC in one process. Binary on
+held-out credit rows against LightGBM on the pooled table, multiclass, regression with
+one active and two passive parties; a batch prediction and online scores equal to what
+training validated; the wire audit (only (g, h), candidate sums, split ids, partitions
+and decisions cross; under secureboost the first two as ciphertexts); bad specs named
+before anything runs."""
 
 from __future__ import annotations
 
