@@ -26,7 +26,10 @@ its own: 114 s a tree on 16 cores a party at 1024 bits).
 
 Printed per job: validation AUC, the median seconds of one tree (the active party's
 training clock between validations, the first round aside: it also holds the key
-generation) and the first round's, and the keys' bits; for the credit secureboost model,
+generation), the first round's, and the CPU seconds both party daemons and their worker
+processes spent per tree over the whole job (PSI and key generation included; Linux
+/proc): unlike the wall time it barely moves with other load, and over the 2 cores it is
+what a tree would take on a machine doing nothing else; for the credit secureboost model,
 `vfl score`'s latency (one id a request, as bench/predict_online.py measures it). Both
 parties run on this machine's cores, as do the tests or sessions beside them: the load
 average is printed.
@@ -53,6 +56,7 @@ from vfl.local.topology import as_datasets, spec_datasets
 from bench import jobs
 from bench.credit_data import credit_held_out
 from bench.predict_online import measure_online
+from bench.procs import tree_cpu_seconds
 
 TREES = {"count": 50, "depth": 5, "bins": 32, "learning_rate": 0.1, "l2": 1.0}
 FATE = {"rows": 100_000, "bank": 30, "shop": 300, "depth": 3, "bins": 32}
@@ -159,9 +163,12 @@ def run(seed: int, args: argparse.Namespace) -> dict[str, Any]:
         first = next(iter(specs.values()))
         with launched(spec_datasets(first), Path(folder) / "run") as procs:
             models = {}
+            pids = [d.pid for d in procs.topology.parties.values()]
             for protocol, spec in specs.items():
+                cpu = sum(tree_cpu_seconds(pid) for pid in pids)
                 job = procs.client.submit(spec_to_yaml(as_datasets(spec)))
                 view = follow(procs.client, job, show=False)
+                cpu = sum(tree_cpu_seconds(pid) for pid in pids) - cpu
                 if view.state != "SUCCEEDED":
                     raise SystemExit(f"seed {seed}: the {protocol} job failed: {view.reason}")
                 result = view.to_plain()
@@ -169,6 +176,7 @@ def run(seed: int, args: argparse.Namespace) -> dict[str, Any]:
                 row[protocol] = round(float(result["metrics"]["auc"]), 4)
                 row[f"{protocol}_s_per_tree"] = round(median, 3)
                 row[f"{protocol}_first_s"] = round(first_s, 2)
+                row[f"{protocol}_cpu_per_tree"] = round(cpu / len(result["history"]), 3)
                 models[protocol] = job
             if "secureboost" in models and args.shape == "credit" and not args.no_online:
                 ids = [str(i) for i in range(int(args.rows * 0.8))]
@@ -210,7 +218,7 @@ def main() -> None:
     )
     header = f"{'seed':>4}"
     for protocol in args.protocols:
-        header += f" {protocol + ' AUC':>16} {'s/tree':>7} {'1st s':>6}"
+        header += f" {protocol + ' AUC':>16} {'s/tree':>7} {'1st s':>6} {'cpu/tree':>8}"
     print(header + f" {'lightgbm':>8} {'load':>9}")
     results = []
     for seed in args.seeds:
@@ -220,7 +228,7 @@ def main() -> None:
         for protocol in args.protocols:
             line += (
                 f" {r[protocol]:16.4f} {r[f'{protocol}_s_per_tree']:7.3f}"
-                f" {r[f'{protocol}_first_s']:6.2f}"
+                f" {r[f'{protocol}_first_s']:6.2f} {r[f'{protocol}_cpu_per_tree']:8.2f}"
             )
         lgb = r.get("lightgbm")
         line += f" {lgb:8.4f}" if lgb is not None else f" {'-':>8}"
