@@ -61,18 +61,14 @@ def test_summary_counts_each_envelope_once_by_its_sender() -> None:
     }
 
 
+def sent(sender: str, tag: str, kind: str) -> dict:
+    """An envelope's audit record, sent by `sender` to the other of bank and shop."""
+    receiver = "shop" if sender == "bank" else "bank"
+    return {"direction": "sent", "sender": sender, "receiver": receiver, "tag": tag, "kind": kind}
+
+
 def test_a_tree_jobs_envelopes_are_checked_by_tag_sender_and_kind() -> None:
     from vfl.party.transport.audit_check import tree_problems
-
-    def sent(sender: str, tag: str, kind: str) -> dict:
-        receiver = "shop" if sender == "bank" else "bank"
-        return {
-            "direction": "sent",
-            "sender": sender,
-            "receiver": receiver,
-            "tag": tag,
-            "kind": kind,
-        }
 
     good = [
         sent("bank", "tree/r1/go", "control"),
@@ -98,16 +94,6 @@ def test_a_tree_jobs_envelopes_are_checked_by_tag_sender_and_kind() -> None:
 
 def test_under_secureboost_gradients_and_sums_cross_as_ciphertexts_only() -> None:
     from vfl.party.transport.audit_check import tree_problems
-
-    def sent(sender: str, tag: str, kind: str) -> dict:
-        receiver = "shop" if sender == "bank" else "bank"
-        return {
-            "direction": "sent",
-            "sender": sender,
-            "receiver": receiver,
-            "tag": tag,
-            "kind": kind,
-        }
 
     good = [
         sent("bank", "tree/key", "public_key"),
