@@ -32,7 +32,8 @@ class TableColumns(SpecModel):
 
     format: Format | None = Field(
         None,
-        description="csv (a header row, the default), parquet (a file or a folder of "
+        description="csv (a header row, the default but for a path ending in .parquet or .pq), "
+        "parquet (a file or a folder of "
         ".parquet files), libsvm, or (a party config's dataset only) sql: a query's rows "
         "in a PostgreSQL database",
     )
@@ -70,6 +71,10 @@ class TableColumns(SpecModel):
         return {
             k: value for k in TableColumns.model_fields if (value := getattr(self, k)) is not None
         }
+
+
+# a file named so is Parquet unless its `format` says otherwise
+PARQUET_SUFFIXES = {"parquet": "parquet", "pq": "parquet"}
 
 
 class TableSource(TableColumns):
@@ -117,7 +122,8 @@ class TableSource(TableColumns):
         if not isinstance(data, dict):
             return data
         data = {k: v for k, v in data.items() if v is not None}
-        fmt = data.setdefault("format", "csv")
+        suffix = str(data.get("path", "")).lower().rsplit(".", 1)[-1]
+        fmt = data.setdefault("format", PARQUET_SUFFIXES.get(suffix, "csv"))
         data.setdefault("id", "auto" if fmt == "libsvm" else "id")
         data.setdefault("categorical", ())
         data.setdefault("columns", {})
@@ -172,7 +178,8 @@ class DataSpec(TableColumns):
 
     format: FileFormat | None = Field(
         None,
-        description="csv (a header row, the default), parquet (a file or a folder of "
+        description="csv (a header row, the default but for a path ending in .parquet or .pq), "
+        "parquet (a file or a folder of "
         ".parquet files) or libsvm",
     )
     dataset: Text | None = Field(None, description="a dataset the party's config exposes")

@@ -156,3 +156,12 @@ def test_a_party_is_named_once_in_what_it_said() -> None:
     assert party_named("shop", "party 'shopping' is down") == (
         "party 'shop': party 'shopping' is down"
     )
+
+
+def test_a_parquet_file_is_read_as_parquet_without_a_format() -> None:
+    from vfl.contract.spec import TableSource
+
+    assert TableSource(path="/data/bank.parquet").format == "parquet"
+    assert TableSource(path="/data/bank.PQ").format == "parquet"
+    assert TableSource(path="/data/bank.csv").format == "csv"
+    assert TableSource(path="/data/bank.parquet", format="csv").format == "csv"
