@@ -29,6 +29,7 @@ from vfl.party.state.model_store import key_fingerprint
 from vfl.party.tables.preprocess.fit import check_secure_bounds
 from vfl.party.tables.table import RawTable
 from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
+from vfl.party.training.blindfl.common import check_bfv_params
 from vfl.party.training.context import RoleContext
 from vfl.party.training.split.active import ActiveTrainer
 from vfl.party.training.split.passive import PassiveTrainer
@@ -64,6 +65,7 @@ class Networks(ModelKind):
     ) -> None:
         if self.keyed(spec):  # the source layers' fixed point holds every feature
             check_secure_bounds(raw, mode, party_id)
+            check_bfv_params(spec, party_id)
 
     def trainer(self, ctx: RoleContext, role: str, labels: Y, val_labels: Y) -> TrainingRole:
         active, passive = ROLES[ctx.spec.protocol]

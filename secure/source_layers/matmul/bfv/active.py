@@ -62,7 +62,6 @@ class ActiveBfvLayer(shared.NoRowSets):
         self.in_dim, self.out_dim, self.config, self.seed = in_dim, out_dim, config, seed
         self.bfv = bfv or BfvParams(plain_bits=config.output_bits + 8)
         self.ctx = BfvContext(self.bfv)
-        self.keys = KeyPair(self.ctx)
         self.batch_rows = batch_rows
         self.optimizer = (
             optimizer if isinstance(optimizer, SourceOptimizer) else SourceOptimizer(optimizer)
@@ -78,6 +77,7 @@ class ActiveBfvLayer(shared.NoRowSets):
             PayloadError, ChannelError: bad or missing messages.
         """
         t, ctx, bfv = tag_prefix, self.ctx, self.bfv
+        self.keys = shared.generate_keys(ctx, self.me)
         shared.send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
         info = control_from_payload(self.channel.recv(self.peer, f"{t}/params"))
         self.params = BfvLayerParams(

@@ -15,6 +15,7 @@ from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr
 from vfl.secure.source_layers.common import Features
 from vfl.secure.source_layers.matmul.bfv.setup import STEP_FACTOR_BITS, BfvLayerParams
+from vfl.secure.source_layers.role import DecryptHook
 from vfl.secure.source_layers.sharing import sample_share
 from vfl.secure.source_layers.state import reading
 from vfl.secure.source_layers.steps import scaled_columns
@@ -40,9 +41,9 @@ class PassiveBfvLayer(shared.NoRowSets):
         self.in_dim, self.out_dim, self.config, self.seed = in_dim, out_dim, config, seed
         self.bfv = bfv or BfvParams(plain_bits=config.output_bits + 8)
         self.ctx = BfvContext(self.bfv)
-        self.keys = KeyPair(self.ctx)
         self.step_factors: np.ndarray | None = step_factors
-        self.on_decrypt = None  # the attack recorder's hook (not called: see docs)
+        # `vfl attack`: sees what this party decrypts (its shares S of m1); None: nothing does
+        self.on_decrypt: DecryptHook | None = None
         self._x: dict[str, Features] = {}
 
     def setup(self, tag_prefix: str) -> None:
@@ -53,6 +54,7 @@ class PassiveBfvLayer(shared.NoRowSets):
             ChannelError: missing messages.
         """
         t, ctx = tag_prefix, self.ctx
+        self.keys = shared.generate_keys(ctx, self.me)
         shared.send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
         fields = {"in_dim": self.in_dim, "feature_bits": self.config.feature_bits}
         self.channel.send(self.peer, f"{t}/params", control_to_payload(fields))
@@ -117,7 +119,10 @@ class PassiveBfvLayer(shared.NoRowSets):
         zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]
         m1 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
-        share = self.lay_b.read_output(polys, n) + to_residues(x_int @ self.u_a_int, plain_bits)
+        s_share = self.lay_b.read_output(polys, n)  # S: uniform mod t (B's masks R)
+        if self.on_decrypt is not None:
+            self.on_decrypt(f"{tag}/m1", s_share.tolist())
+        share = s_share + to_residues(x_int @ self.u_a_int, plain_bits)
         fill = lay.place_output(share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(groups))
         blobs = []
         for g, ct in enumerate(cts):
