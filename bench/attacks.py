@@ -21,9 +21,9 @@ adagrad, 20% of the rows held out and validated once at the end; blindfl with 10
 test keys (the `:2048` case with 2048). A case's third part is the key size or, for
 `:hidden32`, a bottom model with one hidden layer of 32 (split's default bottom, like
 blindfl's source layer, is linear), or for `:bfv`, `crypto: {scheme: bfv}`. Each case
-is one `vfl attack --json` (the job, the same job on permuted labels, the attacks); the table gives each attack's score, its
-baseline, the band a view without the labels lands in and the verdict, then the job's
-validation AUC and the seconds of the job, of the permuted-label job and of the attacks.
+is one `vfl attack --json` (the job, the same job on permuted labels, the attacks); the
+table gives each attack's score, its baseline, the band a view without the labels lands
+in and the verdict, then the job's validation AUC and the seconds of the job, of the permuted-label job and of the attacks.
 """
 
 from __future__ import annotations
