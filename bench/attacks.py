@@ -23,7 +23,8 @@ test keys (the `:2048` case with 2048). A case's third part is the key size or, 
 blindfl's source layer, is linear), or for `:bfv`, `crypto: {scheme: bfv}`. Each case
 is one `vfl attack --json` (the job, the same job on permuted labels, the attacks); the
 table gives each attack's score, its baseline, the band a view without the labels lands
-in and the verdict, then the job's validation AUC and the seconds of the job, of the permuted-label job and of the attacks.
+in and the verdict, then the job's validation AUC and the seconds of the job, of the
+permuted-label job and of the attacks.
 """
 
 from __future__ import annotations
