@@ -9,10 +9,11 @@ half; its AUC is the score. The halves are made of rounds, not rows, because a s
 read from a ciphertext is shared by the rows it packs (3 per Paillier ciphertext, a
 hundred or more per BFV one): split by rows, the held-out half would hold the very values
 the fit half was fitted on, and a logistic regression on a few dozen random 64-bit values
-tells the two runs apart by those values alone. A view that carries nothing of the
-labels gives the same distribution in both runs, and the AUC stays at chance; split's
-derivatives differ (a model that fits true labels shrinks them, one on permuted labels
-cannot), and so do the signs that follow the labels.
+tells the two runs apart by those values alone. For the same reason the chance band is
+that of the held-out rounds, not of their rows (`stats.clustered_band`). A view that
+carries nothing of the labels gives the same distribution in both runs, and the AUC stays
+at chance; split's derivatives differ (a model that fits true labels shrinks them, one on
+permuted labels cannot), and so do the signs that follow the labels.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def common_signals(true_view: PartyView, permuted_view: PartyView) -> list[str]:
 
 def distinguish(
     true_view: PartyView, permuted_view: PartyView, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, is-true-run) of the examples of the held-out half of the rounds of both
-    runs."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scores, is-true-run, round) of the examples of the held-out half of the rounds of
+    both runs."""
     names = common_signals(true_view, permuted_view)
     a, rounds_a = round_features(true_view, names)
     b, rounds_b = round_features(permuted_view, names)
@@ -74,4 +75,5 @@ def distinguish(
     y_fit = np.concatenate([np.ones(fit_a.sum()), np.zeros(fit_b.sum())])
     x_new = np.vstack([a[held_a], b[held_b]])
     scores = logistic_scores(x_fit, y_fit, x_new)
-    return scores, np.concatenate([np.ones(held_a.sum()), np.zeros(held_b.sum())])
+    is_true = np.concatenate([np.ones(held_a.sum()), np.zeros(held_b.sum())])
+    return scores, is_true, np.concatenate([rounds_a[held_a], rounds_b[held_b]])

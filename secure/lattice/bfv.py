@@ -94,14 +94,35 @@ class BfvContext:
             )
         return ct
 
+    def ntt(self, cts: list[Ciphertext]) -> list[Ciphertext]:
+        """The ciphertexts in NTT form (new objects), for `dot`: a ciphertext that is a
+        factor of several products is transformed once, not once per product."""
+        out = []
+        for ct in cts:
+            form = seal.Ciphertext()
+            self.evaluator.transform_to_ntt(ct, form)
+            out.append(form)
+        return out
+
     def dot(self, cts: list[Ciphertext], plains: list[Plaintext]) -> Ciphertext:
-        """sum_i plains[i] * cts[i]."""
-        ev, out = self.evaluator, seal.Ciphertext()
-        ev.multiply_plain(cts[0], plains[0], out)
-        term = seal.Ciphertext()
-        for ct, plain in zip(cts[1:], plains[1:], strict=True):
-            ev.multiply_plain(ct, plain, term)
-            ev.add_inplace(out, term)
+        """sum_i plains[i] * cts[i], in coefficient form. With `cts` in NTT form (`ntt`),
+        each plaintext is transformed, the products are pointwise and the sum is
+        transformed back once: 3 NTTs a product and 6 a sum, against SEAL's 15 a product
+        in coefficient form (N = 8192, three primes)."""
+        ev, out, term = self.evaluator, seal.Ciphertext(), seal.Ciphertext()
+        if not cts[0].is_ntt_form():
+            ev.multiply_plain(cts[0], plains[0], out)
+            for ct, plain in zip(cts[1:], plains[1:], strict=True):
+                ev.multiply_plain(ct, plain, term)
+                ev.add_inplace(out, term)
+            return out
+        level, form = self.levels[0], seal.Plaintext()
+        for i, (ct, plain) in enumerate(zip(cts, plains, strict=True)):
+            ev.transform_to_ntt(plain, level, form)
+            ev.multiply_plain(ct, form, out if i == 0 else term)
+            if i:
+                ev.add_inplace(out, term)
+        ev.transform_from_ntt_inplace(out)
         return out
 
     def add_plain(self, ct: Ciphertext, plain: Plaintext) -> None:

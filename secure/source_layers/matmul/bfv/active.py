@@ -101,6 +101,7 @@ class ActiveBfvLayer(shared.NoRowSets):
         self.bias = np.zeros(self.out_dim)
         u_b = shared.recv_blobs(self.channel, self.peer, f"{t}/u_b", self.peer, self.lay_b.blocks)
         self.u_b = [ctx.ciphertext(b) for b in u_b]
+        self.u_b_ntt = ctx.ntt(self.u_b)  # U_B never changes: transformed once
         self.m1_flood = self.params.forward_flood(self.lay_b, self.config.feature_bits)
 
     def forward(self, tag: str, x: Features, rows: object = None) -> np.ndarray:
@@ -124,7 +125,7 @@ class ActiveBfvLayer(shared.NoRowSets):
         products = shared.plaintexts(ctx, lay.forward_plain(x_int))
         blobs = []
         for g in range(masks.shape[0]):
-            ct = ctx.dot(self.u_b, products[g * lay.blocks : (g + 1) * lay.blocks])
+            ct = ctx.dot(self.u_b_ntt, products[g * lay.blocks : (g + 1) * lay.blocks])
             ctx.sub_plain(ct, ctx.plaintext(masks[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m1_flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
@@ -235,6 +236,7 @@ class ActiveBfvLayer(shared.NoRowSets):
             self.params = params
             self.lay_a, self.lay_b = params.layouts()
             self.u_b = [self.ctx.ciphertext(bytes(b)) for b in state["u_b"]]
+            self.u_b_ntt = self.ctx.ntt(self.u_b)
             self.v_b = np.asarray(state["v_b"], dtype=np.float64)
             self.bias = np.asarray(state["bias"], dtype=np.float64)
             self.optimizer.load_state_dict(state["optimizer"])

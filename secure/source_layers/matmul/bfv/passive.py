@@ -112,10 +112,8 @@ class PassiveBfvLayer(shared.NoRowSets):
         groups = lay.groups(n)
         # X_A [[V_A]] and the encryptions of zero do not depend on m1: made while m1 is
         # in flight
-        cts = [
-            ctx.dot(self.v_a, products[g * lay.blocks : (g + 1) * lay.blocks])
-            for g in range(groups)
-        ]
+        v_a = ctx.ntt(self.v_a)  # once per step, for every group's product
+        cts = [ctx.dot(v_a, products[g * lay.blocks : (g + 1) * lay.blocks]) for g in range(groups)]
         zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]
         m1 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
@@ -155,7 +153,7 @@ class PassiveBfvLayer(shared.NoRowSets):
         )
         self.peer_key.prepare(lay.blocks)  # for vr, while B makes m3
         m3 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
-        grads = [ctx.ciphertext(b) for b in m3]
+        grads = ctx.ntt([ctx.ciphertext(b) for b in m3])  # each a factor of every block
         products = shared.plaintexts(ctx, lay.backward_plain(x_int))  # (row block, block)
         for b in range(lay.blocks):
             delta = ctx.dot(grads, products[b :: lay.blocks])
