@@ -288,6 +288,9 @@ class BlindActiveTrainer:
         with self.ctx.lock:
             loss, grad = self._top_step(z, rows)
         g = grad.double().numpy()
+        if isinstance(self.src, ActiveBfvLayer) and rnd < self.ctx.plan.total_rounds:
+            ahead = self.ctx.plan.round_rows(rnd + 1)  # its m1 goes out while A steps
+            self.src.forward_ahead(f"train/r{rnd + 1}", features(self.ctx.inputs, ahead))
         if self.src is not None:
             self.src.backward(tag, g, self.src_lr)
         if self.embed is not None:

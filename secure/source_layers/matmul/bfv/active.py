@@ -68,6 +68,7 @@ class ActiveBfvLayer(shared.NoRowSets):
         )
         self._x: dict[str, Features] = {}  # features of forwards awaiting their backward
         self._masks: dict[str, np.ndarray] = {}  # R of forwards awaiting their m2
+        self._ahead: tuple[str, Features] | None = None  # the next forward (`forward_ahead`)
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters, send [[V_A^(0)]]_B, receive [[U_B]]_A.
@@ -118,6 +119,8 @@ class ActiveBfvLayer(shared.NoRowSets):
         """Send m1 for the rows x (`rows`: the Paillier layer's precomputed row sets, which
         this layer does not make)."""
         self._require_setup()
+        if tag in self._masks:  # its m1 went out ahead (`forward_ahead`)
+            return
         x = check_features(x, self.in_dim)
         n, ctx, lay = x.shape[0], self.ctx, self.lay_b
         x_int = shared.feature_ints(x, self.config.feature_bits, "active")
@@ -129,10 +132,18 @@ class ActiveBfvLayer(shared.NoRowSets):
             ctx.sub_plain(ct, ctx.plaintext(masks[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m1_flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
-        while len(self._x) >= MAX_PENDING:  # forwards without a backward (validation)
-            del self._x[next(iter(self._x))]
+        done = [t for t in self._x if t not in self._masks]  # Z made, no backward yet
+        while len(self._x) >= MAX_PENDING and done:  # forwards without one (validation)
+            del self._x[done.pop(0)]
         self._x[tag] = x
         self._masks[tag] = lay.read_output(masks, n)
+
+    def forward_ahead(self, tag: str, x: Features) -> None:
+        """Send the m1 of the forward step `tag` (rows x) during the next `backward`, right
+        after its m3, while the passive party steps: m1 depends on U_B and x only, and
+        A reads it by its tag when it runs that forward. `start_forward(tag, ...)` then
+        sends nothing."""
+        self._ahead = (tag, x)
 
     def finish_forward(self, tag: str) -> np.ndarray:
         """Z of the forward step `tag` whose m1 went out (`start_forward`).
@@ -173,6 +184,9 @@ class ActiveBfvLayer(shared.NoRowSets):
         blobs = [self.keys.encrypt(to_residues(p, plain_bits)) for p in polys]
         shared.send_blobs(self.channel, self.peer, f"{tag}/m3", blobs, self.me)
         self._own_step(x, g, lr)
+        if self._ahead is not None:
+            self.start_forward(*self._ahead)
+            self._ahead = None
         self._refresh(tag)
 
     def local_step(self, x: Features, grad_z: np.ndarray, lr: float) -> None:

@@ -114,7 +114,7 @@ class PassiveBfvLayer(shared.NoRowSets):
         # in flight
         v_a = ctx.ntt(self.v_a)  # once per step, for every group's product
         cts = [ctx.dot(v_a, products[g * lay.blocks : (g + 1) * lay.blocks]) for g in range(groups)]
-        zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]
+        zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]  # made ahead
         m1 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
         s_share = self.lay_b.read_output(polys, n)  # S: uniform mod t (B's masks R)
@@ -169,6 +169,7 @@ class PassiveBfvLayer(shared.NoRowSets):
             ctx.add_plain(ct, ctx.plaintext(masks[b]))
             blobs.append(ctx.flood(ct, self.peer_key, flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/vr", blobs, self.peer)
+        self.peer_key.prepare(lay.groups(self.params.batch_rows))  # the next m2's, meanwhile
         vc = shared.recv_blobs(self.channel, self.peer, f"{tag}/vc", self.peer, lay.blocks)
         kept = lay.weights_support(masks)
         fresh = []
