@@ -7,6 +7,7 @@ products, noise flooding, and ciphertexts as bytes.
     ct = ctx.ciphertext(own.encrypt(coeffs)) # seeded bytes on the wire, then a Ciphertext
     out = ctx.dot([ct], [ctx.plaintext(p)])  # sum of plaintext x ciphertext products
     wire = ctx.flood(out, peer, bits)        # re-randomised, flooded, switched down: bytes
+    ctx.prepare(peer, count, bits)           # blinders for coming floods, made meanwhile
     coeffs = own.decrypt(ctx.ciphertext(wire, last=True))
 
 Coefficients are arrays of N uint64 residues mod t = 2^plain_bits (the plaintext
@@ -134,19 +135,35 @@ class BfvContext:
     def sub(self, ct: Ciphertext, other: Ciphertext) -> None:
         self.evaluator.sub_inplace(ct, other)
 
-    def flood(
-        self, ct: Ciphertext, peer: PeerKey, bits: int, zero: Ciphertext | None = None
-    ) -> bytes:
+    def flood(self, ct: Ciphertext, peer: PeerKey, bits: int) -> bytes:
         """Make `ct` (first data level) safe to return to its key's owner, as bytes: add a
-        fresh encryption of zero under the owner's key (re-randomises both polynomials),
-        add uniform noise in [-2^bits, 2^bits) (floods the noise that depends on this
-        party's plaintexts), and switch down to the last level (fewer bytes). `zero`: that
-        encryption of zero made beforehand (`peer.zero(ctx.levels[0])`, used once)."""
+        blinder (`blinder`: a fresh encryption of zero under the owner's key, which
+        re-randomises both polynomials, plus uniform noise in [-2^bits, 2^bits), which
+        floods the noise that depends on this party's plaintexts), and switch down to the
+        last level (fewer bytes). A blinder made beforehand (`prepare`) is used once."""
         ev = self.evaluator
-        ev.add_inplace(ct, peer.zero(self.levels[0]) if zero is None else zero)
-        ev.add_inplace(ct, self._noise(bits))
+        ev.add_inplace(ct, self.blinder(peer, bits))
         ev.mod_switch_to_inplace(ct, self.levels[-1])
         return seal_io.save(ct)
+
+    def blinder(self, peer: PeerKey, bits: int) -> Ciphertext:
+        """A fresh encryption of zero under `peer`'s key plus (E, 0), E uniform in
+        [-2^bits, 2^bits), at the first data level: one made by `prepare`, else a new one."""
+        ready = peer.ready.get(bits)
+        if ready:
+            return ready.pop()
+        ct = peer.zero(self.levels[0])
+        self.evaluator.add_inplace(ct, self._noise(bits))
+        return ct
+
+    def prepare(self, peer: PeerKey, count: int, bits: int) -> None:
+        """Make blinders of `bits` for `peer` until `count` are ready (call it before
+        waiting for a peer: they depend on no value)."""
+        ready = peer.ready.setdefault(bits, [])
+        while len(ready) < count:
+            ct = peer.zero(self.levels[0])
+            self.evaluator.add_inplace(ct, self._noise(bits))
+            ready.append(ct)
 
     def _noise(self, bits: int) -> Ciphertext:
         """(E, 0) at the first data level, E uniform in [-2^bits, 2^bits)."""
@@ -203,7 +220,8 @@ class KeyPair:
 
 class PeerKey:
     """A peer's BFV public key: encryptions of zero under it re-randomise ciphertexts that
-    return to the peer."""
+    return to the peer. `ready`: blinders made beforehand, by flooding width
+    (`BfvContext.prepare`), each used once."""
 
     def __init__(self, ctx: BfvContext, public: bytes) -> None:
         """Raises:
@@ -213,25 +231,13 @@ class PeerKey:
         seal_io.load(key, ctx.context, public)
         self.public_bytes = public
         self._encryptor = seal.Encryptor(ctx.context, key)
-        self._level = ctx.levels[0]
-        self._ready: list[Ciphertext] = []  # encryptions of zero made while waiting
+        self.ready: dict[int, list[Ciphertext]] = {}
 
     def zero(self, parms_id: list[int]) -> Ciphertext:
-        """A fresh encryption of zero at `parms_id` (one made beforehand, at the first data
-        level, if `prepare` left one; each is used once)."""
-        if parms_id == self._level and self._ready:
-            return self._ready.pop()
+        """A fresh encryption of zero at `parms_id`."""
         ct = seal.Ciphertext()
         self._encryptor.encrypt_zero(parms_id, ct)
         return ct
-
-    def prepare(self, count: int) -> None:
-        """Make encryptions of zero at the first data level until `count` are ready (call it
-        before waiting for a peer: they depend on no value)."""
-        while len(self._ready) < count:
-            ct = seal.Ciphertext()
-            self._encryptor.encrypt_zero(self._level, ct)
-            self._ready.append(ct)
 
 
 def uniform_residues(bits: int, n: int, primes: np.ndarray) -> np.ndarray:

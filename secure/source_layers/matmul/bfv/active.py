@@ -156,7 +156,7 @@ class ActiveBfvLayer(shared.NoRowSets):
         if masks is None or x is None:
             raise SecureError(f"no m1 went out at '{tag}' (call start_forward first)")
         n, ctx = x.shape[0], self.ctx
-        self.peer_key.prepare(self.lay_b.groups(self.batch_rows))  # the next m1's, meanwhile
+        ctx.prepare(self.peer_key, self.lay_b.groups(self.batch_rows), self.m1_flood)  # next m1's
         m2 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m2", self.me, self.lay_a.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m2])
         total = self.lay_a.read_output(polys, n) + masks

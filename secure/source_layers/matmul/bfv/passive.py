@@ -110,11 +110,10 @@ class PassiveBfvLayer(shared.NoRowSets):
         x_int = shared.feature_ints(x, self.config.feature_bits, "passive")
         products = shared.plaintexts(ctx, lay.forward_plain(x_int))
         groups = lay.groups(n)
-        # X_A [[V_A]] and the encryptions of zero do not depend on m1: made while m1 is
-        # in flight
+        # X_A [[V_A]] and the blinders do not depend on m1: made while m1 is in flight
+        ctx.prepare(self.peer_key, groups, self.m2_flood)
         v_a = ctx.ntt(self.v_a)  # once per step, for every group's product
         cts = [ctx.dot(v_a, products[g * lay.blocks : (g + 1) * lay.blocks]) for g in range(groups)]
-        zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]  # made ahead
         m1 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
         s_share = self.lay_b.read_output(polys, n)  # S: uniform mod t (B's masks R)
@@ -125,7 +124,7 @@ class PassiveBfvLayer(shared.NoRowSets):
         blobs = []
         for g, ct in enumerate(cts):
             ctx.add_plain(ct, ctx.plaintext(fill[g]))
-            blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood, zeros[g]))
+            blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/m2", blobs, self.peer)
         self._x = {tag: x}
 
@@ -151,14 +150,15 @@ class PassiveBfvLayer(shared.NoRowSets):
         x_int = shared.feature_ints(
             scaled_columns(x, factors, bits), bits, "passive", STEP_FACTOR_BITS
         )
-        self.peer_key.prepare(lay.blocks)  # for vr, while B makes m3
+        flood = self.params.refresh_flood(lay, n)
+        ctx.prepare(self.peer_key, lay.blocks, flood)  # for vr, while B makes m3
         m3 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
         grads = ctx.ntt([ctx.ciphertext(b) for b in m3])  # each a factor of every block
         products = shared.plaintexts(ctx, lay.backward_plain(x_int))  # (row block, block)
         for b in range(lay.blocks):
             delta = ctx.dot(grads, products[b :: lay.blocks])
             ctx.sub(self.v_a[b], delta)
-        self._refresh(tag, self.params.refresh_flood(lay, n))
+        self._refresh(tag, flood)
 
     def _refresh(self, tag: str, flood: int) -> None:
         """Send [[V_A + R_V]]_B (flooded) and take B's fresh encryption of it back."""
@@ -169,7 +169,8 @@ class PassiveBfvLayer(shared.NoRowSets):
             ctx.add_plain(ct, ctx.plaintext(masks[b]))
             blobs.append(ctx.flood(ct, self.peer_key, flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/vr", blobs, self.peer)
-        self.peer_key.prepare(lay.groups(self.params.batch_rows))  # the next m2's, meanwhile
+        rows = self.params.batch_rows
+        ctx.prepare(self.peer_key, lay.groups(rows), self.m2_flood)  # the next m2's, meanwhile
         vc = shared.recv_blobs(self.channel, self.peer, f"{tag}/vc", self.peer, lay.blocks)
         kept = lay.weights_support(masks)
         fresh = []
