@@ -5,6 +5,7 @@ party's view holds differs by protocol (`PROTOCOL_VIEWS`), not the attacks."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,9 +20,10 @@ from vfl.attack.harness import (
     AttackRow,
     auc_row,
     binary_labels,
+    verdict_auc,
 )
 from vfl.attack.label import label_scores, passive_signals
-from vfl.attack.stats import auc, chance_band
+from vfl.attack.stats import auc, chance_band, clustered_band
 from vfl.attack.views import PartyView
 
 KNOWN_LABELS = 40  # rows whose label the passive party knows, for model completion
@@ -166,7 +168,7 @@ def feature_rows(
 
 
 def distinguisher_row(true_view: PartyView, permuted_view: PartyView, seed: int) -> AttackRow:
-    scores, is_true = distinguish(true_view, permuted_view, seed)
+    scores, is_true, rounds = distinguish(true_view, permuted_view, seed)
     row = auc_row(
         "distinguisher",
         f"{true_view.party} (passive)",
@@ -174,7 +176,10 @@ def distinguisher_row(true_view: PartyView, permuted_view: PartyView, seed: int)
         scores,
         is_true,
     )
-    return row
+    low, high = clustered_band(scores, is_true, rounds, seed=seed)
+    return dataclasses.replace(
+        row, chance_low=low, chance_high=high, verdict=verdict_auc(row.score, low, high)
+    )
 
 
 def attacks(

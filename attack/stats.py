@@ -41,6 +41,30 @@ def chance_band(n1: int, n0: int, centre: float = 0.5) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def clustered_band(
+    scores: np.ndarray, labels: np.ndarray, groups: np.ndarray, draws: int = 400, seed: int = 0
+) -> tuple[float, float]:
+    """The chance band of an AUC whose examples come in correlated groups (the rows of
+    one training round, which share the values read from one ciphertext): 0.5 +- the
+    larger of `chance_band`'s half-width and 4 standard deviations of the AUC when the
+    labels of a random half of the groups are flipped, group by group (a view that
+    carries nothing gives each group's two runs the same distribution)."""
+    y = np.asarray(labels).astype(bool)
+    ranks = rankdata(np.asarray(scores, dtype=np.float64))
+    _, group = np.unique(groups, return_inverse=True)
+    rng = np.random.default_rng(seed)
+    aucs = []
+    for _ in range(draws):
+        flip = rng.random(group.max() + 1) < 0.5
+        pos = y ^ flip[group]
+        n1, n0 = int(pos.sum()), int((~pos).sum())
+        if n1 and n0:
+            aucs.append((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    low, high = chance_band(int(y.sum()), int((~y).sum()))
+    half = max(high - 0.5, 4 * float(np.std(aucs)) if aucs else 0.0)
+    return max(0.0, 0.5 - half), min(1.0, 0.5 + half)
+
+
 def standardise(x: np.ndarray, ref: np.ndarray | None = None) -> np.ndarray:
     """Columns of `x` centred and scaled by the mean and deviation of `ref` (else of x);
     constant columns become 0."""

@@ -109,8 +109,9 @@ def received_rounds(audit_dir: Path, party: str) -> dict[int, dict[str, np.ndarr
 
 def decoded(payload: common_pb2.Payload) -> np.ndarray | None:
     """A tensor as the party decodes it; ciphertexts as the lowest 64 bits of each (their
-    big-endian encoding's last 8 bytes), as a float matrix of their logical shape; None
-    for other kinds."""
+    big-endian encoding's last 8 bytes), as a float matrix of their logical shape (BFV's,
+    of variable length: one row per ciphertext, its bytes' last 8); None for other
+    kinds."""
     kind = payload.WhichOneof("kind")
     if kind == "tensor":
         return np.asarray(tensor_from_payload(payload), dtype=np.float64)
@@ -119,6 +120,11 @@ def decoded(payload: common_pb2.Payload) -> np.ndarray | None:
     c = payload.ciphertexts
     shape = [int(d) for d in c.shape]
     width = int(c.width)
+    if width == 0:  # BFV: SEAL's bytes of variable length, `shape` lists them
+        ends = np.cumsum(shape)
+        raw = np.frombuffer(c.blob, dtype=np.uint8)
+        low = [raw[end - LOW_BYTES : end] for end in ends if end >= LOW_BYTES]
+        return np.array([[float(int.from_bytes(b.tobytes(), "big"))] for b in low])
     blob = np.frombuffer(c.blob, dtype=np.uint8).reshape(-1, width)[:, -LOW_BYTES:]
     lead = blob.copy().view(">u8").ravel().astype(np.float64)
     return lead.reshape(shape) if int(np.prod(shape)) == lead.size else lead[:, None]

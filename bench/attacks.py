@@ -20,10 +20,11 @@ Every job: source out_dim 16 (unless --out-dims), top [32], batch 256, 2 epochs,
 adagrad, 20% of the rows held out and validated once at the end; blindfl with 1024-bit
 test keys (the `:2048` case with 2048). A case's third part is the key size or, for
 `:hidden32`, a bottom model with one hidden layer of 32 (split's default bottom, like
-blindfl's source layer, is linear). Each case is one `vfl attack --json` (the job,
-the same job on permuted labels, the attacks); the table gives each attack's score, its
-baseline, the band a view without the labels lands in and the verdict, then the job's
-validation AUC and the seconds of the job, of the permuted-label job and of the attacks.
+blindfl's source layer, is linear), or for `:bfv`, `crypto: {scheme: bfv}`. Each case
+is one `vfl attack --json` (the job, the same job on permuted labels, the attacks); the
+table gives each attack's score, its baseline, the band a view without the labels lands
+in and the verdict, then the job's validation AUC and the seconds of the job, of the
+permuted-label job and of the attacks.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ CASES = (
     "credit3:split:hidden32",
     "credit3:blindfl",
     "credit3:blindfl:2048",
+    "credit3:blindfl:bfv",
 )
 DEFENCES = (  # (name, defence) on a9a22 split
     ("none", None),
@@ -79,13 +81,15 @@ def tables(name: str, folder: Path, rows: int) -> dict:
 
 def spec(table: str, protocol: str, data: dict, key_bits: int, **extra) -> dict:
     out_dim, hidden = extra.pop("out_dim", 16), extra.pop("hidden", [])
+    model = binary_model(out_dim, [32])
+    model["source"]["hidden"] = hidden  # the bottom's (binary_model's `hidden` is the top's)
     return job_spec(
         f"{table}-{protocol}",
         protocol,
         table_data(data["bank"]),
         table_data(data["shop"]),
         key_bits=key_bits if protocol == "blindfl" else None,
-        model=binary_model(out_dim, [32], hidden=hidden),
+        model=model,
         train={"epochs": 2, "batch_size": 256, "lr": 0.05, "seed": 0},
         validation={"fraction": 0.2, "every": 100_000},
         **extra,
@@ -190,6 +194,10 @@ def main() -> None:
                 if option == ["hidden32"]:
                     body = spec(table, protocol, data, 1024, hidden=[32])
                     body["job"] += "-hidden32"
+                elif option == ["bfv"]:
+                    body = spec(table, protocol, data, 1024)
+                    body["crypto"]["scheme"] = "bfv"
+                    body["job"] += "-bfv"
                 else:
                     body = spec(table, protocol, data, int(option[0]) if option else 1024)
                 flags = ("--no-distinguisher",) if args.no_distinguisher else ()

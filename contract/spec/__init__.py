@@ -7,15 +7,17 @@ its dotted path and the fix. The spec crosses the wire as its canonical JSON
 (`JobSpec.to_json`, read back by `JobSpec.from_json`), parsed once per job per process.
 
 - `model.py`: `JobSpec`, `PartySpec` and the sections (`ModelSpec`, `TrainSpec`,
-  `ValidationSpec`, `CryptoSpec`, `NetworkSpec`); `local_updates` is
+  `ValidationSpec`, `NetworkSpec`); `local_updates` is
   `celu.config.LocalUpdateConfig`; `trees.py`: `TreesSpec`, the model section of a
   gradient-boosted tree ensemble.
+- `crypto.py`: `CryptoSpec` and `BfvSpec` (the `crypto:` section).
 - `data.py`: `TableSource` (a table file: a party config's dataset, or a job's file) and
   `DataSpec` (a party's rows in a job).
 - `fields.py`: the base model and field types; `messages.py`: errors as messages;
   `load.py`: reading YAML and JSON, the JSON Schema.
 """
 
+from vfl.contract.spec.crypto import BfvSpec, CryptoSpec
 from vfl.contract.spec.data import DataSpec, TableColumns, TableSource
 from vfl.contract.spec.load import (
     job_schema,
@@ -25,7 +27,6 @@ from vfl.contract.spec.load import (
 )
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.model import (
-    CryptoSpec,
     DefenceSpec,
     JobSpec,
     ModelSpec,
@@ -39,6 +40,7 @@ from vfl.contract.spec.model import (
 from vfl.contract.spec.trees import TreesSpec
 
 __all__ = [
+    "BfvSpec",
     "CryptoSpec",
     "DefenceSpec",
     "DataSpec",

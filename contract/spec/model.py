@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, ValidationError, model_validator
 from vfl.celu.config import LocalUpdateConfig
 from vfl.contract.errors import SpecError
+from vfl.contract.spec.crypto import CryptoSpec
 from vfl.contract.spec.data import DataSpec
 from vfl.contract.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from vfl.contract.spec.messages import explain
@@ -133,37 +134,6 @@ class ValidationSpec(SpecModel):
         "the training time (split: every validation rows / (4 batch_size) rounds; "
         "blindfl: every 3 validation rows / batch_size rounds)",
     )
-
-
-class CryptoSpec(SpecModel):
-    """Encryption of `protocol: blindfl`'s MatMul layer: Paillier (the default) or exact
-    BFV. Paillier keys below 2048 bits need the explicitly named test setting
-    `allow_insecure_test_keys: true` (daemons log a warning)."""
-
-    scheme: Literal["paillier", "bfv"] = Field(
-        "paillier",
-        description="paillier, or bfv (lattice, N = 8192 at 128-bit security; the MatMul "
-        "layer over dense columns, one passive party, no local updates; see "
-        "docs/protocols.md)",
-    )
-    key_bits: int = Field(2048, ge=512, le=8192, strict=True)
-    allow_insecure_test_keys: bool = Field(False, strict=True)
-    obfuscators: Literal["short", "statistical"] = Field(
-        "short",
-        description="obfuscators of each party's fresh encryptions for the other party: "
-        "short (short exponents, Damgard-Jurik-Nielsen; assumes a short exponent cannot be "
-        "told from a full one) or statistical (no assumption); see docs/security.md",
-    )
-
-    @model_validator(mode="after")
-    def _secure_keys(self) -> CryptoSpec:
-        if self.key_bits < 2048 and not self.allow_insecure_test_keys:
-            raise FieldProblem(
-                "key_bits",
-                f"is {self.key_bits}: keys below 2048 bits are insecure; use 2048 or more, "
-                "or for tests only set crypto.allow_insecure_test_keys: true",
-            )
-        return self
 
 
 class NetworkSpec(SpecModel):

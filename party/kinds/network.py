@@ -6,8 +6,10 @@ under the active party's top model (docs/protocols.md). The roles live in
 What the model holds, for the limits: a parameter holds 4 bytes for its weight, its
 gradient and each optimiser slot (adagrad 1, adam 2, sgd 0); a batch's activations
 three copies of every layer's outputs; a blindfl job adds its source layer's ciphertexts
-(a column's `out_dim` of them, mod n^2) and `BLINDFL_BYTES` (bench/results/scale_rows.txt:
-a 1e5-row blindfl epoch's bank tree peaked 278 MB above split's).
+(a column's `out_dim` of them, mod n^2; with `scheme: bfv` its weight ciphertexts, a
+step's ciphertexts and plaintexts and its keys, `bfv.setup.held_bytes`) and
+`BLINDFL_BYTES` (bench/results/scale_rows.txt: a 1e5-row blindfl epoch's bank tree
+peaked 278 MB above split's).
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ from vfl.party.state.model_store import key_fingerprint
 from vfl.party.tables.preprocess.fit import check_secure_bounds
 from vfl.party.tables.table import RawTable
 from vfl.party.training.blindfl import BlindActiveTrainer, BlindPassiveTrainer
+from vfl.party.training.blindfl.common import bfv_params, check_bfv_params
 from vfl.party.training.context import RoleContext
 from vfl.party.training.split.active import ActiveTrainer
 from vfl.party.training.split.passive import PassiveTrainer
 from vfl.party.training.task import Labels, Task
+from vfl.secure.config import SecureConfig
+from vfl.secure.source_layers.matmul.bfv.setup import held_bytes
 
 PARAMETER_BYTES = 4
 SLOTS = {"adagrad": 1, "adam": 2, "sgd": 0}  # optimiser state per parameter
@@ -64,6 +69,7 @@ class Networks(ModelKind):
     ) -> None:
         if self.keyed(spec):  # the source layers' fixed point holds every feature
             check_secure_bounds(raw, mode, party_id)
+            check_bfv_params(spec, party_id)
 
     def trainer(self, ctx: RoleContext, role: str, labels: Y, val_labels: Y) -> TrainingRole:
         active, passive = ROLES[ctx.spec.protocol]
@@ -98,7 +104,11 @@ class Networks(ModelKind):
         parameters = sum(a * b + b for a, b in widths)
         activations = spec.train.batch_size * sum(b for _, b in widths) * 3 * PARAMETER_BYTES
         held = parameters * self.parameter_bytes(spec) + activations
-        if self.keyed(spec):  # the source layer's ciphertexts, mod n^2
+        if self.keyed(spec) and spec.crypto.scheme == "bfv":  # its BFV ciphertexts
+            config = SecureConfig()
+            rows, h = spec.train.batch_size, spec.model.source.out_dim
+            held += held_bytes(bfv_params(spec, config), columns, h, rows) + BLINDFL_BYTES
+        elif self.keyed(spec):  # the source layer's ciphertexts, mod n^2
             held += columns * spec.model.source.out_dim * spec.crypto.key_bits // 4
             held += BLINDFL_BYTES
         return ModelEstimate(parameters, held)

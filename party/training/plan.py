@@ -41,6 +41,12 @@ class Plan:
                 rnd += 1
                 yield rnd, epoch, order[start : start + self.batch_size]
 
+    def round_rows(self, rnd: int) -> np.ndarray:
+        """The row positions of training round `rnd` (1-based), as `batches` yields them."""
+        epoch, index = divmod(rnd - 1, self.batches_per_epoch)
+        order = np.random.default_rng([self.seed, 1, epoch]).permutation(self.train_rows)
+        return order[index * self.batch_size : (index + 1) * self.batch_size]
+
     def validates_at(self, rnd: int) -> bool:
         return rnd % self.every == 0 or rnd == self.total_rounds
 

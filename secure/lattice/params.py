@@ -92,7 +92,7 @@ class BfvParams:
             raise ConfigError(
                 f"noise flooding needs {bits} bits over a noise bound of 2^{noise_bits}, and "
                 f"a {self.plain_bits}-bit plaintext; {self.data_bits} data bits cannot hold "
-                f"both: lower the feature range (crypto.bfv.feature_range_bits) or the "
-                f"batch size"
+                f"both: give crypto.bfv.coeff_bits more bits (a larger crypto.bfv.poly_degree "
+                f"allows more), or lower train.batch_size"
             )
         return bits

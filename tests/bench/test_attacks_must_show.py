@@ -60,7 +60,9 @@ def test_split_leaks_as_the_papers_say(case: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("case", ["a9a22:blindfl", "credit3:blindfl", "credit3:blindfl:2048"])
+@pytest.mark.parametrize(
+    "case", ["a9a22:blindfl", "credit3:blindfl", "credit3:blindfl:2048", "credit3:blindfl:bfv"]
+)
 def test_blindfl_leaves_the_attacks_at_chance(case: str, tmp_path: Path) -> None:
     rows = _run(case, tmp_path)["attacks"]
     label = [r for r in rows if r["attack"] in ("norm", "direction", "distinguisher")]

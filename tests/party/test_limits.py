@@ -345,3 +345,21 @@ def test_max_rows_holds_against_the_lines_of_a_libsvm_file(tmp_path: Path) -> No
     with pytest.raises(LimitExceeded, match=r"at least 131,072 rows .* max_rows = 70,000"):
         read_raw(source, "d", check=check)
     assert seen == [0, 65_536, 131_072]
+
+
+def test_a_bfv_job_estimates_its_ciphertexts() -> None:
+    # Prepare: the same job with each scheme, and with more columns
+    body = spec([8]).model_dump()
+    body["protocol"] = "blindfl"
+    paillier = JobSpec.model_validate(body)
+    body["crypto"] = {"scheme": "bfv"}
+    bfv = JobSpec.model_validate(body)
+    # Execute
+    base = estimate_job(paillier, "shop", [GUEST]).bytes
+    narrow = estimate_job(bfv, "shop", [GUEST]).bytes
+    wide = estimate_job(bfv, "shop", [TableSource(path=str(FATE / "breast_hetero_host.csv"))])
+    # Assert: a 393 KiB ciphertext (N = 8192, three 60-bit primes) per weight block and per
+    # message of a step, a few MiB in all on breast's 10 and 20 columns
+    ciphertext = 2 * 3 * 8192 * 8
+    assert 8 * ciphertext < narrow - base + 10 * 16 * 2048 // 4 < 64 * ciphertext
+    assert wide.bytes - narrow > ciphertext  # more columns, more weight blocks

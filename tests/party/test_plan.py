@@ -30,3 +30,11 @@ def test_validation_chunks_cover_the_rows_in_order_within_the_message_limit() ->
     assert np.array_equal(np.concatenate([part for _, part in chunks]), rows)
     assert all(len(part) * 16 * 4 <= CHUNK_BYTES for _, part in chunks)
     assert len(in_chunks("v", rows, 1 << 20)[0][1]) == 256  # wide outputs: 256 rows at least
+
+
+def test_the_rows_of_a_round_are_the_batches_rows() -> None:
+    from vfl.party.training.plan import Plan
+
+    plan = Plan(1000, np.arange(0, 1000, 3), np.arange(5), 64, 3, 7, 20)
+    for rnd, _, rows in plan.batches():
+        assert np.array_equal(plan.round_rows(rnd), rows), rnd

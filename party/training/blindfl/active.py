@@ -23,6 +23,7 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.errors import JobError
 from vfl.party.training.blindfl.common import (
     RowSets,
+    bfv_params,
     check_bfv_range,
     close_layers,
     features,
@@ -208,7 +209,8 @@ class BlindActiveTrainer:
             opt = SourceOptimizer(s.train.optimizer)
             if s.crypto.scheme == "bfv":
                 rows = s.train.batch_size
-                self.src = ActiveBfvLayer(ch, dense_ids, d_b, h, config, seed, None, rows, opt)
+                bfv = bfv_params(s, config)
+                self.src = ActiveBfvLayer(ch, dense_ids, d_b, h, config, seed, bfv, rows, opt)
             else:
                 self.src = ActiveSourceLayer(
                     ch, dense_ids, d_b, h, config, seed, keypair=keypair, optimizer=opt
@@ -286,6 +288,9 @@ class BlindActiveTrainer:
         with self.ctx.lock:
             loss, grad = self._top_step(z, rows)
         g = grad.double().numpy()
+        if isinstance(self.src, ActiveBfvLayer) and rnd < self.ctx.plan.total_rounds:
+            ahead = self.ctx.plan.round_rows(rnd + 1)  # its m1 goes out while A steps
+            self.src.forward_ahead(f"train/r{rnd + 1}", features(self.ctx.inputs, ahead))
         if self.src is not None:
             self.src.backward(tag, g, self.src_lr)
         if self.embed is not None:

@@ -9,11 +9,14 @@ from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
+from vfl.contract.spec import JobSpec
 from vfl.party.errors import CheckpointError, JobError
 from vfl.party.training.context import RoleContext
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
 from vfl.secure.config import DENSE_FEATURE_BITS, SecureConfig
+from vfl.secure.errors import ConfigError as SecureConfigError
+from vfl.secure.lattice.params import BfvParams
 from vfl.secure.paillier.keys import KeyPair
 from vfl.secure.source_layers.matmul.bfv.setup import range_bits
 from vfl.secure.source_layers.state import keypair_from_state
@@ -42,6 +45,34 @@ def secure_config(ctx: RoleContext, inputs: Inputs) -> SecureConfig:
         counts=ctx.instruments.op_counts,
         executor=ctx.executor,
     )
+
+
+def bfv_params(spec: JobSpec, config: SecureConfig) -> BfvParams:
+    """The BFV parameters of `spec.crypto.bfv`, with the plaintext modulus 2^(f_Z + 8)
+    (a value read back satisfies |v| < 2^(7 - ...) as Paillier's slots do)."""
+    bfv = spec.crypto.bfv
+    return BfvParams(
+        poly_degree=bfv.poly_degree,
+        coeff_bits=tuple(bfv.coeff_bits),
+        plain_bits=config.output_bits + 8,
+        stat_bits=bfv.stat_bits,
+    )
+
+
+def check_bfv_params(spec: JobSpec, party_id: str) -> None:
+    """With `crypto.scheme: bfv`, refuse at PREPARE parameters below 128-bit security or
+    that SEAL cannot use, naming the field and the fix.
+
+    Raises:
+        JobError: the parameters are refused.
+    """
+    if spec.protocol != "blindfl" or spec.crypto.scheme != "bfv":
+        return
+    try:
+        bfv_params(spec, SecureConfig()).validate()
+    except SecureConfigError as exc:
+        message = f"party '{party_id}': {exc}"
+        raise JobError(message, public=message) from None
 
 
 def check_bfv_range(ctx: RoleContext, inputs: Inputs, config: SecureConfig) -> None:

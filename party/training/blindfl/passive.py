@@ -10,6 +10,7 @@ from vfl.celu.workset import CachedBatch
 from vfl.party.errors import JobError
 from vfl.party.training.blindfl.common import (
     RowSets,
+    bfv_params,
     check_bfv_range,
     close_layers,
     features,
@@ -108,8 +109,9 @@ class BlindPassiveTrainer(ScoresInTurn):
         if d > 0 and s.crypto.scheme == "bfv":
             self.src = PassiveBfvLayer(
                 ctx.channel, s.active.id, d, src.out_dim, self.config, s.train.seed,
-                step_factors=self._step_factors(),
+                bfv_params(s, self.config), step_factors=self._step_factors(),
             )  # fmt: skip
+            self.src.on_decrypt = ctx.view.decrypted if ctx.view.recording else None
         elif d > 0:
             self.src = PassiveSourceLayer(
                 ctx.channel,

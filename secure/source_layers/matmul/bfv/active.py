@@ -62,13 +62,13 @@ class ActiveBfvLayer(shared.NoRowSets):
         self.in_dim, self.out_dim, self.config, self.seed = in_dim, out_dim, config, seed
         self.bfv = bfv or BfvParams(plain_bits=config.output_bits + 8)
         self.ctx = BfvContext(self.bfv)
-        self.keys = KeyPair(self.ctx)
         self.batch_rows = batch_rows
         self.optimizer = (
             optimizer if isinstance(optimizer, SourceOptimizer) else SourceOptimizer(optimizer)
         )
         self._x: dict[str, Features] = {}  # features of forwards awaiting their backward
         self._masks: dict[str, np.ndarray] = {}  # R of forwards awaiting their m2
+        self._ahead: tuple[str, Features] | None = None  # the next forward (`forward_ahead`)
 
     def setup(self, tag_prefix: str) -> None:
         """Exchange keys and parameters, send [[V_A^(0)]]_B, receive [[U_B]]_A.
@@ -78,6 +78,7 @@ class ActiveBfvLayer(shared.NoRowSets):
             PayloadError, ChannelError: bad or missing messages.
         """
         t, ctx, bfv = tag_prefix, self.ctx, self.bfv
+        self.keys = shared.generate_keys(ctx, self.me)
         shared.send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
         info = control_from_payload(self.channel.recv(self.peer, f"{t}/params"))
         self.params = BfvLayerParams(
@@ -101,6 +102,7 @@ class ActiveBfvLayer(shared.NoRowSets):
         self.bias = np.zeros(self.out_dim)
         u_b = shared.recv_blobs(self.channel, self.peer, f"{t}/u_b", self.peer, self.lay_b.blocks)
         self.u_b = [ctx.ciphertext(b) for b in u_b]
+        self.u_b_ntt = ctx.ntt(self.u_b)  # U_B never changes: transformed once
         self.m1_flood = self.params.forward_flood(self.lay_b, self.config.feature_bits)
 
     def forward(self, tag: str, x: Features, rows: object = None) -> np.ndarray:
@@ -117,6 +119,8 @@ class ActiveBfvLayer(shared.NoRowSets):
         """Send m1 for the rows x (`rows`: the Paillier layer's precomputed row sets, which
         this layer does not make)."""
         self._require_setup()
+        if tag in self._masks:  # its m1 went out ahead (`forward_ahead`)
+            return
         x = check_features(x, self.in_dim)
         n, ctx, lay = x.shape[0], self.ctx, self.lay_b
         x_int = shared.feature_ints(x, self.config.feature_bits, "active")
@@ -124,14 +128,22 @@ class ActiveBfvLayer(shared.NoRowSets):
         products = shared.plaintexts(ctx, lay.forward_plain(x_int))
         blobs = []
         for g in range(masks.shape[0]):
-            ct = ctx.dot(self.u_b, products[g * lay.blocks : (g + 1) * lay.blocks])
+            ct = ctx.dot(self.u_b_ntt, products[g * lay.blocks : (g + 1) * lay.blocks])
             ctx.sub_plain(ct, ctx.plaintext(masks[g]))
             blobs.append(ctx.flood(ct, self.peer_key, self.m1_flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/m1", blobs, self.peer)
-        while len(self._x) >= MAX_PENDING:  # forwards without a backward (validation)
-            del self._x[next(iter(self._x))]
+        done = [t for t in self._x if t not in self._masks]  # Z made, no backward yet
+        while len(self._x) >= MAX_PENDING and done:  # forwards without one (validation)
+            del self._x[done.pop(0)]
         self._x[tag] = x
         self._masks[tag] = lay.read_output(masks, n)
+
+    def forward_ahead(self, tag: str, x: Features) -> None:
+        """Send the m1 of the forward step `tag` (rows x) during the next `backward`, right
+        after its m3, while the passive party steps: m1 depends on U_B and x only, and
+        A reads it by its tag when it runs that forward. `start_forward(tag, ...)` then
+        sends nothing."""
+        self._ahead = (tag, x)
 
     def finish_forward(self, tag: str) -> np.ndarray:
         """Z of the forward step `tag` whose m1 went out (`start_forward`).
@@ -144,7 +156,7 @@ class ActiveBfvLayer(shared.NoRowSets):
         if masks is None or x is None:
             raise SecureError(f"no m1 went out at '{tag}' (call start_forward first)")
         n, ctx = x.shape[0], self.ctx
-        self.peer_key.prepare(self.lay_b.groups(self.batch_rows))  # the next m1's, meanwhile
+        ctx.prepare(self.peer_key, self.lay_b.groups(self.batch_rows), self.m1_flood)  # next m1's
         m2 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m2", self.me, self.lay_a.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m2])
         total = self.lay_a.read_output(polys, n) + masks
@@ -172,6 +184,9 @@ class ActiveBfvLayer(shared.NoRowSets):
         blobs = [self.keys.encrypt(to_residues(p, plain_bits)) for p in polys]
         shared.send_blobs(self.channel, self.peer, f"{tag}/m3", blobs, self.me)
         self._own_step(x, g, lr)
+        if self._ahead is not None:
+            self.start_forward(*self._ahead)
+            self._ahead = None
         self._refresh(tag)
 
     def local_step(self, x: Features, grad_z: np.ndarray, lr: float) -> None:
@@ -235,6 +250,7 @@ class ActiveBfvLayer(shared.NoRowSets):
             self.params = params
             self.lay_a, self.lay_b = params.layouts()
             self.u_b = [self.ctx.ciphertext(bytes(b)) for b in state["u_b"]]
+            self.u_b_ntt = self.ctx.ntt(self.u_b)
             self.v_b = np.asarray(state["v_b"], dtype=np.float64)
             self.bias = np.asarray(state["bias"], dtype=np.float64)
             self.optimizer.load_state_dict(state["optimizer"])

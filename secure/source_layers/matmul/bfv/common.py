@@ -17,6 +17,12 @@ from vfl.secure.source_layers.sharing import secret_rng
 Payload = common_pb2.Payload
 
 
+def generate_keys(ctx: BfvContext, owner: str) -> KeyPair:
+    """A fresh BFV key pair for party `owner`, made at setup (once per job; a resumed
+    layer loads its own from its checkpoint). Tests pin keys here by owner."""
+    return KeyPair(ctx)
+
+
 def share_rng(seed: int, keys: KeyPair, label: str) -> np.random.Generator:
     """`sharing.secret_rng` of the party's BFV secret key: a peer that knows the seed
     cannot recompute the shares."""

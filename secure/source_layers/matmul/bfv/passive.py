@@ -15,6 +15,7 @@ from vfl.secure.lattice.params import BfvParams
 from vfl.secure.source_layers.checks import check_features, check_lr
 from vfl.secure.source_layers.common import Features
 from vfl.secure.source_layers.matmul.bfv.setup import STEP_FACTOR_BITS, BfvLayerParams
+from vfl.secure.source_layers.role import DecryptHook
 from vfl.secure.source_layers.sharing import sample_share
 from vfl.secure.source_layers.state import reading
 from vfl.secure.source_layers.steps import scaled_columns
@@ -40,9 +41,9 @@ class PassiveBfvLayer(shared.NoRowSets):
         self.in_dim, self.out_dim, self.config, self.seed = in_dim, out_dim, config, seed
         self.bfv = bfv or BfvParams(plain_bits=config.output_bits + 8)
         self.ctx = BfvContext(self.bfv)
-        self.keys = KeyPair(self.ctx)
         self.step_factors: np.ndarray | None = step_factors
-        self.on_decrypt = None  # the attack recorder's hook (not called: see docs)
+        # `vfl attack`: sees what this party decrypts (its shares S of m1); None: nothing does
+        self.on_decrypt: DecryptHook | None = None
         self._x: dict[str, Features] = {}
 
     def setup(self, tag_prefix: str) -> None:
@@ -53,6 +54,7 @@ class PassiveBfvLayer(shared.NoRowSets):
             ChannelError: missing messages.
         """
         t, ctx = tag_prefix, self.ctx
+        self.keys = shared.generate_keys(ctx, self.me)
         shared.send_blobs(self.channel, self.peer, f"{t}/pk", [self.keys.public_bytes], self.me)
         fields = {"in_dim": self.in_dim, "feature_bits": self.config.feature_bits}
         self.channel.send(self.peer, f"{t}/params", control_to_payload(fields))
@@ -108,21 +110,21 @@ class PassiveBfvLayer(shared.NoRowSets):
         x_int = shared.feature_ints(x, self.config.feature_bits, "passive")
         products = shared.plaintexts(ctx, lay.forward_plain(x_int))
         groups = lay.groups(n)
-        # X_A [[V_A]] and the encryptions of zero do not depend on m1: made while m1 is
-        # in flight
-        cts = [
-            ctx.dot(self.v_a, products[g * lay.blocks : (g + 1) * lay.blocks])
-            for g in range(groups)
-        ]
-        zeros = [self.peer_key.zero(ctx.levels[0]) for _ in range(groups)]
+        # X_A [[V_A]] and the blinders do not depend on m1: made while m1 is in flight
+        ctx.prepare(self.peer_key, groups, self.m2_flood)
+        v_a = ctx.ntt(self.v_a)  # once per step, for every group's product
+        cts = [ctx.dot(v_a, products[g * lay.blocks : (g + 1) * lay.blocks]) for g in range(groups)]
         m1 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m1", self.me, self.lay_b.groups(n))
         polys = np.stack([self.keys.decrypt(ctx.ciphertext(b, last=True)) for b in m1])
-        share = self.lay_b.read_output(polys, n) + to_residues(x_int @ self.u_a_int, plain_bits)
+        s_share = self.lay_b.read_output(polys, n)  # S: uniform mod t (B's masks R)
+        if self.on_decrypt is not None:
+            self.on_decrypt(f"{tag}/m1", s_share.tolist())
+        share = s_share + to_residues(x_int @ self.u_a_int, plain_bits)
         fill = lay.place_output(share & np.uint64(ctx.plain_modulus - 1), ctx.random_coeffs(groups))
         blobs = []
         for g, ct in enumerate(cts):
             ctx.add_plain(ct, ctx.plaintext(fill[g]))
-            blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood, zeros[g]))
+            blobs.append(ctx.flood(ct, self.peer_key, self.m2_flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/m2", blobs, self.peer)
         self._x = {tag: x}
 
@@ -148,14 +150,15 @@ class PassiveBfvLayer(shared.NoRowSets):
         x_int = shared.feature_ints(
             scaled_columns(x, factors, bits), bits, "passive", STEP_FACTOR_BITS
         )
-        self.peer_key.prepare(lay.blocks)  # for vr, while B makes m3
+        flood = self.params.refresh_flood(lay, n)
+        ctx.prepare(self.peer_key, lay.blocks, flood)  # for vr, while B makes m3
         m3 = shared.recv_blobs(self.channel, self.peer, f"{tag}/m3", self.peer, lay.row_blocks(n))
-        grads = [ctx.ciphertext(b) for b in m3]
+        grads = ctx.ntt([ctx.ciphertext(b) for b in m3])  # each a factor of every block
         products = shared.plaintexts(ctx, lay.backward_plain(x_int))  # (row block, block)
         for b in range(lay.blocks):
             delta = ctx.dot(grads, products[b :: lay.blocks])
             ctx.sub(self.v_a[b], delta)
-        self._refresh(tag, self.params.refresh_flood(lay, n))
+        self._refresh(tag, flood)
 
     def _refresh(self, tag: str, flood: int) -> None:
         """Send [[V_A + R_V]]_B (flooded) and take B's fresh encryption of it back."""
@@ -166,6 +169,8 @@ class PassiveBfvLayer(shared.NoRowSets):
             ctx.add_plain(ct, ctx.plaintext(masks[b]))
             blobs.append(ctx.flood(ct, self.peer_key, flood))
         shared.send_blobs(self.channel, self.peer, f"{tag}/vr", blobs, self.peer)
+        rows = self.params.batch_rows
+        ctx.prepare(self.peer_key, lay.groups(rows), self.m2_flood)  # the next m2's, meanwhile
         vc = shared.recv_blobs(self.channel, self.peer, f"{tag}/vc", self.peer, lay.blocks)
         kept = lay.weights_support(masks)
         fresh = []

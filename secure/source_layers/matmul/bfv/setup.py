@@ -119,3 +119,20 @@ def range_bits(feature_bits: int) -> int:
 def x_bits(feature_bits: int) -> int:
     """Bits of |round(x 2^f_X)| for features within their range."""
     return feature_bits + range_bits(feature_bits)
+
+
+def held_bytes(bfv: BfvParams, columns: int, out_dim: int, batch_rows: int) -> int:
+    """An estimate, from above, of the bytes a party's BFV layer holds over its `columns`
+    columns (the party's limits, `party.limits`): its weight ciphertexts, one step's
+    plaintexts and ciphertexts (twice: each also as the bytes that cross), its keys."""
+    n, primes = bfv.poly_degree, len(bfv.coeff_bits)
+    ciphertext, plaintext = 2 * (primes - 1) * n * 8, n * 8
+    try:
+        lay = choose_layout(n, max(columns, 1), out_dim, batch_rows, refreshed=True)
+        blocks, groups, row_blocks = lay.blocks, lay.groups(batch_rows), lay.row_blocks(batch_rows)
+    except ConfigError:  # out_dim too wide for the ring: setup refuses it
+        blocks, groups, row_blocks = columns, batch_rows, batch_rows
+    step = (groups + row_blocks + 2 * blocks) * ciphertext * 2
+    step += (groups + row_blocks) * blocks * plaintext
+    keys = 4 * 2 * primes * n * 8  # own public and secret key, the peer's public key
+    return blocks * ciphertext + step + keys
