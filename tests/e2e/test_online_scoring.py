@@ -38,7 +38,7 @@ SCORED = ("392", "18", "405", "444", "125", "320", "186", "62")  # rows both par
 TRAIN = """
 job: {name}
 protocol: {protocol}
-crypto: {{key_bits: 512, allow_insecure_test_keys: true}}
+crypto: {{key_bits: 1024, allow_insecure_test_keys: true}}
 parties:
   - {{id: bank, role: active, data: {{dataset: breast}}}}
   - {{id: shop, role: passive, data: {{dataset: breast}}}}
