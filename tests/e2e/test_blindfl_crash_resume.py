@@ -24,7 +24,7 @@ pytestmark = pytest.mark.subprocess
 JOB = {
     "job": "crash-blind",
     "protocol": "blindfl",
-    "crypto": {"key_bits": 1024, "allow_insecure_test_keys": True},  # INSECURE test keys
+    "crypto": {"key_bits": 512, "allow_insecure_test_keys": True},  # INSECURE test keys
     "parties": [
         {"id": "bank", "role": "active", "data": {"dataset": "breast"}},
         {"id": "shop", "role": "passive", "data": {"dataset": "breast"}},

@@ -118,7 +118,7 @@ parties:
   - {{id: s1, role: passive, data: {{path: {fate}/motor_hetero_host_1.csv, id: idx}}}}
   - {{id: s2, role: passive, data: {{path: {fate}/motor_hetero_host_2.csv, id: idx}}}}
 model: {{source: {{out_dim: 8}}, top: {{hidden: [16], task: regression}}}}
-train: {{epochs: 10, batch_size: 32}}
+train: {{epochs: 6, batch_size: 64, lr: 0.05}}  # 60 rounds; r2 0.977 in-process
 validation: {{every: 1000}}
 """)
     out = vfl("run", str(job), "--json")

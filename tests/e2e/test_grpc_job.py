@@ -311,7 +311,7 @@ def kept(tmp_path: Path, wide_csv: Path):
 def test_a_resumed_job_that_loses_a_party_while_it_launches_pauses_again(kept) -> None:
     # Prepare: a job paused with its checkpoints kept, its shop back
     client, servers, restart = kept
-    job_id = client.submit(job(bank="wide", epochs=30))
+    job_id = client.submit(job(bank="wide", epochs=5))  # 40 rounds: stopped after 16
     view = wait(client, job_id, until=("TRAINING",))
     deadline = time.monotonic() + 60
     while client.get(job_id).result.checkpoint_round < 10 and time.monotonic() < deadline:

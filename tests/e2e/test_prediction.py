@@ -20,7 +20,7 @@ pytestmark = pytest.mark.subprocess
 JOB = {
     "job": "scored",
     "protocol": "blindfl",
-    "crypto": {"key_bits": 1024, "allow_insecure_test_keys": True},  # INSECURE test keys
+    "crypto": {"key_bits": 512, "allow_insecure_test_keys": True},  # INSECURE test keys
     "parties": [
         {"id": "bank", "role": "active", "data": {"dataset": "breast", "test_dataset": "breast"}},
         {"id": "shop", "role": "passive", "data": {"dataset": "breast", "test_dataset": "breast"}},

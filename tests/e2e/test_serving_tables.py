@@ -33,7 +33,7 @@ SHADOWED, DONOR = "186", "62"  # both in the training tables; serving: SHADOWED 
 TRAIN = """
 job: {protocol}
 protocol: {protocol}
-crypto: {{key_bits: 1024, allow_insecure_test_keys: true}}
+crypto: {{key_bits: 512, allow_insecure_test_keys: true}}
 parties:
   - {{id: bank, role: active, data: {{dataset: breast}}}}
   - {{id: shop, role: passive, data: {{dataset: breast}}}}

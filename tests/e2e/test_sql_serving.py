@@ -40,7 +40,7 @@ CHANGED = APPLICANTS[1]  # the shop's row of it becomes DONOR's
 TRAIN = """
 job: {name}
 protocol: {protocol}
-crypto: {{key_bits: 1024, allow_insecure_test_keys: true}}
+crypto: {{key_bits: 512, allow_insecure_test_keys: true}}
 parties:
   - {{id: bank, role: active, data: {{dataset: {bank}}}}}
   - {{id: shop, role: passive, data: {{dataset: {shop}}}}}

@@ -31,7 +31,7 @@ ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
 def spec(name: str, shop: str, wan: bool = False) -> str:
     """The split breast job (sync CELU: a resume ends exactly as an uninterrupted run), the
     shop reading dataset `shop`; `wan`: ~40 ms a round, time to kill a daemon mid-training."""
-    job = checkpointed_breast_job(name, "breast", epochs=8)  # 64 rounds
+    job = checkpointed_breast_job(name, "breast", epochs=5)  # 40 rounds
     job["parties"][1]["data"] = {"dataset": shop}
     if wan:
         job["network"] = {"bandwidth_mbps": 200, "rtt_ms": 40}

@@ -20,7 +20,7 @@ from tests.support.blindfl_keys import new_keys, pin_keys
 from tests.support.data import breast
 from tests.support.harness import run_inprocess
 
-CRYPTO = {"key_bits": 1024, "allow_insecure_test_keys": True}  # INSECURE test keys
+CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
 CELU = {"mode": "celu", "workset": 4, "reuse": 3, "schedule": "sync", "steps": 2}
 BREAST = {
     "job": "ck",

@@ -26,7 +26,7 @@ from tests.party.test_blindfl_training import categorical_job
 from tests.support.data import FATE, breast
 from tests.support.harness import run_inprocess
 
-CRYPTO = {"key_bits": 1024, "allow_insecure_test_keys": True}  # INSECURE test keys
+CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
 
 
 def breast_job(protocol: str, **extra) -> JobSpec:

@@ -19,7 +19,7 @@ from vfl.party.tables.preprocess.preprocessor import Preprocessor
 
 from tests.support.harness import run_inprocess
 
-CRYPTO = {"key_bits": 1024, "allow_insecure_test_keys": True}  # INSECURE test keys
+CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
 ROWS = 600
 
 

@@ -27,7 +27,7 @@ from vfl.party.training.nets import mlp_forward, seeded_bottom, seeded_mlp
 from tests.support.blindfl_keys import pin_keys, seeded_keys
 from tests.support.harness import run_inprocess
 
-CRYPTO = {"key_bits": 1024, "allow_insecure_test_keys": True}  # INSECURE test keys
+CRYPTO = {"key_bits": 512, "allow_insecure_test_keys": True}  # INSECURE test keys
 WIDTH = 1_000_000  # hashed buckets
 
 
