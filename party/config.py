@@ -38,6 +38,10 @@ scoring:                          # optional; online scoring's capacity at this 
   deadline_s: 1.0                 # a call is admitted if it can be scored within this
   threads: 1024                   # Predict calls held at once, all models together
   queue: 1024                     # per model: requests waiting for its micro-batches
+stability:                        # optional; what of its columns' population stability
+  share: counts                   # crosses: counts (default: how many columns are at
+                                  # watch and at shift), columns (each column's index
+                                  # under an opaque name c1, c2, ...), names (under its name)
 ```
 `limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
 over one FAILs naming it; one that fits alone but not beside the jobs held now waits
@@ -91,6 +95,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vfl.contract.spec import TableSource, explain
 from vfl.party.errors import ConfigError
 from vfl.party.limits import Limits
+from vfl.party.tables.stability import Share
 from vfl.secure.errors import ConfigError as SecureConfigError, ExecutorError
 from vfl.secure.executor import ComputeConfig, make_executor
 
@@ -107,6 +112,7 @@ _TOP = {
     "compute",
     "limits",
     "scoring",
+    "stability",
 }
 MAX_SCORING_THREADS = 4096  # of `scoring.threads` and `scoring.queue`
 MAX_SCORING_DEADLINE_S = 60.0
@@ -144,6 +150,21 @@ class ScoringLimits(BaseModel):
     )
 
 
+class StabilitySharing(BaseModel):
+    """What of the party's columns' population stability a prediction's result carries
+    (`stability:` in the party config; docs/security.md). The party keeps every column's
+    index itself (its model store's `stability.json`, its log)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    share: Share = Field(
+        "counts",
+        description="counts: how many columns are at watch and at shift; columns: each "
+        "column's index under an opaque name (c1, c2, ... in the model's order); names: "
+        "each under its name",
+    )
+
+
 @dataclass(frozen=True)
 class PartyConfig:
     party_id: str
@@ -158,6 +179,7 @@ class PartyConfig:
     compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
     limits: Limits = field(default_factory=Limits.of_machine)  # what a job may hold here
     scoring: ScoringLimits = field(default_factory=ScoringLimits)  # online scoring's capacity
+    stability: StabilitySharing = field(default_factory=StabilitySharing)  # what crosses
 
     @property
     def scores_dir(self) -> Path | None:
@@ -221,6 +243,7 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         compute=_compute(raw.get("compute")),
         limits=_limits(raw.get("limits")),
         scoring=_scoring(raw.get("scoring")),
+        stability=_stability(raw.get("stability")),
     )
 
 
@@ -244,6 +267,17 @@ def _scoring(raw: Any) -> ScoringLimits:
         return ScoringLimits.model_validate(raw or {})
     except ValidationError as exc:
         raise ConfigError(explain(exc, ScoringLimits, "scoring", "party config")) from None
+
+
+def _stability(raw: Any) -> StabilitySharing:
+    """Raises:
+    ConfigError: an unknown or invalid `stability.FIELD`."""
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError("'stability' must be a mapping {share: counts | columns | names}")
+    try:
+        return StabilitySharing.model_validate(raw or {})
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, StabilitySharing, "stability", "party config")) from None
 
 
 def _compute(raw: Any) -> ComputeConfig:

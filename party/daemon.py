@@ -256,7 +256,14 @@ class PartyDaemon:
         cfg = self.config
         if spec.predict is not None:
             return PredictJob(
-                job_id, spec, cfg.party_id, cfg.datasets, self.state, cfg.scores_dir, self.executor
+                job_id,
+                spec,
+                cfg.party_id,
+                cfg.datasets,
+                self.state,
+                cfg.scores_dir,
+                self.executor,
+                cfg.stability.share,
             )
         return PartyJob(
             job_id,

@@ -138,10 +138,10 @@ def _numeric(name: str, values: np.ndarray) -> NumericBins:
 
 def _words(name: str, column: RawColumn, rows: np.ndarray) -> WordBins:
     assert column.codes is not None and column.words is not None
-    held = column.codes[rows]
-    seen = np.bincount(held[held >= 0], minlength=len(column.words))
-    top = sorted(np.flatnonzero(seen), key=lambda i: (-seen[i], column.words[i]))[:MAX_WORDS]
-    bins = WordBins(name=name, words=tuple(column.words[i] for i in top))
+    words, held = column.words, column.codes[rows]
+    seen = np.bincount(held[held >= 0], minlength=len(words))
+    top = sorted(np.flatnonzero(seen), key=lambda i: (-seen[i], words[i]))[:MAX_WORDS]
+    bins = WordBins(name=name, words=tuple(words[i] for i in top))
     counts = np.bincount(bins.codes(column)[rows], minlength=len(top) + 2)
     return bins.model_copy(update={"counts": tuple(int(c) for c in counts)})
 
@@ -161,9 +161,7 @@ def level(value: float) -> str:
     return "shift" if value >= SHIFT else "watch" if value >= WATCH else "stable"
 
 
-def summary(
-    columns: dict[str, float], share: Share, scores: float | None = None
-) -> pb.Stability:
+def summary(columns: dict[str, float], share: Share, scores: float | None = None) -> pb.Stability:
     """What crosses of a party's stability: how many of its columns are at each level,
     each column's index when its config shares them (`columns`: under opaque names c1,
     c2, ... in the model's order; `names`: under their names), and the scores' index."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 from vfl.party.training.metrics import auc, ks
+from vfl.party.training.task import Task
 from vfl.proto import coordinator_pb2 as pb
 
 BANDS = 10
@@ -45,9 +46,7 @@ def evaluate(labels: np.ndarray, scores: np.ndarray, bands: int = BANDS) -> pb.E
     order = np.argsort(-p, kind="stable")
     ranked, hits = p[order], y[order]
     area = auc(y, p)
-    out = pb.Evaluation(
-        rows=len(y), events=events, auc=area, ks=ks(y, p), gini=2.0 * area - 1.0
-    )
+    out = pb.Evaluation(rows=len(y), events=events, auc=area, ks=ks(y, p), gini=2.0 * area - 1.0)
     rate = events / len(y)
     begin, seen = 0, 0
     for k, end in enumerate(band_ends(ranked, bands).tolist(), start=1):
@@ -73,3 +72,12 @@ def evaluate(labels: np.ndarray, scores: np.ndarray, bands: int = BANDS) -> pb.E
         )
         begin = end
     return out
+
+
+def evaluate_outputs(task: Task, out: np.ndarray, raw_labels: np.ndarray) -> pb.Evaluation | None:
+    """The evaluation of a binary model's outputs `out` (as its scorer gives them) against
+    the rows' labels as read, on the probabilities a prediction writes; None for another
+    task, or rows of one class."""
+    if task.kind != "binary":
+        return None
+    return evaluate(task.encode(raw_labels).numpy(), task.scores(out)["score"])

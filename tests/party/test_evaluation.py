@@ -35,9 +35,7 @@ def expected_bands(labels: np.ndarray, scores: np.ndarray) -> dict[int, dict[str
     }
 
 
-@pytest.mark.parametrize(
-    ("rows", "digits"), [(997, None), (1000, 2), (503, 1), (7, None), (40, 0)]
-)
+@pytest.mark.parametrize(("rows", "digits"), [(997, None), (1000, 2), (503, 1), (7, None), (40, 0)])
 def test_tables_equal_an_independent_computation(rows: int, digits: int | None) -> None:
     # Prepare: probabilities, rounded to make runs of ties (digits 0: two values only)
     rng = np.random.default_rng(rows)
