@@ -183,9 +183,8 @@ function drawEvaluation(e) {
 }
 
 function stabilityPart(parties) {
-  const rows = Object.entries(parties || {}).filter(([, t]) => t.stability)
-    .map(([party, t]) => {
-      const s = t.stability;
+  const rows = Object.entries(parties || {})
+    .map(([party, s]) => {
       const shared = (s.shared || []).map((c) => `${c.column} ${fixed(c.index, 3)} (${c.level})`);
       const scores = s.scores ? `${fixed(s.scores.index, 4)} (${s.scores.level})` : "-";
       return el("tr", { "data-party": party }, ...[party, s.columns, s.watch, s.shift, scores,
@@ -209,8 +208,9 @@ async function jobPage(jobId, first) {
   document.getElementById("job-title").setAttribute("data-state", job.state);
   document.getElementById("facts").replaceChildren(facts(job));
   const reading = document.getElementById("reading");
-  if (!reading.hasChildNodes() && (job.evaluation || stabilityPart(job.parties).length)) {
-    reading.replaceChildren(...evaluationPart(job.evaluation), ...stabilityPart(job.parties));
+  const stability = stabilityPart(job.stability);
+  if (!reading.hasChildNodes() && (job.evaluation || stability.length)) {
+    reading.replaceChildren(...evaluationPart(job.evaluation), ...stability);
     drawEvaluation(job.evaluation);
   }
   for (const [key, name, x, title] of CHARTS) {
