@@ -88,7 +88,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -114,6 +114,7 @@ _TOP = {
     "scoring",
     "stability",
 }
+S = TypeVar("S", bound=BaseModel)  # a section of the config
 MAX_SCORING_THREADS = 4096  # of `scoring.threads` and `scoring.queue`
 MAX_SCORING_DEADLINE_S = 60.0
 
@@ -241,43 +242,30 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
         scorers=tuple(scorers),
         compute=_compute(raw.get("compute")),
-        limits=_limits(raw.get("limits")),
-        scoring=_scoring(raw.get("scoring")),
-        stability=_stability(raw.get("stability")),
+        limits=_section(raw.get("limits"), Limits, "limits", "{memory_gb, max_parameters, ...}"),
+        scoring=_section(
+            raw.get("scoring"), ScoringLimits, "scoring", "{deadline_s, threads, queue}"
+        ),
+        stability=_section(
+            raw.get("stability"), StabilitySharing, "stability", "{share: counts | columns | names}"
+        ),
     )
 
 
-def _limits(raw: Any) -> Limits:
-    """Raises:
-    ConfigError: an unknown or invalid `limits.FIELD`."""
+def _section(raw: Any, model: type[S], name: str, shape: str) -> S:
+    """The config's mapping `name` as `model` (fields not given: the model's defaults;
+    `Limits`: those of this machine).
+
+    Raises:
+        ConfigError: not a mapping (`shape` says what it should be), or an unknown or
+            invalid `NAME.FIELD`.
+    """
     if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("'limits' must be a mapping {memory_gb, max_parameters, ...}")
+        raise ConfigError(f"'{name}' must be a mapping {shape}")
     try:
-        return Limits.model_validate(raw or {})  # fields not given: Limits.of_machine's
+        return model.model_validate(raw or {})
     except ValidationError as exc:
-        raise ConfigError(explain(exc, Limits, "limits", "party config")) from None
-
-
-def _scoring(raw: Any) -> ScoringLimits:
-    """Raises:
-    ConfigError: an unknown or invalid `scoring.FIELD`."""
-    if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("'scoring' must be a mapping {deadline_s, threads, queue}")
-    try:
-        return ScoringLimits.model_validate(raw or {})
-    except ValidationError as exc:
-        raise ConfigError(explain(exc, ScoringLimits, "scoring", "party config")) from None
-
-
-def _stability(raw: Any) -> StabilitySharing:
-    """Raises:
-    ConfigError: an unknown or invalid `stability.FIELD`."""
-    if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("'stability' must be a mapping {share: counts | columns | names}")
-    try:
-        return StabilitySharing.model_validate(raw or {})
-    except ValidationError as exc:
-        raise ConfigError(explain(exc, StabilitySharing, "stability", "party config")) from None
+        raise ConfigError(explain(exc, model, name, "party config")) from None
 
 
 def _compute(raw: Any) -> ComputeConfig:
