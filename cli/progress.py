@@ -102,11 +102,15 @@ def format_result(view: JobView) -> str:
         for party, totals in view.result.parties.items():
             if totals.HasField("drift") and (text := drift_text(drift_counts(totals.drift))):
                 lines.append(f"  {party}: {text.removeprefix('; ')}")
+            if totals.HasField("stability"):
+                lines.append(f"  {party}: {stability_text(totals.stability)}")
     if r.get("metrics"):
         label = "metrics" if p else "validation"
         lines.append(f"  {label}: " + ", ".join(f"{k}={v:.4f}" for k, v in r["metrics"].items()))
     for name, why in r.get("undefined_metrics", {}).items():
         lines.append(f"  {name}: undefined: {why}")
+    if view.result.HasField("evaluation"):
+        lines += evaluation_lines(view.result.evaluation)
     for key in (
         "intersection_size",
         "psi_seconds",
@@ -132,3 +136,31 @@ def drift_text(drift: Mapping[str, int]) -> str:
     was fitted on (`drift`: its counts by name, `vfl.models.drift_counts`)."""
     shown = ", ".join(f"{drift[name]} {what}" for name, what in DRIFT.items() if drift.get(name))
     return f"; drift in scored rows: {shown}" if shown else ""
+
+
+def stability_text(s: pb.Stability) -> str:
+    """A party's population stability in one line: its columns at watch and at shift
+    (each, where its config shares them), and the scores' index."""
+    text = f"stability of {s.columns} columns: {s.watch} at watch (0.1+), {s.shift} shifted (0.25+)"
+    moved = [c for c in s.shared if c.level != "stable"]
+    if moved:
+        text += " (" + ", ".join(f"{c.column} {c.index:.3f} {c.level}" for c in moved) + ")"
+    if s.HasField("scores"):
+        text += f"; scores {s.scores.index:.3f} {s.scores.level}"
+    return text
+
+
+def evaluation_lines(e: pb.Evaluation) -> list[str]:
+    """KS, Gini and AUC, then the lift and calibration tables, as `vfl` prints them."""
+    lines = [
+        f"  evaluation over {e.rows} rows ({e.events} events): KS {e.ks:.4f}, "
+        f"Gini {e.gini:.4f}, AUC {e.auc:.4f}",
+        "    band   rows  events  event rate  cum. events  lift   mean p  scores",
+    ]
+    for b, c in zip(e.lift, e.calibration, strict=True):
+        lines.append(
+            f"    {b.band:>4} {b.rows:>6} {b.events:>7} {b.event_rate:>11.4f} "
+            f"{b.cumulative_events_share:>12.4f} {b.lift:>5.2f} {c.mean_predicted:>8.4f}  "
+            f"{b.min_score:.4g}..{b.max_score:.4g}"
+        )
+    return lines

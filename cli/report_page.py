@@ -1,6 +1,7 @@
 """What `vfl report` writes: a PNG per curve (matplotlib, Agg: no display needed) and one
 self-contained HTML page with every image inlined (data: URIs, inline style, no script,
-nothing fetched), the job's spec, parties, timings and result."""
+nothing fetched), the job's spec, parties, timings and result; for a binary task its
+evaluation and, for a prediction, each party's stability (`cli.report_evaluation`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from vfl.cli.report_evaluation import (
+    EVALUATION_IMAGES,
+    evaluation_charts,
+    evaluation_html,
+    stability_html,
+)
 from vfl.contract.curves import Curves, Series, curves
 from vfl.contract.spec import JobSpec
 from vfl.proto import coordinator_pb2 as pb
@@ -24,6 +31,8 @@ def write_report(report: pb.GetJobReportResponse, out: Path) -> list[Path]:
     returns the files written, the page last. A curve with no point yet is left out."""
     out.mkdir(parents=True, exist_ok=True)
     images = {name: png for name, png in charts(curves(report)) if png}
+    if report.result.HasField("evaluation"):
+        images.update(evaluation_charts(report.result.evaluation))
     written = []
     for name, png in images.items():
         (out / name).write_bytes(png)
@@ -75,6 +84,8 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
     spec = JobSpec.from_json(report.spec_json)
     r = report.result
     title = f"vfl job {view.job_id}"
+    stability = {p: t.stability for p, t in r.parties.items() if t.HasField("stability")}
+    curve_images = {k: v for k, v in images.items() if k not in EVALUATION_IMAGES}
     parts = [
         f"<h1>{_e(title)}</h1>",
         f"<p>state <b>{_e(view.state)}</b>"
@@ -84,6 +95,9 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
         _table(["metric", "value"], [[k, f"{v:.6g}"] for k, v in sorted(r.metrics.items())])
         if r.metrics
         else "<p>no validation yet</p>",
+        *(evaluation_html(r.evaluation, _table) if r.HasField("evaluation") else []),
+        *(_figure(name, images[name]) for name in EVALUATION_IMAGES if name in images),
+        *(stability_html(stability, _table) if stability else []),
         "<h2>Timings</h2>",
         _table(["", ""], _timings(view, r)),
         "<h2>Parties</h2>",
@@ -102,12 +116,8 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
             ],
         ),
         "<h2>Curves</h2>",
-        *(
-            f'<figure><img alt="{_e(name)}" src="data:image/png;base64,'
-            f'{base64.b64encode(png).decode()}"><figcaption>{_e(name)}</figcaption></figure>'
-            for name, png in images.items()
-        ),
-        "" if images else "<p>no curve yet: the job has reported no round</p>",
+        *(_figure(name, png) for name, png in curve_images.items()),
+        "" if curve_images else "<p>no curve yet: the job has reported no round</p>",
         "<h2>Spec</h2>",
         f"<pre>{_e(report.spec_yaml)}</pre>",
     ]
@@ -116,6 +126,13 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
         + "\n".join(parts)
         + "</body></html>\n"
+    )
+
+
+def _figure(name: str, png: bytes) -> str:
+    return (
+        f'<figure><img alt="{_e(name)}" src="data:image/png;base64,'
+        f'{base64.b64encode(png).decode()}"><figcaption>{_e(name)}</figcaption></figure>'
     )
 
 

@@ -115,6 +115,7 @@ def _party_done(
             seconds=done.seconds,
             local_updates=done.local_updates,
             drift=done.drift if done.HasField("drift") else None,
+            stability=done.stability if done.HasField("stability") else None,
             ended_at=ended_at,
         )
     )
@@ -128,6 +129,8 @@ def _party_done(
                 del point.metrics[name]
         if done.HasField("prediction"):
             result.prediction.CopyFrom(done.prediction)
+        if done.HasField("evaluation"):
+            result.evaluation.CopyFrom(done.evaluation)
     result.bytes_sent = sum(p.bytes_sent for p in result.parties.values())
     if set(result.parties) != {p.id for p in spec.parties}:
         return Outcome(result)

@@ -38,6 +38,10 @@ scoring:                          # optional; online scoring's capacity at this 
   deadline_s: 1.0                 # a call is admitted if it can be scored within this
   threads: 1024                   # Predict calls held at once, all models together
   queue: 1024                     # per model: requests waiting for its micro-batches
+stability:                        # optional; what of its columns' population stability
+  share: counts                   # crosses: counts (default: how many columns are at
+                                  # watch and at shift), columns (each column's index
+                                  # under an opaque name c1, c2, ...), names (under its name)
 ```
 `limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
 over one FAILs naming it; one that fits alone but not beside the jobs held now waits
@@ -84,13 +88,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vfl.contract.spec import TableSource, explain
 from vfl.party.errors import ConfigError
 from vfl.party.limits import Limits
+from vfl.party.tables.stability import Share
 from vfl.secure.errors import ConfigError as SecureConfigError, ExecutorError
 from vfl.secure.executor import ComputeConfig, make_executor
 
@@ -107,7 +112,9 @@ _TOP = {
     "compute",
     "limits",
     "scoring",
+    "stability",
 }
+S = TypeVar("S", bound=BaseModel)  # a section of the config
 MAX_SCORING_THREADS = 4096  # of `scoring.threads` and `scoring.queue`
 MAX_SCORING_DEADLINE_S = 60.0
 
@@ -144,6 +151,21 @@ class ScoringLimits(BaseModel):
     )
 
 
+class StabilitySharing(BaseModel):
+    """What of the party's columns' population stability a prediction's result carries
+    (`stability:` in the party config; docs/security.md). The party keeps every column's
+    index itself (its model store's `stability.json`, its log)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    share: Share = Field(
+        "counts",
+        description="counts: how many columns are at watch and at shift; columns: each "
+        "column's index under an opaque name (c1, c2, ... in the model's order); names: "
+        "each under its name",
+    )
+
+
 @dataclass(frozen=True)
 class PartyConfig:
     party_id: str
@@ -158,6 +180,7 @@ class PartyConfig:
     compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
     limits: Limits = field(default_factory=Limits.of_machine)  # what a job may hold here
     scoring: ScoringLimits = field(default_factory=ScoringLimits)  # online scoring's capacity
+    stability: StabilitySharing = field(default_factory=StabilitySharing)  # what crosses
 
     @property
     def scores_dir(self) -> Path | None:
@@ -219,31 +242,30 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         output_dir=None if raw.get("output_dir") is None else base / str(raw["output_dir"]),
         scorers=tuple(scorers),
         compute=_compute(raw.get("compute")),
-        limits=_limits(raw.get("limits")),
-        scoring=_scoring(raw.get("scoring")),
+        limits=_section(raw.get("limits"), Limits, "limits", "{memory_gb, max_parameters, ...}"),
+        scoring=_section(
+            raw.get("scoring"), ScoringLimits, "scoring", "{deadline_s, threads, queue}"
+        ),
+        stability=_section(
+            raw.get("stability"), StabilitySharing, "stability", "{share: counts | columns | names}"
+        ),
     )
 
 
-def _limits(raw: Any) -> Limits:
-    """Raises:
-    ConfigError: an unknown or invalid `limits.FIELD`."""
-    if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("'limits' must be a mapping {memory_gb, max_parameters, ...}")
-    try:
-        return Limits.model_validate(raw or {})  # fields not given: Limits.of_machine's
-    except ValidationError as exc:
-        raise ConfigError(explain(exc, Limits, "limits", "party config")) from None
+def _section(raw: Any, model: type[S], name: str, shape: str) -> S:
+    """The config's mapping `name` as `model` (fields not given: the model's defaults;
+    `Limits`: those of this machine).
 
-
-def _scoring(raw: Any) -> ScoringLimits:
-    """Raises:
-    ConfigError: an unknown or invalid `scoring.FIELD`."""
+    Raises:
+        ConfigError: not a mapping (`shape` says what it should be), or an unknown or
+            invalid `NAME.FIELD`.
+    """
     if raw is not None and not isinstance(raw, dict):
-        raise ConfigError("'scoring' must be a mapping {deadline_s, threads, queue}")
+        raise ConfigError(f"'{name}' must be a mapping {shape}")
     try:
-        return ScoringLimits.model_validate(raw or {})
+        return model.model_validate(raw or {})
     except ValidationError as exc:
-        raise ConfigError(explain(exc, ScoringLimits, "scoring", "party config")) from None
+        raise ConfigError(explain(exc, model, name, "party config")) from None
 
 
 def _compute(raw: Any) -> ComputeConfig:

@@ -255,9 +255,8 @@ class PartyDaemon:
         """This party's part of a job: scoring with a model, or training one."""
         cfg = self.config
         if spec.predict is not None:
-            return PredictJob(
-                job_id, spec, cfg.party_id, cfg.datasets, self.state, cfg.scores_dir, self.executor
-            )
+            where = (cfg.datasets, self.state, cfg.scores_dir, self.executor)
+            return PredictJob(job_id, spec, cfg.party_id, *where, cfg.stability.share)
         return PartyJob(
             job_id,
             spec,

@@ -31,8 +31,10 @@ from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.load import read_raw
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
+from vfl.party.tables.stability import StabilityReference, fit_reference
 from vfl.party.tables.table import RawTable, Table
 from vfl.party.training.context import Instruments, Reporter, RoleContext
+from vfl.party.training.evaluation import evaluate_outputs
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.plan import Plan
 from vfl.party.training.task import make_task
@@ -82,6 +84,8 @@ class PartyJob:
         self.raw: RawTable | None = None  # the rows as read, until preprocessed
         self.test_raw: RawTable | None = None
         self.preprocessor: Preprocessor | None = None  # fitted on the training rows
+        # the training rows' bins of population stability (kept with the model part)
+        self.stability: StabilityReference | None = None
         self.state, self.resume_round = state, resume_round
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
@@ -272,6 +276,7 @@ class PartyJob:
         else:
             mode = self.dataset.source.preprocess or "auto"
             self.preprocessor = self.kind.preprocessing(self.spec, raw, rows, mode)
+        self.stability = fit_reference(raw, rows, self.preprocessor)  # the same on resume
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
         """The aligned rows `rows` of `raw`, preprocessed; `raw`'s columns are released as
@@ -298,12 +303,27 @@ class PartyJob:
                 trainer.setup()
             reporter.stage(TRAINING)
             result = trainer.run()
+            if val_labels is not None:  # the active party
+                self._read_scores(trainer, result, val_labels[ctx.plan.val_rows])
             self._keep_model(trainer, ctx.plan.rows)
             if self._reads_sql():  # the job ended here: no resume reads them again
                 Snapshots(self.state, self.job_id, self.party_id).drop("the job ended")
             return result
         finally:
             trainer.close()
+
+    def _read_scores(self, trainer: TrainingRole, result: dict, labels: np.ndarray) -> None:
+        """The active party's reading of the final validation's scores: the evaluation of a
+        binary task (into `result`), and the scores' bins of population stability."""
+        task, outputs = getattr(trainer, "task", None), result.get("validation_outputs")
+        if task is None or outputs is None or not len(outputs):
+            return
+        evaluation = evaluate_outputs(task, outputs, labels)
+        if evaluation is not None:
+            result["evaluation"] = evaluation
+        if task.kind in ("binary", "regression") and self.stability is not None:
+            scores = next(iter(task.scores(outputs).values()))
+            self.stability = self.stability.with_scores(scores)
 
     def _keep_model(self, trainer: TrainingRole, rows: int) -> None:
         """Keep this party's part of the trained model in its model store (a party without
@@ -329,6 +349,8 @@ class PartyJob:
         )
         part = self.kind.model_part(trainer)
         part["preprocess"] = self.preprocessor.model_dump_json()
+        if self.stability is not None:
+            part["stability"] = self.stability.model_dump_json()
         try:
             ModelStore(self.state).save(manifest, part)
         except OSError as exc:  # the job's last checkpoint stays: a resume keeps the model

@@ -30,6 +30,9 @@ each scrape (`secure/` imports neither prometheus nor grpc). Names and labels:
                                               (a job's limits.mailbox_mb); and "stalled
                                               stream": Push streams cancelled after
                                               limits.chunk_timeout_s without a chunk
+    vfl_party_drift_total{model,kind}         scored cells outside the fitted preprocessing
+    vfl_party_unstable_total{model,what,level} columns / scores of a prediction at watch
+                                              (stability index >= 0.1) or shift (>= 0.25)
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from prometheus_client.registry import Collector
 from vfl.contract.states import JobState
 from vfl.party.reporting import CoordinatorReporter
 from vfl.party.training.context import Instruments
+from vfl.proto import coordinator_pb2 as pb
 from vfl.secure.paillier.counters import OpCounts
 
 M = TypeVar("M", GaugeMetricFamily, CounterMetricFamily)
@@ -135,6 +139,14 @@ class PartyMetrics:
             ["model", "kind"],
             registry=r,
         )
+        self.unstable = Counter(
+            "vfl_party_unstable",
+            "Columns (what=columns) and scores (what=scores) whose population stability index "
+            "between the training rows and a prediction's rows was 0.1 or more (level=watch) "
+            "or 0.25 or more (level=shift), one per prediction.",
+            ["model", "what", "level"],
+            registry=r,
+        )
 
     def refusal(self, at: str) -> None:
         """Count one call refused at capacity, at `at` (a plane's name, "<plane> per
@@ -146,6 +158,14 @@ class PartyMetrics:
         """Count a scoring's drift (`party.tables.preprocess.drift.Drift.totals`) for `model_id`."""
         for kind, n in counts.items():
             self.drift.labels(model_id, kind).inc(n)
+
+    def count_stability(self, model_id: str, stability: pb.Stability) -> None:
+        """Count a prediction's columns and scores at watch or shift
+        (`party.tables.stability.summary`) for `model_id`."""
+        for level in ("watch", "shift"):
+            self.unstable.labels(model_id, "columns", level).inc(getattr(stability, level))
+        if stability.HasField("scores") and stability.scores.level in ("watch", "shift"):
+            self.unstable.labels(model_id, "scores", stability.scores.level).inc()
 
     def envelope(self, direction: str, sender: str, receiver: str, tag: str, data: bytes) -> None:
         """An `EnvelopeHook`: count one envelope sent or received."""
@@ -205,6 +225,9 @@ class MeteredReporter:
         drift, model = result.get("drift"), result.get("model")
         if isinstance(drift, Mapping) and isinstance(model, str):
             self._metrics.count_drift(model, drift)
+        stability = result.get("stability")
+        if isinstance(stability, pb.Stability) and isinstance(model, str):
+            self._metrics.count_stability(model, stability)
         self._inner.done(result)
 
     def failed(self, reason: str, pause: bool = False) -> None:

@@ -107,7 +107,8 @@ class CoordinatorReporter:
 
 def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
     """The `done` report of a trainer's result: rounds, local updates, seconds, bytes sent,
-    and at the active party the final metrics and every validation."""
+    and at the active party the final metrics, every validation and the evaluation of a
+    binary task; a prediction's summary, drift counts and stability."""
     history = [
         pb.ValidationPoint(
             round=h["round"],
@@ -129,6 +130,8 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
         history=history,
         prediction=pb.PredictionSummary(**result["prediction"]) if "prediction" in result else None,
         drift=party_pb2.DriftCounts(**result["drift"]) if "drift" in result else None,
+        evaluation=result.get("evaluation"),  # `party.training.evaluation`
+        stability=result.get("stability"),  # `party.tables.stability.summary`
     )
 
 

@@ -153,21 +153,97 @@ class ValidationPoint(_message.Message):
     def __init__(self, round: _Optional[int] = ..., seconds: _Optional[float] = ..., train_seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PartyTotals(_message.Message):
-    __slots__ = ("bytes_sent", "seconds", "local_updates", "drift", "ended_at")
+    __slots__ = ("bytes_sent", "seconds", "local_updates", "drift", "ended_at", "stability")
     BYTES_SENT_FIELD_NUMBER: _ClassVar[int]
     SECONDS_FIELD_NUMBER: _ClassVar[int]
     LOCAL_UPDATES_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    STABILITY_FIELD_NUMBER: _ClassVar[int]
     bytes_sent: int
     seconds: float
     local_updates: int
     drift: _party_pb2.DriftCounts
     ended_at: float
-    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., ended_at: _Optional[float] = ...) -> None: ...
+    stability: Stability
+    def __init__(self, bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., local_updates: _Optional[int] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., ended_at: _Optional[float] = ..., stability: _Optional[_Union[Stability, _Mapping]] = ...) -> None: ...
+
+class Evaluation(_message.Message):
+    __slots__ = ("rows", "events", "auc", "ks", "gini", "lift", "calibration")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    AUC_FIELD_NUMBER: _ClassVar[int]
+    KS_FIELD_NUMBER: _ClassVar[int]
+    GINI_FIELD_NUMBER: _ClassVar[int]
+    LIFT_FIELD_NUMBER: _ClassVar[int]
+    CALIBRATION_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    events: int
+    auc: float
+    ks: float
+    gini: float
+    lift: _containers.RepeatedCompositeFieldContainer[LiftBand]
+    calibration: _containers.RepeatedCompositeFieldContainer[CalibrationBand]
+    def __init__(self, rows: _Optional[int] = ..., events: _Optional[int] = ..., auc: _Optional[float] = ..., ks: _Optional[float] = ..., gini: _Optional[float] = ..., lift: _Optional[_Iterable[_Union[LiftBand, _Mapping]]] = ..., calibration: _Optional[_Iterable[_Union[CalibrationBand, _Mapping]]] = ...) -> None: ...
+
+class LiftBand(_message.Message):
+    __slots__ = ("band", "rows", "events", "event_rate", "cumulative_events_share", "lift", "min_score", "max_score")
+    BAND_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_RATE_FIELD_NUMBER: _ClassVar[int]
+    CUMULATIVE_EVENTS_SHARE_FIELD_NUMBER: _ClassVar[int]
+    LIFT_FIELD_NUMBER: _ClassVar[int]
+    MIN_SCORE_FIELD_NUMBER: _ClassVar[int]
+    MAX_SCORE_FIELD_NUMBER: _ClassVar[int]
+    band: int
+    rows: int
+    events: int
+    event_rate: float
+    cumulative_events_share: float
+    lift: float
+    min_score: float
+    max_score: float
+    def __init__(self, band: _Optional[int] = ..., rows: _Optional[int] = ..., events: _Optional[int] = ..., event_rate: _Optional[float] = ..., cumulative_events_share: _Optional[float] = ..., lift: _Optional[float] = ..., min_score: _Optional[float] = ..., max_score: _Optional[float] = ...) -> None: ...
+
+class CalibrationBand(_message.Message):
+    __slots__ = ("band", "rows", "mean_predicted", "event_rate")
+    BAND_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    MEAN_PREDICTED_FIELD_NUMBER: _ClassVar[int]
+    EVENT_RATE_FIELD_NUMBER: _ClassVar[int]
+    band: int
+    rows: int
+    mean_predicted: float
+    event_rate: float
+    def __init__(self, band: _Optional[int] = ..., rows: _Optional[int] = ..., mean_predicted: _Optional[float] = ..., event_rate: _Optional[float] = ...) -> None: ...
+
+class Stability(_message.Message):
+    __slots__ = ("columns", "watch", "shift", "shared", "scores")
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
+    SHIFT_FIELD_NUMBER: _ClassVar[int]
+    SHARED_FIELD_NUMBER: _ClassVar[int]
+    SCORES_FIELD_NUMBER: _ClassVar[int]
+    columns: int
+    watch: int
+    shift: int
+    shared: _containers.RepeatedCompositeFieldContainer[ColumnStability]
+    scores: ColumnStability
+    def __init__(self, columns: _Optional[int] = ..., watch: _Optional[int] = ..., shift: _Optional[int] = ..., shared: _Optional[_Iterable[_Union[ColumnStability, _Mapping]]] = ..., scores: _Optional[_Union[ColumnStability, _Mapping]] = ...) -> None: ...
+
+class ColumnStability(_message.Message):
+    __slots__ = ("column", "index", "level")
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    column: str
+    index: float
+    level: str
+    def __init__(self, column: _Optional[str] = ..., index: _Optional[float] = ..., level: _Optional[str] = ...) -> None: ...
 
 class JobResult(_message.Message):
-    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused", "undefined_metrics")
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused", "undefined_metrics", "evaluation")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -216,6 +292,7 @@ class JobResult(_message.Message):
     PREDICTION_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
     UNDEFINED_METRICS_FIELD_NUMBER: _ClassVar[int]
+    EVALUATION_FIELD_NUMBER: _ClassVar[int]
     job: str
     started_at: float
     round: int
@@ -236,7 +313,8 @@ class JobResult(_message.Message):
     prediction: PredictionSummary
     refused: bool
     undefined_metrics: _containers.ScalarMap[str, str]
-    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ..., undefined_metrics: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    evaluation: Evaluation
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ..., undefined_metrics: _Optional[_Mapping[str, str]] = ..., evaluation: _Optional[_Union[Evaluation, _Mapping]] = ...) -> None: ...
 
 class PredictionSummary(_message.Message):
     __slots__ = ("model", "rows", "scored", "missing", "output")
@@ -529,7 +607,7 @@ class Validated(_message.Message):
     def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., undefined: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class PartyDone(_message.Message):
-    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift", "undefined")
+    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift", "undefined", "evaluation", "stability")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -553,6 +631,8 @@ class PartyDone(_message.Message):
     PREDICTION_FIELD_NUMBER: _ClassVar[int]
     DRIFT_FIELD_NUMBER: _ClassVar[int]
     UNDEFINED_FIELD_NUMBER: _ClassVar[int]
+    EVALUATION_FIELD_NUMBER: _ClassVar[int]
+    STABILITY_FIELD_NUMBER: _ClassVar[int]
     rounds: int
     local_updates: int
     bytes_sent: int
@@ -562,7 +642,9 @@ class PartyDone(_message.Message):
     prediction: PredictionSummary
     drift: _party_pb2.DriftCounts
     undefined: _containers.ScalarMap[str, str]
-    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., undefined: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    evaluation: Evaluation
+    stability: Stability
+    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., undefined: _Optional[_Mapping[str, str]] = ..., evaluation: _Optional[_Union[Evaluation, _Mapping]] = ..., stability: _Optional[_Union[Stability, _Mapping]] = ...) -> None: ...
 
 class Checkpointed(_message.Message):
     __slots__ = ("round",)

@@ -72,7 +72,9 @@ class Prediction:
     """What a prediction job scored: `scored` of the active party's `rows` (the others
     are `missing` at some party), written as `output` in its output folder; `drift`, per
     party, counts of its cells outside what its preprocessing was fitted on
-    (out_of_range, unknown_categories, unexpected_missing)."""
+    (out_of_range, unknown_categories, unexpected_missing); `stability`, per party, the
+    population stability of its columns (and at the active party of the scores) against
+    its training rows, as its config shares it (`vfl.v1.Stability`)."""
 
     model_id: str
     rows: int
@@ -80,6 +82,7 @@ class Prediction:
     missing: int
     output: str
     drift: dict[str, dict[str, int]]
+    stability: dict[str, pb.Stability] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ class JobResult:
     newest validation of a training job, or a prediction job's own metrics, and
     `undefined_metrics` those of its metrics without a value, each with why (an AUC over
     rows of one class, a diverged loss); `rounds` and `seconds` count from launch to end.
+    `evaluation`, of a binary task whose rows held both classes: KS, Gini, AUC, the lift
+    and the calibration tables of the final validation, or of a prediction's rows when
+    the active party holds their labels (`vfl.v1.Evaluation`); None otherwise.
     """
 
     job_id: str
@@ -105,6 +111,7 @@ class JobResult:
     history: tuple[Validation, ...]
     prediction: Prediction | None
     undefined_metrics: dict[str, str] = field(default_factory=dict)
+    evaluation: pb.Evaluation | None = None
 
     @staticmethod
     def from_view(view: JobView) -> JobResult:
@@ -123,6 +130,7 @@ class JobResult:
             history=tuple(Validation(int(h.round), h.seconds, dict(h.metrics)) for h in r.history),
             prediction=_prediction(r) if r.HasField("prediction") else None,
             undefined_metrics=dict(r.undefined_metrics),
+            evaluation=r.evaluation if r.HasField("evaluation") else None,
         )
 
     @property
@@ -138,4 +146,7 @@ class JobResult:
 def _prediction(r: pb.JobResult) -> Prediction:
     p = r.prediction
     drift = {party: drift_counts(t.drift) for party, t in r.parties.items() if t.HasField("drift")}
-    return Prediction(p.model, int(p.rows), int(p.scored), int(p.missing), p.output, drift)
+    stability = {party: t.stability for party, t in r.parties.items() if t.HasField("stability")}
+    return Prediction(
+        p.model, int(p.rows), int(p.scored), int(p.missing), p.output, drift, stability
+    )

@@ -19,6 +19,7 @@ from vfl.coordinator.access import Access
 from vfl.coordinator.client import JobView, model_to_plain
 from vfl.coordinator.lifecycle import Lifecycle
 from vfl.coordinator.views import report, view
+from vfl.rpc.serde import to_plain
 
 PROBE_AGE_S = 5.0  # a party probed less than this long ago is not probed again
 
@@ -55,7 +56,8 @@ class Dashboard:
         return out
 
     def job(self, caller: str | None, job_id: str) -> dict[str, Any]:
-        """One job: its view as `vfl status --json` prints it, spec and curves.
+        """One job: its view as `vfl status --json` prints it, spec, curves and each
+        party's population stability (a prediction's).
 
         Raises:
             UnknownJob: no such job. AccessDenied: `caller` may not read it.
@@ -71,6 +73,11 @@ class Dashboard:
             "started_at": record.result.started_at,
             "spec_yaml": record.spec_yaml,
             "parties": [{"id": p.id, "role": p.role} for p in self._life.spec(job_id).parties],
+            "stability": {  # a prediction's, by party
+                p: to_plain(t.stability)
+                for p, t in record.result.parties.items()
+                if t.HasField("stability")
+            },
             "curves": curves(full).to_plain(),
         }
 

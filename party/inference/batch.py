@@ -27,9 +27,12 @@ from vfl.party.state import StateDir
 from vfl.party.state.model_store import ModelStore
 from vfl.party.state.store import write_atomically
 from vfl.party.tables.preprocess.drift import Drift
+from vfl.party.tables.stability import Share, index, level, summary
 from vfl.party.tables.table import Table
 from vfl.party.training.context import Reporter
+from vfl.party.training.evaluation import evaluate_outputs
 from vfl.party.training.inputs import Inputs
+from vfl.proto import coordinator_pb2 as pb
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor
 
@@ -49,8 +52,10 @@ class PredictJob:
         state: StateDir | None,
         output_dir: Path | None,
         executor: BlockExecutor | None = None,
+        share: Share = "counts",
     ) -> None:
-        """`executor`: the party's (its config's `compute:`; None: a local pool)."""
+        """`executor`: the party's (its config's `compute:`; None: a local pool);
+        `share`: what of its columns' stability crosses (its config's `stability.share`)."""
         if spec.predict is None:
             raise JobError(f"job {job_id} is not a prediction")
         self.job_id, self.spec, self.party_id = job_id, spec, party_id
@@ -64,7 +69,9 @@ class PredictJob:
         self.table: Table | None = None
         self.inputs: Inputs | None = None
         self.drift = Drift()
+        self.stability_codes: np.ndarray | None = None  # each cell's stability bin
         self.executor = executor
+        self.share = share
 
     @property
     def output_name(self) -> str:
@@ -93,7 +100,11 @@ class PredictJob:
         if self.dataset is None:
             raise JobError(f"job {self.job_id} names no dataset for party '{self.party_id}'")
         with snapshotted(self.dataset, self.state, self.job_id, self.party_id) as dataset:
-            self.table, self.inputs, self.drift = self.model.read(dataset, self.check)
+            raw = self.model.read_raw(dataset, self.check)
+        self.table, self.inputs, self.drift = self.model.prepare(raw)
+        reference = self.model.stability
+        self.stability_codes = None if reference is None else reference.codes(raw)
+        del raw
         check_ids(self.table, self.dataset.name)
         if self.role == "active":
             self._output_path()  # fail now, not after scoring, if it cannot be written
@@ -152,9 +163,38 @@ class PredictJob:
         }
         if self.state is not None:
             ModelStore(self.state).add_drift(self.model.model_id, result["drift"])
-        if self.role == "active":
-            result.update(self._write(order, np.concatenate(outputs)))
+        out = np.concatenate(outputs) if self.role == "active" else None
+        stability = self._stability(order, out)
+        if stability is not None:
+            result["stability"] = stability
+        if out is not None:
+            result.update(self._write(order, out))
         return result
+
+    def _stability(self, order: np.ndarray, out: np.ndarray | None) -> pb.Stability | None:
+        """The population stability of the rows scored (`order`) against the training
+        rows: per column here, and of the scores `out` at the active party; kept in the
+        model store and logged here, and summarised as the party's config shares it."""
+        assert self.model is not None
+        reference, codes = self.model.stability, self.stability_codes
+        if reference is None or codes is None:
+            return None  # a model part kept before stability was
+        columns = reference.indexes(codes[order])
+        scores, task, bins = None, self.model.manifest.task, reference.scores
+        if out is not None and task is not None and bins is not None:
+            values = next(iter(task.scores(out).values()))
+            scores = index(bins.counts, np.bincount(bins.codes(values), minlength=len(bins.counts)))
+        moved = sorted(n for n, v in columns.items() if level(v) != "stable")
+        if moved:
+            log.warning(
+                "party %s: columns at watch or shift against model %s's training rows: %s",
+                self.party_id,
+                self.model.model_id,
+                ", ".join(f"{n} ({level(columns[n])})" for n in moved),
+            )
+        if self.state is not None:
+            ModelStore(self.state).keep_stability(self.model.model_id, self.job_id, columns, scores)
+        return summary(columns, self.share, scores)
 
     def _write(self, order: np.ndarray, out: np.ndarray) -> dict[str, Any]:
         """Write the scores (in the dataset's own row order) and return the summary."""
@@ -176,9 +216,14 @@ class PredictJob:
         write_atomically(path, text.getvalue().encode())
         log.info("party %s: wrote %d scores to %s", self.party_id, len(rows), path)
         metrics: dict[str, float] = {}
+        extra: dict[str, Any] = {}
         if self.table.labels is not None:
             metrics = task.evaluate(out, task.encode(self.table.labels[rows]))
+            evaluation = evaluate_outputs(task, out, self.table.labels[rows])
+            if evaluation is not None:
+                extra["evaluation"] = evaluation
         return {
+            **extra,
             "metrics": metrics,
             "prediction": {
                 "model": self.model.model_id,

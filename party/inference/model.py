@@ -26,6 +26,7 @@ from vfl.party.tables.preprocess.drift import Drift
 from vfl.party.tables.preprocess.fitted import Categorical, Numeric, SparseScales
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.reader.buffers import IDS
+from vfl.party.tables.stability import StabilityReference
 from vfl.party.tables.table import RawColumn, RawTable, Table
 from vfl.party.training.context import Reporter, RoleContext
 from vfl.party.training.inputs import Inputs
@@ -85,10 +86,26 @@ class LoadedModel:
             DataError: it does not load. ModelError: its columns do not fit the model.
             Exception: what `check` raises (a job the party's limits guard failed).
         """
+        return self.prepare(self.read_raw(dataset, check))
+
+    def read_raw(
+        self, dataset: Dataset, check: Callable[[int, int], None] | None = None
+    ) -> RawTable:
+        """`dataset` read raw as the model reads it (its mode and column kinds).
+
+        Raises:
+            DataError: it does not load. Exception: what `check` raises.
+        """
         pre = self.preprocessor
         schema = pre.kinds() if pre.sparse is None else None
-        raw = read_raw(dataset.source, dataset.name, pre.mode, schema, check=check)
-        return self.prepare(raw)
+        return read_raw(dataset.source, dataset.name, pre.mode, schema, check=check)
+
+    @property
+    def stability(self) -> StabilityReference | None:
+        """The training rows' bins of population stability (None: a part kept before
+        they were)."""
+        saved = self.part.get("stability")
+        return None if saved is None else StabilityReference.model_validate_json(saved)
 
     def prepare(self, raw: RawTable) -> tuple[Table, Inputs, Drift]:
         """Rows read raw (`read_raw` with this model's mode and column kinds: a dataset of

@@ -3,6 +3,8 @@
     <state_dir>/models/<model_id>/manifest.json   what the part is (readable, no secrets)
     <state_dir>/models/<model_id>/part.ckpt       the part itself (checkpoint format)
     <state_dir>/models/<model_id>/drift.json      drift counts of the rows it scored since
+    <state_dir>/models/<model_id>/stability.json  the newest prediction's stability index
+                                                  per column (and of the scores)
 
 The model id is the training job's id. The part is what this party needs to score: its
 bottom model (`split`) or its key pair, shares and ciphertexts (`blindfl`), and at the
@@ -38,6 +40,7 @@ from vfl.party.training.task import Task
 MANIFEST = "manifest.json"
 PART = "part.ckpt"
 DRIFT = "drift.json"
+STABILITY = "stability.json"
 
 
 class Column(BaseModel):
@@ -222,6 +225,16 @@ class ModelStore:
         if folder.is_dir():
             write_atomically(folder / DRIFT, json.dumps(total).encode())
         return total
+
+    def keep_stability(
+        self, model_id: str, job_id: str, columns: dict[str, float], scores: float | None
+    ) -> None:
+        """Keep prediction `job_id`'s stability index of each column (and of the scores)
+        as the newest of `model_id`: the party's own record, read by its operator."""
+        folder = self.folder(model_id)
+        if folder.is_dir():
+            kept = {"job": job_id, "columns": columns, "scores": scores}
+            write_atomically(folder / STABILITY, json.dumps(kept, indent=2).encode())
 
     def delete(self, model_id: str) -> bool:
         """Drop this party's part of `model_id`; returns whether it held one."""

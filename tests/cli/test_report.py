@@ -109,6 +109,9 @@ def test_vfl_report_writes_pngs_and_one_self_contained_page(finished, tmp_path: 
             "validation_by_seconds.png",
             "bytes_per_round.png",
             "local_updates_per_round.png",
+            "gains.png",  # a binary task's evaluation
+            "lift_by_band.png",
+            "calibration.png",
         ]
     )
     assert all((out / p).read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for p in pngs)
@@ -118,6 +121,7 @@ def test_vfl_report_writes_pngs_and_one_self_contained_page(finished, tmp_path: 
     assert not re.search(r"(src|href)=\"(?!data:)", page) and "<script" not in page
     for text in (job_id, "SUCCEEDED", "bank", "shop", "passive", "local_updates", "auc"):
         assert text in page
+    assert "Lift and gains" in page and "Calibration" in page
 
 
 def test_vfl_report_of_an_unknown_job_says_how_to_find_one(finished, tmp_path: Path):

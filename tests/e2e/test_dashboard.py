@@ -9,6 +9,7 @@ screenshot of the job page taken while it trains.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -180,6 +181,21 @@ def test_a_running_jobs_curves_grow(daemons, browser, tmp_path: Path):
     assert browser.find_elements("css selector", "#chart-loss canvas")  # uPlot drew it
     assert "celu" in browser.find_element("id", "spec").text
 
+    # the risk team's reading: KS, Gini and AUC, ten bands of lift and of calibration
+    summary = until(lambda: browser.find_elements("id", "evaluation-summary"), what="KS")
+    assert summary[0].text.startswith("KS ") and "Gini" in summary[0].text
+    assert len(browser.find_elements("css selector", "#lift tr")) == 11  # a header, 10 bands
+    assert len(browser.find_elements("css selector", "#calibration tr")) == 11
+    assert browser.find_elements("css selector", "#chart-gains canvas")
+    # and a prediction of its model: each party's population stability
+    done = d.vfl("predict", job_id, "--data", "bank=breast", "--data", "shop=breast", "--json")
+    assert done.returncode == 0, done.stderr
+    browser.get(f"{base}/#/job/{json.loads(done.stdout)['job']}")
+    rows = until(
+        lambda: browser.find_elements("css selector", "#stability tr[data-party]"), what="PSI"
+    )
+    assert {r.get_attribute("data-party") for r in rows} == {"bank", "shop"}
+
 
 def test_parties_and_models_pages_and_nothing_fetched_from_elsewhere(daemons, browser):
     d, login = daemons
@@ -198,7 +214,7 @@ def test_parties_and_models_pages_and_nothing_fetched_from_elsewhere(daemons, br
         lambda: browser.find_elements("css selector", "#models tr[data-model]"), what="models"
     )
     assert {m.get_attribute("data-model") for m in models} == {
-        j for j, s in cli_jobs(d).items() if s == "SUCCEEDED"
+        j for j, s in cli_jobs(d).items() if s == "SUCCEEDED" and "-predict-" not in j
     }
 
     loaded = browser.execute_script(

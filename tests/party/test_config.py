@@ -61,6 +61,8 @@ def test_bad_datasets_name_the_field(dataset: object, fragment: str) -> None:
         ("scoring: {deadline_s: 0}\n", "'scoring.deadline_s'"),
         ("scoring: {deadline_s: fast}\n", "'scoring.deadline_s'"),
         ("scoring: {depth: 3}\n", "unknown field(s) 'scoring.depth' in scoring"),
+        ("stability: {share: all}\n", "'stability.share' must be one of counts, columns, names"),
+        ("stability: names\n", "'stability' must be a mapping {share: counts | columns | names}"),
         ("datasets: {d: {format: csv}}\n", "'datasets.d.path' is required"),
         ("limits: {peer_streams: 0}\n", "'limits.peer_streams' must be an integer in [1, 1024]"),
         (
@@ -85,3 +87,11 @@ def test_scoring_limits_default_and_parse(tmp_path: Path) -> None:
     assert load_party_config(path).scoring == ScoringLimits(deadline_s=1, threads=1024, queue=1024)
     path.write_text("party: bank\nscoring: {threads: 8, queue: 4, deadline_s: 2}\n")
     assert load_party_config(path).scoring == ScoringLimits(deadline_s=2.0, threads=8, queue=4)
+
+
+def test_stability_shares_counts_unless_the_config_says_more(tmp_path: Path) -> None:
+    path = tmp_path / "bank.yaml"
+    path.write_text("party: bank\n")
+    assert load_party_config(path).stability.share == "counts"
+    path.write_text("party: bank\nstability: {share: names}\n")
+    assert load_party_config(path).stability.share == "names"

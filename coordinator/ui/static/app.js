@@ -127,17 +127,92 @@ function facts(job) {
     el("td", { class: k === "state" ? `state ${job.state}` : "" }, v))));
 }
 
+// --- the risk team's reading: evaluation and population stability ------------------
+
+function fixed(v, digits) {
+  return typeof v === "number" ? v.toFixed(digits) : "-";
+}
+
+function rowsOf(cells) {
+  return el("tr", {}, ...cells.map((c) => el("td", {}, c)));
+}
+
+function evaluationPart(e) {
+  if (!e) return [];
+  const lift = e.lift.map((b) => rowsOf([b.band, b.rows, b.events, fixed(b.event_rate, 4),
+    fixed(b.cumulative_events_share, 4), fixed(b.lift, 3),
+    `${b.min_score.toPrecision(4)} .. ${b.max_score.toPrecision(4)}`]));
+  const calibration = e.calibration.map((c) => rowsOf([c.band, c.rows,
+    fixed(c.mean_predicted, 4), fixed(c.event_rate, 4)]));
+  return [
+    el("h3", {}, "Evaluation"),
+    el("p", { id: "evaluation-summary" }, `KS ${fixed(e.ks, 4)}, Gini ${fixed(e.gini, 4)}, ` +
+      `AUC ${fixed(e.auc, 4)} over ${e.rows} rows (${e.events} events)`),
+    el("div", { class: "charts" }, el("div", { class: "chart", id: "chart-gains" }),
+      el("div", { class: "chart", id: "chart-calibration" })),
+    el("h4", {}, "Lift and gains (ten bands of equal rows, highest scores first)"),
+    table("lift", ["band", "rows", "events", "event rate", "cumulative events", "lift",
+      "scores"], lift),
+    el("h4", {}, "Calibration"),
+    table("calibration", ["band", "rows", "mean predicted", "event rate"], calibration),
+  ];
+}
+
+function drawEvaluation(e) {
+  if (!e) return;
+  let share = 0;
+  const xs = [0, ...e.lift.map((b) => (share += b.rows / e.rows))];
+  const gains = [0, ...e.lift.map((b) => b.cumulative_events_share)];
+  const plot = (id, title, data, xlabel, ylabel) => {
+    const box = document.getElementById(id);
+    box.replaceChildren(el("h3", {}, title));
+    const opts = {
+      width: 400, height: 220, scales: { x: { time: false } },
+      axes: [{ label: xlabel }, { label: ylabel }],
+      series: [{ label: xlabel },
+        { label: "model", stroke: "#1d5fbf", width: 2, points: { show: true, size: 5 } },
+        { label: "reference", stroke: "#999", dash: [4, 4], width: 1 }],
+    };
+    return new uPlot(opts, data, box);
+  };
+  const order = [...e.calibration].sort((a, b) => a.mean_predicted - b.mean_predicted);
+  const means = order.map((c) => c.mean_predicted);
+  plot("chart-gains", "gains", [xs, gains, xs], "share of rows", "share of events");
+  plot("chart-calibration", "calibration", [means, order.map((c) => c.event_rate), means],
+    "mean predicted", "event rate");
+}
+
+function stabilityPart(parties) {
+  const rows = Object.entries(parties || {})
+    .map(([party, s]) => {
+      const shared = (s.shared || []).map((c) => `${c.column} ${fixed(c.index, 3)} (${c.level})`);
+      const scores = s.scores ? `${fixed(s.scores.index, 4)} (${s.scores.level})` : "-";
+      return el("tr", { "data-party": party }, ...[party, s.columns, s.watch, s.shift, scores,
+        shared.join(", ") || "-"].map((c) => el("td", {}, c)));
+    });
+  if (!rows.length) return [];
+  return [el("h3", {}, "Population stability (watch 0.1+, shift 0.25+)"),
+    table("stability", ["party", "columns", "watch", "shift", "scores", "columns shared"], rows)];
+}
+
 async function jobPage(jobId, first) {
   const job = await api(`/api/jobs/${encodeURIComponent(jobId)}`);
   if (first) {
     charts = {};
     const boxes = CHARTS.map(([key]) => el("div", { class: "chart", id: `chart-${key}` }));
     show(el("h2", { id: "job-title", "data-state": job.state }, `Job ${job.job}`),
-      el("div", { id: "facts" }), el("div", { class: "charts" }, ...boxes),
+      el("div", { id: "facts" }), el("div", { id: "reading" }),
+      el("div", { class: "charts" }, ...boxes),
       el("h3", {}, "Spec"), el("pre", { id: "spec" }, job.spec_yaml));
   }
   document.getElementById("job-title").setAttribute("data-state", job.state);
   document.getElementById("facts").replaceChildren(facts(job));
+  const reading = document.getElementById("reading");
+  const stability = stabilityPart(job.stability);
+  if (!reading.hasChildNodes() && (job.evaluation || stability.length)) {
+    reading.replaceChildren(...evaluationPart(job.evaluation), ...stability);
+    drawEvaluation(job.evaluation);
+  }
   for (const [key, name, x, title] of CHARTS) {
     drawChart(document.getElementById(`chart-${key}`), key, job.curves[name], x, title);
   }
