@@ -19,6 +19,7 @@ STAGES = {
     "KEYING": "generating Paillier keys and setting up the secure layers",
     "TRAINING": "training",
     "PREDICTING": "scoring with the stored model",
+    "ANALYZING": "binning every column, counting events per bin (WOE and IV)",
 }
 
 
@@ -77,7 +78,8 @@ def _show(job_id: str, view: JobView, last: JobView | None, bar: tqdm | None) ->
 
 def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
     line = f"{job_id}: {view.state} - {STAGES[view.state]}"
-    if view.state in ("KEYING", "TRAINING", "PREDICTING") and view.result.intersection_size:
+    running = ("KEYING", "TRAINING", "PREDICTING", "ANALYZING")
+    if view.state in running and view.result.intersection_size:
         line += f" ({view.result.intersection_size} common rows)"
     if view.state == "QUEUED" and view.reason:
         line += f": {view.reason}"

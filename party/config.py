@@ -38,6 +38,10 @@ scoring:                          # optional; online scoring's capacity at this 
   deadline_s: 1.0                 # a call is admitted if it can be scored within this
   threads: 1024                   # Predict calls held at once, all models together
   queue: 1024                     # per model: requests waiting for its micro-batches
+analysis:                         # optional; what WOE/IV analyses reveal (party.analysis.sharing)
+  share_names: false              # passive: its column names to the active party and the result
+  report_bins: false              # passive: its bin edges and categories into the job's result
+  show_passive: false             # active: each passive party gets its own columns' counts
 ```
 `limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
 over one FAILs naming it; one that fits alone but not beside the jobs held now waits
@@ -89,6 +93,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vfl.contract.spec import TableSource, explain
+from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.errors import ConfigError
 from vfl.party.limits import Limits
 from vfl.secure.errors import ConfigError as SecureConfigError, ExecutorError
@@ -107,6 +112,7 @@ _TOP = {
     "compute",
     "limits",
     "scoring",
+    "analysis",
 }
 MAX_SCORING_THREADS = 4096  # of `scoring.threads` and `scoring.queue`
 MAX_SCORING_DEADLINE_S = 60.0
@@ -158,6 +164,7 @@ class PartyConfig:
     compute: ComputeConfig = field(default_factory=ComputeConfig)  # where Paillier work runs
     limits: Limits = field(default_factory=Limits.of_machine)  # what a job may hold here
     scoring: ScoringLimits = field(default_factory=ScoringLimits)  # online scoring's capacity
+    analysis: AnalysisSharing = field(default_factory=AnalysisSharing)  # what WOE/IV reveals
 
     @property
     def scores_dir(self) -> Path | None:
@@ -221,7 +228,19 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         compute=_compute(raw.get("compute")),
         limits=_limits(raw.get("limits")),
         scoring=_scoring(raw.get("scoring")),
+        analysis=_analysis(raw.get("analysis")),
     )
+
+
+def _analysis(raw: Any) -> AnalysisSharing:
+    """Raises:
+    ConfigError: an unknown or invalid `analysis.FIELD`."""
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError("'analysis' must be a mapping {share_names, report_bins, show_passive}")
+    try:
+        return AnalysisSharing.model_validate(raw or {})
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, AnalysisSharing, "analysis", "party config")) from None
 
 
 def _limits(raw: Any) -> Limits:

@@ -29,6 +29,7 @@ from vfl.party.errors import (
     failure_reason,
 )
 from vfl.party.guard import Guard
+from vfl.party.analysis.job import AnalysisJob
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
 from vfl.party.job import PartyJob
@@ -254,11 +255,17 @@ class PartyDaemon:
     def _job(self, job_id: str, spec: JobSpec, resume_round: int) -> PartyJob | PredictJob:
         """This party's part of a job: scoring with a model, or training one."""
         cfg = self.config
+        if spec.analyze:
+            analysis = AnalysisJob(
+                job_id, spec, cfg.party_id, cfg.datasets, self.state, 0, None, self.executor
+            )
+            analysis.sharing = cfg.analysis
+            return analysis
         if spec.predict is not None:
             return PredictJob(
                 job_id, spec, cfg.party_id, cfg.datasets, self.state, cfg.scores_dir, self.executor
             )
-        return PartyJob(
+        job = PartyJob(
             job_id,
             spec,
             cfg.party_id,
@@ -269,12 +276,15 @@ class PartyDaemon:
             self.executor,
             self.options.record_views,
         )
+        job.sharing = cfg.analysis  # features.select's analysis
+        return job
 
     def _estimate(self, spec: JobSpec, job: PartyJob | PredictJob) -> JobEstimate:
         """What `job` will hold here (`party.limits.estimate_job`), before it loads."""
         given = [job.dataset] + ([job.test_dataset] if isinstance(job, PartyJob) else [])
         tables = [d.source for d in given if d is not None]
-        return estimate_job(spec, self.config.party_id, tables, isinstance(job, PartyJob))
+        training = isinstance(job, PartyJob) and not isinstance(job, AnalysisJob)
+        return estimate_job(spec, self.config.party_id, tables, training)
 
     def _fail_job(self, job_id: str, error: LimitExceeded) -> None:
         """The guard failed a held job (`party.guard`): report it FAILED, then stop it as

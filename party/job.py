@@ -12,7 +12,9 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
-from vfl.contract.states import ALIGNING, KEYING, TRAINING
+from vfl.contract.states import ALIGNING, ANALYZING, KEYING, TRAINING
+from vfl.party.analysis.run import analyse
+from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.compute import connect, log_tasks
 from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset
 from vfl.party.errors import CheckpointError, DataError, JobError
@@ -30,6 +32,7 @@ from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.load import read_raw
+from vfl.party.tables.preprocess.fitted import Ignored
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable, Table
 from vfl.party.training.context import Instruments, Reporter, RoleContext
@@ -45,6 +48,8 @@ log = logging.getLogger(__name__)
 
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
+
+    sharing: AnalysisSharing = AnalysisSharing()  # what features.select's analysis reveals
 
     def __init__(
         self,
@@ -82,6 +87,7 @@ class PartyJob:
         self.raw: RawTable | None = None  # the rows as read, until preprocessed
         self.test_raw: RawTable | None = None
         self.preprocessor: Preprocessor | None = None  # fitted on the training rows
+        self.selection: dict | None = None  # features.select: own columns kept and dropped
         self.state, self.resume_round = state, resume_round
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
@@ -199,10 +205,10 @@ class PartyJob:
             )
             test_size = test_psi.intersection_size
             plan = self._plan(len(order), len(test_order))
-            self._fit(raw, order)
+            self._fit(raw, order, channel, reporter)
         else:
             plan = self._plan(len(order), None)
-            self._fit(raw, order[plan.train_rows])
+            self._fit(raw, order[plan.train_rows], channel, reporter)
         table = self._apply(raw, self.dataset, order)  # only the aligned rows, in order
         del raw  # with it the raw columns
         train, labels, aligned = _inputs(table), table.labels, [table.ids]
@@ -262,16 +268,51 @@ class PartyJob:
         view.record("own", own)
         return view
 
-    def _fit(self, raw: RawTable, rows: np.ndarray) -> None:
+    def _fit(self, raw: RawTable, rows: np.ndarray, channel: Channel, reporter: Reporter) -> None:
         """The training rows' preprocessing, fitted on `rows` (on resume, the one fitted
-        before the crash)."""
+        before the crash), without the columns `features.select` drops (`_select`)."""
         assert self.dataset is not None
         saved = None if self.resume is None else self.resume.state.get("preprocess")
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
-        else:
-            mode = self.dataset.source.preprocess or "auto"
-            self.preprocessor = self.kind.preprocessing(self.spec, raw, rows, mode)
+            return
+        mode = self.dataset.source.preprocess or "auto"
+        keep = self._select(channel, reporter, raw, rows)
+        fitted = self.kind.preprocessing(self.spec, raw, rows, mode)
+        if keep is not None:
+            columns = tuple(
+                c if c.name in keep or c.kind == "ignore" else Ignored(name=c.name)
+                for c in fitted.columns
+            )
+            fitted = fitted.model_copy(update={"columns": columns})
+        self.preprocessor = fitted
+
+    def _select(
+        self, channel: Channel, reporter: Reporter, raw: RawTable, rows: np.ndarray
+    ) -> set[str] | None:
+        """With `features.select`: every party's WOE/IV on the training rows
+        (`party.analysis`, ANALYZING), and the names of this party's columns it keeps;
+        None without it."""
+        if self.spec.features.select is None:
+            return None
+        reporter.stage(ANALYZING)
+        analysed = analyse(channel, self.spec, raw, rows, self.executor, self.sharing, True)
+        keep = analysed.keep or set()
+        own = [c for c in analysed.report.columns if c.party == self.party_id]
+        mine = [c.name for c in raw.columns if not c.ignored]  # as analysed, in order
+        ivs = {n: c.iv for n, c in zip(mine, own, strict=True) if c.HasField("iv")}
+        self.selection = {
+            "kept": [n for n in mine if n in keep],
+            "dropped": [n for n in mine if n not in keep],
+            "iv": {n: ivs[n] for n in mine if n in ivs},
+        }
+        log.info(
+            "party %s: features.select keeps %d of its %d columns",
+            self.party_id,
+            len(self.selection["kept"]),
+            len(mine),
+        )
+        return keep
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
         """The aligned rows `rows` of `raw`, preprocessed; `raw`'s columns are released as
@@ -329,6 +370,8 @@ class PartyJob:
         )
         part = self.kind.model_part(trainer)
         part["preprocess"] = self.preprocessor.model_dump_json()
+        if self.selection is not None:
+            part["selection"] = self.selection
         try:
             ModelStore(self.state).save(manifest, part)
         except OSError as exc:  # the job's last checkpoint stays: a resume keeps the model

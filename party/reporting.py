@@ -129,6 +129,7 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
         history=history,
         prediction=pb.PredictionSummary(**result["prediction"]) if "prediction" in result else None,
         drift=party_pb2.DriftCounts(**result["drift"]) if "drift" in result else None,
+        analysis=result.get("analysis"),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vfl.analysis import Analysis
 from vfl.coordinator.client import ENDED, Job as Job, JobView as JobView
 from vfl.models import drift_counts
 from vfl.proto import coordinator_pb2 as pb
@@ -105,6 +106,7 @@ class JobResult:
     history: tuple[Validation, ...]
     prediction: Prediction | None
     undefined_metrics: dict[str, str] = field(default_factory=dict)
+    analysis: Analysis | None = None  # an analysis job (`Client.analyze`)
 
     @staticmethod
     def from_view(view: JobView) -> JobResult:
@@ -123,6 +125,7 @@ class JobResult:
             history=tuple(Validation(int(h.round), h.seconds, dict(h.metrics)) for h in r.history),
             prediction=_prediction(r) if r.HasField("prediction") else None,
             undefined_metrics=dict(r.undefined_metrics),
+            analysis=Analysis.from_proto(r.analysis) if r.HasField("analysis") else None,
         )
 
     @property

@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from vfl.celu.config import LocalUpdateConfig
 from vfl.contract.errors import SpecError
 from vfl.contract.spec.data import DataSpec
+from vfl.contract.spec.features import FeaturesSpec
 from vfl.contract.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.predict import PredictSpec
@@ -235,6 +236,15 @@ class JobSpec(SpecModel):
     predict: PredictSpec | None = Field(
         None, description="set by the coordinator: score with a stored model, do not train"
     )
+    features: FeaturesSpec = Field(
+        default_factory=FeaturesSpec,
+        description="WOE/IV bins per column, and the columns a training job keeps by IV",
+    )
+    analyze: bool = Field(
+        False,
+        strict=True,
+        description="set by `vfl analyze`: measure every column's WOE and IV, train nothing",
+    )
 
     @model_validator(mode="after")
     def _parties_fit(self) -> JobSpec:
@@ -263,6 +273,13 @@ class JobSpec(SpecModel):
             )
         if self.crypto.scheme == "bfv":
             _check_bfv(self)
+        if (self.analyze or self.features.select is not None) and self.model.task != "binary":
+            raise FieldProblem(
+                "features" if not self.analyze else "analyze",
+                f"WOE and IV measure a binary label; this job's task is {self.model.task}",
+            )
+        if self.analyze and self.predict is not None:
+            raise FieldProblem("analyze", "cannot go with predict: a job analyses or scores")
         if self.defence is not None and self.defence.label_epsilon is not None:
             if self.model.task != "binary":
                 raise FieldProblem("defence", "label_epsilon needs model.top.task: binary")
