@@ -156,3 +156,23 @@ def test_a_party_is_named_once_in_what_it_said() -> None:
     assert party_named("shop", "party 'shopping' is down") == (
         "party 'shop': party 'shopping' is down"
     )
+
+
+def test_features_select_and_analyze_are_checked() -> None:
+    from vfl.contract.errors import SpecError
+    from vfl.contract.spec import parse_spec
+
+    base = {
+        "parties": [
+            {"id": "bank", "role": "active", "data": {"dataset": "d"}},
+            {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
+        ]
+    }
+    spec = parse_spec({**base, "features": {"select": {"iv_min": 0.02, "top": 5}}})
+    assert spec.features.select is not None and spec.features.bins == 10
+    with pytest.raises(SpecError, match="features.select.iv_min"):
+        parse_spec({**base, "features": {"select": {}}})
+    with pytest.raises(SpecError, match="features.bins"):
+        parse_spec({**base, "features": {"bins": 1}})
+    with pytest.raises(SpecError, match="binary label"):
+        parse_spec({**base, "analyze": True, "model": {"top": {"task": "regression"}}})

@@ -276,3 +276,23 @@ def test_select_drops_columns_below_the_bar_and_scores_with_the_choice(fed) -> N
         assert kept == expected[party] and 0 < len(kept) < 13
         assert set(part["selection"]["kept"]) == kept
     assert scored.result.prediction.scored == ROWS
+
+
+def test_monotone_bins_hold_the_same_equality(fed) -> None:
+    # Execute: bins merged toward a monotone event rate (the shop's by the bank, on
+    # counts; its edges cut at the coordinator)
+    code, result = fed.analyze("credit", features={"binning": "monotone"})
+    columns, y = pooled(fed)
+    # Assert
+    assert code == 0, result
+    merged = 0
+    for column in result["columns"]:
+        names = list(columns[column["party"]])
+        name = column["column"] if column["party"] == "bank" else names[int(column["column"][1:])]
+        events, non_events, iv = recomputed_iv(columns[column["party"]][name], y, column["edges"])
+        assert column["events"] == events and column["non_events"] == non_events
+        assert column["iv"] == pytest.approx(iv, abs=1e-9)
+        rate = [e / (e + n) for e, n in zip(events, non_events, strict=True)]
+        assert rate == sorted(rate) or rate == sorted(rate, reverse=True), (name, rate)
+        merged += len(column["edges"]) < 9
+    assert merged >= 10  # most of the credit table's columns are not monotone in 10 bins
