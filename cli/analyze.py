@@ -125,8 +125,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="WOE and IV of every party's columns (PSI first, nothing trained)",
         description=__doc__.split("\n\n")[0],
     )
-    sp.add_argument("spec", help="job.yaml (data by path: local processes; by dataset: "
-                    "--coordinator)")
+    sp.add_argument(
+        "spec", help="job.yaml (data by path: local processes; by dataset: --coordinator)"
+    )
     sp.add_argument("--bins", action="store_true", help="print every column's bins too")
     sp.add_argument(
         "--coordinator",

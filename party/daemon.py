@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from vfl.contract.errors import ContractError, SpecError
 from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
+from vfl.party.analysis.job import AnalysisJob
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
 from vfl.party.errors import (
@@ -29,7 +30,6 @@ from vfl.party.errors import (
     failure_reason,
 )
 from vfl.party.guard import Guard
-from vfl.party.analysis.job import AnalysisJob
 from vfl.party.inference.batch import PredictJob
 from vfl.party.inference.online import OnlineScoring
 from vfl.party.job import PartyJob

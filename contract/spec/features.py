@@ -33,7 +33,11 @@ class SelectSpec(SpecModel):
         None, description="drop a column whose IV is below this (0.02: 'useless' below it)"
     )
     top: int | None = Field(
-        None, ge=1, le=1_000_000, strict=True, description="keep at most this many columns per party"
+        None,
+        ge=1,
+        le=1_000_000,
+        strict=True,
+        description="keep at most this many columns per party",
     )
 
     @model_validator(mode="after")

@@ -56,9 +56,7 @@ class ColumnBins:
         if self.empty:
             group[-1] = len(starts)
         edges = tuple(self.edges[s - 1] for s in starts[1:])
-        return ColumnBins(
-            self.name, False, edges, (), self.empty, group[self.codes], self.note
-        )
+        return ColumnBins(self.name, False, edges, (), self.empty, group[self.codes], self.note)
 
 
 def column_bins(raw: RawTable, rows: np.ndarray, bins: int, party_id: str) -> list[ColumnBins]:

@@ -75,4 +75,3 @@ class AnalysisJob(PartyJob):
             "bytes_sent": channel.stats.bytes_sent,
             "analysis": analysed.report,
         }
-

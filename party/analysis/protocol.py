@@ -63,7 +63,9 @@ class PeerAnalysis:
 
 def envelopes(rows: int) -> list[tuple[int, int]]:
     """The (first, end) rows of each `woe/rows/<i>` envelope."""
-    return [(lo, min(lo + ROWS_PER_ENVELOPE, rows)) for lo in range(0, max(rows, 1), ROWS_PER_ENVELOPE)]
+    return [
+        (lo, min(lo + ROWS_PER_ENVELOPE, rows)) for lo in range(0, max(rows, 1), ROWS_PER_ENVELOPE)
+    ]
 
 
 def active_exchange(
@@ -92,12 +94,14 @@ def active_exchange(
         fields = control_from_payload(channel.recv(peer, f"{TAG}/bins"), ["counts"])
         counts = _ints(fields["counts"], peer, "counts")
         names = json.loads(fields["names"]) if fields.get("names") else None
-        if names is not None and (
-            not isinstance(names, list) or len(names) != len(counts)
-        ):
+        if names is not None and (not isinstance(names, list) or len(names) != len(counts)):
             raise JobError(f"party '{peer}' sent {len(counts)} columns' bins but other names")
         ordered = _ints(fields["ordered"], peer, "ordered") if fields.get("ordered") else None
-        shown = [str(v) for v in names] if names is not None else [opaque(j) for j in range(len(counts))]
+        shown = (
+            [str(v) for v in names]
+            if names is not None
+            else [opaque(j) for j in range(len(counts))]
+        )
         analysis = PeerAnalysis(shown)
         if counts:
             packed = packed_from_payload(
@@ -109,7 +113,9 @@ def active_exchange(
                 block = sums[start : start + count]
                 start += count
                 order = None if ordered is None else ordered[j]
-                column = peer_column(peer, shown[j], block[:, 0], block[:, 1], order)
+                column = peer_column(
+                    peer, shown[j], block[:, 0].tolist(), block[:, 1].tolist(), order
+                )
                 analysis.columns.append(column)
         out[peer] = analysis
     return out
@@ -163,7 +169,9 @@ def passive_exchange(
         parts.append(rows_from_payload(channel.recv(active, f"{TAG}/rows/{i}"), key, layout).data)
     data = np.concatenate(parts) if parts else np.zeros((0, layout.parts, key.width), np.uint8)
     if n is not None and data.shape[0] != n:
-        raise JobError(f"party '{active}' sent {data.shape[0]} rows' ciphertexts for {n} aligned rows")
+        raise JobError(
+            f"party '{active}' sent {data.shape[0]} rows' ciphertexts for {n} aligned rows"
+        )
     counts = [c.count for c in columns]
     fields = {"counts": ",".join(str(c) for c in counts)}
     if names is not None:

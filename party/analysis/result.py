@@ -31,7 +31,8 @@ def own_columns(
     for col in columns:
         ev, ne = _counts(col, events)
         if monotone and not col.categorical and col.ordered > 1:
-            col = col.with_starts(monotone_starts(ev[: col.ordered], ne[: col.ordered]))
+            starts = monotone_starts(ev[: col.ordered].tolist(), ne[: col.ordered].tolist())
+            col = col.with_starts(starts)
             ev, ne = _counts(col, events)
         entry = described(party_id, col.name, col, bins_known=True)
         out.append(with_counts(entry, ev.tolist(), ne.tolist()))

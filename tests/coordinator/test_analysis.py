@@ -21,13 +21,27 @@ SPEC = JobSpec.model_validate(
 
 def _reports() -> dict[str, pb.Analysis]:
     bank = pb.Analysis(rows=10, events=4, non_events=6)
-    bank.columns.add(party="bank", column="age", bins_known=True, edges=[30.0], iv=0.3,
-                     events=[1, 3], non_events=[4, 2], woe=[-1.0, 1.0])
-    bank.columns.add(party="shop", column="x0", iv=0.2, events=[1, 3], non_events=[5, 1],
-                     woe=[-1.2, 1.4], merged_from=[0, 2])
+    bank.columns.add(
+        party="bank",
+        column="age",
+        bins_known=True,
+        edges=[30.0],
+        iv=0.3,
+        events=[1, 3],
+        non_events=[4, 2],
+        woe=[-1.0, 1.0],
+    )
+    bank.columns.add(
+        party="shop",
+        column="x0",
+        iv=0.2,
+        events=[1, 3],
+        non_events=[5, 1],
+        woe=[-1.2, 1.4],
+        merged_from=[0, 2],
+    )
     shop = pb.Analysis(rows=10)
-    shop.columns.add(party="shop", column="x0", bins_known=True, edges=[1.0, 2.0, 3.0],
-                     note="")
+    shop.columns.add(party="shop", column="x0", bins_known=True, edges=[1.0, 2.0, 3.0], note="")
     return {"bank": bank, "shop": shop}
 
 

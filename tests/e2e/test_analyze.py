@@ -115,7 +115,13 @@ class Federation:
 
     def analyze(self, dataset: str, **extra: object) -> tuple[int, dict]:
         """`vfl analyze SPEC --coordinator ... --json`: exit code and printed object."""
-        command = [sys.executable, "-m", "vfl.cli.main", "analyze", str(self.spec(dataset, **extra))]
+        command = [
+            sys.executable,
+            "-m",
+            "vfl.cli.main",
+            "analyze",
+            str(self.spec(dataset, **extra)),
+        ]
         done = subprocess.run(
             [*command, "--coordinator", self.address, "--json"],
             capture_output=True,
@@ -266,7 +272,9 @@ def test_select_drops_columns_below_the_bar_and_scores_with_the_choice(fed) -> N
     job = fed.client.submit(yaml.safe_dump(spec))
     view = wait(fed.client, job, timeout=300)
     assert view.state == "SUCCEEDED", view.reason
-    scored = wait(fed.client, fed.client.predict(f"model: {job}\ndata: {{bank: credit, shop: credit}}\n"))
+    scored = wait(
+        fed.client, fed.client.predict(f"model: {job}\ndata: {{bank: credit, shop: credit}}\n")
+    )
     # Assert: each party's model part keeps its own columns at or above the bar
     assert scored.state == "SUCCEEDED", scored.reason
     for party in ("bank", "shop"):
