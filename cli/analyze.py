@@ -40,7 +40,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         from vfl.client import Client
 
         with Client(args.coordinator, certs.client_tls(args)) as c:
-            job_id = c.submit(spec)
+            job_id = c.submit_analysis(spec)
             if show:
                 print(f"submitted {job_id}", file=sys.stderr)
             view = progress.follow(c, job_id, show=show)

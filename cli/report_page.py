@@ -84,6 +84,7 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
         _table(["metric", "value"], [[k, f"{v:.6g}"] for k, v in sorted(r.metrics.items())])
         if r.metrics
         else "<p>no validation yet</p>",
+        *_analysis(r),
         "<h2>Timings</h2>",
         _table(["", ""], _timings(view, r)),
         "<h2>Parties</h2>",
@@ -117,6 +118,34 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
         + "\n".join(parts)
         + "</body></html>\n"
     )
+
+
+def _analysis(r: pb.JobResult) -> list[str]:
+    """An analysis job's columns: a table per party, strongest first, with each column's
+    bins, counts and WOE (`vfl analyze`)."""
+    if not r.HasField("analysis"):
+        return []
+    from vfl.analysis import Analysis
+    from vfl.cli.analyze import bin_labels, strength
+
+    analysis = Analysis.from_proto(r.analysis)
+    parts = [f"<h2>WOE and IV</h2><p>{analysis.rows} rows, {analysis.events} events</p>"]
+    for party in dict.fromkeys(c.party for c in analysis.columns):
+        columns = sorted(analysis.party(party), key=lambda c: -(c.iv or 0.0))
+        rows = []
+        for c in columns:
+            bins = "; ".join(
+                f"{label}: {e}/{n} woe {w:.3f}"
+                for label, e, n, w in zip(
+                    bin_labels(c), c.events, c.non_events, c.woe, strict=False
+                )
+            )
+            iv = "-" if c.iv is None else f"{c.iv:.4f}"
+            kept = "" if c.selected is None else "yes" if c.selected else "no"
+            rows.append([c.column, iv, strength(c.iv), kept, c.note, bins])
+        head = ["column", "IV", "strength", "kept", "note", "bins: events/non-events, WOE"]
+        parts += [f"<h3>{_e(party)}</h3>", _table(head, rows)]
+    return parts
 
 
 def _timings(view: JobView, r: pb.JobResult) -> list[list[str]]:
