@@ -255,17 +255,12 @@ class PartyDaemon:
     def _job(self, job_id: str, spec: JobSpec, resume_round: int) -> PartyJob | PredictJob:
         """This party's part of a job: scoring with a model, or training one."""
         cfg = self.config
-        if spec.analyze:
-            analysis = AnalysisJob(
-                job_id, spec, cfg.party_id, cfg.datasets, self.state, 0, None, self.executor
-            )
-            analysis.sharing = cfg.analysis
-            return analysis
         if spec.predict is not None:
             return PredictJob(
                 job_id, spec, cfg.party_id, cfg.datasets, self.state, cfg.scores_dir, self.executor
             )
-        job = PartyJob(
+        job = AnalysisJob if spec.analyze else PartyJob  # an analysis: `vfl analyze`
+        return job(
             job_id,
             spec,
             cfg.party_id,
@@ -275,16 +270,13 @@ class PartyDaemon:
             self.metrics.instruments(),
             self.executor,
             self.options.record_views,
-        )
-        job.sharing = cfg.analysis  # features.select's analysis
-        return job
+        ).shares(cfg.analysis)
 
     def _estimate(self, spec: JobSpec, job: PartyJob | PredictJob) -> JobEstimate:
         """What `job` will hold here (`party.limits.estimate_job`), before it loads."""
         given = [job.dataset] + ([job.test_dataset] if isinstance(job, PartyJob) else [])
         tables = [d.source for d in given if d is not None]
-        training = isinstance(job, PartyJob) and not isinstance(job, AnalysisJob)
-        return estimate_job(spec, self.config.party_id, tables, training)
+        return estimate_job(spec, self.config.party_id, tables, type(job) is PartyJob)
 
     def _fail_job(self, job_id: str, error: LimitExceeded) -> None:
         """The guard failed a held job (`party.guard`): report it FAILED, then stop it as

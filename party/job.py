@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, ANALYZING, KEYING, TRAINING
-from vfl.party.analysis.run import analyse
+from vfl.party.analysis.run import selection, without_dropped
 from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.compute import connect, log_tasks
 from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset
@@ -32,7 +32,6 @@ from vfl.party.state.model_store import Manifest, ModelStore, model_columns
 from vfl.party.state.snapshots import Snapshots
 from vfl.party.state.views import ViewFiles
 from vfl.party.tables.load import read_raw
-from vfl.party.tables.preprocess.fitted import Ignored
 from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable, Table
 from vfl.party.training.context import Instruments, Reporter, RoleContext
@@ -97,6 +96,11 @@ class PartyJob:
         self.check: Callable[[int, int], None] | None = None
         # before the model is built: its parameters and bytes apiece (`Guard.check_model`)
         self.check_model: Callable[[int, int], None] | None = None
+
+    def shares(self, sharing: AnalysisSharing) -> PartyJob:
+        """This job, with its party config's `analysis:` (features.select's analysis)."""
+        self.sharing = sharing
+        return self
 
     def prepare(self) -> RawTable:
         """Load and check the data (and the checkpoint to resume from) before any party
@@ -277,42 +281,11 @@ class PartyJob:
             self.preprocessor = Preprocessor.model_validate_json(saved)
             return
         mode = self.dataset.source.preprocess or "auto"
-        keep = self._select(channel, reporter, raw, rows)
+        if self.spec.features.select is not None:  # every party's WOE/IV first
+            reporter.stage(ANALYZING)
+            self.selection = selection(channel, self.spec, raw, rows, self.executor, self.sharing)
         fitted = self.kind.preprocessing(self.spec, raw, rows, mode)
-        if keep is not None:
-            columns = tuple(
-                c if c.name in keep or c.kind == "ignore" else Ignored(name=c.name)
-                for c in fitted.columns
-            )
-            fitted = fitted.model_copy(update={"columns": columns})
-        self.preprocessor = fitted
-
-    def _select(
-        self, channel: Channel, reporter: Reporter, raw: RawTable, rows: np.ndarray
-    ) -> set[str] | None:
-        """With `features.select`: every party's WOE/IV on the training rows
-        (`party.analysis`, ANALYZING), and the names of this party's columns it keeps;
-        None without it."""
-        if self.spec.features.select is None:
-            return None
-        reporter.stage(ANALYZING)
-        analysed = analyse(channel, self.spec, raw, rows, self.executor, self.sharing, True)
-        keep = analysed.keep or set()
-        own = [c for c in analysed.report.columns if c.party == self.party_id]
-        mine = [c.name for c in raw.columns if not c.ignored]  # as analysed, in order
-        ivs = {n: c.iv for n, c in zip(mine, own, strict=True) if c.HasField("iv")}
-        self.selection = {
-            "kept": [n for n in mine if n in keep],
-            "dropped": [n for n in mine if n not in keep],
-            "iv": {n: ivs[n] for n in mine if n in ivs},
-        }
-        log.info(
-            "party %s: features.select keeps %d of its %d columns",
-            self.party_id,
-            len(self.selection["kept"]),
-            len(mine),
-        )
-        return keep
+        self.preprocessor = without_dropped(fitted, self.selection)
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
         """The aligned rows `rows` of `raw`, preprocessed; `raw`'s columns are released as

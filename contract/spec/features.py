@@ -67,3 +67,15 @@ class FeaturesSpec(SpecModel):
     select: SelectSpec | None = Field(
         None, description="training: keep each party's columns by IV, e.g. {iv_min: 0.02}"
     )
+
+
+def check_analysis(analyze: bool, features: FeaturesSpec, task: str, predict: bool) -> None:
+    """What an analysis (`analyze`, `features.select`) takes of the rest of the spec: a
+    binary task, and no prediction."""
+    if (analyze or features.select is not None) and task != "binary":
+        raise FieldProblem(
+            "analyze" if analyze else "features",
+            f"WOE and IV measure a binary label; this job's task is {task}",
+        )
+    if analyze and predict:
+        raise FieldProblem("analyze", "cannot go with predict: a job analyses or scores")

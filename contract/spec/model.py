@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 from vfl.celu.config import LocalUpdateConfig
 from vfl.contract.errors import SpecError
 from vfl.contract.spec.data import DataSpec
-from vfl.contract.spec.features import FeaturesSpec
+from vfl.contract.spec.features import FeaturesSpec, check_analysis
 from vfl.contract.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.predict import PredictSpec
@@ -273,13 +273,7 @@ class JobSpec(SpecModel):
             )
         if self.crypto.scheme == "bfv":
             _check_bfv(self)
-        if (self.analyze or self.features.select is not None) and self.model.task != "binary":
-            raise FieldProblem(
-                "features" if not self.analyze else "analyze",
-                f"WOE and IV measure a binary label; this job's task is {self.model.task}",
-            )
-        if self.analyze and self.predict is not None:
-            raise FieldProblem("analyze", "cannot go with predict: a job analyses or scores")
+        check_analysis(self.analyze, self.features, self.model.task, self.predict is not None)
         if self.defence is not None and self.defence.label_epsilon is not None:
             if self.model.task != "binary":
                 raise FieldProblem("defence", "label_epsilon needs model.top.task: binary")

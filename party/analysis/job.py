@@ -13,7 +13,6 @@ import time
 
 from vfl.contract.states import ALIGNING, ANALYZING
 from vfl.party.analysis.run import analyse
-from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.compute import log_tasks
 from vfl.party.errors import DataError, JobError
 from vfl.party.job import PartyJob
@@ -27,8 +26,6 @@ log = logging.getLogger(__name__)
 
 class AnalysisJob(PartyJob):
     """A job of `JobSpec.analyze` at one party."""
-
-    sharing: AnalysisSharing = AnalysisSharing()  # the daemon sets its config's
 
     def prepare(self) -> RawTable:
         """Load and check the dataset (`PartyJob.prepare`), and refuse a LIBSVM one.

@@ -8,7 +8,9 @@ preprocessing is fitted).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from vfl.contract.spec import JobSpec
@@ -18,10 +20,14 @@ from vfl.party.analysis.result import described, opaque, own_columns, with_count
 from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.analysis.woe import WoeError, select
 from vfl.party.errors import JobError
+from vfl.party.tables.preprocess.fitted import Ignored
+from vfl.party.tables.preprocess.preprocessor import Preprocessor
 from vfl.party.tables.table import RawTable
 from vfl.proto import coordinator_pb2 as pb
 from vfl.secure.channel import Channel
 from vfl.secure.executor import BlockExecutor
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,45 @@ def analyse(
         report.columns.append(entry)
     keep = None if end.keep is None else {columns[j].name for j in end.keep}
     return Analysed(report, keep)
+
+
+def selection(
+    channel: Channel,
+    spec: JobSpec,
+    raw: RawTable,
+    rows: np.ndarray,
+    executor: BlockExecutor | None,
+    sharing: AnalysisSharing,
+) -> dict[str, Any]:
+    """A training job's `features.select` at this party: every party's analysis of the
+    training rows `rows`, then this party's own columns kept and dropped (by name) and
+    the IVs it knows of them: what its model part keeps as `selection`."""
+    analysed = analyse(channel, spec, raw, rows, executor, sharing, True)
+    keep = analysed.keep or set()
+    own = [c for c in analysed.report.columns if c.party == channel.party_id]
+    mine = [c.name for c in raw.columns if not c.ignored]  # as analysed, in order
+    ivs = {n: c.iv for n, c in zip(mine, own, strict=True) if c.HasField("iv")}
+    log.info(
+        "party %s: features.select keeps %d of its %d columns",
+        channel.party_id,
+        len(keep),
+        len(mine),
+    )
+    return {
+        "kept": [n for n in mine if n in keep],
+        "dropped": [n for n in mine if n not in keep],
+        "iv": ivs,
+    }
+
+
+def without_dropped(fitted: Preprocessor, chosen: dict[str, Any] | None) -> Preprocessor:
+    """`fitted` with the columns `selection` dropped left out (`ignore`), so that the
+    model part applies the choice wherever it scores."""
+    if chosen is None:
+        return fitted
+    dropped = set(chosen["dropped"])
+    columns = tuple(Ignored(name=c.name) if c.name in dropped else c for c in fitted.columns)
+    return fitted.model_copy(update={"columns": columns})
 
 
 def _active(
