@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +28,8 @@ from vfl.local.run import run_local
 
 from bench import jobs
 from bench.credit_data import credit_held_out
-from tests.support.data import shared_data
+
+SHARED = Path(os.environ.get("VFL_SHARED_DATA", "/work/shared/data"))  # its README
 
 NETWORK = {"model": jobs.binary_model(16, [32]), "train": {"epochs": 5, "batch_size": 256}}
 TREES = {"model": {"trees": {"count": 30, "depth": 5, "bins": 32}}}
@@ -50,7 +52,7 @@ def tables(name: str, folder: Path) -> dict[str, dict[str, Any]]:
     guest, host, key, label = FATE[name]
     out = {}
     for party, file in (("bank", guest), ("shop", host)):
-        lines = shared_data("fate", file).read_text().splitlines()
+        lines = (SHARED / "fate" / file).read_text().splitlines()
         head, rows = lines[0], lines[1:]
         held = [r for r in rows if int(r.split(",")[0]) % 5 == 0]
         (folder / f"{party}.csv").write_text(

@@ -67,9 +67,7 @@ def finish(view: JobView, as_json: bool, bins: bool) -> int:
         plain["seconds"] = result.seconds
         print(json.dumps(plain))
     else:
-        print(progress.format_result(view))
-        if analysis is not None:
-            print(format_analysis(analysis, bins))
+        print(progress.format_result(view, bins))
     if view.state == "FAILED" and result.refused:
         return 2
     return 0 if view.state == "SUCCEEDED" else 1

@@ -89,7 +89,9 @@ def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def format_result(view: JobView) -> str:
+def format_result(view: JobView, bins: bool = False) -> str:
+    """A job's result as `vfl status` prints it (an analysis job: a table per party, with
+    every column's `bins` if asked)."""
     r = view.to_plain()
     lines = [f"job {view.job_id}: {view.state}"]
     if view.reason:
@@ -119,6 +121,11 @@ def format_result(view: JobView) -> str:
     ):
         if r.get(key):  # progress so far: what a running job has not reached is left out
             lines.append(f"  {key}: {r[key]}")
+    if view.result.HasField("analysis"):
+        from vfl.analysis import Analysis
+        from vfl.cli.analyze import format_analysis
+
+        lines.append(format_analysis(Analysis.from_proto(view.result.analysis), bins))
     return "\n".join(lines)
 
 
