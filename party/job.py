@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, ANALYZING, KEYING, TRAINING
-from vfl.party.analysis.run import selection, without_dropped
+from vfl.party.analysis.run import early_keys, selection, without_dropped
 from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.compute import connect, log_tasks
 from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset
@@ -200,6 +200,7 @@ class PartyJob:
         raw = self.prepare() if self.raw is None else self.raw
         self.raw = None  # the aligned, preprocessed rows replace it
         started = time.monotonic()
+        self.early = early_keys(self.spec, self.party_id) if self.resume is None else None
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, raw, "psi", self.dataset)
         test_size = 0
@@ -283,7 +284,8 @@ class PartyJob:
         mode = self.dataset.source.preprocess or "auto"
         if self.spec.features.select is not None:  # every party's WOE/IV first
             reporter.stage(ANALYZING)
-            self.selection = selection(channel, self.spec, raw, rows, self.executor, self.sharing)
+            chosen = (channel, self.spec, raw, rows, self.executor, self.sharing, self.early)
+            self.selection = selection(*chosen)
         fitted = self.kind.preprocessing(self.spec, raw, rows, mode)
         self.preprocessor = without_dropped(fitted, self.selection)
 

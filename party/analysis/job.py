@@ -12,7 +12,7 @@ import logging
 import time
 
 from vfl.contract.states import ALIGNING, ANALYZING
-from vfl.party.analysis.run import analyse
+from vfl.party.analysis.run import analyse, early_keys
 from vfl.party.compute import log_tasks
 from vfl.party.errors import DataError, JobError
 from vfl.party.job import PartyJob
@@ -47,6 +47,7 @@ class AnalysisJob(PartyJob):
         raw = self.prepare() if self.raw is None else self.raw
         self.raw = None
         started = time.monotonic()
+        early = early_keys(self.spec, self.party_id)  # while PSI runs
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, raw, "psi", self.dataset)
         reporter.aligned(psi.intersection_size, round(psi.seconds, 3), 0)
@@ -54,7 +55,9 @@ class AnalysisJob(PartyJob):
             raise JobError("the parties hold no common ids: there is nothing to analyse")
         reporter.stage(ANALYZING)
         tick = time.monotonic()
-        analysed = analyse(channel, self.spec, raw, order, self.executor, self.sharing, False)
+        analysed = analyse(
+            channel, self.spec, raw, order, self.executor, self.sharing, False, early
+        )
         log.info(
             "party %s: analysed %d columns over %d rows in %.2f s",
             self.party_id,

@@ -19,6 +19,7 @@ B decrypts (events, rows) per bucket, exactly: the values are integers (scale 2^
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -45,7 +46,7 @@ from vfl.secure.histograms import (
     rows_from_payload,
     rows_to_payload,
 )
-from vfl.secure.ou.keys import generate_ou_keypair
+from vfl.secure.ou.keys import OuKeyPair, generate_ou_keypair
 from vfl.secure.wire.keys import ou_public_key_from_payload, ou_public_key_to_payload
 from vfl.secure.wire.payload import control_from_payload, control_to_payload
 
@@ -61,6 +62,38 @@ class PeerAnalysis:
     columns: list[pb.ColumnAnalysis] = field(default_factory=list)
 
 
+class EarlyKeys:
+    """B's key pair, made in a thread of its own from the job's start, while PSI runs: a
+    2048-bit Okamoto-Uchiyama key takes 2-20 s on a busy core (its safe prime), which
+    would otherwise follow PSI. A daemon thread: a job that ends first leaves nothing."""
+
+    def __init__(self, party_id: str, spec: JobSpec) -> None:
+        crypto = spec.crypto
+        self._args = (party_id, crypto.key_bits, crypto.allow_insecure_test_keys)
+        self._made: OuKeyPair | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._make, name="ou-keys", daemon=True)
+        self._thread.start()
+
+    def _make(self) -> None:
+        try:
+            self._made = generate_ou_keypair(*self._args)
+        except BaseException as exc:  # handed to the job's thread by `get`
+            self._error = exc
+
+    def get(self) -> OuKeyPair:
+        """The key pair, once made.
+
+        Raises:
+            OuKeyError: the job's key size is refused (`generate_ou_keypair`).
+        """
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._made is not None
+        return self._made
+
+
 def envelopes(rows: int) -> list[tuple[int, int]]:
     """The (first, end) rows of each `woe/rows/<i>` envelope."""
     return [
@@ -73,11 +106,12 @@ def active_exchange(
     spec: JobSpec,
     events: np.ndarray,
     executor: BlockExecutor | None,
+    early: EarlyKeys | None = None,
 ) -> dict[str, PeerAnalysis]:
     """B's side up to the decrypted counts: each passive party's columns (its names or
     opaque ones), with counts, WOE and IV. `events`: 0/1 per aligned row analysed."""
-    me, crypto = channel.party_id, spec.crypto
-    keys = generate_ou_keypair(me, crypto.key_bits, crypto.allow_insecure_test_keys)
+    me = channel.party_id
+    keys = (early or EarlyKeys(me, spec)).get()
     n = len(events)
     layout = Layout.create(2, max(n, 1), 1.0, 0, keys.public.plaintext_bits)
     values = np.column_stack([events, np.ones(n)]).astype(np.float64)

@@ -15,7 +15,12 @@ from typing import Any
 import numpy as np
 from vfl.contract.spec import JobSpec
 from vfl.party.analysis.binning import column_bins
-from vfl.party.analysis.protocol import active_end, active_exchange, passive_exchange
+from vfl.party.analysis.protocol import (
+    EarlyKeys,
+    active_end,
+    active_exchange,
+    passive_exchange,
+)
 from vfl.party.analysis.result import described, opaque, own_columns, with_counts
 from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.analysis.woe import WoeError, select
@@ -47,9 +52,11 @@ def analyse(
     executor: BlockExecutor | None,
     sharing: AnalysisSharing,
     training: bool,
+    early: EarlyKeys | None = None,
 ) -> Analysed:
     """This party's analysis over `raw`'s rows `rows` (positions, in the aligned order).
-    `training`: a training job's selection (the passive parties are told what to keep).
+    `training`: a training job's selection (the passive parties are told what to keep);
+    `early`: the active party's key pair, begun before PSI (`early_keys`).
 
     Raises:
         DataError: a LIBSVM table; no event or no non-event among the rows.
@@ -59,7 +66,8 @@ def analyse(
     columns = column_bins(raw, rows, spec.features.bins, me)
     monotone = spec.features.binning == "monotone"
     if spec.party(me).role == "active":
-        return _active(channel, spec, raw, rows, columns, executor, sharing, training, monotone)
+        job = (spec, raw, rows, columns, executor, sharing, training, monotone, early)
+        return _active(channel, *job)
     names = [c.name for c in columns] if sharing.share_names else None
     end = passive_exchange(channel, spec, columns, names, executor, monotone)
     report = pb.Analysis(rows=len(rows))
@@ -84,11 +92,12 @@ def selection(
     rows: np.ndarray,
     executor: BlockExecutor | None,
     sharing: AnalysisSharing,
+    early: EarlyKeys | None = None,
 ) -> dict[str, Any]:
     """A training job's `features.select` at this party: every party's analysis of the
     training rows `rows`, then this party's own columns kept and dropped (by name) and
     the IVs it knows of them: what its model part keeps as `selection`."""
-    analysed = analyse(channel, spec, raw, rows, executor, sharing, True)
+    analysed = analyse(channel, spec, raw, rows, executor, sharing, True, early)
     keep = analysed.keep or set()
     own = [c for c in analysed.report.columns if c.party == channel.party_id]
     mine = [c.name for c in raw.columns if not c.ignored]  # as analysed, in order
@@ -104,6 +113,13 @@ def selection(
         "dropped": [n for n in mine if n not in keep],
         "iv": ivs,
     }
+
+
+def early_keys(spec: JobSpec, party_id: str) -> EarlyKeys | None:
+    """At the active party of a job that analyses (an analysis job, or features.select),
+    its key pair begun now, in the background (`EarlyKeys`); else None."""
+    analyses = spec.analyze or spec.features.select is not None
+    return EarlyKeys(party_id, spec) if analyses and spec.party(party_id).role == "active" else None
 
 
 def without_dropped(fitted: Preprocessor, chosen: dict[str, Any] | None) -> Preprocessor:
@@ -126,12 +142,13 @@ def _active(
     sharing: AnalysisSharing,
     training: bool,
     monotone: bool,
+    early: EarlyKeys | None,
 ) -> Analysed:
     if raw.labels is None:
         raise JobError(f"party '{channel.party_id}' holds no labels to analyse against")
     events = _events(raw.labels[rows])
     own = own_columns(channel.party_id, columns, events, monotone)
-    peers = active_exchange(channel, spec, events, executor)
+    peers = active_exchange(channel, spec, events, executor, early)
     chosen = spec.features.select
     keep: set[str] | None = None
     if chosen is not None:
