@@ -89,7 +89,7 @@ def column_bins(raw: RawTable, rows: np.ndarray, bins: int, party_id: str) -> li
 
 
 def _numeric(fit: Binned, values: np.ndarray) -> ColumnBins:
-    trees = binned_codes(fit, values, Drift()).astype(np.int64)  # 0: empty, 1..: bins
+    trees = binned_codes(fit, values, Drift(by_row=False)).astype(np.int64)  # 0: empty, 1..: bins
     ordered = len(fit.edges) + 1
     codes = np.where(trees == 0, ordered, trees - 1)
     note = ONE_VALUE if not fit.edges else ""
@@ -98,7 +98,7 @@ def _numeric(fit: Binned, values: np.ndarray) -> ColumnBins:
 
 def _categorical(fit: Categorical, raw: RawTable, rows: np.ndarray) -> ColumnBins:
     words = fit.vocabulary or ()
-    trees = category_codes(fit, raw.column(fit.name), fit.name, Drift(), rows)
+    trees = category_codes(fit, raw.column(fit.name), fit.name, Drift(by_row=False), rows)
     other = len(words)
     empty = bool((trees == EMPTY).any())
     codes = np.where(trees == UNKNOWN, other, np.where(trees == EMPTY, other + 1, trees - 2))
