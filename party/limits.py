@@ -185,7 +185,7 @@ def estimate_job(
     rows = sum(r for r, _ in known) if len(known) == len(sizes) and sizes else None
     columns = max((c for _, c in known), default=None)
     table_bytes = sum(r * (ROW_BYTES + c * CELL_BYTES) for r, c in known)
-    model = kind_of(spec).estimate(spec, party_id, columns or 0, training)
+    model = kind_of(spec).estimate(spec, party_id, columns or 0, training, rows)
     return JobEstimate(rows, columns, model.parameters, table_bytes + model.bytes, table_bytes)
 
 

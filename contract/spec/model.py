@@ -21,12 +21,7 @@ ModelKindName = Literal["network", "trees"]
 Protocol = Literal["split", "blindfl", "secureboost"]
 KIND_PROTOCOLS: dict[ModelKindName, tuple[Protocol, ...]] = {
     "network": ("split", "blindfl"),
-    "trees": ("split",),  # secureboost (issue 37) comes with the encrypted histograms
-}
-NOT_YET: dict[Protocol, str] = {
-    "secureboost": "is secureboost, which is not available yet (issue 37: its encrypted "
-    "histograms are being built); train trees with protocol: split meanwhile (the same "
-    "algorithm, with the gradients in the clear)",
+    "trees": ("split", "secureboost"),
 }
 LayerWidths = tuple[Annotated[int, Field(ge=1, le=65536, strict=True)], ...]
 
@@ -223,7 +218,7 @@ class JobSpec(SpecModel):
         "split",
         description="split: plaintext split learning (networks) or plaintext gradients "
         "(trees); blindfl: secure source layers (networks); secureboost: encrypted "
-        "gradients (trees, not available yet)",
+        "gradients and histograms (trees)",
     )
     local_updates: LocalUpdateConfig = Field(default_factory=LocalUpdateConfig)
     train: TrainSpec = Field(default_factory=TrainSpec)
@@ -257,8 +252,6 @@ class JobSpec(SpecModel):
                 "either every party names its test rows (data.test_dataset or data.test_path) "
                 "or none does (then validation.fraction of the rows is held out)"
             )
-        if self.protocol in NOT_YET and self.model.kind == "trees":
-            raise FieldProblem("protocol", NOT_YET[self.protocol])
         if self.protocol not in KIND_PROTOCOLS[self.model.kind]:
             raise FieldProblem(
                 "protocol",
@@ -266,7 +259,7 @@ class JobSpec(SpecModel):
                 f"{' or '.join(KIND_PROTOCOLS[self.model.kind])}",
             )
         if self.model.kind == "trees":
-            check_sections(self.defence is not None, self.local_updates.mode)
+            check_sections(self.defence is not None, self.local_updates.mode, self.crypto.scheme)
         if self.defence is not None and self.protocol != "split":
             raise FieldProblem(
                 "defence", "is for protocol: split (blindfl's passive parties see no derivative)"

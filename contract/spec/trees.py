@@ -65,9 +65,16 @@ class TreesSpec(SpecModel):
     )
 
 
-def check_sections(defence: bool, local_updates: str) -> None:
+def check_sections(defence: bool, local_updates: str, scheme: str) -> None:
     """What a tree model takes of the job spec's other sections: no `defence` (a split
-    network's), no local updates (`local_updates.mode`)."""
+    network's), no local updates (`local_updates.mode`), no lattice scheme (secureboost's
+    is Okamoto-Uchiyama, sized by `crypto.key_bits`)."""
+    if scheme != "paillier":
+        raise FieldProblem(
+            "crypto.scheme",
+            f"is {scheme}, a scheme of blindfl networks; secureboost encrypts with "
+            "Okamoto-Uchiyama keys of crypto.key_bits (leave crypto.scheme out)",
+        )
     if defence:
         raise FieldProblem("defence", "is for network models (model.source, model.top)")
     if local_updates != "none":

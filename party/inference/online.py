@@ -3,10 +3,10 @@
 At a model's active party, `predict(model_id, ids, caller)` loads the model on its first
 request and keeps it (`ServedModel`: rows indexed by id, a micro-batcher, a scoring
 session with every passive party) until `unload(model_id)` or the daemon stops. At a
-passive party, `open_session` (the `OpenScoring` RPC, accepted only from the model's
-active party) loads its part and its rows and answers the session's micro-batches in a
-thread of its own. Sessions' envelopes arrive by Push like a job's, in the session's
-mailbox (`mailbox`), bounded as a job's is (`limits.mailbox_mb`).
+passive party, `open_session` (the `OpenScoring` RPC) joins a session of the model's
+active party (`PassiveSessions`, party/inference/passive_sessions.py). Sessions'
+envelopes arrive by Push like a job's, in the session's mailbox (`mailbox`), bounded as
+a job's is (`limits.mailbox_mb`).
 
 Which rows: each party looks ids up in the datasets of its own config marked `serve:
 true`, then in the dataset the model was trained on, as its config names it now; the
@@ -30,7 +30,6 @@ import os
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 
 from vfl.party.config import PartyConfig
 from vfl.party.errors import (
@@ -41,13 +40,13 @@ from vfl.party.errors import (
     UnknownModel,
 )
 from vfl.party.inference.model import LoadedModel
+from vfl.party.inference.passive_sessions import ChannelFactory, Links, PassiveSessions
 from vfl.party.inference.rows import Rows
 from vfl.party.inference.serving import Prediction, ServedModel, check_request
 from vfl.party.inference.session import (
     MAX_BATCH_IDS,
     ActiveSession,
     DriftSink,
-    PassiveSession,
     SilentReporter,
 )
 from vfl.party.inference.source import Problem
@@ -55,25 +54,12 @@ from vfl.party.state import StateDir
 from vfl.party.state.model_store import MANIFEST, ModelStore
 from vfl.party.tables.sql_lookup import LOOKUP_TIMEOUT_S
 from vfl.party.transport.scoring import ScoringPeers
-from vfl.secure.channel import Channel, Mailbox
+from vfl.secure.channel import Mailbox
 from vfl.secure.executor import BlockExecutor
 
 log = logging.getLogger(__name__)
 
-SESSION_TAGS = 100_000  # tags a session's mailbox remembers to drop replays
 MAX_MANIFEST_PATHS = 4096  # model ids whose manifest's path is kept (`_holds`)
-
-
-@dataclass
-class Link:
-    """A session's end at this party: its mailbox and who may send to it."""
-
-    mailbox: Mailbox
-    peers: frozenset[str]
-
-
-# (session id, mailbox, peer addresses) -> the session's data-plane channel
-ChannelFactory = Callable[[str, Mailbox, dict[str, str]], Channel]
 
 
 class OnlineScoring:
@@ -105,8 +91,16 @@ class OnlineScoring:
         self._load_lock = threading.Lock()  # one model loads at a time
         self._served: dict[str, ServedModel] = {}
         self._manifests: dict[str, str] = {}  # model id -> its manifest's path
-        self._links: dict[str, Link] = {}
-        self._passive: dict[str, tuple[str, PassiveSession]] = {}  # session -> (model, it)
+        self.links = Links(config.limits.mailbox_bytes)
+        self.passive = PassiveSessions(
+            config,
+            state,
+            channel,
+            self.links,
+            (timeout_s, self.lookup_timeout_s, executor),
+            self._foreground,
+            self._drift_sink,
+        )
 
     def _drift_sink(self, model_id: str) -> DriftSink | None:
         on_drift = self._on_drift
@@ -164,26 +158,23 @@ class OnlineScoring:
     def problems(self, model_id: str) -> dict[str, Problem]:
         """While `model_id` is served here (as active party, or in a passive party's open
         session): each table its scoring cannot use now, and why (`Rows.problems`)."""
-        with self._lock:
-            served = self._served.get(model_id)
-            sessions = [s for m, s in self._passive.values() if m == model_id]
-        every = [s.rows for s in sessions] + ([] if served is None else [served.rows])
-        return {name: p for rows in every for name, p in rows.problems().items()}
+        served = self.served(model_id)
+        mine = {} if served is None else served.rows.problems()
+        return {**self.passive.problems(model_id), **mine}
 
     def unload(self, model_id: str, reason: str = "unloaded") -> None:
         """Stop serving `model_id` here, as active or passive party (the model was deleted,
         or the daemon stops)."""
         with self._lock:
             served = self._served.pop(model_id, None)
-            passive = [s for s, (m, _) in self._passive.items() if m == model_id]
         if served is not None:
             served.close(reason)
-        for session_id in passive:
-            self.close_session(session_id, reason)
+        for session_id in self.passive.of(model_id):
+            self.passive.close(session_id, reason)
 
     def close_all(self, reason: str) -> None:
         with self._lock:
-            models = set(self._served) | {m for m, _ in self._passive.values()}
+            models = set(self._served) | self.passive.models()
         for model_id in models:
             self.unload(model_id, reason)
 
@@ -277,7 +268,7 @@ class OnlineScoring:
                 f"{model.model_id}; add them under 'peers' in its config"
             )
         where = {p: addresses[p] for p in passives}
-        link = Link(self._mailbox(), frozenset(passives))
+        link = self.links.new(frozenset(passives))
         channel = self._channel(session_id, link.mailbox, where)
         scorer = model.scorer(
             channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
@@ -291,8 +282,7 @@ class OnlineScoring:
             self._foreground,
             self._drift_sink(model.model_id),
         )
-        with self._lock:
-            self._links[session_id] = link
+        self.links.add(session_id, link)
         try:
             for peer in passives:
                 self._peers.open(peer, addresses[peer], model.model_id, session_id, self._address())
@@ -304,8 +294,7 @@ class OnlineScoring:
     def _end(self, session: ActiveSession, reason: str) -> None:
         """End an active session here and, in the background, at its passive parties."""
         session_id = session.session_id
-        with self._lock:
-            link = self._links.pop(session_id, None)
+        link = self.links.pop(session_id)
         if link is not None:
             link.mailbox.close(reason)
         session.close()
@@ -316,104 +305,19 @@ class OnlineScoring:
 
         threading.Thread(target=tell, name=f"end-{session_id}", daemon=True).start()
 
-    # --- a passive party -----------------------------------------------------------
+    # --- a passive party (`PassiveSessions`) --------------------------------------
 
     def open_session(
         self, model_id: str, session_id: str, caller: str | None, reply_to: str
     ) -> None:
-        """Join session `session_id` of model `model_id` as a passive party (closing
-        this model's older sessions).
-
-        Raises:
-            UnknownModel: this party holds no such model. ModelError: it holds it as the
-                active party, or its rows do not fit it.
-            AccessDenied: the caller is not the model's active party.
-            ConfigError: no address to answer the active party at.
-        """
-        model = LoadedModel.open(self.state, model_id, self.me)
-        active = model.spec.active.id
-        if caller is not None and caller != active:
-            raise AccessDenied(
-                f"only the active party '{active}' of model {model_id} may open a scoring "
-                f"session at party '{self.me}'; the caller is '{caller}'"
-            )
-        if model.manifest.role != "passive":
-            raise ModelError(f"party '{self.me}' is the active party of model {model_id}")
-        with self._lock:
-            older = [s for s, (m, _) in self._passive.items() if m == model_id]
-        for old in older:
-            self.close_session(old, "replaced by a new session")
-        address = self.config.peers.get(active) or reply_to
-        if not address:
-            raise ConfigError(f"no address for party '{active}'; add it under 'peers'")
-        rows = Rows.load(model, self.config.datasets, self.lookup_timeout_s)
-        link = Link(self._mailbox(), frozenset({active}))
-        channel = self._channel(session_id, link.mailbox, {active: address})
-        try:
-            scorer = model.scorer(
-                channel, rows.inputs, SilentReporter(), MAX_BATCH_IDS, self.timeout_s, self.executor
-            )
-        except Exception:
-            rows.close()
-            raise
-        session = PassiveSession(
-            session_id,
-            model,
-            channel,
-            link.mailbox,
-            scorer,
-            rows,
-            foreground=self._foreground,
-            count_drift=self._drift_sink(model_id),
-        )
-        with self._lock:
-            self._links[session_id] = link
-            self._passive[session_id] = (model_id, session)
-        threading.Thread(
-            target=self._serve_passive,
-            args=(session_id, session),
-            name=f"score-{session_id}",
-            daemon=True,
-        ).start()
-        log.info("party %s: joined scoring session %s of model %s", self.me, session_id, model_id)
+        """Join session `session_id` of model `model_id` as a passive party (see
+        `PassiveSessions.open`)."""
+        self.passive.open(model_id, session_id, caller, reply_to)
 
     def close_session(self, session_id: str, reason: str, caller: str | None = None) -> None:
-        """End a passive party's session (the `CloseScoring` RPC, from the session's
-        active party); unknown sessions are ignored.
-
-        Raises:
-            AccessDenied: `caller` is not the session's active party.
-        """
-        with self._lock:
-            entry = self._passive.get(session_id)
-        if entry is None:
-            return
-        session = entry[1]
-        if caller is not None and caller != session.active:
-            raise AccessDenied(
-                f"only party '{session.active}' may end scoring session {session_id}"
-            )
-        session.close(reason)
-
-    def _serve_passive(self, session_id: str, session: PassiveSession) -> None:
-        try:
-            session.serve()
-        finally:
-            with self._lock:
-                self._links.pop(session_id, None)
-                self._passive.pop(session_id, None)
-
-    # --- both -----------------------------------------------------------------------
-
-    def _mailbox(self) -> Mailbox:
-        """A new session's mailbox: it remembers the last `SESSION_TAGS` tags."""
-        return Mailbox(self.config.limits.mailbox_bytes, max_seen=SESSION_TAGS)
+        """End a passive party's session (see `PassiveSessions.close`)."""
+        self.passive.close(session_id, reason, caller)
 
     def mailbox(self, session_id: str, sender: str) -> Mailbox | None:
-        """The mailbox of session `session_id` for `sender`'s envelopes; None if no such
-        session is open here with `sender` in it (one answer for both)."""
-        with self._lock:
-            link = self._links.get(session_id)
-        if link is None or sender not in link.peers:
-            return None
-        return link.mailbox
+        """The mailbox of session `session_id` for `sender`'s envelopes (either role)."""
+        return self.links.mailbox(session_id, sender)

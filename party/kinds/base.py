@@ -113,10 +113,13 @@ class ModelKind(ABC):
         """The SHA-256 of the key the part holds ("" for none), named in its manifest."""
 
     @abstractmethod
-    def estimate(self, spec: JobSpec, party_id: str, columns: int, training: bool) -> ModelEstimate:
+    def estimate(
+        self, spec: JobSpec, party_id: str, columns: int, training: bool, rows: int | None = None
+    ) -> ModelEstimate:
         """What the model side of a job holds at `party_id`, over `columns` feature
         columns (embeddings, whose vocabularies are unknown before the data loads,
-        aside); a prediction (`training=False`) builds no new model."""
+        aside) and `rows` rows (None: unknown); a prediction (`training=False`) builds no
+        new model."""
 
     @abstractmethod
     def parameters(

@@ -89,7 +89,9 @@ class Networks(ModelKind):
         keypair = getattr(trainer, "keypair", None)
         return "" if keypair is None else key_fingerprint(keypair.public.n)
 
-    def estimate(self, spec: JobSpec, party_id: str, columns: int, training: bool) -> ModelEstimate:
+    def estimate(
+        self, spec: JobSpec, party_id: str, columns: int, training: bool, rows: int | None = None
+    ) -> ModelEstimate:
         if not training:
             return ModelEstimate(0, 0)
         widths = self.widths(spec, party_id, columns)

@@ -7,7 +7,12 @@ A round is a boosting round (the plan's rounds, one "batch" of every training ro
 so a job checkpoints after every round by default. What the model holds, for the
 limits: a node is six numbers at the active party (children, owner, split id, value,
 gain), a split four at a passive party; in training each party holds the histograms of
-two levels of open nodes, (bins + 2) buckets of (g, h) per column.
+two levels of open nodes, (bins + 2) buckets of (g, h) per column. Under secureboost a
+passive party's buckets are ciphertexts (a Python integer each, about the key's bytes
+and 40 more), and both parties hold the round's row ciphertexts three times (made or
+received, their wire form, the executor's shared copy), one a row and tree of the
+round: K trees for a multiclass task of K classes, unknown before the labels load and
+taken as `ASSUMED_CLASSES`.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from vfl.party.training.trees import ActiveTrees, PassiveTrees
 NODE_BYTES = 6 * 8
 HISTOGRAM_BYTES = 2 * 8  # a bucket's (g, h)
 MAX_OPEN = 4096  # open nodes a level holds at most, whatever the depth (rows run out)
+CIPHERTEXT_OVERHEAD = 40  # bytes of a Python integer besides its digits
+ROW_COPIES = 3  # a round's row ciphertexts: made or received, wire form, shared copy
+ASSUMED_CLASSES = 8  # a multiclass task's trees a round, for the estimate
 
 
 def _trees(spec: JobSpec) -> TreesSpec:
@@ -50,7 +58,7 @@ class Trees(ModelKind):
     name = "trees"
 
     def keyed(self, spec: JobSpec) -> bool:
-        return False  # secureboost will exchange keys
+        return spec.protocol == "secureboost"  # the active party's keys, at KEYING
 
     def check_rows(
         self, spec: JobSpec, raw: RawTable, mode: Preprocess | None, party_id: str
@@ -85,14 +93,25 @@ class Trees(ModelKind):
     def key_fingerprint(self, trainer: TrainingRole) -> str:
         return ""
 
-    def estimate(self, spec: JobSpec, party_id: str, columns: int, training: bool) -> ModelEstimate:
+    def estimate(
+        self, spec: JobSpec, party_id: str, columns: int, training: bool, rows: int | None = None
+    ) -> ModelEstimate:
         trees = _trees(spec)
         parameters = self._nodes(spec, party_id)
         if not training:
             return ModelEstimate(0, 0)
-        open_nodes = min(2 ** (trees.depth - 1), MAX_OPEN)
-        histograms = 3 * open_nodes * columns * (trees.bins + 2) * HISTOGRAM_BYTES
-        return ModelEstimate(parameters, parameters * NODE_BYTES + histograms)
+        classes = ASSUMED_CLASSES if trees.task == "multiclass" else 1
+        open_nodes = min(2 ** (trees.depth - 1) * classes, MAX_OPEN)
+        bucket = HISTOGRAM_BYTES
+        passive = spec.party(party_id).role == "passive"
+        held = parameters * NODE_BYTES
+        if spec.protocol == "secureboost":
+            width = spec.crypto.key_bits // 8
+            held += ROW_COPIES * (rows or 0) * classes * width
+            if passive:
+                bucket = width + CIPHERTEXT_OVERHEAD
+        histograms = 3 * open_nodes * columns * (trees.bins + 2) * bucket
+        return ModelEstimate(parameters, held + histograms)
 
     def parameters(
         self, spec: JobSpec, party_id: str, width: int, cardinalities: Sequence[int]

@@ -30,26 +30,29 @@ ONLINE_KINDS = frozenset({"ids", "indices", "ciphertexts"})  # a blindfl scoring
 
 # What a tree job (`model: {trees: ...}`, docs/protocols.md "Gradient-boosted trees") may
 # send, by tag: who sends it (the active party, a passive one, or either: PSI) and its
-# payload kinds. Under `protocol: split` the (g, h) and the candidates' sums are float64
-# tensors; beyond them only split picks (int64), split ids, candidate counts and row
-# positions (indices), row partitions and split decisions (packed bits, uint8) and the
-# rounds' control messages cross. `secureboost` will send its (g, h) and sums as
-# ciphertexts under the same tags.
-TREE_MESSAGES: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...] = tuple(
-    (re.compile(pattern), sender, frozenset(kinds))
-    for pattern, sender, kinds in (
-        (r"psi(-test)?/.+", "any", ("ec_points", "control", "indices")),
-        (r"tree/r\d+/go", "active", ("control",)),
-        (r"tree/r\d+/rows", "active", ("indices",)),
-        (r"tree/r\d+/gh", "active", ("tensor", "ciphertexts")),
-        (r"tree/r\d+/d\d+/(pick|grow)", "active", ("tensor",)),
-        (r"tree/gains", "active", ("tensor",)),
-        (r"tree/r\d+/d\d+/(sizes|ids)", "passive", ("indices",)),
-        (r"tree/r\d+/d\d+/hist", "passive", ("tensor", "ciphertexts")),
-        (r"tree/r\d+/(d\d+/part|eval)", "passive", ("tensor",)),
-        (r"(predict|score)/b\d+/bits", "passive", ("tensor",)),
-        (r"score/b\d+/ids", "active", ("ids",)),
-        (r"score/b\d+/lacks", "passive", ("indices", "control")),
+# payload kinds under `split` and under `secureboost`. Under `split` the (g, h) and the
+# candidates' sums are float64 tensors; under `secureboost` they are ciphertexts only,
+# after the active party's public key and bucket layout. Beyond them only split picks
+# (int64), split ids, candidate counts and row positions (indices), row partitions and
+# split decisions (packed bits, uint8) and the rounds' control messages cross.
+_CIPHERTEXTS = ("ciphertexts",)
+TREE_MESSAGES: tuple[tuple[re.Pattern[str], str, frozenset[str], frozenset[str]], ...] = tuple(
+    (re.compile(pattern), sender, frozenset(split), frozenset(secure or split))
+    for pattern, sender, split, secure in (
+        (r"psi(-test)?/.+", "any", ("ec_points", "control", "indices"), ()),
+        (r"tree/key", "active", (), ("public_key",)),
+        (r"tree/layout", "active", (), ("layer_setup",)),
+        (r"tree/r\d+/go", "active", ("control",), ()),
+        (r"tree/r\d+/rows", "active", ("indices",), ()),
+        (r"tree/r\d+/gh", "active", ("tensor",), _CIPHERTEXTS),
+        (r"tree/r\d+/d\d+/(pick|grow)", "active", ("tensor",), ()),
+        (r"tree/gains", "active", ("tensor",), ()),
+        (r"tree/r\d+/d\d+/(sizes|ids)", "passive", ("indices",), ()),
+        (r"tree/r\d+/d\d+/hist", "passive", ("tensor",), _CIPHERTEXTS),
+        (r"tree/r\d+/(d\d+/part|eval)", "passive", ("tensor",), ()),
+        (r"(predict|score)/b\d+/bits", "passive", ("tensor",), ()),
+        (r"score/b\d+/ids", "active", ("ids",), ()),
+        (r"score/b\d+/lacks", "passive", ("indices", "control"), ()),
     )
 )
 # What an analysis job (`vfl analyze`, docs/protocols.md "WOE and IV") may send: PSI, the
@@ -143,11 +146,13 @@ def leaks(records: Iterable[dict], patterns: dict[str, list[bytes]]) -> dict[str
     return {what: len(find_plaintext(blobs, group)) for what, group in patterns.items()}
 
 
-def tree_problems(records: Iterable[dict], active: str) -> list[str]:
+def tree_problems(records: Iterable[dict], active: str, protocol: str = "split") -> list[str]:
     """The envelopes of a tree job (or of its predictions and scoring sessions) that
-    `TREE_MESSAGES` does not allow: an unknown tag, the wrong sender (`active` is the
-    active party's id), or another payload kind; one line each."""
-    return message_problems(records, active, TREE_MESSAGES, "a tree message")
+    `TREE_MESSAGES` does not allow under `protocol`: an unknown tag, the wrong sender
+    (`active` is the active party's id), or another payload kind; one line each."""
+    secure = protocol == "secureboost"
+    rules = tuple((p, s, sec if secure else split) for p, s, split, sec in TREE_MESSAGES)
+    return message_problems(records, active, rules, "a tree message")
 
 
 def message_problems(
@@ -156,8 +161,9 @@ def message_problems(
     rules: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...],
     what: str,
 ) -> list[str]:
-    """The sent envelopes that `rules` (`TREE_MESSAGES`, `WOE_MESSAGES`) do not allow, one
-    line each (`what`: what a message of the rules is called)."""
+    """The sent envelopes that `rules` (`TREE_MESSAGES` under one protocol,
+    `WOE_MESSAGES`) do not allow, one line each (`what`: what a message of the rules is
+    called)."""
     problems = []
     for r in records:
         if r["direction"] != "sent":

@@ -55,8 +55,8 @@ def test_a_bad_tree_section_names_its_field(model: str, fragment: str) -> None:
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
-        ("protocol: secureboost", "'protocol' is secureboost, which is not available yet"),
         ("protocol: blindfl", "'protocol' is blindfl: a trees model trains under split"),
+        ("protocol: secureboost\ncrypto: {scheme: bfv}", "'crypto.scheme' is bfv"),
         ("local_updates: {mode: celu}", "'local_updates' are for network models"),
         ("defence: {gradient_noise: 1}", "'defence' is for network models"),
     ],
@@ -65,6 +65,15 @@ def test_what_a_tree_model_does_not_train_under_is_named(extra: str, fragment: s
     with pytest.raises(SpecError) as err:
         parse_spec_text(PARTIES + "model: {trees: {}}\n" + extra)
     assert fragment in str(err.value)
+
+
+def test_secureboost_trains_trees_under_2048_bit_keys_by_default() -> None:
+    spec = parse_spec_text(PARTIES + "model: {trees: {}}\nprotocol: secureboost")
+    assert spec.protocol == "secureboost" and spec.crypto.key_bits == 2048
+    with pytest.raises(SpecError, match="'crypto.key_bits' is 1024: keys below 2048 bits"):
+        parse_spec_text(
+            PARTIES + "model: {trees: {}}\nprotocol: secureboost\ncrypto: {key_bits: 1024}"
+        )
 
 
 def test_secureboost_is_for_trees() -> None:

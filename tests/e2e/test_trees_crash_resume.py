@@ -1,6 +1,7 @@
-"""A tree job with real processes: kill -9 the passive party's daemon in the middle of
-training (checkpoints after every round), start it again, resume: the job ends SUCCEEDED
-with the model of an uninterrupted run, at both parties, and scores as it does."""
+"""A secureboost tree job with real processes and full-size (2048-bit) keys: kill -9 the
+passive party's daemon in the middle of training (checkpoints after every round, the
+keys in them), start it again, resume: the job ends SUCCEEDED with the model of an
+uninterrupted run, at both parties, so it predicts as that run's model does."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ JOB = {
         {"id": "shop", "role": "passive", "data": {"dataset": "breast"}},
     ],
     "model": {"trees": {"count": 16, "depth": 3, "subsample": 0.8}},
+    "protocol": "secureboost",
     "network": {"bandwidth_mbps": 200, "rtt_ms": 40},  # ~0.3 s a round: time to kill
 }
 DATASETS = breast_datasets_config()

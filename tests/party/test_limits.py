@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -114,6 +115,37 @@ def test_table_sizes_from_cheap_facts(tmp_path: Path) -> None:
     got_rows, columns = table_size(TableSource(path=str(csv), label="y"))  # type: ignore[misc]
     assert columns == 2 and abs(got_rows - rows) < rows * 0.1
     assert table_size(TableSource(path=str(tmp_path / "missing.csv"))) is None
+
+
+def test_secureboost_estimates_its_row_ciphertexts_and_encrypted_buckets(tmp_path: Path) -> None:
+    # Prepare: a million rows at the shop, 20 columns
+    rows = 1_000_000
+    pq.write_table(
+        pa.table({"id": np.arange(rows), **{f"c{j}": np.zeros(rows) for j in range(20)}}),
+        tmp_path / "shop.pq",
+    )
+    shop = TableSource(path=str(tmp_path / "shop.pq"), format="parquet")
+
+    def trees(protocol: str) -> JobSpec:
+        return JobSpec.model_validate(
+            {
+                "parties": [
+                    {"id": "bank", "role": "active", "data": {"dataset": "b"}},
+                    {"id": "shop", "role": "passive", "data": {"dataset": "s"}},
+                ],
+                "model": {"trees": {}},
+                "protocol": protocol,
+            }
+        )
+
+    # Execute
+    split = estimate_job(trees("split"), "shop", [shop])
+    secure = estimate_job(trees("secureboost"), "shop", [shop])
+    # Assert: three copies of a 256-byte ciphertext a row, beyond what split holds
+    assert secure.bytes - split.bytes >= 3 * rows * 256
+    with pytest.raises(LimitExceeded, match="memory"):
+        admit(secure, Limits(memory_gb=0.5), 0, 0, 0)
+    admit(split, Limits(memory_gb=0.5), 0, 0, 0)
 
 
 class Memory:

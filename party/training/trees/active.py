@@ -17,9 +17,10 @@ from vfl.party.training.trees.active_round import ActiveRound
 from vfl.party.training.trees.candidates import Layout
 from vfl.party.training.trees.columns import ColumnsOf, Splits
 from vfl.party.training.trees.forest import Decisions, Forest
-from vfl.party.training.trees.histograms import EXCHANGES, PlainHistograms
+from vfl.party.training.trees.histograms import PlainHistograms
 from vfl.party.training.trees.levels import NodeBook
 from vfl.party.training.trees.objective import Objective
+from vfl.party.training.trees.protocols import SIDES
 from vfl.party.training.trees.wire import Peer
 
 IMPROVEMENT = 1e-12  # a validation loss lower by less is no better
@@ -31,10 +32,8 @@ class ActiveTrees(ScoresInTurn):
         assert spec is not None  # the kind is trees
         self.ctx, self.spec, self.task = ctx, spec, task
         self.objective = Objective(task)
-        gradients = EXCHANGES[ctx.spec.protocol][0]
-        self.peers = [
-            (Peer(ctx.channel, p.id, ctx.timeout), gradients()) for p in ctx.spec.passives
-        ]
+        self.side = SIDES[ctx.spec.protocol][0](ctx, task.kind, task.out_dim)
+        self.peers = [Peer(ctx.channel, p.id, ctx.timeout) for p in ctx.spec.passives]
         self._columns_of = ColumnsOf(ctx.inputs)  # the bin codes of inputs
         self.columns = self._columns_of.train
         self.y = self.y_val = self.val_target = None
@@ -58,7 +57,8 @@ class ActiveTrees(ScoresInTurn):
         self.val_seconds = 0.0
 
     def setup(self) -> None:
-        """Nothing to set up: `protocol: split` exchanges no keys."""
+        """The protocol's keys to every passive party (none under `split`)."""
+        self.side.setup(self.peers)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -74,7 +74,7 @@ class ActiveTrees(ScoresInTurn):
         rnd = ctx.start_round + 1
         while True:
             stop, keep = self._stopping(rnd)
-            for peer, _ in self.peers:
+            for peer in self.peers:
                 peer.send(f"{wire.round_tag(rnd)}/go", wire.go(stop, keep))
             if stop:
                 break
@@ -124,7 +124,9 @@ class ActiveTrees(ScoresInTurn):
         own = NodeBook(codes, self.layout, kernel, [self.ctx.spec.train.seed, rnd])
         before, own_first = self.counts, len(self.splits)
         after = list(before)
-        growth = ActiveRound(rnd, self.spec, own, self.splits, self.peers, after).run(gh, chosen)
+        gradients = self.side.gradients()
+        peers = [(peer, gradients) for peer in self.peers]
+        growth = ActiveRound(rnd, self.spec, own, self.splits, peers, after).run(gh, chosen)
         self.per_round.append([a - b for a, b in zip(after, before, strict=True)])
         self.forest.rounds.append(growth.trees)
         self.margins[at] += growth.outputs()
@@ -151,7 +153,7 @@ class ActiveTrees(ScoresInTurn):
         on_train.add(0, self.splits.decide(self.columns, train_rows, ids), first)
         on_val.add(0, self.splits.decide(val_columns, val_rows, ids), first)
         counts = self.counts
-        for owner, (peer, _) in enumerate(self.peers, start=1):
+        for owner, peer in enumerate(self.peers, start=1):
             made = self.per_round[r][owner - 1]
             both = peer.read(
                 f"{wire.round_tag(rnd)}/eval",
@@ -202,14 +204,14 @@ class ActiveTrees(ScoresInTurn):
             for tree in trees:
                 for owner, split, gain in tree.splits():
                     owners[owner][split] += gain
-        for (peer, _), gains in zip(self.peers, owners[1:], strict=True):
+        for peer, gains in zip(self.peers, owners[1:], strict=True):
             peer.send(wire.GAINS, wire.gains(gains))
         own = self.splits.importance(owners[0], self.columns.width)
         self.importance = {
             "own": own,
             "parties": {
                 peer.peer: {"gain": float(g.sum()), "splits": len(g)}
-                for (peer, _), g in zip(self.peers, owners[1:], strict=True)
+                for peer, g in zip(self.peers, owners[1:], strict=True)
             },
         }
 
@@ -226,6 +228,7 @@ class ActiveTrees(ScoresInTurn):
             "metrics": dict(self.metrics),
             "history": list(self.history),
             "importance": dict(self.importance),
+            "protocol": self.side.state(),
         }
 
     def load_model(self, state: dict[str, Any]) -> None:
@@ -237,6 +240,7 @@ class ActiveTrees(ScoresInTurn):
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from a `state_dict()` (instead of `setup()`)."""
         self.load_model(state)
+        self.side.restore(state.get("protocol", {}))
         self.margins = np.asarray(state["margins"], dtype=np.float64)
         self.val_margins = np.asarray(state["val_margins"], dtype=np.float64)
         self.best_round, self.best_loss = int(state["best"][0]), float(state["best"][1])
@@ -254,7 +258,7 @@ class ActiveTrees(ScoresInTurn):
         decisions at its splits (`<tag>/bits`)."""
         decisions = Decisions()
         decisions.add(0, self.splits.decide(self._columns_of(inputs), rows))
-        for owner, ((peer, _), count) in enumerate(zip(self.peers, self.counts, strict=True), 1):
+        for owner, (peer, count) in enumerate(zip(self.peers, self.counts, strict=True), 1):
             bits = peer.read(f"{tag}/bits", wire.unpack_matrix, count, len(rows))
             decisions.add(owner, bits)
         return self.forest.margins(decisions, len(rows)).astype(np.float32)

@@ -47,7 +47,7 @@ class ActiveRound:
         growth = Growth(gh, self.spec)
         self.own.roots(len(growth.trees))
         for level in range(self.spec.depth):
-            choices = growth.choose(self._offers(level, len(growth.open)))
+            choices = growth.choose(self._offers(level, [item.k for item in growth.open]))
             ids, lefts = self._partitions(level, choices, growth)
             last = level + 1 == self.spec.depth
             if not last:
@@ -59,15 +59,16 @@ class ActiveRound:
             self.own.grow(lefts)
         return growth
 
-    def _offers(self, level: int, nodes: int) -> list[list[np.ndarray]]:
-        """Every owner's candidate sums per open node: the active party's own, then each
-        passive party's."""
+    def _offers(self, level: int, trees: list[int]) -> list[list[np.ndarray]]:
+        """Every owner's candidate sums per open node (of tree `trees[i]`): the active
+        party's own, then each passive party's."""
         _, own = self.own.offer()
         offers = [list(own)]
         tag = wire.level_tag(self.rnd, level)
         for peer, exchange in self.peers:
-            sizes = peer.read(f"{tag}/sizes", wire.read_sizes, nodes)
-            offers.append(peer.read(f"{tag}/hist", exchange.sums, [int(s) for s in sizes]))
+            sizes = peer.read(f"{tag}/sizes", wire.read_sizes, len(trees))
+            counts = [int(s) for s in sizes]
+            offers.append(peer.read(f"{tag}/hist", exchange.sums, counts, trees))
         return offers
 
     def _partitions(
@@ -81,9 +82,9 @@ class ActiveRound:
         lefts: list[np.ndarray | None] = [None] * n
         tag = wire.level_tag(self.rnd, level)
         for owner, (peer, _) in enumerate(self.peers, start=1):
-            pick = np.array([c.candidate if c and c.owner == owner else -1 for c in choices])
-            peer.send(f"{tag}/pick", wire.picks(pick))
-            picked = np.flatnonzero(pick >= 0)
+            ties = [c.ties if c and c.owner == owner else () for c in choices]
+            peer.send(f"{tag}/pick", wire.picks(ties))
+            picked = np.flatnonzero([len(t) > 0 for t in ties])
             if not len(picked):
                 continue
             got = peer.read(f"{tag}/ids", wire.read_split_ids, self.counts[owner - 1], len(picked))
@@ -94,6 +95,6 @@ class ActiveRound:
             self.counts[owner - 1] += len(picked)
         for n, choice in enumerate(choices):
             if choice is not None and choice.owner == 0:
-                split, left = self.own.pick(n, choice.candidate)
+                split, left = self.own.pick(n, choice.ties)
                 ids[n], lefts[n] = self.splits.add(*split, self.rnd), left
         return ids, lefts

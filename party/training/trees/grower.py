@@ -8,9 +8,13 @@ G_L, H_L; right: G - G_L, H - H_L), with l2 = lambda:
     leaf  = -learning_rate * G / (H + l2)
 
 A candidate is valid when both sides hold at least `min_child_weight` of hessian; a node
-splits on its valid candidate of largest gain if that gain is positive. Ties go to the
-first candidate in the order offered: the active party's own, then each passive party's
-in the spec's order. Gains never leave the active party (but as importance, at the end).
+splits on its valid candidate of largest gain if that gain is positive. Ties between
+owners go to the first in the order offered: the active party's own, then each passive
+party's in the spec's order; ties within an owner's candidates (exact, as encrypted sums
+are: equal sums, equal gains) go to its first by column and threshold, which the owner
+alone knows (`Choice.ties`, `NodeBook.pick`), so the trees do not depend on the order
+a party shuffled its candidates in. Gains never leave the active party (but as
+importance, at the end).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class Choice:
     owner: int
     candidate: int
     gain: float
+    ties: tuple[int, ...] = ()  # the owner's candidates of the same gain, `candidate` first
 
 
 @dataclass
@@ -66,9 +71,9 @@ class Growth:
             g, h = self.totals(item)
             best: Choice | None = None
             for owner, sums in enumerate(offers):
-                gain, at = best_candidate(g, h, sums[i], self.spec.l2, self.spec.min_child_weight)
-                if at >= 0 and gain > MIN_GAIN and (best is None or gain > best.gain):
-                    best = Choice(owner, at, gain)
+                gain, ties = best_candidate(g, h, sums[i], self.spec.l2, self.spec.min_child_weight)
+                if len(ties) and gain > MIN_GAIN and (best is None or gain > best.gain):
+                    best = Choice(owner, int(ties[0]), gain, tuple(int(t) for t in ties))
             choices.append(best)
         return choices
 
@@ -108,18 +113,19 @@ class Growth:
 
 def best_candidate(
     g: float, h: float, sums: np.ndarray, l2: float, min_child_weight: float
-) -> tuple[float, int]:
-    """(the largest gain, its candidate) among the valid ones of a node with sums (g, h)
-    and candidates' left-side `sums`; (-inf, -1) when none is valid."""
+) -> tuple[float, np.ndarray]:
+    """(the largest gain, the candidates that have it) among the valid ones of a node
+    with sums (g, h) and candidates' left-side `sums`; (-inf, none) when none is valid."""
+    none = np.zeros(0, dtype=np.int64)
     if not len(sums):
-        return float("-inf"), -1
+        return float("-inf"), none
     gl, hl = sums[:, 0], sums[:, 1]
     gr, hr = g - gl, h - hl
     valid = (hl >= min_child_weight) & (hr >= min_child_weight) & (hl + l2 > 0) & (hr + l2 > 0)
     if not valid.any():
-        return float("-inf"), -1
+        return float("-inf"), none
     with np.errstate(divide="ignore", invalid="ignore"):
         gains = gl**2 / (hl + l2) + gr**2 / (hr + l2) - g**2 / (h + l2)
     gains = np.where(valid, gains, -np.inf)
-    at = int(np.argmax(gains))
-    return float(gains[at]), at
+    best = float(np.max(gains))
+    return best, np.flatnonzero(gains == best)

@@ -9,10 +9,14 @@ Everything else, candidates, gains, partitions, trees, is the same whatever the 
 
     protocol: split         `PlainGradients`, `PlainHistograms` (here): (g, h) as float64
                             tensors, sums in the clear
-    protocol: secureboost   the same four steps over Paillier ciphertexts of packed
-                            (g, h) (`vfl.secure.histograms`, to come): one encryption per
-                            row per round, ciphertext additions per bucket, packed buckets,
-                            one decryption per packed ciphertext at the active party
+    protocol: secureboost   the same four steps over Okamoto-Uchiyama ciphertexts of
+                            each row's (g, h) (`encrypted`, over `vfl.secure.histograms`):
+                            one encryption per row per round, ciphertext products per
+                            bucket, candidates' sums packed several to a ciphertext, one
+                            decryption per packed ciphertext at the active party
+
+Around the exchange, a protocol may exchange keys before the first round and keep them
+in each party's checkpoints: its `ActiveSide` and `PassiveSide` (`protocols.SIDES`).
 
 A histogram is whatever the protocol sums into (an array here, ciphertexts there); only
 its own `Histograms` reads it. The active party's own columns always take the plaintext
@@ -21,11 +25,12 @@ kernel (`PlainHistograms.load_array`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 from vfl.party.training.trees.candidates import Candidates, Layout
+from vfl.party.training.trees.wire import Peer
 from vfl.secure.errors import PayloadError
 from vfl.secure.wire.payload import Payload, tensor_from_payload, tensor_to_payload
 
@@ -39,9 +44,11 @@ class Gradients(Protocol):
         """The round's (g, h): rows x 2K (tree k's g and h in columns 2k, 2k + 1)."""
         ...
 
-    def sums(self, payload: Payload, sizes: Sequence[int]) -> list[np.ndarray]:
+    def sums(
+        self, payload: Payload, sizes: Sequence[int], trees: Sequence[int]
+    ) -> list[np.ndarray]:
         """A level's candidate sums from one passive party: per node, candidates x 2
-        (left-side g, h), `sizes[i]` candidates for node i.
+        (left-side g, h), `sizes[i]` candidates for node i of tree `trees[i]`.
 
         Raises:
             PayloadError: not the sums of that many candidates.
@@ -60,8 +67,9 @@ class Histograms(Protocol):
         """
         ...
 
-    def build(self, node: np.ndarray, k: int) -> Any:
-        """Tree k's (g, h) summed per bucket over the round's rows at positions `node`."""
+    def build_each(self, nodes: Sequence[tuple[np.ndarray, int]]) -> list[Any]:
+        """For each (positions, k): tree k's (g, h) summed per bucket over the round's rows
+        at those positions (a level's nodes at once)."""
         ...
 
     def subtract(self, parent: Any, child: Any) -> Any:
@@ -76,6 +84,10 @@ class Histograms(Protocol):
         """A level's `select`ed sums, node after node, as sent to the active party."""
         ...
 
+    def close(self) -> None:
+        """Release what the round's sums hold (the executor's shared rows)."""
+        ...
+
 
 class PlainGradients:
     """`protocol: split`: (g, h) and the candidates' sums cross as float64 tensors."""
@@ -83,7 +95,9 @@ class PlainGradients:
     def payload(self, gh: np.ndarray) -> Payload:
         return tensor_to_payload(np.asarray(gh, dtype=np.float64))
 
-    def sums(self, payload: Payload, sizes: Sequence[int]) -> list[np.ndarray]:
+    def sums(
+        self, payload: Payload, sizes: Sequence[int], trees: Sequence[int]
+    ) -> list[np.ndarray]:
         total = int(sum(sizes))
         flat = tensor_from_payload(payload, shape=(total, 2), dtype="float64")
         bounds = np.cumsum([0, *sizes])
@@ -109,8 +123,11 @@ class PlainHistograms:
         self.gh = np.asarray(gh, dtype=np.float64)
         return self.gh.shape[1] // 2
 
-    def build(self, node: np.ndarray, k: int) -> np.ndarray:
-        return bucket_sums(self.codes, self.layout, node, self.gh[:, 2 * k : 2 * k + 2])
+    def build_each(self, nodes: Sequence[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+        return [
+            bucket_sums(self.codes, self.layout, rows, self.gh[:, 2 * k : 2 * k + 2])
+            for rows, k in nodes
+        ]
 
     def subtract(self, parent: np.ndarray, child: np.ndarray) -> np.ndarray:
         return parent - child
@@ -120,6 +137,9 @@ class PlainHistograms:
 
     def payload(self, sums: Sequence[np.ndarray]) -> Payload:
         return tensor_to_payload(np.concatenate([np.zeros((0, 2)), *sums]))
+
+    def close(self) -> None:
+        """Nothing held."""
 
 
 def bucket_sums(
@@ -143,6 +163,52 @@ def bucket_sums(
     return out.astype(np.int64) if weights is None else out
 
 
-# protocol -> (the active party's side, a passive party's over its codes and layout)
-Exchange = tuple[Callable[[], Gradients], Callable[[np.ndarray, Layout], Histograms]]
-EXCHANGES: dict[str, Exchange] = {"split": (PlainGradients, PlainHistograms)}
+class ActiveSide(Protocol):
+    """The active party's part of a protocol around the exchange: what it sends its
+    peers before the first round (`setup`), keeps in its checkpoints, and its
+    `Gradients` (one for every peer: a round's (g, h) is encrypted once)."""
+
+    def setup(self, peers: Sequence[Peer]) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def restore(self, state: dict[str, Any]) -> None: ...
+    def gradients(self) -> Gradients: ...
+
+
+class PassiveSide(Protocol):
+    """A passive party's part: what it takes from the active party before the first
+    round, keeps in its checkpoints, and its `Histograms` of a round's bin codes."""
+
+    def setup(self, active: Peer) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+    def restore(self, state: dict[str, Any]) -> None: ...
+    def histograms(self, codes: np.ndarray, layout: Layout) -> Histograms: ...
+
+
+class PlainActive:
+    """`protocol: split`: no keys."""
+
+    def setup(self, peers: Sequence[Peer]) -> None:
+        """Nothing to send."""
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Nothing kept."""
+
+    def gradients(self) -> Gradients:
+        return PlainGradients()
+
+
+class PlainPassive:
+    def setup(self, active: Peer) -> None:
+        """Nothing to take."""
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Nothing kept."""
+
+    def histograms(self, codes: np.ndarray, layout: Layout) -> Histograms:
+        return PlainHistograms(codes, layout)

@@ -49,7 +49,8 @@ class NodeBook:
         """The round's first level: every row in the root of each of its `trees` trees."""
         every = np.arange(len(self.codes))
         counts = bucket_sums(self.codes, self.layout, every)
-        self.nodes = [Node(k, every, self.kernel.build(every, k), counts) for k in range(trees)]
+        hists = self.kernel.build_each([(every, k) for k in range(trees)])
+        self.nodes = [Node(k, every, hist, counts) for k, hist in enumerate(hists)]
         self.level = 0
 
     def offer(self) -> tuple[list[int], list[Any]]:
@@ -63,20 +64,23 @@ class NodeBook:
             sums.append(self.kernel.select(node.hist, node.cands))
         return sizes, sums
 
-    def pick(self, i: int, candidate: int) -> tuple[Split, np.ndarray]:
-        """Candidate `candidate` of open node `i` taken: the split, and which of the
-        node's rows go left. Of the node's candidates that part its rows alike (their
-        sums are the same, so which is taken would follow their shuffled order), the
-        first by column and threshold is the split made: the same model whatever the
-        order, run after run.
+    def pick(self, i: int, ties: Sequence[int] | np.ndarray) -> tuple[Split, np.ndarray]:
+        """One of candidates `ties` of open node `i` taken (they tie at the best gain):
+        the split, and which of the node's rows go left. Of the tied candidates, and of
+        the node's candidates that part its rows as that one does (their sums are the
+        same, so which is taken would follow their shuffled order), the first by column
+        and threshold is the split made: the same model whatever the order, run after
+        run.
 
         Raises:
             IndexError: no such node or candidate (the active party's pick is wrong).
         """
         node = self.nodes[i]
         cands = node.cands
-        if cands is None or not 0 <= candidate < len(cands):
-            raise IndexError(f"node {i} of level {self.level} has no candidate {candidate}")
+        tied = [int(c) for c in ties]
+        if cands is None or not tied or any(not 0 <= c < len(cands) for c in tied):
+            raise IndexError(f"node {i} of level {self.level} has no candidates {tied[:8]}")
+        candidate = min(tied, key=lambda c: _key(cands, c))
         left = self._left(node, cands, candidate)
         sizes = cands.left_sums(node.counts[:, None].astype(np.float64))[:, 0]
         for other in np.lexsort((cands.missing_left, cands.threshold, cands.column)):
@@ -95,27 +99,28 @@ class NodeBook:
 
     def grow(self, lefts: Sequence[np.ndarray | None]) -> None:
         """The next level: the children of each open node `i` with `lefts[i]` (which of
-        its rows go left; None: a leaf), left child first."""
-        children: list[Node] = []
+        its rows go left; None: a leaf), left child first. Of two children the smaller's
+        histogram is built (the level's at once), the larger's is the parent's minus it."""
+        splits = []  # (parent, left rows, right rows, which is smaller)
         for node, left in zip(self.nodes, lefts, strict=True):
             if left is not None:
-                children += self._children(node, np.asarray(left, dtype=bool))
+                mask = np.asarray(left, dtype=bool)
+                rows = (node.rows[mask], node.rows[~mask])
+                splits.append((node, rows, 0 if len(rows[0]) <= len(rows[1]) else 1))
+        built = self.kernel.build_each([(rows[small], node.k) for node, rows, small in splits])
+        children: list[Node] = []
+        for (node, rows, small), hist in zip(splits, built, strict=True):
+            counts = bucket_sums(self.codes, self.layout, rows[small])
+            smaller = Node(node.k, rows[small], hist, counts)
+            rest = Node(
+                node.k,
+                rows[1 - small],
+                self.kernel.subtract(node.hist, hist),
+                node.counts - counts,
+            )
+            children += [smaller, rest] if small == 0 else [rest, smaller]
         self.nodes = children
         self.level += 1
-
-    def _children(self, node: Node, left: np.ndarray) -> list[Node]:
-        rows = (node.rows[left], node.rows[~left])
-        small = 0 if len(rows[0]) <= len(rows[1]) else 1
-        hist = self.kernel.build(rows[small], node.k)
-        counts = bucket_sums(self.codes, self.layout, rows[small])
-        built = Node(node.k, rows[small], hist, counts)
-        rest = Node(
-            node.k,
-            rows[1 - small],
-            self.kernel.subtract(node.hist, hist),
-            node.counts - counts,
-        )
-        return [built, rest] if small == 0 else [rest, built]
 
 
 def _split(cands: Candidates, c: int) -> Split:

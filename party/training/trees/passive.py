@@ -16,8 +16,8 @@ from vfl.party.training.context import RoleContext, ScoresInTurn
 from vfl.party.training.inputs import Inputs
 from vfl.party.training.trees.candidates import Layout
 from vfl.party.training.trees.columns import ColumnsOf, Splits
-from vfl.party.training.trees.histograms import EXCHANGES
 from vfl.party.training.trees.levels import NodeBook
+from vfl.party.training.trees.protocols import SIDES
 from vfl.party.training.trees.wire import Peer
 from vfl.secure.errors import PayloadError
 
@@ -28,7 +28,7 @@ class PassiveTrees(ScoresInTurn):
         assert spec is not None  # the kind is trees
         self.ctx, self.spec = ctx, spec
         self.active = Peer(ctx.channel, ctx.spec.active.id, ctx.timeout)
-        self.histograms = EXCHANGES[ctx.spec.protocol][1]
+        self.side = SIDES[ctx.spec.protocol][1](ctx)
         self._columns_of = ColumnsOf(ctx.inputs)  # the bin codes of inputs
         self.columns = self._columns_of.train
         self.splits = Splits()
@@ -38,7 +38,8 @@ class PassiveTrees(ScoresInTurn):
         self.importance: dict[str, Any] = {}
 
     def setup(self) -> None:
-        """Nothing to set up: `protocol: split` exchanges no keys."""
+        """The protocol's keys from the active party (none under `split`)."""
+        self.side.setup(self.active)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -70,14 +71,17 @@ class PassiveTrees(ScoresInTurn):
             at = self.active.read(f"{tag}/rows", wire.read_indices, len(train))
             outside = np.setdiff1d(np.arange(len(train)), at)
         codes = self.columns.codes[train[at]]
-        kernel = self.histograms(codes, self.layout)
-        trees = self.active.read(f"{tag}/gh", kernel.load, len(at))
-        book = NodeBook(codes, self.layout, kernel, [*self.key, rnd])
-        book.roots(trees)
-        first = len(self.splits)
-        for level in range(self.spec.depth):
-            if not self._level(rnd, level, book):
-                break
+        kernel = self.side.histograms(codes, self.layout)
+        try:
+            trees = self.active.read(f"{tag}/gh", kernel.load, len(at))
+            book = NodeBook(codes, self.layout, kernel, [*self.key, rnd])
+            book.roots(trees)
+            first = len(self.splits)
+            for level in range(self.spec.depth):
+                if not self._level(rnd, level, book):
+                    break
+        finally:
+            kernel.close()
         ids = np.arange(first, len(self.splits))
         on_train = self.splits.decide(self.columns, train[outside], ids)
         on_val = self.splits.decide(
@@ -93,12 +97,12 @@ class PassiveTrees(ScoresInTurn):
         self.active.send(f"{tag}/sizes", wire.indices(sizes))
         self.active.send(f"{tag}/hist", book.kernel.payload(sums))
         pick = self.active.read(f"{tag}/pick", wire.read_picks, len(book.nodes))
-        picked = np.flatnonzero(pick >= 0)
-        if len(picked):
+        picked = [i for i, ties in enumerate(pick) if len(ties)]
+        if picked:
             ids, parts = [], []
             for i in picked:
                 try:
-                    split, left = book.pick(int(i), int(pick[i]))
+                    split, left = book.pick(i, pick[i])
                 except IndexError as exc:
                     raise PayloadError(
                         f"party '{self.active.peer}' sent a bad {tag}/pick: {exc}"
@@ -122,6 +126,7 @@ class PassiveTrees(ScoresInTurn):
             "splits": self.splits.state(),
             "key": np.asarray(self.key, dtype=np.int64),
             "importance": dict(self.importance),
+            "protocol": self.side.state(),
         }
 
     def load_model(self, state: dict[str, Any]) -> None:
@@ -130,6 +135,7 @@ class PassiveTrees(ScoresInTurn):
     def restore(self, state: dict[str, Any]) -> None:
         self.load_model(state)
         self.key = [int(v) for v in state["key"]]
+        self.side.restore(state.get("protocol", {}))
 
     def model_part(self) -> dict[str, Any]:
         """What the model keeps: its splits and their importance (not its key)."""

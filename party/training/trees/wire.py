@@ -105,12 +105,28 @@ def read_indices(payload: Payload, upper: int = MAX_SPLIT_ID) -> np.ndarray:
     return indices_from_payload(payload, upper)
 
 
-def picks(values: np.ndarray) -> Payload:
-    return tensor_to_payload(np.asarray(values, dtype=np.int64))
+def picks(ties: Sequence[Sequence[int]]) -> Payload:
+    """Per open node, the candidates of the receiver's tied at the best gain (none: it
+    is not picked), as one int64 tensor: each node's count, then its candidates."""
+    flat = [v for node in ties for v in (len(node), *node)]
+    return tensor_to_payload(np.asarray(flat, dtype=np.int64))
 
 
-def read_picks(payload: Payload, nodes: int) -> np.ndarray:
-    return tensor_from_payload(payload, shape=(nodes,), dtype="int64")
+def read_picks(payload: Payload, nodes: int) -> list[np.ndarray]:
+    """Raises:
+    PayloadError: not a count and that many candidates for each of `nodes` nodes.
+    """
+    flat = tensor_from_payload(payload, shape=(None,), dtype="int64")
+    out, at = [], 0
+    for _ in range(nodes):
+        count = int(flat[at]) if at < len(flat) else -1
+        if count < 0 or at + 1 + count > len(flat):
+            raise PayloadError(f"the picks of {nodes} open nodes do not fit {len(flat)} values")
+        out.append(flat[at + 1 : at + 1 + count])
+        at += 1 + count
+    if at != len(flat):
+        raise PayloadError(f"{len(flat) - at} values beyond the picks of {nodes} open nodes")
+    return out
 
 
 def gains(values: np.ndarray) -> Payload:

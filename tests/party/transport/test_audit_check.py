@@ -61,18 +61,14 @@ def test_summary_counts_each_envelope_once_by_its_sender() -> None:
     }
 
 
+def sent(sender: str, tag: str, kind: str) -> dict:
+    """An envelope's audit record, sent by `sender` to the other of bank and shop."""
+    receiver = "shop" if sender == "bank" else "bank"
+    return {"direction": "sent", "sender": sender, "receiver": receiver, "tag": tag, "kind": kind}
+
+
 def test_a_tree_jobs_envelopes_are_checked_by_tag_sender_and_kind() -> None:
     from vfl.party.transport.audit_check import tree_problems
-
-    def sent(sender: str, tag: str, kind: str) -> dict:
-        receiver = "shop" if sender == "bank" else "bank"
-        return {
-            "direction": "sent",
-            "sender": sender,
-            "receiver": receiver,
-            "tag": tag,
-            "kind": kind,
-        }
 
     good = [
         sent("bank", "tree/r1/go", "control"),
@@ -93,4 +89,25 @@ def test_a_tree_jobs_envelopes_are_checked_by_tag_sender_and_kind() -> None:
         "shop -> bank tree/r1/gh: sent by the wrong party",
         "bank -> shop tree/r1/d0/pick: payload kind ciphertexts",
         "bank -> shop train/r1/grad: not a tree message",
+    ]
+
+
+def test_under_secureboost_gradients_and_sums_cross_as_ciphertexts_only() -> None:
+    from vfl.party.transport.audit_check import tree_problems
+
+    good = [
+        sent("bank", "tree/key", "public_key"),
+        sent("bank", "tree/layout", "layer_setup"),
+        sent("bank", "tree/r1/gh", "ciphertexts"),
+        sent("shop", "tree/r1/d0/hist", "ciphertexts"),
+        sent("shop", "tree/r1/d0/part", "tensor"),
+    ]
+    assert tree_problems(good, active="bank", protocol="secureboost") == []
+    bad = [sent("bank", "tree/r1/gh", "tensor"), sent("shop", "tree/r1/d1/hist", "tensor")]
+    assert tree_problems(bad, active="bank", protocol="secureboost") == [
+        "bank -> shop tree/r1/gh: payload kind tensor",
+        "shop -> bank tree/r1/d1/hist: payload kind tensor",
+    ]
+    assert tree_problems(good[:1], active="bank") == [
+        "bank -> shop tree/key: payload kind public_key"
     ]
