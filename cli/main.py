@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 def build_parser() -> argparse.ArgumentParser:
     from vfl.cli import (
+        analyze,
         attack,
         certs,
         daemons,
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         models,
         certs,
         run,
+        analyze,
         attack,
         demo,
         data,

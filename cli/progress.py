@@ -19,6 +19,7 @@ STAGES = {
     "KEYING": "generating Paillier keys and setting up the secure layers",
     "TRAINING": "training",
     "PREDICTING": "scoring with the stored model",
+    "ANALYZING": "binning every column, counting events per bin (WOE and IV)",
 }
 
 
@@ -77,7 +78,8 @@ def _show(job_id: str, view: JobView, last: JobView | None, bar: tqdm | None) ->
 
 def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
     line = f"{job_id}: {view.state} - {STAGES[view.state]}"
-    if view.state in ("KEYING", "TRAINING", "PREDICTING") and view.result.intersection_size:
+    running = ("KEYING", "TRAINING", "PREDICTING", "ANALYZING")
+    if view.state in running and view.result.intersection_size:
         line += f" ({view.result.intersection_size} common rows)"
     if view.state == "QUEUED" and view.reason:
         line += f": {view.reason}"
@@ -87,7 +89,9 @@ def _stage_line(job_id: str, view: JobView, bar: tqdm | None) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def format_result(view: JobView) -> str:
+def format_result(view: JobView, bins: bool = False) -> str:
+    """A job's result as `vfl status` prints it (an analysis job: a table per party, with
+    every column's `bins` if asked)."""
     r = view.to_plain()
     lines = [f"job {view.job_id}: {view.state}"]
     if view.reason:
@@ -121,6 +125,11 @@ def format_result(view: JobView) -> str:
     ):
         if r.get(key):  # progress so far: what a running job has not reached is left out
             lines.append(f"  {key}: {r[key]}")
+    if view.result.HasField("analysis"):
+        from vfl.analysis import Analysis
+        from vfl.cli.analyze import format_analysis
+
+        lines.append(format_analysis(Analysis.from_proto(view.result.analysis), bins))
     return "\n".join(lines)
 
 

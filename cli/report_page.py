@@ -98,6 +98,7 @@ def page(report: pb.GetJobReportResponse, images: dict[str, bytes]) -> str:
         *(evaluation_html(r.evaluation, _table) if r.HasField("evaluation") else []),
         *(_figure(name, images[name]) for name in EVALUATION_IMAGES if name in images),
         *(stability_html(stability, _table) if stability else []),
+        *_analysis(r),
         "<h2>Timings</h2>",
         _table(["", ""], _timings(view, r)),
         "<h2>Parties</h2>",
@@ -134,6 +135,34 @@ def _figure(name: str, png: bytes) -> str:
         f'<figure><img alt="{_e(name)}" src="data:image/png;base64,'
         f'{base64.b64encode(png).decode()}"><figcaption>{_e(name)}</figcaption></figure>'
     )
+
+
+def _analysis(r: pb.JobResult) -> list[str]:
+    """An analysis job's columns: a table per party, strongest first, with each column's
+    bins, counts and WOE (`vfl analyze`)."""
+    if not r.HasField("analysis"):
+        return []
+    from vfl.analysis import Analysis
+    from vfl.cli.analyze import bin_labels, strength
+
+    analysis = Analysis.from_proto(r.analysis)
+    parts = [f"<h2>WOE and IV</h2><p>{analysis.rows} rows, {analysis.events} events</p>"]
+    for party in dict.fromkeys(c.party for c in analysis.columns):
+        columns = sorted(analysis.party(party), key=lambda c: -(c.iv or 0.0))
+        rows = []
+        for c in columns:
+            bins = "; ".join(
+                f"{label}: {e}/{n} woe {w:.3f}"
+                for label, e, n, w in zip(
+                    bin_labels(c), c.events, c.non_events, c.woe, strict=False
+                )
+            )
+            iv = "-" if c.iv is None else f"{c.iv:.4f}"
+            kept = "" if c.selected is None else "yes" if c.selected else "no"
+            rows.append([c.column, iv, strength(c.iv), kept, c.note, bins])
+        head = ["column", "IV", "strength", "kept", "note", "bins: events/non-events, WOE"]
+        parts += [f"<h3>{_e(party)}</h3>", _table(head, rows)]
+    return parts
 
 
 def _timings(view: JobView, r: pb.JobResult) -> list[list[str]]:

@@ -2,6 +2,7 @@
 
 SUBMITTED (-> QUEUED) -> ALIGNING -> KEYING (blindfl) -> TRAINING -> SUCCEEDED, or FAILED /
 CANCELLED with a reason (a prediction job: SUBMITTED -> ALIGNING -> PREDICTING ->
+SUCCEEDED; an analysis job, `vfl analyze`: SUBMITTED -> ALIGNING -> ANALYZING ->
 SUCCEEDED); a job whose party was lost is PAUSED until `vfl resume` (or the
 coordinator's --auto-resume) launches it again from its newest common checkpoint. A job
 that a party cannot take yet (it holds as many jobs as its `limits:` allow) waits QUEUED,
@@ -37,9 +38,11 @@ CANCELLED = pb.JOB_STATE_CANCELLED
 PAUSED = pb.JOB_STATE_PAUSED
 PREDICTING = pb.JOB_STATE_PREDICTING
 QUEUED = pb.JOB_STATE_QUEUED
+ANALYZING = pb.JOB_STATE_ANALYZING
 
 TERMINAL = frozenset({SUCCEEDED, FAILED, CANCELLED})
-RUNNING = frozenset({ALIGNING, KEYING, TRAINING, PREDICTING})  # also the stages a party reports
+# also the stages a party reports
+RUNNING = frozenset({ALIGNING, KEYING, TRAINING, PREDICTING, ANALYZING})
 
 _PREFIX = "JOB_STATE_"
 

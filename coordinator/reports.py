@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from vfl.contract.spec import JobSpec
 from vfl.contract.states import FAILED, PAUSED, RUNNING, SUCCEEDED, JobState, state_name
+from vfl.coordinator.analysis import merge_analysis
 from vfl.coordinator.errors import CoordinatorError
 from vfl.proto import coordinator_pb2 as pb
 
@@ -131,6 +132,8 @@ def _party_done(
             result.prediction.CopyFrom(done.prediction)
         if done.HasField("evaluation"):
             result.evaluation.CopyFrom(done.evaluation)
+    if done.HasField("analysis"):
+        merge_analysis(result, spec, party_id, done.analysis)
     result.bytes_sent = sum(p.bytes_sent for p in result.parties.values())
     if set(result.parties) != {p.id for p in spec.parties}:
         return Outcome(result)

@@ -42,6 +42,10 @@ stability:                        # optional; what of its columns' population st
   share: counts                   # crosses: counts (default: how many columns are at
                                   # watch and at shift), columns (each column's index
                                   # under an opaque name c1, c2, ...), names (under its name)
+analysis:                         # optional; what WOE/IV analyses reveal (party.analysis.sharing)
+  share_names: false              # passive: its column names to the active party and the result
+  report_bins: false              # passive: its bin edges and categories into the job's result
+  show_passive: false             # active: each passive party gets its own columns' counts
 ```
 `limits` is a `party.limits.Limits`: checked at PREPARE against each job's estimate (a job
 over one FAILs naming it; one that fits alone but not beside the jobs held now waits
@@ -93,6 +97,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from vfl.contract.spec import TableSource, explain
+from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.errors import ConfigError
 from vfl.party.limits import Limits
 from vfl.party.tables.stability import Share
@@ -113,6 +118,7 @@ _TOP = {
     "limits",
     "scoring",
     "stability",
+    "analysis",
 }
 S = TypeVar("S", bound=BaseModel)  # a section of the config
 MAX_SCORING_THREADS = 4096  # of `scoring.threads` and `scoring.queue`
@@ -181,6 +187,7 @@ class PartyConfig:
     limits: Limits = field(default_factory=Limits.of_machine)  # what a job may hold here
     scoring: ScoringLimits = field(default_factory=ScoringLimits)  # online scoring's capacity
     stability: StabilitySharing = field(default_factory=StabilitySharing)  # what crosses
+    analysis: AnalysisSharing = field(default_factory=AnalysisSharing)  # what WOE/IV reveals
 
     @property
     def scores_dir(self) -> Path | None:
@@ -248,6 +255,12 @@ def parse_party_config(raw: Any, base: Path) -> PartyConfig:
         ),
         stability=_section(
             raw.get("stability"), StabilitySharing, "stability", "{share: counts | columns | names}"
+        ),
+        analysis=_section(
+            raw.get("analysis"),
+            AnalysisSharing,
+            "analysis",
+            "{share_names, report_bins, show_passive}",
         ),
     )
 

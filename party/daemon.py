@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from vfl.contract.errors import ContractError, SpecError
 from vfl.contract.logs import job_context
 from vfl.contract.spec import JobSpec, NetworkSpec
+from vfl.party.analysis.job import AnalysisJob
 from vfl.party.compute import PartyCompute
 from vfl.party.config import PartyConfig
 from vfl.party.errors import (
@@ -257,7 +258,8 @@ class PartyDaemon:
         if spec.predict is not None:
             where = (cfg.datasets, self.state, cfg.scores_dir, self.executor)
             return PredictJob(job_id, spec, cfg.party_id, *where, cfg.stability.share)
-        return PartyJob(
+        job = AnalysisJob if spec.analyze else PartyJob  # an analysis: `vfl analyze`
+        return job(
             job_id,
             spec,
             cfg.party_id,
@@ -267,13 +269,13 @@ class PartyDaemon:
             self.metrics.instruments(),
             self.executor,
             self.options.record_views,
-        )
+        ).shares(cfg.analysis)
 
     def _estimate(self, spec: JobSpec, job: PartyJob | PredictJob) -> JobEstimate:
         """What `job` will hold here (`party.limits.estimate_job`), before it loads."""
         given = [job.dataset] + ([job.test_dataset] if isinstance(job, PartyJob) else [])
         tables = [d.source for d in given if d is not None]
-        return estimate_job(spec, self.config.party_id, tables, isinstance(job, PartyJob))
+        return estimate_job(spec, self.config.party_id, tables, type(job) is PartyJob)
 
     def _fail_job(self, job_id: str, error: LimitExceeded) -> None:
         """The guard failed a held job (`party.guard`): report it FAILED, then stop it as

@@ -12,7 +12,9 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
-from vfl.contract.states import ALIGNING, KEYING, TRAINING
+from vfl.contract.states import ALIGNING, ANALYZING, KEYING, TRAINING
+from vfl.party.analysis.run import early_keys, selection, without_dropped
+from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.compute import connect, log_tasks
 from vfl.party.datasets import Dataset, align_rows, check_ids, resolve_dataset
 from vfl.party.errors import CheckpointError, DataError, JobError
@@ -47,6 +49,8 @@ log = logging.getLogger(__name__)
 
 class PartyJob:
     """A job at one party: `prepare()` loads and checks data, `run()` trains."""
+
+    sharing: AnalysisSharing = AnalysisSharing()  # what features.select's analysis reveals
 
     def __init__(
         self,
@@ -86,6 +90,7 @@ class PartyJob:
         self.preprocessor: Preprocessor | None = None  # fitted on the training rows
         # the training rows' bins of population stability (kept with the model part)
         self.stability: StabilityReference | None = None
+        self.selection: dict | None = None  # features.select: own columns kept and dropped
         self.state, self.resume_round = state, resume_round
         self.resume: Checkpoint | None = None
         self.peers: dict[str, str] = {}  # the peers' addresses (kept with the model)
@@ -95,6 +100,11 @@ class PartyJob:
         self.check: Callable[[int, int], None] | None = None
         # before the model is built: its parameters and bytes apiece (`Guard.check_model`)
         self.check_model: Callable[[int, int], None] | None = None
+
+    def shares(self, sharing: AnalysisSharing) -> PartyJob:
+        """This job, with its party config's `analysis:` (features.select's analysis)."""
+        self.sharing = sharing
+        return self
 
     def prepare(self) -> RawTable:
         """Load and check the data (and the checkpoint to resume from) before any party
@@ -194,6 +204,7 @@ class PartyJob:
         raw = self.prepare() if self.raw is None else self.raw
         self.raw = None  # the aligned, preprocessed rows replace it
         started = time.monotonic()
+        self.early = early_keys(self.spec, self.party_id) if self.resume is None else None
         reporter.stage(ALIGNING)
         order, psi = self._align(channel, raw, "psi", self.dataset)
         test_size = 0
@@ -203,10 +214,10 @@ class PartyJob:
             )
             test_size = test_psi.intersection_size
             plan = self._plan(len(order), len(test_order))
-            self._fit(raw, order)
+            self._fit(raw, order, channel, reporter)
         else:
             plan = self._plan(len(order), None)
-            self._fit(raw, order[plan.train_rows])
+            self._fit(raw, order[plan.train_rows], channel, reporter)
         table = self._apply(raw, self.dataset, order)  # only the aligned rows, in order
         del raw  # with it the raw columns
         train, labels, aligned = _inputs(table), table.labels, [table.ids]
@@ -266,16 +277,21 @@ class PartyJob:
         view.record("own", own)
         return view
 
-    def _fit(self, raw: RawTable, rows: np.ndarray) -> None:
+    def _fit(self, raw: RawTable, rows: np.ndarray, channel: Channel, reporter: Reporter) -> None:
         """The training rows' preprocessing, fitted on `rows` (on resume, the one fitted
-        before the crash)."""
+        before the crash), without the columns `features.select` drops (`_select`)."""
         assert self.dataset is not None
         saved = None if self.resume is None else self.resume.state.get("preprocess")
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
         else:
             mode = self.dataset.source.preprocess or "auto"
-            self.preprocessor = self.kind.preprocessing(self.spec, raw, rows, mode)
+            if self.spec.features.select is not None:  # every party's WOE/IV first
+                reporter.stage(ANALYZING)
+                chosen = (channel, self.spec, raw, rows, self.executor, self.sharing, self.early)
+                self.selection = selection(*chosen)
+            fitted = self.kind.preprocessing(self.spec, raw, rows, mode)
+            self.preprocessor = without_dropped(fitted, self.selection)
         self.stability = fit_reference(raw, rows, self.preprocessor)  # the same on resume
 
     def _apply(self, raw: RawTable, dataset: Dataset | None, rows: np.ndarray) -> Table:
@@ -351,6 +367,8 @@ class PartyJob:
         part["preprocess"] = self.preprocessor.model_dump_json()
         if self.stability is not None:
             part["stability"] = self.stability.model_dump_json()
+        if self.selection is not None:
+            part["selection"] = self.selection
         try:
             ModelStore(self.state).save(manifest, part)
         except OSError as exc:  # the job's last checkpoint stays: a resume keeps the model

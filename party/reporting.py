@@ -132,6 +132,7 @@ def party_done(result: Mapping[str, Any]) -> pb.PartyDone:
         drift=party_pb2.DriftCounts(**result["drift"]) if "drift" in result else None,
         evaluation=result.get("evaluation"),  # `party.training.evaluation`
         stability=result.get("stability"),  # `party.tables.stability.summary`
+        analysis=result.get("analysis"),
     )
 
 

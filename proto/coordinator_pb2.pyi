@@ -21,6 +21,7 @@ class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     JOB_STATE_PAUSED: _ClassVar[JobState]
     JOB_STATE_PREDICTING: _ClassVar[JobState]
     JOB_STATE_QUEUED: _ClassVar[JobState]
+    JOB_STATE_ANALYZING: _ClassVar[JobState]
 
 class ModelState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -41,6 +42,7 @@ JOB_STATE_CANCELLED: JobState
 JOB_STATE_PAUSED: JobState
 JOB_STATE_PREDICTING: JobState
 JOB_STATE_QUEUED: JobState
+JOB_STATE_ANALYZING: JobState
 MODEL_STATE_UNSPECIFIED: ModelState
 MODEL_STATE_AVAILABLE: ModelState
 MODEL_STATE_INCOMPLETE: ModelState
@@ -243,7 +245,7 @@ class ColumnStability(_message.Message):
     def __init__(self, column: _Optional[str] = ..., index: _Optional[float] = ..., level: _Optional[str] = ...) -> None: ...
 
 class JobResult(_message.Message):
-    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused", "undefined_metrics", "evaluation")
+    __slots__ = ("job", "started_at", "round", "total_rounds", "loss", "intersection_size", "psi_seconds", "rounds", "local_updates", "metrics", "history", "parties", "bytes_sent", "seconds", "checkpoints", "checkpoint_round", "resumed_from", "prediction", "refused", "undefined_metrics", "evaluation", "analysis")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -293,6 +295,7 @@ class JobResult(_message.Message):
     REFUSED_FIELD_NUMBER: _ClassVar[int]
     UNDEFINED_METRICS_FIELD_NUMBER: _ClassVar[int]
     EVALUATION_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_FIELD_NUMBER: _ClassVar[int]
     job: str
     started_at: float
     round: int
@@ -314,7 +317,52 @@ class JobResult(_message.Message):
     refused: bool
     undefined_metrics: _containers.ScalarMap[str, str]
     evaluation: Evaluation
-    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ..., undefined_metrics: _Optional[_Mapping[str, str]] = ..., evaluation: _Optional[_Union[Evaluation, _Mapping]] = ...) -> None: ...
+    analysis: Analysis
+    def __init__(self, job: _Optional[str] = ..., started_at: _Optional[float] = ..., round: _Optional[int] = ..., total_rounds: _Optional[int] = ..., loss: _Optional[float] = ..., intersection_size: _Optional[int] = ..., psi_seconds: _Optional[float] = ..., rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., parties: _Optional[_Mapping[str, PartyTotals]] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., checkpoints: _Optional[_Mapping[str, int]] = ..., checkpoint_round: _Optional[int] = ..., resumed_from: _Optional[int] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., refused: _Optional[bool] = ..., undefined_metrics: _Optional[_Mapping[str, str]] = ..., evaluation: _Optional[_Union[Evaluation, _Mapping]] = ..., analysis: _Optional[_Union[Analysis, _Mapping]] = ...) -> None: ...
+
+class ColumnAnalysis(_message.Message):
+    __slots__ = ("party", "column", "categorical", "edges", "categories", "empty", "bins_known", "events", "non_events", "woe", "iv", "note", "selected", "merged_from")
+    PARTY_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    CATEGORICAL_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    CATEGORIES_FIELD_NUMBER: _ClassVar[int]
+    EMPTY_FIELD_NUMBER: _ClassVar[int]
+    BINS_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NON_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    WOE_FIELD_NUMBER: _ClassVar[int]
+    IV_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_FIELD_NUMBER: _ClassVar[int]
+    MERGED_FROM_FIELD_NUMBER: _ClassVar[int]
+    party: str
+    column: str
+    categorical: bool
+    edges: _containers.RepeatedScalarFieldContainer[float]
+    categories: _containers.RepeatedScalarFieldContainer[str]
+    empty: bool
+    bins_known: bool
+    events: _containers.RepeatedScalarFieldContainer[int]
+    non_events: _containers.RepeatedScalarFieldContainer[int]
+    woe: _containers.RepeatedScalarFieldContainer[float]
+    iv: float
+    note: str
+    selected: bool
+    merged_from: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, party: _Optional[str] = ..., column: _Optional[str] = ..., categorical: _Optional[bool] = ..., edges: _Optional[_Iterable[float]] = ..., categories: _Optional[_Iterable[str]] = ..., empty: _Optional[bool] = ..., bins_known: _Optional[bool] = ..., events: _Optional[_Iterable[int]] = ..., non_events: _Optional[_Iterable[int]] = ..., woe: _Optional[_Iterable[float]] = ..., iv: _Optional[float] = ..., note: _Optional[str] = ..., selected: _Optional[bool] = ..., merged_from: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Analysis(_message.Message):
+    __slots__ = ("columns", "rows", "events", "non_events")
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NON_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    columns: _containers.RepeatedCompositeFieldContainer[ColumnAnalysis]
+    rows: int
+    events: int
+    non_events: int
+    def __init__(self, columns: _Optional[_Iterable[_Union[ColumnAnalysis, _Mapping]]] = ..., rows: _Optional[int] = ..., events: _Optional[int] = ..., non_events: _Optional[int] = ...) -> None: ...
 
 class PredictionSummary(_message.Message):
     __slots__ = ("model", "rows", "scored", "missing", "output")
@@ -607,7 +655,7 @@ class Validated(_message.Message):
     def __init__(self, round: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., undefined: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class PartyDone(_message.Message):
-    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift", "undefined", "evaluation", "stability")
+    __slots__ = ("rounds", "local_updates", "bytes_sent", "seconds", "metrics", "history", "prediction", "drift", "undefined", "evaluation", "stability", "analysis")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -633,6 +681,7 @@ class PartyDone(_message.Message):
     UNDEFINED_FIELD_NUMBER: _ClassVar[int]
     EVALUATION_FIELD_NUMBER: _ClassVar[int]
     STABILITY_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_FIELD_NUMBER: _ClassVar[int]
     rounds: int
     local_updates: int
     bytes_sent: int
@@ -644,7 +693,8 @@ class PartyDone(_message.Message):
     undefined: _containers.ScalarMap[str, str]
     evaluation: Evaluation
     stability: Stability
-    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., undefined: _Optional[_Mapping[str, str]] = ..., evaluation: _Optional[_Union[Evaluation, _Mapping]] = ..., stability: _Optional[_Union[Stability, _Mapping]] = ...) -> None: ...
+    analysis: Analysis
+    def __init__(self, rounds: _Optional[int] = ..., local_updates: _Optional[int] = ..., bytes_sent: _Optional[int] = ..., seconds: _Optional[float] = ..., metrics: _Optional[_Mapping[str, float]] = ..., history: _Optional[_Iterable[_Union[ValidationPoint, _Mapping]]] = ..., prediction: _Optional[_Union[PredictionSummary, _Mapping]] = ..., drift: _Optional[_Union[_party_pb2.DriftCounts, _Mapping]] = ..., undefined: _Optional[_Mapping[str, str]] = ..., evaluation: _Optional[_Union[Evaluation, _Mapping]] = ..., stability: _Optional[_Union[Stability, _Mapping]] = ..., analysis: _Optional[_Union[Analysis, _Mapping]] = ...) -> None: ...
 
 class Checkpointed(_message.Message):
     __slots__ = ("round",)

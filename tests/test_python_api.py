@@ -116,6 +116,15 @@ def test_a_local_federation_from_a_spec_file_runs_it_in_a_with_block(tmp_path: P
         result = client.run(federation.spec)
         assert result.succeeded, result.reason
         assert result.rounds > 0 and result.history[-1].round == result.rounds
+        analysed = client.analyze(federation.spec)  # WOE and IV of every column
+        assert analysed.succeeded and analysed.analysis is not None, analysed.reason
+        assert [len(analysed.analysis.party(p)) for p in ("bank", "shop")] == [10, 20]
+        assert all(c.iv is not None and c.iv > 0 for c in analysed.analysis.columns)
+        # by default the shop's columns go by their positions, without their bins
+        shop = analysed.analysis.party("shop")
+        assert [c.column for c in shop] == [f"x{j}" for j in range(20)]
+        assert all(c.edges is None and c.categories is None for c in shop)
+        assert all(c.edges is not None for c in analysed.analysis.party("bank"))
     assert not federation.workdir.exists()
     federation.close()  # again: nothing left to do
 

@@ -1,6 +1,7 @@
 # The public names of `vfl`: for type checkers, and for `lazy_loader`,
 # which loads each from its module on first use (`__init__.py`).
 
+from .analysis import Analysis as Analysis, ColumnIV as ColumnIV
 from .client import Client as Client
 from .contract.spec import JobSpec as JobSpec, load_spec as load_spec, parse_spec as parse_spec
 from .errors import (

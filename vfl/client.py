@@ -116,6 +116,27 @@ class Client:
         """
         return self.wait(self.submit(spec), on_progress)
 
+    def submit_analysis(self, spec: SpecLike) -> str:
+        """Submit `spec` as an analysis job (`vfl analyze`: PSI, then every party's
+        columns binned and measured, WOE and IV; nothing trained); returns its id.
+
+        Raises:
+            SpecError, PartyUnavailable: as `submit` (a task other than binary is refused).
+        """
+        return self.submit(as_spec(spec).model_copy(update={"analyze": True}))
+
+    def analyze(
+        self, spec: SpecLike, on_progress: Callable[[Progress], object] | None = None
+    ) -> JobResult:
+        """Submit an analysis job and wait for it (`submit_analysis`, then `wait`); its
+        columns are `result.analysis` (a `vfl.analysis.Analysis`) once it succeeded.
+
+        Raises:
+            SpecError, PartyUnavailable: as `submit`.
+            CoordinatorLost: as `wait`.
+        """
+        return self.wait(self.submit_analysis(spec), on_progress)
+
     def watch(self, job_id: str) -> Iterator[Progress]:
         """The job's progress as it changes, until it ends (the last event has `ended`).
 

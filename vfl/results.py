@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vfl.analysis import Analysis
 from vfl.coordinator.client import ENDED, Job as Job, JobView as JobView
 from vfl.models import drift_counts
 from vfl.proto import coordinator_pb2 as pb
@@ -112,6 +113,7 @@ class JobResult:
     prediction: Prediction | None
     undefined_metrics: dict[str, str] = field(default_factory=dict)
     evaluation: pb.Evaluation | None = None
+    analysis: Analysis | None = None  # an analysis job (`Client.analyze`)
 
     @staticmethod
     def from_view(view: JobView) -> JobResult:
@@ -131,6 +133,7 @@ class JobResult:
             prediction=_prediction(r) if r.HasField("prediction") else None,
             undefined_metrics=dict(r.undefined_metrics),
             evaluation=r.evaluation if r.HasField("evaluation") else None,
+            analysis=Analysis.from_proto(r.analysis) if r.HasField("analysis") else None,
         )
 
     @property

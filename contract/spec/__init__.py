@@ -11,6 +11,8 @@ its dotted path and the fix. The spec crosses the wire as its canonical JSON
   `celu.config.LocalUpdateConfig`; `trees.py`: `TreesSpec`, the model section of a
   gradient-boosted tree ensemble.
 - `crypto.py`: `CryptoSpec` and `BfvSpec` (the `crypto:` section).
+  gradient-boosted tree ensemble; `features.py`: `FeaturesSpec`, WOE/IV bins and the
+  columns a job keeps by IV.
 - `data.py`: `TableSource` (a table file: a party config's dataset, or a job's file) and
   `DataSpec` (a party's rows in a job).
 - `fields.py`: the base model and field types; `messages.py`: errors as messages;
@@ -19,6 +21,7 @@ its dotted path and the fix. The spec crosses the wire as its canonical JSON
 
 from vfl.contract.spec.crypto import BfvSpec, CryptoSpec
 from vfl.contract.spec.data import DataSpec, TableColumns, TableSource
+from vfl.contract.spec.features import FeaturesSpec, SelectSpec
 from vfl.contract.spec.load import (
     job_schema,
     load_spec,
@@ -44,10 +47,12 @@ __all__ = [
     "CryptoSpec",
     "DefenceSpec",
     "DataSpec",
+    "FeaturesSpec",
     "JobSpec",
     "ModelSpec",
     "NetworkSpec",
     "PartySpec",
+    "SelectSpec",
     "SourceSpec",
     "TableColumns",
     "TableSource",

@@ -12,6 +12,7 @@ from vfl.celu.config import LocalUpdateConfig
 from vfl.contract.errors import SpecError
 from vfl.contract.spec.crypto import CryptoSpec
 from vfl.contract.spec.data import DataSpec
+from vfl.contract.spec.features import FeaturesSpec, check_analysis
 from vfl.contract.spec.fields import NUMBER, FieldProblem, Name, SpecModel
 from vfl.contract.spec.messages import explain
 from vfl.contract.spec.predict import PredictSpec
@@ -200,6 +201,15 @@ class JobSpec(SpecModel):
     predict: PredictSpec | None = Field(
         None, description="set by the coordinator: score with a stored model, do not train"
     )
+    features: FeaturesSpec = Field(
+        default_factory=FeaturesSpec,
+        description="WOE/IV bins per column, and the columns a training job keeps by IV",
+    )
+    analyze: bool = Field(
+        False,
+        strict=True,
+        description="set by `vfl analyze`: measure every column's WOE and IV, train nothing",
+    )
 
     @model_validator(mode="after")
     def _parties_fit(self) -> JobSpec:
@@ -226,6 +236,7 @@ class JobSpec(SpecModel):
             )
         if self.crypto.scheme == "bfv":
             _check_bfv(self)
+        check_analysis(self.analyze, self.features, self.model.task, self.predict is not None)
         if self.defence is not None and self.defence.label_epsilon is not None:
             if self.model.task != "binary":
                 raise FieldProblem("defence", "label_epsilon needs model.top.task: binary")

@@ -55,6 +55,21 @@ TREE_MESSAGES: tuple[tuple[re.Pattern[str], str, frozenset[str], frozenset[str]]
         (r"score/b\d+/lacks", "passive", ("indices", "control"), ()),
     )
 )
+# What an analysis job (`vfl analyze`, docs/protocols.md "WOE and IV") may send: PSI, the
+# active party's key, layout and row ciphertexts, a passive party's bin counts per column
+# (control) and packed sums (ciphertexts), and the active party's last word (control).
+WOE_MESSAGES: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...] = tuple(
+    (re.compile(pattern), sender, frozenset(kinds))
+    for pattern, sender, kinds in (
+        (r"psi(-test)?/.+", "any", ("ec_points", "control", "indices")),
+        (r"woe/pk", "active", ("public_key",)),
+        (r"woe/layout", "active", ("layer_setup",)),
+        (r"woe/rows/\d+", "active", ("ciphertexts",)),
+        (r"woe/end", "active", ("control",)),
+        (r"woe/bins", "passive", ("control",)),
+        (r"woe/sums", "passive", ("ciphertexts",)),
+    )
+)
 MIN_FEATURE = 1e-3  # smaller values (zeros, mostly) would match too much to mean a leak
 
 
@@ -135,17 +150,30 @@ def tree_problems(records: Iterable[dict], active: str, protocol: str = "split")
     """The envelopes of a tree job (or of its predictions and scoring sessions) that
     `TREE_MESSAGES` does not allow under `protocol`: an unknown tag, the wrong sender
     (`active` is the active party's id), or another payload kind; one line each."""
+    secure = protocol == "secureboost"
+    rules = tuple((p, s, sec if secure else split) for p, s, split, sec in TREE_MESSAGES)
+    return message_problems(records, active, rules, "a tree message")
+
+
+def message_problems(
+    records: Iterable[dict],
+    active: str,
+    rules: tuple[tuple[re.Pattern[str], str, frozenset[str]], ...],
+    what: str,
+) -> list[str]:
+    """The sent envelopes that `rules` (`TREE_MESSAGES` under one protocol,
+    `WOE_MESSAGES`) do not allow, one line each (`what`: what a message of the rules is
+    called)."""
     problems = []
     for r in records:
         if r["direction"] != "sent":
             continue
         tag, kind, by_active = r["tag"], r["kind"], r["sender"] == active
-        rule = next((m for m in TREE_MESSAGES if m[0].fullmatch(tag)), None)
+        rule = next((m for m in rules if m[0].fullmatch(tag)), None)
         if rule is None:
-            problems.append(f"{r['sender']} -> {r['receiver']} {tag}: not a tree message")
+            problems.append(f"{r['sender']} -> {r['receiver']} {tag}: not {what}")
             continue
-        _, sender, split, secure = rule
-        kinds = secure if protocol == "secureboost" else split
+        _, sender, kinds = rule
         if sender != "any" and by_active != (sender == "active"):
             problems.append(f"{r['sender']} -> {r['receiver']} {tag}: sent by the wrong party")
         if kind not in kinds:

@@ -165,3 +165,23 @@ def test_a_parquet_file_is_read_as_parquet_without_a_format() -> None:
     assert TableSource(path="/data/bank.PQ").format == "parquet"
     assert TableSource(path="/data/bank.csv").format == "csv"
     assert TableSource(path="/data/bank.parquet", format="csv").format == "csv"
+
+
+def test_features_select_and_analyze_are_checked() -> None:
+    from vfl.contract.errors import SpecError
+    from vfl.contract.spec import parse_spec
+
+    base = {
+        "parties": [
+            {"id": "bank", "role": "active", "data": {"dataset": "d"}},
+            {"id": "shop", "role": "passive", "data": {"dataset": "d"}},
+        ]
+    }
+    spec = parse_spec({**base, "features": {"select": {"iv_min": 0.02, "top": 5}}})
+    assert spec.features.select is not None and spec.features.bins == 10
+    with pytest.raises(SpecError, match="features.select.iv_min"):
+        parse_spec({**base, "features": {"select": {}}})
+    with pytest.raises(SpecError, match="features.bins"):
+        parse_spec({**base, "features": {"bins": 1}})
+    with pytest.raises(SpecError, match="binary label"):
+        parse_spec({**base, "analyze": True, "model": {"top": {"task": "regression"}}})

@@ -223,3 +223,30 @@ def test_parties_and_models_pages_and_nothing_fetched_from_elsewhere(daemons, br
     assert loaded and all(url.startswith(base + "/") for url in loaded), loaded
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert not errors, errors  # no script error, no blocked (CSP) load
+
+
+def test_an_analysis_shows_a_table_per_party(daemons, browser):
+    # Prepare
+    d, login = daemons
+    base = login.split("/?token=")[0]
+    spec = d.workdir / "woe.yaml"
+    spec.write_text(
+        "job: woe\nparties:\n"
+        "  - {id: bank, role: active, data: {dataset: breast}}\n"
+        "  - {id: shop, role: passive, data: {dataset: breast}}\n"
+        "crypto: {key_bits: 1024, allow_insecure_test_keys: true}\n"
+    )
+    # Execute
+    done = d.vfl("analyze", str(spec), "--coordinator", d.address, "--json")
+    assert done.returncode == 0, done.stderr
+    job_id = json.loads(done.stdout)["job"]
+    browser.get(f"{base}/#/job/{job_id}")
+    # Assert: bank's 10 columns and shop's 20, each with its IV, strongest first
+    rows = until(
+        lambda: browser.find_elements("css selector", "#analysis-shop tr[data-column]"),
+        what="the shop's columns",
+    )
+    assert len(rows) == 20
+    assert len(browser.find_elements("css selector", "#analysis-bank tr[data-column]")) == 10
+    ivs = [float(r.find_elements("tag name", "td")[1].text) for r in rows]
+    assert ivs == sorted(ivs, reverse=True) and ivs[0] > 0.5

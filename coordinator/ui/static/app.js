@@ -195,13 +195,40 @@ function stabilityPart(parties) {
     table("stability", ["party", "columns", "watch", "shift", "scores", "columns shared"], rows)];
 }
 
+// An analysis job (`vfl analyze`): a table per party, strongest column first.
+const STRENGTH = [[0.02, "useless"], [0.1, "weak"], [0.3, "medium"], [0.5, "strong"]];
+
+function strength(iv) {
+  if (iv === undefined) return "-";
+  const found = STRENGTH.find(([bound]) => iv < bound);
+  return found ? found[1] : "suspicious";
+}
+
+function analysisTables(job) {
+  const columns = (job.analysis && job.analysis.columns) || [];
+  const parties = [...new Set(columns.map((c) => c.party))];
+  return parties.flatMap((party) => {
+    const mine = columns.filter((c) => c.party === party)
+      .sort((a, b) => (b.iv ?? 0) - (a.iv ?? 0));
+    const rows = mine.map((c) => el("tr", { "data-column": c.column },
+      el("td", {}, c.column),
+      el("td", {}, c.iv === undefined ? "-" : c.iv.toFixed(4)),
+      el("td", {}, strength(c.iv)),
+      el("td", {}, (c.events || []).length || "-"),
+      el("td", {}, c.selected === undefined ? "" : c.selected ? "yes" : "no"),
+      el("td", {}, c.note || "")));
+    return [el("h3", {}, `WOE and IV: ${party}`),
+      table(`analysis-${party}`, ["column", "IV", "strength", "bins", "kept", "note"], rows)];
+  });
+}
+
 async function jobPage(jobId, first) {
   const job = await api(`/api/jobs/${encodeURIComponent(jobId)}`);
   if (first) {
     charts = {};
     const boxes = CHARTS.map(([key]) => el("div", { class: "chart", id: `chart-${key}` }));
     show(el("h2", { id: "job-title", "data-state": job.state }, `Job ${job.job}`),
-      el("div", { id: "facts" }), el("div", { id: "reading" }),
+      el("div", { id: "facts" }), el("div", { id: "reading" }), el("div", { id: "analysis" }),
       el("div", { class: "charts" }, ...boxes),
       el("h3", {}, "Spec"), el("pre", { id: "spec" }, job.spec_yaml));
   }
@@ -213,6 +240,7 @@ async function jobPage(jobId, first) {
     reading.replaceChildren(...evaluationPart(job.evaluation), ...stability);
     drawEvaluation(job.evaluation);
   }
+  document.getElementById("analysis").replaceChildren(...analysisTables(job));
   for (const [key, name, x, title] of CHARTS) {
     drawChart(document.getElementById(`chart-${key}`), key, job.curves[name], x, title);
   }
