@@ -13,10 +13,15 @@ from types import MappingProxyType
 from vfl.attack.errors import DataError
 from vfl.attack.harness import AttackRow
 from vfl.attack.network import attacks as network_attacks
+from vfl.attack.trees import attacks as tree_attacks
 from vfl.attack.views import PartyView
 
 Attacks = Callable[[dict[str, PartyView], str, dict[str, PartyView] | None, int], list[AttackRow]]
-ATTACKS: MappingProxyType[str, Attacks] = MappingProxyType({"network": network_attacks})
+ATTACKS: MappingProxyType[str, Attacks] = MappingProxyType(
+    {"network": network_attacks, "trees": tree_attacks}
+)
+# the kinds whose attacks compare a second run on permuted labels (the distinguisher)
+COMPARED = frozenset({"network"})
 
 
 def evaluate(

@@ -19,7 +19,7 @@ from vfl.proto import common_pb2
 from vfl.secure.channel import decode_payload
 from vfl.secure.wire.payload import tensor_from_payload
 
-ROUND_TAG = re.compile(r"^train/r(\d+)/(.+)$")
+ROUND_TAG = re.compile(r"^(?:train|tree)/r(\d+)/(.+)$")  # networks, trees
 ROUND_RECORD = re.compile(r"^train_r(\d+)$")
 # A ciphertext is read by its lowest 64 bits: uniform whatever the key, whereas its
 # leading bits follow the modulus's (two runs under two keys differ there, not in what

@@ -73,11 +73,12 @@ def _recorded(spec, folder: Path, show: bool, tls: bool, what: str):
 def _attack(spec, base: Path, args: argparse.Namespace) -> tuple[AttackReport, dict[str, float]]:
     """Both runs and the attacks: the report and the seconds each part took."""
     from vfl.attack import AttackReport, evaluate
+    from vfl.attack.kinds import COMPARED
 
     show, tls = not args.json, not args.insecure
     job, views, job_s = _recorded(spec, base / "job", show, tls, "job")
     permuted, twin_s = None, 0.0
-    if not args.no_distinguisher:
+    if not args.no_distinguisher and spec.model.kind in COMPARED:
         twin = _permuted_spec(spec, base / "permuted-data")
         _, permuted, twin_s = _recorded(
             twin, base / "permuted", show, tls, "the permuted-label job"
@@ -97,7 +98,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec)
     if spec.model.task != "binary":
-        print("error: vfl attack scores binary tasks (model.top.task: binary)", file=sys.stderr)
+        where = "model.top.task" if spec.model.kind == "network" else "model.trees.task"
+        print(f"error: vfl attack scores binary tasks ({where}: binary)", file=sys.stderr)
         return 2
     temporary = not args.workdir
     base = Path(tempfile.mkdtemp(prefix="vfl-attack-")) if temporary else Path(args.workdir)
@@ -142,7 +144,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sp.add_argument(
         "--no-distinguisher",
         action="store_true",
-        help="skip the second run on permuted labels (and the distinguisher)",
+        help="skip the second run on permuted labels (and the distinguisher); tree jobs "
+        "never run it",
     )
     sp.add_argument("--insecure", action="store_true", help="no TLS between the processes")
     sp.set_defaults(fn=cmd_attack)

@@ -56,6 +56,24 @@ class TreesSpec(SpecModel):
     subsample: Annotated[float, Field(gt=0, le=1, strict=True), NUMBER] = Field(
         1.0, description="fraction of the training rows each round's trees are grown on"
     )
+    active_trees: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        strict=True,
+        description="the first this many rounds' trees grown on the active party's columns "
+        "alone: the passive parties receive nothing of them, neither (g, h) nor row "
+        "partitions (SecureBoost's reduced-leakage mode); 0: off",
+    )
+    active_levels: int = Field(
+        0,
+        ge=0,
+        le=MAX_DEPTH,
+        strict=True,
+        description="the first this many levels of every tree split on the active party's "
+        "columns alone: the passive parties offer no candidates there (they still receive "
+        "those levels' row partitions, to sum the nodes below); 0: off",
+    )
     early_stopping: int | None = Field(
         None,
         ge=1,

@@ -125,13 +125,36 @@ class ActiveTrees(ScoresInTurn):
         before, own_first = self.counts, len(self.splits)
         after = list(before)
         gradients = self.side.gradients()
-        peers = [(peer, gradients) for peer in self.peers]
-        growth = ActiveRound(rnd, self.spec, own, self.splits, peers, after).run(gh, chosen)
+        alone = rnd <= self.spec.active_trees  # the passive parties take no part
+        peers = [] if alone else [(peer, gradients) for peer in self.peers]
+        grower = ActiveRound(rnd, self.spec, own, self.splits, peers, after)
+        growth = grower.run(gh, chosen)
         self.per_round.append([a - b for a, b in zip(after, before, strict=True)])
         self.forest.rounds.append(growth.trees)
         self.margins[at] += growth.outputs()
-        self._elsewhere(rnd, _outside(chosen, len(train)), own_first)
+        on_val = self._elsewhere(rnd, _outside(chosen, len(train)), own_first)
+        self._record(rnd, train[at], grower, on_val)
         return self.objective.loss(self.margins, self.y)
+
+    def _record(
+        self, rnd: int, rows: np.ndarray, grower: ActiveRound, on_val: list[np.ndarray]
+    ) -> None:
+        """Its view of round `rnd` (`vfl attack`): the round's rows (`rows`, aligned) and,
+        per passive party p, the row partitions of p's splits it picked (`cut_*_<p>`:
+        each split's level, its node's rows as positions into `rows` and which go left,
+        end to end) and those splits' decisions on the validation rows (`val_<p>`)."""
+        if not self.ctx.view.recording:
+            return
+        seen: dict[str, np.ndarray] = {"rows": rows}
+        for peer, cuts in zip(self.peers, grower.cuts, strict=False):
+            p = peer.peer
+            seen[f"cut_level_{p}"] = np.array([c[0] for c in cuts], dtype=np.int64)
+            seen[f"cut_size_{p}"] = np.array([len(c[1]) for c in cuts], dtype=np.int64)
+            seen[f"cut_rows_{p}"] = np.concatenate([np.zeros(0, np.int64), *(c[1] for c in cuts)])
+            seen[f"cut_left_{p}"] = np.concatenate([np.zeros(0, bool), *(c[2] for c in cuts)])
+        for peer, bits in zip(self.peers, on_val, strict=False):
+            seen[f"val_{peer.peer}"] = bits
+        self.ctx.view.record(f"train/r{rnd}", seen)
 
     def _subsample(self, rnd: int, rows: int) -> np.ndarray | None:
         """The round's rows among the training rows (None: all of them)."""
@@ -141,10 +164,12 @@ class ActiveTrees(ScoresInTurn):
         size = max(1, int(round(self.spec.subsample * rows)))
         return np.sort(rng.choice(rows, size=size, replace=False))
 
-    def _elsewhere(self, rnd: int, outside: np.ndarray, first: int) -> None:
+    def _elsewhere(self, rnd: int, outside: np.ndarray, first: int) -> list[np.ndarray]:
         """Round `rnd`'s trees on the training rows `outside` its rows and on the
         validation rows: every party's decisions at its splits of the round (its own from
-        split id `first` on; the passive parties' in their `eval`)."""
+        split id `first` on; the passive parties' in their `eval`). Returns each passive
+        party's decisions on the validation rows (splits x rows; none in a round it took
+        no part in)."""
         ctx, r = self.ctx, rnd - 1
         train_rows, val_rows = ctx.plan.train_rows[outside], ctx.plan.val_rows
         ids = np.arange(first, len(self.splits))
@@ -152,8 +177,8 @@ class ActiveTrees(ScoresInTurn):
         on_train, on_val = Decisions(), Decisions()
         on_train.add(0, self.splits.decide(self.columns, train_rows, ids), first)
         on_val.add(0, self.splits.decide(val_columns, val_rows, ids), first)
-        counts = self.counts
-        for owner, peer in enumerate(self.peers, start=1):
+        counts, seen = self.counts, []
+        for owner, peer in enumerate(self.peers if rnd > self.spec.active_trees else [], 1):
             made = self.per_round[r][owner - 1]
             both = peer.read(
                 f"{wire.round_tag(rnd)}/eval",
@@ -164,9 +189,11 @@ class ActiveTrees(ScoresInTurn):
             first_p = counts[owner - 1] - made
             on_train.add(owner, both[:, : len(train_rows)], first_p)
             on_val.add(owner, both[:, len(train_rows) :], first_p)
+            seen.append(both[:, len(train_rows) :])
         rounds = range(r, r + 1)
         self.margins[outside] += self.forest.margins(on_train, len(train_rows), rounds)
         self.val_margins += self.forest.margins(on_val, len(val_rows), rounds)
+        return seen
 
     def _validate(self, rnd: int) -> None:
         assert self.y_val is not None and self.val_target is not None

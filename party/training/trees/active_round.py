@@ -35,6 +35,9 @@ class ActiveRound:
         self.rnd, self.spec, self.own, self.splits = rnd, spec, own, splits
         self.peers, self.counts = peers, counts
         self.first = [len(splits), *counts]  # each owner's first split id of the round
+        # per passive party, each split of its picked this round: (level, the node's
+        # rows, which go left), what this party learns of that party's columns
+        self.cuts: list[list[tuple[int, np.ndarray, np.ndarray]]] = [[] for _ in peers]
 
     def run(self, gh: np.ndarray, rows: np.ndarray | None) -> Growth:
         """Grow the round's trees; `rows`: the round's rows among the training rows, sent
@@ -65,6 +68,8 @@ class ActiveRound:
         _, own = self.own.offer()
         offers = [list(own)]
         tag = wire.level_tag(self.rnd, level)
+        if level < self.spec.active_levels:  # the active party's columns alone
+            return offers + [[np.zeros((0, 2))] * len(trees) for _ in self.peers]
         for peer, exchange in self.peers:
             sizes = peer.read(f"{tag}/sizes", wire.read_sizes, len(trees))
             counts = [int(s) for s in sizes]
@@ -81,7 +86,8 @@ class ActiveRound:
         ids: list[int] = [-1] * n
         lefts: list[np.ndarray | None] = [None] * n
         tag = wire.level_tag(self.rnd, level)
-        for owner, (peer, _) in enumerate(self.peers, start=1):
+        offered = level >= self.spec.active_levels
+        for owner, (peer, _) in enumerate(self.peers if offered else [], start=1):
             ties = [c.ties if c and c.owner == owner else () for c in choices]
             peer.send(f"{tag}/pick", wire.picks(ties))
             picked = np.flatnonzero([len(t) > 0 for t in ties])
@@ -92,6 +98,7 @@ class ActiveRound:
             parts = peer.read(f"{tag}/part", wire.unpack, sizes)
             for i, sid, part in zip(picked.tolist(), got, parts, strict=True):
                 ids[i], lefts[i] = int(sid), part
+                self.cuts[owner - 1].append((level, growth.open[i].rows, part))
             self.counts[owner - 1] += len(picked)
         for n, choice in enumerate(choices):
             if choice is not None and choice.owner == 0:

@@ -36,6 +36,7 @@ class PassiveTrees(ScoresInTurn):
         # checkpoints, so a resumed round offers them in the same order)
         self.key = [secrets.randbits(32) for _ in range(4)]
         self.importance: dict[str, Any] = {}
+        self.picked: dict[int, np.ndarray] = {}  # a level's picked open nodes: rows going left
 
     def setup(self) -> None:
         """The protocol's keys from the active party (none under `split`)."""
@@ -53,7 +54,8 @@ class PassiveTrees(ScoresInTurn):
             stop, keep = self.active.read(f"{wire.round_tag(rnd)}/go", wire.read_go)
             if stop:
                 break
-            self._round(rnd)
+            if rnd > self.spec.active_trees:  # (before: the active party's trees alone)
+                self._round(rnd)
             ctx.reporter.round(rnd, plan.total_rounds, None, ctx.channel.stats.bytes_sent)
             if ctx.checkpoints is not None and ctx.checkpoints.due(rnd):
                 ctx.checkpoints.save(rnd, self.state_dict())
@@ -61,6 +63,8 @@ class PassiveTrees(ScoresInTurn):
         self.splits.keep_rounds(keep)
         gains = self.active.read(wire.GAINS, wire.read_gains, len(self.splits))
         self.importance = self.splits.importance(gains, self.columns.width)
+        if ctx.view.recording:  # for the harness to score attacks on its columns
+            ctx.view.record("final", {"split_columns": self.splits.state()["column"]})
         return {"rounds": rnd - 1, "trees": keep, "importance": self.importance}
 
     def _round(self, rnd: int) -> None:
@@ -80,6 +84,9 @@ class PassiveTrees(ScoresInTurn):
             for level in range(self.spec.depth):
                 if not self._level(rnd, level, book):
                     break
+            if self.ctx.view.recording:
+                groups = instance_space(book, self.picked, len(at), trees)
+                self.ctx.view.record(f"train/r{rnd}", {"rows": train[at], "groups": groups})
         finally:
             kernel.close()
         ids = np.arange(first, len(self.splits))
@@ -93,6 +100,20 @@ class PassiveTrees(ScoresInTurn):
         """One level: candidates out, picks in, partitions out; whether a next level
         follows (the active party's `grow`)."""
         tag = wire.level_tag(rnd, level)
+        self.picked = {}
+        if level >= self.spec.active_levels:
+            self._offer(rnd, tag, book)
+        if level + 1 == self.spec.depth:
+            return False
+        sizes_now = [len(node.rows) for node in book.nodes]
+        lefts = self.active.read(f"{tag}/grow", wire.read_grow, sizes_now)
+        if all(left is None for left in lefts):
+            return False
+        book.grow(lefts)
+        return True
+
+    def _offer(self, rnd: int, tag: str, book: NodeBook) -> None:
+        """Its candidates of the level's open nodes out, picks in, partitions out."""
         sizes, sums = book.offer()
         self.active.send(f"{tag}/sizes", wire.indices(sizes))
         self.active.send(f"{tag}/hist", book.kernel.payload(sums))
@@ -109,16 +130,9 @@ class PassiveTrees(ScoresInTurn):
                     ) from None
                 ids.append(self.splits.add(*split, rnd))
                 parts.append(left)
+                self.picked[i] = left
             self.active.send(f"{tag}/ids", wire.indices(ids))
             self.active.send(f"{tag}/part", wire.pack(parts))
-        if level + 1 == self.spec.depth:
-            return False
-        sizes_now = [len(node.rows) for node in book.nodes]
-        lefts = self.active.read(f"{tag}/grow", wire.read_grow, sizes_now)
-        if all(left is None for left in lefts):
-            return False
-        book.grow(lefts)
-        return True
 
     def state_dict(self) -> dict[str, Any]:
         """Its splits and its key (a checkpoint)."""
@@ -145,3 +159,17 @@ class PassiveTrees(ScoresInTurn):
         """Send every split's decision on `rows` of `inputs` (one message a request)."""
         decided = self.splits.decide(self._columns_of(inputs), rows)
         self.active.send(f"{tag}/bits", wire.pack_matrix(decided))
+
+
+def instance_space(book: NodeBook, picked: dict[int, np.ndarray], rows: int, trees: int):
+    """What a passive party knows of a round's trees: per row of the round and tree, the
+    deepest node it knows the row is in (an id, -1: none), from the partitions it was
+    sent (`grow`) and, at the last level, those of its own splits."""
+    groups = np.full((rows, trees), -1, dtype=np.int64)
+    count = 0
+    for i, node in enumerate(book.nodes):
+        left = picked.get(i)
+        for part in [node.rows] if left is None else [node.rows[left], node.rows[~left]]:
+            groups[part, node.k] = count
+            count += 1
+    return groups

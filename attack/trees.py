@@ -1,0 +1,253 @@
+"""The attacks on a tree job's recorded views (`protocol: split` or `secureboost`).
+
+A passive party's view (`party.training.trees.passive`): per round the instance space,
+the deepest node of each tree it knows each row is in (`groups`), from the row
+partitions the active party sends it (`grow`) and its own splits'; under `split` also
+the (g, h) of every row (the `gh` envelope), under `secureboost` their ciphertexts.
+The active party's view (`party.training.trees.active`): per passive party, the row
+partition of every split of its it picked (`cut_*`) and those splits' decisions on the
+validation rows (`val_*`, from the party's `eval`, as scoring sends them).
+
+    gradient_sign   label inference from the sign of g (split: g = p - y, so g < 0 is
+                    y = 1 for the logistic loss); on secureboost's ciphertexts, the same
+                    read of their lowest 64 bits
+    instance_space  label inference from the instance space with KNOWN_LABELS known
+                    labels (half of each class): ID2Graph's graph (Takahashi, Liu and
+                    Liu, "Eliminating Label Leakage in Tree-based Vertical Federated
+                    Learning", 2023, arXiv 2307.10318) joins rows that share a node, one
+                    edge weight a tree; the known labels are propagated one step along
+                    it (a row's score: its edge weights to known positives minus those
+                    to known negatives). Its baseline is the same known labels through a
+                    logistic regression on the party's own columns, and its band is
+                    chance around that baseline: what the federation added.
+    first_tree      the same on the first tree the party saw: the leaves of a tree on
+                    the labels' first gradients (SecureBoost's own warning, Cheng et
+                    al. 2021, which its reduced-leakage mode answers: the first tree on
+                    the active party's columns alone)
+    feature_order   the active party orders the rows by a passive party's columns: the
+                    cuts of that party's splits on one column nest (x <= t1 inside x <=
+                    t2), so it groups the cuts into chains of nested cuts and ranks each
+                    row by the cuts of a chain it falls right of; scored by Spearman's
+                    rank correlation with the column the chain's splits are on (the
+                    harness reads the columns from the passive party's view), averaged
+                    over the columns recovered. On the validation rows (every split
+                    decided on each) and on the training rows (the partitions of the
+                    splits at tree roots, which hold every row).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.stats import spearmanr
+from vfl.attack.errors import ViewError
+from vfl.attack.harness import AT_CHANCE, LEAKS, AttackRow, auc_row, binary_labels
+from vfl.attack.stats import auc, chance_band, logistic_scores
+from vfl.attack.views import PartyView
+
+KNOWN_LABELS = 40  # training rows whose label the passive party knows
+DRAWS = 10  # draws of them; their AUCs are averaged
+
+
+def attacks(
+    views: dict[str, PartyView],
+    protocol: str,
+    permuted: dict[str, PartyView] | None = None,
+    seed: int = 0,
+) -> list[AttackRow]:
+    """Every attack on the views of one tree job (`permuted` is not used: no attack here
+    compares two runs)."""
+    actives = [v for v in views.values() if v.role == "active"]
+    if len(actives) != 1:
+        raise ViewError("a job's views need exactly one active party's")
+    active = actives[0]
+    y = binary_labels(active)
+    rows: list[AttackRow] = []
+    for passive in (v for v in views.values() if v.role == "passive"):
+        if not np.array_equal(passive.own["ids"], active.own["ids"]):
+            raise ViewError(f"party '{passive.party}' recorded another aligned order")
+        rows += gradient_rows(passive, y, protocol)
+        rows += instance_rows(passive, y, seed)
+        rows += order_rows(active, passive)
+    return rows
+
+
+def gradient_rows(passive: PartyView, y: np.ndarray, protocol: str) -> list[AttackRow]:
+    """The sign of g in the first round it received (g, h): -g scored against the labels
+    (under secureboost: minus the lowest 64 bits of each ciphertext)."""
+    for rnd in sorted(passive.rounds):
+        gh = passive.received.get(rnd, {}).get("gh")
+        rows = np.asarray(passive.rounds[rnd]["rows"])
+        if gh is None or len(gh) != len(rows):
+            continue
+        what = "(g, h)" if protocol == "split" else "(g, h) ciphertexts, lowest 64 bits"
+        scores = -np.asarray(gh, dtype=np.float64).reshape(len(rows), -1)[:, 0]
+        who = f"{passive.party} (passive)"
+        return [auc_row("gradient_sign", who, f"received {what}, round {rnd}", scores, y[rows])]
+    return []
+
+
+def instance_groups(passive: PartyView, first_only: bool = False) -> np.ndarray:
+    """Aligned rows x trees: the node of each tree the party knows each row is in (ids
+    unique across trees; -1: not known, a row outside the round's subsample)."""
+    n = len(passive.own["ids"])
+    columns, offset = [], 0
+    for rnd in sorted(passive.rounds):
+        record = passive.rounds[rnd]
+        if "groups" not in record:
+            continue
+        groups = np.asarray(record["groups"], dtype=np.int64)
+        placed = np.full((n, groups.shape[1]), -1, dtype=np.int64)
+        placed[np.asarray(record["rows"])] = np.where(groups >= 0, groups + offset, -1)
+        offset += int(groups.max(initial=-1)) + 1
+        columns.append(placed)
+        if first_only:
+            break
+    return np.hstack(columns) if columns else np.zeros((n, 0), dtype=np.int64)
+
+
+def propagate(groups: np.ndarray, known: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Every row's score: over the trees, +1 for each known positive and -1 for each known
+    negative it shares a node with (one step of propagation on ID2Graph's graph), divided
+    by the known rows it shares nodes with; a known row's without its own label."""
+    sign = np.where(labels == 1, 1.0, -1.0)
+    votes, shared = np.zeros(len(groups)), np.zeros(len(groups))
+    for t in range(groups.shape[1]):
+        same = (groups[:, t, None] == groups[known, t][None, :]) & (groups[:, t, None] >= 0)
+        votes += same @ sign
+        shared += same.sum(axis=1)
+    seen = (groups[known] >= 0).sum(axis=1)
+    votes[known] -= sign * seen
+    shared[known] -= seen
+    return votes / np.maximum(shared, 1)
+
+
+def instance_rows(passive: PartyView, y: np.ndarray, seed: int) -> list[AttackRow]:
+    """Instance-space label inference, on every tree the party saw and on the first: its
+    score alone (against chance), and beside its own columns (against them alone)."""
+    train = np.asarray(passive.own["train_rows"])
+    x = passive.inputs()
+    who = f"{passive.party} (passive)"
+    out = []
+    for first, name in ((False, "instance_space"), (True, "first_tree")):
+        groups = instance_groups(passive, first)
+        if not groups.shape[1]:
+            continue
+        rng = np.random.default_rng([seed, 11])
+        alone, both, raw, n1, n0 = [], [], [], 0, 0
+        for _ in range(DRAWS):
+            pos = rng.choice(train[y[train] == 1], KNOWN_LABELS // 2, replace=False)
+            neg = rng.choice(train[y[train] == 0], KNOWN_LABELS - len(pos), replace=False)
+            known = np.concatenate([pos, neg])
+            scored = np.setdiff1d(train, known)
+            votes = propagate(groups, known, y[known])
+            alone.append(auc(votes[scored], y[scored]))
+            with_x = np.column_stack([x, votes])
+            fitted = logistic_scores(with_x[known], y[known], with_x[scored])
+            both.append(auc(fitted, y[scored]))
+            raw.append(auc(logistic_scores(x[known], y[known], x[scored]), y[scored]))
+            n1, n0 = int(y[scored].sum()), int(len(scored) - y[scored].sum())
+        base = float(np.mean(raw))
+        trees = "the first tree it saw" if first else f"{groups.shape[1]} trees"
+        known_s = f"{KNOWN_LABELS} known labels ({DRAWS} draws)"
+        for score, centre, used in (
+            (float(np.mean(alone)), 0.5, f"instance space of {trees} + {known_s}"),
+            (float(np.mean(both)), base, f"... with its own columns, vs them alone: {known_s}"),
+        ):
+            low, high = chance_band(n1, n0, centre=centre)
+            verdict = LEAKS if score > high else AT_CHANCE
+            out.append(AttackRow(name, who, used, score, base, low, high, verdict, n1 + n0))
+    return out
+
+
+def chains(cuts: np.ndarray) -> list[list[int]]:
+    """Cuts (cuts x rows, True: left) grouped into chains, each cut nested in or around
+    every other of its chain (cuts on one column nest); widest-left first, greedily."""
+    found: list[list[int]] = []
+    for c in np.argsort(-cuts.sum(axis=1), kind="stable").tolist():
+        for chain in found:
+            if all(_nested(cuts[c], cuts[m]) for m in chain):
+                chain.append(c)
+                break
+        else:
+            found.append([c])
+    return found
+
+
+def _nested(a: np.ndarray, b: np.ndarray) -> bool:
+    return not (a & ~b).any() or not (b & ~a).any()
+
+
+def order_score(cuts: np.ndarray, columns: np.ndarray, truth: np.ndarray) -> tuple[float, int]:
+    """(mean Spearman correlation over the columns recovered, columns recovered) of the
+    order the chains of `cuts` give the rows, each chain scored against the column most
+    of its cuts are on (`columns`: each cut's; `truth`: rows x the party's columns), the
+    longest chain of a column standing for it."""
+    varies = (cuts.any(axis=1)) & (~cuts.all(axis=1))
+    cuts, columns = cuts[varies], columns[varies]
+    best: dict[int, tuple[int, float]] = {}
+    for chain in chains(cuts):
+        col = int(np.bincount(columns[chain]).argmax())
+        if col >= truth.shape[1] or np.ptp(truth[:, col]) == 0:
+            continue  # a categorical column (no order) or one constant on these rows
+        rank = (~cuts[chain]).sum(axis=0)
+        rho = float(spearmanr(rank, truth[:, col]).statistic)
+        if col not in best or len(chain) > best[col][0]:
+            best[col] = (len(chain), 0.0 if math.isnan(rho) else rho)
+    if not best:
+        return 0.0, 0
+    return float(np.mean([rho for _, rho in best.values()])), len(best)
+
+
+def active_cuts(active: PartyView, party: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """What the active party holds of `party`'s splits, in split-id order: the
+    validation rows' decisions of every split, and the cuts of the splits at tree roots
+    over every training row (a row of -1 for the others)."""
+    train = np.asarray(active.own["train_rows"])
+    where = np.full(len(active.own["ids"]), -1)
+    where[train] = np.arange(len(train))
+    val, roots = [], []
+    for rnd in sorted(active.rounds):
+        record = active.rounds[rnd]
+        if f"val_{party}" in record:
+            val.append(np.asarray(record[f"val_{party}"], dtype=bool))
+        sizes = record.get(f"cut_size_{party}", np.zeros(0, dtype=np.int64))
+        bounds = np.cumsum([0, *sizes])
+        rows = np.asarray(record["rows"])
+        left = np.asarray(record.get(f"cut_left_{party}", []), dtype=bool)
+        at = np.asarray(record.get(f"cut_rows_{party}", []), dtype=np.int64)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            cut = np.full(len(train), -1, dtype=np.int8)
+            if hi - lo == len(train):  # a node holding every training row
+                cut[where[rows[at[lo:hi]]]] = left[lo:hi]
+            roots.append(cut)
+    return val, np.array(roots).reshape(-1, len(train))
+
+
+def order_rows(active: PartyView, passive: PartyView) -> list[AttackRow]:
+    """Feature-order inference of `passive`'s columns by the active party, on the
+    validation rows and on the training rows."""
+    columns = np.asarray(passive.final.get("split_columns", np.zeros(0)), dtype=np.int64)
+    x = passive.inputs()
+    val, roots = active_cuts(active, passive.party)
+    sets = []
+    val_rows = np.asarray(passive.own["val_rows"])
+    if val and val[0].shape[1] == len(val_rows):
+        bits = np.vstack(val)[: len(columns)]
+        sets.append(("validation rows, every split's decisions", bits, x[val_rows]))
+    full = (roots >= 0).all(axis=1)[: len(columns)]
+    train = np.asarray(passive.own["train_rows"])
+    root_cuts = roots[: len(columns)][full].astype(bool)
+    sets.append(("training rows, the partitions of its splits at roots", root_cuts, x[train]))
+    out = []
+    for what, cuts, truth in sets:
+        ids = np.arange(len(columns))[full] if "training" in what else np.arange(len(cuts))
+        score, found = order_score(cuts, columns[ids], truth) if len(cuts) else (0.0, 0)
+        half = max(0.02, 4 / math.sqrt(max(1, len(truth) - 1)))
+        verdict = LEAKS if score > half else AT_CHANCE
+        used = f"{what}: {len(cuts)} cuts, {found} of {x.shape[1]} columns ordered"
+        who = f"{active.party} (active) on {passive.party}"
+        row = AttackRow("feature_order", who, used, score, None, -half, half, verdict, len(truth))
+        out.append(row)
+    return out
