@@ -17,32 +17,26 @@ validation rows (`val_*`, from the party's `eval`, as scoring sends them).
                     Learning", 2023, arXiv 2307.10318) joins rows that share a node, one
                     edge weight a tree; the known labels are propagated one step along
                     it (a row's score: its edge weights to known positives minus those
-                    to known negatives). Its baseline is the same known labels through a
-                    logistic regression on the party's own columns, and its band is
-                    chance around that baseline: what the federation added.
+                    to known negatives), scored against chance. A second row adds the
+                    party's own columns (the ranks of both scores averaged) and is
+                    scored against its baseline, the same known labels through a
+                    logistic regression on those columns alone: what the federation
+                    added to what the party could infer anyway.
     first_tree      the same on the first tree the party saw: the leaves of a tree on
                     the labels' first gradients (SecureBoost's own warning, Cheng et
                     al. 2021, which its reduced-leakage mode answers: the first tree on
                     the active party's columns alone)
-    feature_order   the active party orders the rows by a passive party's columns: the
-                    cuts of that party's splits on one column nest (x <= t1 inside x <=
-                    t2), so it groups the cuts into chains of nested cuts and ranks each
-                    row by the cuts of a chain it falls right of; scored by Spearman's
-                    rank correlation with the column the chain's splits are on (the
-                    harness reads the columns from the passive party's view), averaged
-                    over the columns recovered. On the validation rows (every split
-                    decided on each) and on the training rows (the partitions of the
-                    splits at tree roots, which hold every row).
+    feature_order   the active party orders the rows by a passive party's columns
+                    (`attack.order`)
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import rankdata
 from vfl.attack.errors import ViewError
 from vfl.attack.harness import AT_CHANCE, LEAKS, AttackRow, auc_row, binary_labels
+from vfl.attack.order import order_rows
 from vfl.attack.stats import auc, chance_band, logistic_scores
 from vfl.attack.views import PartyView
 
@@ -125,7 +119,9 @@ def propagate(groups: np.ndarray, known: np.ndarray, labels: np.ndarray) -> np.n
 
 def instance_rows(passive: PartyView, y: np.ndarray, seed: int) -> list[AttackRow]:
     """Instance-space label inference, on every tree the party saw and on the first: its
-    score alone (against chance), and beside its own columns (against them alone)."""
+    score alone (against chance), and beside its own columns (against them alone: the
+    mean of the two scores' ranks, the propagation's and a logistic regression's on its
+    columns fitted to the known labels)."""
     train = np.asarray(passive.own["train_rows"])
     x = passive.inputs()
     who = f"{passive.party} (passive)"
@@ -141,12 +137,11 @@ def instance_rows(passive: PartyView, y: np.ndarray, seed: int) -> list[AttackRo
             neg = rng.choice(train[y[train] == 0], KNOWN_LABELS - len(pos), replace=False)
             known = np.concatenate([pos, neg])
             scored = np.setdiff1d(train, known)
-            votes = propagate(groups, known, y[known])
-            alone.append(auc(votes[scored], y[scored]))
-            with_x = np.column_stack([x, votes])
-            fitted = logistic_scores(with_x[known], y[known], with_x[scored])
-            both.append(auc(fitted, y[scored]))
-            raw.append(auc(logistic_scores(x[known], y[known], x[scored]), y[scored]))
+            votes = propagate(groups, known, y[known])[scored]
+            own = logistic_scores(x[known], y[known], x[scored])
+            alone.append(auc(votes, y[scored]))
+            both.append(auc(rankdata(votes) + rankdata(own), y[scored]))
+            raw.append(auc(own, y[scored]))
             n1, n0 = int(y[scored].sum()), int(len(scored) - y[scored].sum())
         base = float(np.mean(raw))
         trees = "the first tree it saw" if first else f"{groups.shape[1]} trees"
@@ -158,96 +153,4 @@ def instance_rows(passive: PartyView, y: np.ndarray, seed: int) -> list[AttackRo
             low, high = chance_band(n1, n0, centre=centre)
             verdict = LEAKS if score > high else AT_CHANCE
             out.append(AttackRow(name, who, used, score, base, low, high, verdict, n1 + n0))
-    return out
-
-
-def chains(cuts: np.ndarray) -> list[list[int]]:
-    """Cuts (cuts x rows, True: left) grouped into chains, each cut nested in or around
-    every other of its chain (cuts on one column nest); widest-left first, greedily."""
-    found: list[list[int]] = []
-    for c in np.argsort(-cuts.sum(axis=1), kind="stable").tolist():
-        for chain in found:
-            if all(_nested(cuts[c], cuts[m]) for m in chain):
-                chain.append(c)
-                break
-        else:
-            found.append([c])
-    return found
-
-
-def _nested(a: np.ndarray, b: np.ndarray) -> bool:
-    return not (a & ~b).any() or not (b & ~a).any()
-
-
-def order_score(cuts: np.ndarray, columns: np.ndarray, truth: np.ndarray) -> tuple[float, int]:
-    """(mean Spearman correlation over the columns recovered, columns recovered) of the
-    order the chains of `cuts` give the rows, each chain scored against the column most
-    of its cuts are on (`columns`: each cut's; `truth`: rows x the party's columns), the
-    longest chain of a column standing for it."""
-    varies = (cuts.any(axis=1)) & (~cuts.all(axis=1))
-    cuts, columns = cuts[varies], columns[varies]
-    best: dict[int, tuple[int, float]] = {}
-    for chain in chains(cuts):
-        col = int(np.bincount(columns[chain]).argmax())
-        if col >= truth.shape[1] or np.ptp(truth[:, col]) == 0:
-            continue  # a categorical column (no order) or one constant on these rows
-        rank = (~cuts[chain]).sum(axis=0)
-        rho = float(spearmanr(rank, truth[:, col]).statistic)
-        if col not in best or len(chain) > best[col][0]:
-            best[col] = (len(chain), 0.0 if math.isnan(rho) else rho)
-    if not best:
-        return 0.0, 0
-    return float(np.mean([rho for _, rho in best.values()])), len(best)
-
-
-def active_cuts(active: PartyView, party: str) -> tuple[list[np.ndarray], np.ndarray]:
-    """What the active party holds of `party`'s splits, in split-id order: the
-    validation rows' decisions of every split, and the cuts of the splits at tree roots
-    over every training row (a row of -1 for the others)."""
-    train = np.asarray(active.own["train_rows"])
-    where = np.full(len(active.own["ids"]), -1)
-    where[train] = np.arange(len(train))
-    val, roots = [], []
-    for rnd in sorted(active.rounds):
-        record = active.rounds[rnd]
-        if f"val_{party}" in record:
-            val.append(np.asarray(record[f"val_{party}"], dtype=bool))
-        sizes = record.get(f"cut_size_{party}", np.zeros(0, dtype=np.int64))
-        bounds = np.cumsum([0, *sizes])
-        rows = np.asarray(record["rows"])
-        left = np.asarray(record.get(f"cut_left_{party}", []), dtype=bool)
-        at = np.asarray(record.get(f"cut_rows_{party}", []), dtype=np.int64)
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-            cut = np.full(len(train), -1, dtype=np.int8)
-            if hi - lo == len(train):  # a node holding every training row
-                cut[where[rows[at[lo:hi]]]] = left[lo:hi]
-            roots.append(cut)
-    return val, np.array(roots).reshape(-1, len(train))
-
-
-def order_rows(active: PartyView, passive: PartyView) -> list[AttackRow]:
-    """Feature-order inference of `passive`'s columns by the active party, on the
-    validation rows and on the training rows."""
-    columns = np.asarray(passive.final.get("split_columns", np.zeros(0)), dtype=np.int64)
-    x = passive.inputs()
-    val, roots = active_cuts(active, passive.party)
-    sets = []
-    val_rows = np.asarray(passive.own["val_rows"])
-    if val and val[0].shape[1] == len(val_rows):
-        bits = np.vstack(val)[: len(columns)]
-        sets.append(("validation rows, every split's decisions", bits, x[val_rows]))
-    full = (roots >= 0).all(axis=1)[: len(columns)]
-    train = np.asarray(passive.own["train_rows"])
-    root_cuts = roots[: len(columns)][full].astype(bool)
-    sets.append(("training rows, the partitions of its splits at roots", root_cuts, x[train]))
-    out = []
-    for what, cuts, truth in sets:
-        ids = np.arange(len(columns))[full] if "training" in what else np.arange(len(cuts))
-        score, found = order_score(cuts, columns[ids], truth) if len(cuts) else (0.0, 0)
-        half = max(0.02, 4 / math.sqrt(max(1, len(truth) - 1)))
-        verdict = LEAKS if score > half else AT_CHANCE
-        used = f"{what}: {len(cuts)} cuts, {found} of {x.shape[1]} columns ordered"
-        who = f"{active.party} (active) on {passive.party}"
-        row = AttackRow("feature_order", who, used, score, None, -half, half, verdict, len(truth))
-        out.append(row)
     return out

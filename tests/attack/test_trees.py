@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from vfl.attack.harness import AT_CHANCE, LEAKS
-from vfl.attack.trees import attacks, chains, instance_groups, propagate
+from vfl.attack.order import chains
+from vfl.attack.trees import attacks, instance_groups, propagate
 from vfl.contract.spec import JobSpec, parse_spec
 
 from tests.support.attack_runs import recorded_run, synthetic_tables
@@ -57,8 +58,9 @@ def test_split_gives_labels_away_and_its_cuts_order_the_rows(data, tmp_path: Pat
     sign = _row(rows, "gradient_sign", "received (g, h)")
     assert sign.score == 1.0 and sign.verdict == LEAKS
     assert _row(rows, "instance_space", "instance space of 6 trees").verdict == LEAKS
-    order = _row(rows, "feature_order", "validation rows")
-    assert order.verdict == LEAKS and order.score > 0.5, order
+    for where in ("validation rows", "training rows"):
+        order = _row(rows, "feature_order", where)
+        assert order.verdict == LEAKS and order.score > 0.5, order
 
 
 def test_secureboost_hides_g_not_the_instance_space(data, tmp_path: Path) -> None:

@@ -41,6 +41,9 @@ def test_the_task_of_a_tree_model_is_its_own() -> None:
         ("{trees: {min_child_weight: -0.5}}", "'model.trees.min_child_weight'"),
         ("{trees: {subsample: 1.5}}", "'model.trees.subsample'"),
         ("{trees: {early_stopping: 0}}", "'model.trees.early_stopping'"),
+        ("{trees: {active_trees: -1}}", "'model.trees.active_trees' must be an integer"),
+        ("{trees: {active_levels: 13}}", "'model.trees.active_levels' must be an integer"),
+        ("{trees: {active_levels: 1.5}}", "'model.trees.active_levels'"),
         ("{trees: {task: ranking}}", "'model.trees.task'"),
         ("{trees: {leaves: 8}}", "unknown field(s) 'model.trees.leaves'"),
         ("{trees: {}, top: {hidden: [8]}}", "'model.trees' cannot go with top"),
@@ -86,5 +89,6 @@ def test_the_schema_shows_the_tree_section() -> None:
     trees = schema["$defs"]["TreesSpec"]["properties"]
     assert {"count", "depth", "bins", "learning_rate", "l2", "min_child_weight"} <= set(trees)
     assert {"subsample", "early_stopping", "task"} <= set(trees)
+    assert trees["active_trees"]["default"] == trees["active_levels"]["default"] == 0
     assert trees["depth"]["maximum"] == 12 and trees["bins"]["maximum"] == 255
     assert "secureboost" in schema["properties"]["protocol"]["enum"]

@@ -88,3 +88,29 @@ def test_split_leaks_every_way_the_table_shows(tmp_path: Path) -> None:
     for attack in ("direction", "distinguisher", "feature_inference"):  # breast: 63% positive,
         assert "  leaks  " in verdicts[attack], out.stdout  # so the norm score need not rank
     assert "seconds: job" in out.stderr
+
+
+def test_secureboost_job_prints_the_tree_attacks_with_their_bands(tmp_path: Path) -> None:
+    """Issue 37's must-show: `vfl attack` on a secureboost job (test keys)."""
+    job = tmp_path / "trees.yaml"
+    job.write_text(f"""
+job: breast-trees
+parties:
+  - {{id: bank, role: active, data: {{path: {FATE}/breast_hetero_guest.csv, label: y}}}}
+  - {{id: shop, role: passive, data: {{path: {FATE}/breast_hetero_host.csv}}}}
+protocol: secureboost
+crypto: {{key_bits: 768, allow_insecure_test_keys: true}}
+model: {{trees: {{count: 4, depth: 3, bins: 16}}}}
+validation: {{fraction: 0.2}}
+""")
+    out = vfl("attack", str(job))
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("job breast-trees (secureboost): SUCCEEDED, validation ")
+    assert "permuted-label job 0.0" in out.stderr  # tree jobs run once
+    rows = {line.split()[0] for line in lines[2:]}
+    assert rows == {"gradient_sign", "instance_space", "first_tree", "feature_order"}
+    sign = next(line for line in lines if line.startswith("gradient_sign"))
+    assert "at chance" in sign and "ciphertexts" in sign
+    assert "chance band" in lines[1]
+    assert all(" leaks " in line or " at chance " in line for line in lines[2:])
