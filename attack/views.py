@@ -35,11 +35,14 @@ class PartyView:
     `val_rows`, `batches_per_epoch` (and at the active party its `labels`, which only the
     harness reads, to score attacks). `rounds`: per training round what it recorded
     (`rows`; split: `act`, `grad`, at the active party `act_<passive>`, `grad_<passive>`;
-    blindfl active: `z`, `g`). `received`: per training
-    round, what each envelope it received decodes to, by the tag's tail (`grad`, `m3`, ...):
-    a tensor as a tensor, ciphertexts as the lowest 64 bits of each, a float matrix.
-    `decrypted`: the plaintexts it decrypted, by record name. `final`: what its trained
-    model computes on its rows (`representation`)."""
+    blindfl active: `z`, `g`; trees: a passive party's instance space `groups`, the
+    active party's `cut_*_<passive>` and `val_<passive>`, `party.training.trees`).
+    `received`: per training round (a network's `train/r<n>`, a tree job's `tree/r<n>`),
+    what each envelope it received decodes to, by the tag's tail (`grad`, `m3`, `gh`,
+    `d0/grow`, ...): a tensor as a tensor, ciphertexts as the lowest 64 bits of each, a
+    float matrix. `decrypted`: the plaintexts it decrypted, by record name. `final`: what
+    its trained model computes on its rows (`representation`), or a tree passive party's
+    split columns (`split_columns`, for the harness)."""
 
     party: str
     role: str

@@ -5,10 +5,13 @@ What a party records (the trainers call `RoleContext.view`, a no-op in every oth
 its own aligned ids, inputs and training and validation rows (`own`; the active party
 also its labels, for the harness to score attacks after the fact), per training round
 what it decoded from the envelopes it received and its own state (`train/r<n>`: the rows,
-split's activations and derivatives, blindfl's Z and G at the active party), what it
+split's activations and derivatives, blindfl's Z and G at the active party; a tree
+passive party's instance space, the tree active party's partitions and validation
+decisions of each passive party's splits), what it
 decrypted (`dec/<tag>`: at a blindfl passive party the plaintexts of m1 and of the
 Embed-MatMul layer's c and de, as floats), and
-after training what its own model computes on its rows (`final`). The envelopes as they
+after training what its own model computes on its rows (`final`; a tree passive
+party: its splits' columns, which only the harness reads). The envelopes as they
 crossed are the wire audit's (`--audit`); nothing here is sent anywhere.
 """
 
