@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from vfl.attack.harness import AT_CHANCE, LEAKS
-from vfl.attack.order import chains
+from vfl.attack.order import chains, interval_ranks
 from vfl.attack.trees import attacks, instance_groups, propagate
 from vfl.contract.spec import JobSpec, parse_spec
 
@@ -109,9 +109,14 @@ def test_propagation_and_chains_on_known_structure() -> None:
     groups = np.array([[0, 2], [0, 2], [1, 3], [1, 3], [0, 2], [1, 3]])
     x = np.arange(10)
     cuts = np.array([x <= 2, x % 2 == 0, x <= 6, x <= 4])  # one column's three, another
+    # nodes' partitions of rows 0-9 by x <= 2 (over rows 0-5) and x <= 6 (over rows 4-9)
+    parts = [(np.arange(6), x[:6] <= 2), (np.arange(4, 10), x[4:] <= 6)]
     # Execute
     scores = propagate(groups, np.array([4, 5]), np.array([1, 0]))
     found = sorted(sorted(c) for c in chains(cuts))
+    ranks = interval_ranks([0, 1], parts, 10)
     # Assert
     assert scores[:4].tolist() == [1.0, 1.0, -1.0, -1.0]
     assert found == [[0, 2, 3], [1]]
+    # (row 3 is only known above t_1, row 6 only below t_2: the middles of their intervals)
+    assert ranks.tolist() == [0.5, 0.5, 0.5, 2.0, 1.5, 1.5, 1.0, 2.5, 2.5, 2.5]
