@@ -48,6 +48,25 @@ class AttackRow:
         }
 
 
+def job_parties(views: dict[str, PartyView]) -> tuple[PartyView, np.ndarray, list[PartyView]]:
+    """A job's views as (the active party's, its binary labels, the passive parties'),
+    each passive party's recorded in the active party's aligned order.
+
+    Raises:
+        ViewError: not exactly one active party, or a passive party's other row order.
+        DataError: the labels are not binary.
+    """
+    actives = [v for v in views.values() if v.role == "active"]
+    if len(actives) != 1:
+        raise ViewError("a job's views need exactly one active party's")
+    active = actives[0]
+    passives = [v for v in views.values() if v.role == "passive"]
+    for passive in passives:
+        if not np.array_equal(passive.own["ids"], active.own["ids"]):
+            raise ViewError(f"party '{passive.party}' recorded another aligned order")
+    return active, binary_labels(active), passives
+
+
 def binary_labels(active: PartyView) -> np.ndarray:
     """The active party's labels as 0/1 (the larger of two values is positive).
 

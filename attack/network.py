@@ -19,7 +19,7 @@ from vfl.attack.harness import (
     LEAKS,
     AttackRow,
     auc_row,
-    binary_labels,
+    job_parties,
     verdict_auc,
 )
 from vfl.attack.label import label_scores, passive_signals
@@ -190,15 +190,9 @@ def attacks(
 ) -> list[AttackRow]:
     """Every attack on the views of one network job (and, for the distinguisher, of the
     same job on permuted labels)."""
-    actives = [v for v in views.values() if v.role == "active"]
-    if len(actives) != 1:
-        raise ViewError("a job's views need exactly one active party's")
-    active = actives[0]
-    y = binary_labels(active)
+    active, y, passives = job_parties(views)
     rows: list[AttackRow] = []
-    for passive in (v for v in views.values() if v.role == "passive"):
-        if not np.array_equal(passive.own["ids"], active.own["ids"]):
-            raise ViewError(f"party '{passive.party}' recorded another aligned order")
+    for passive in passives:
         rows += label_rows(passive, y)
         completion = completion_row(passive, y, protocol, seed)
         if completion is not None:

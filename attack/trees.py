@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import rankdata
-from vfl.attack.errors import ViewError
-from vfl.attack.harness import AT_CHANCE, LEAKS, AttackRow, auc_row, binary_labels
+from vfl.attack.harness import AT_CHANCE, LEAKS, AttackRow, auc_row, job_parties
 from vfl.attack.order import order_rows
 from vfl.attack.stats import auc, chance_band, logistic_scores
 from vfl.attack.views import PartyView
@@ -52,15 +51,9 @@ def attacks(
 ) -> list[AttackRow]:
     """Every attack on the views of one tree job (`permuted` is not used: no attack here
     compares two runs)."""
-    actives = [v for v in views.values() if v.role == "active"]
-    if len(actives) != 1:
-        raise ViewError("a job's views need exactly one active party's")
-    active = actives[0]
-    y = binary_labels(active)
+    active, y, passives = job_parties(views)
     rows: list[AttackRow] = []
-    for passive in (v for v in views.values() if v.role == "passive"):
-        if not np.array_equal(passive.own["ids"], active.own["ids"]):
-            raise ViewError(f"party '{passive.party}' recorded another aligned order")
+    for passive in passives:
         rows += gradient_rows(passive, y, protocol)
         rows += instance_rows(passive, y, seed)
         rows += order_rows(active, passive)
