@@ -68,16 +68,7 @@ def federation(tmp_path_factory):
     try:
         with daemons.client() as client:
             job_id = client.submit(SPEC_TEXT)
-        daemons.wait(job_id, lambda v: v.result.checkpoint_round >= 8)
-        daemons.kill("shop")
-        daemons.start_party("shop", datasets["shop"], audit)
-        view = daemons.wait(job_id, lambda v: v.state in ("PAUSED", "SUCCEEDED", "FAILED"))
-        assert view.state == "PAUSED", view.reason
-        out = daemons.vfl("resume", job_id)
-        assert out.returncode == 0, out.stderr
-        assert "continuing after round" in out.stderr
-        view = daemons.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
-        assert view.state == "SUCCEEDED", view.reason + daemons.logs()
+        view = daemons.kill_and_resume(job_id, "shop", datasets["shop"], audit)
         yield daemons, job_id, view
     finally:
         daemons.stop()

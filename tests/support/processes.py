@@ -79,6 +79,23 @@ class Daemons:
                 time.sleep(0.05)
         raise AssertionError(f"job {job_id} is still {view.state} ({view.reason})\n{self.logs()}")
 
+    def kill_and_resume(
+        self, job_id: str, party: str, datasets: dict[str, dict], audit: Path | None = None
+    ) -> JobView:
+        """Once the job has a checkpoint of round 8: kill -9 `party`, start it again (with
+        `datasets`), see the job PAUSED, `vfl resume` it and wait for SUCCEEDED; its view."""
+        self.wait(job_id, lambda v: v.result.checkpoint_round >= 8)
+        self.kill(party)
+        self.start_party(party, datasets, audit)
+        view = self.wait(job_id, lambda v: v.state in ("PAUSED", "SUCCEEDED", "FAILED"))
+        assert view.state == "PAUSED", view.reason
+        out = self.vfl("resume", job_id)
+        assert out.returncode == 0, out.stderr
+        assert "continuing after round" in out.stderr
+        view = self.wait(job_id, lambda v: v.state in ("SUCCEEDED", "FAILED"))
+        assert view.state == "SUCCEEDED", view.reason + self.logs()
+        return view
+
     def logs(self) -> str:
         return "\n".join(
             f"--- {p.name}\n" + "\n".join(p.read_text().splitlines()[-20:])
