@@ -90,6 +90,7 @@ def test_split_leaks_every_way_the_table_shows(tmp_path: Path) -> None:
     assert "seconds: job" in out.stderr
 
 
+@pytest.mark.slow  # 46 s; tests/attack/test_trees.py runs the same attacks on real views in-process
 def test_secureboost_job_prints_the_tree_attacks_with_their_bands(tmp_path: Path) -> None:
     """Issue 37's must-show: `vfl attack` on a secureboost job (test keys)."""
     job = tmp_path / "trees.yaml"
