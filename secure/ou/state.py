@@ -15,14 +15,10 @@ from typing import Any
 from gmpy2 import mpz
 from vfl.secure.errors import StateError
 from vfl.secure.ou.keys import OuKeyPair, OuPrivateKey, OuPublicKey
+from vfl.secure.paillier.blocks import int_bytes
 
 _PUBLIC = ("n", "g", "h")
 _PRIVATE = ("p", "q", "t")
-
-
-def _bytes(value: int | mpz) -> bytes:
-    value = int(value)
-    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
 
 
 def _ints(state: dict[str, Any], fields: tuple[str, ...], what: str) -> list[mpz]:
@@ -36,7 +32,7 @@ def _ints(state: dict[str, Any], fields: tuple[str, ...], what: str) -> list[mpz
 
 
 def public_state(key: OuPublicKey) -> dict[str, Any]:
-    return {"owner": key.owner, **{f: _bytes(getattr(key, f)) for f in _PUBLIC}}
+    return {"owner": key.owner, **{f: int_bytes(getattr(key, f)) for f in _PUBLIC}}
 
 
 def public_from_state(state: dict[str, Any], owner: str) -> OuPublicKey:
@@ -55,7 +51,7 @@ def keypair_state(keypair: OuKeyPair) -> dict[str, Any]:
     private = keypair.private
     return {
         **public_state(keypair.public),
-        **{f: _bytes(getattr(private, f)) for f in _PRIVATE},
+        **{f: int_bytes(getattr(private, f)) for f in _PRIVATE},
     }
 
 

@@ -48,6 +48,12 @@ def blob(values: list[mpz], width: int) -> bytes:
     return b"".join(int(v).to_bytes(width, "big") for v in values)
 
 
+def int_bytes(value: int | mpz) -> bytes:
+    """A non-negative integer as big-endian bytes (at least one)."""
+    value = int(value)
+    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
+
+
 def unblob(data: bytes, width: int) -> list[mpz]:
     return [mpz.from_bytes(data[i : i + width], "big") for i in range(0, len(data), width)]
 

@@ -35,6 +35,7 @@ import numpy as np
 from gmpy2 import mpz
 from vfl.secure.config import SecureConfig, check_key_bits
 from vfl.secure.errors import PaillierKeyError, PayloadError, SecureError, StateError
+from vfl.secure.paillier.blocks import int_bytes
 from vfl.secure.paillier.cipher_matrix import join_blob, split_blob
 from vfl.secure.paillier.keys import KeyPair, PrivateKey, PublicKey, warn_if_test_key
 
@@ -64,12 +65,6 @@ def reading(what: str) -> Iterator[None]:
             f"{what} lacks a field or holds one of the wrong type ({exc!r}); it was written "
             "by another version or for another layer"
         ) from None
-
-
-def int_bytes(value: int | mpz) -> bytes:
-    """A non-negative integer as big-endian bytes (at least one)."""
-    value = int(value)
-    return value.to_bytes((value.bit_length() + 7) // 8 or 1, "big")
 
 
 def modulus_state(key: PublicKey) -> bytes:
