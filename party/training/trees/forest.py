@@ -118,6 +118,62 @@ class Decisions:
         return out
 
 
+CHUNK_ROWS = 16_384  # rows walked at once (their nodes: rows x trees int64)
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """Trees laid end to end for walking them all at once: per node its children (flat
+    indexes), owner, split id and value; per tree its root and class."""
+
+    key: tuple
+    left: np.ndarray
+    right: np.ndarray
+    owner: np.ndarray
+    split: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    classes: np.ndarray
+    depth: int
+
+    @classmethod
+    def of(cls, key: tuple, trees: list[tuple[int, Tree]]) -> _Flat:
+        parts, roots, at, depth = [], [], 0, 0
+        for _, tree in trees:
+            s = tree.state()
+            left, right = s["left"], s["right"]
+            inner = left != LEAF
+            parts.append((np.where(inner, left + at, LEAF), np.where(inner, right + at, LEAF), s))
+            roots.append(at)
+            at += len(left)
+            depth = max(depth, _depth(left, right))
+
+        def joined(i: int, key: str | None = None) -> np.ndarray:
+            return np.concatenate([p[i] if key is None else p[2][key] for p in parts])
+
+        return cls(
+            key,
+            joined(0),
+            joined(1),
+            joined(2, "owner"),
+            joined(2, "split"),
+            joined(2, "value"),
+            np.asarray(roots, dtype=np.int64),
+            np.asarray([k for k, _ in trees], dtype=np.int64),
+            depth,
+        )
+
+
+def _depth(left: np.ndarray, right: np.ndarray) -> int:
+    """The number of splits on a tree's longest path."""
+    level, depth = np.zeros(1, dtype=np.int64), 0
+    while True:
+        level = level[left[level] != LEAF]
+        if not len(level):
+            return depth
+        level, depth = np.concatenate([left[level], right[level]]), depth + 1
+
+
 @dataclass
 class Forest:
     """A round after round list of trees (K a round: one per class) and the margins'
@@ -125,18 +181,43 @@ class Forest:
 
     start: np.ndarray
     rounds: list[list[Tree]] = field(default_factory=list)
+    _flat: _Flat | None = field(default=None, repr=False, compare=False)
 
     @property
     def k(self) -> int:
         return len(self.start)
 
     def margins(self, decisions: Decisions, rows: int, rounds: range | None = None) -> np.ndarray:
-        """rows x K margins of `rows` rows (`rounds`: of those rounds only, no start)."""
+        """rows x K margins of `rows` rows (`rounds`: of those rounds only, no start):
+        every tree walked at once, a level a step.
+
+        Raises:
+            KeyError: an owner without decisions. IndexError: a split outside them.
+        """
         out = np.zeros((rows, self.k)) if rounds is not None else np.tile(self.start, (rows, 1))
-        for r in rounds if rounds is not None else range(len(self.rounds)):
-            for k, tree in enumerate(self.rounds[r]):
-                out[:, k] += np.asarray(tree.value)[tree.leaves(decisions, rows)]
+        flat = self._flattened(range(len(self.rounds)) if rounds is None else rounds)
+        if not len(flat.roots) or not rows:
+            return out
+        matrix, where = _stacked(decisions, flat, rows)
+        for lo in range(0, rows, CHUNK_ROWS):
+            hi = min(rows, lo + CHUNK_ROWS)
+            node = np.tile(flat.roots, (hi - lo, 1))
+            cols = np.arange(lo, hi)[:, None]
+            for _ in range(flat.depth):
+                inner = flat.left[node] != LEAF
+                go = matrix[np.where(inner, where[node], 0), cols]
+                node = np.where(inner, np.where(go, flat.left[node], flat.right[node]), node)
+            values = flat.value[node]
+            for k in range(self.k):
+                out[lo:hi, k] += values[:, flat.classes == k].sum(axis=1)
         return out
+
+    def _flattened(self, rounds: range) -> _Flat:
+        trees = [(k, t) for r in rounds for k, t in enumerate(self.rounds[r])]
+        key = tuple((id(t), len(t.left)) for _, t in trees)
+        if self._flat is None or self._flat.key != key:
+            self._flat = _Flat.of(key, trees)
+        return self._flat
 
     def state(self) -> dict:
         return {
@@ -148,3 +229,21 @@ class Forest:
     def from_state(cls, state: dict) -> Forest:
         rounds = [[Tree.from_state(t) for t in trees] for trees in state["rounds"]]
         return cls(np.asarray(state["start"], dtype=np.float64), rounds)
+
+
+def _stacked(decisions: Decisions, flat: _Flat, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every owner's decisions in one matrix (splits x rows) and, per node of `flat`,
+    its split's row there (0 at a leaf)."""
+    where = np.zeros(len(flat.owner), dtype=np.int64)
+    inner = flat.left != LEAF
+    blocks, at = [], 0
+    for owner in np.unique(flat.owner[inner]):
+        first, matrix = decisions.by_owner[int(owner)]
+        mine = inner & (flat.owner == owner)
+        local = flat.split[mine] - first
+        if local.min() < 0 or local.max() >= len(matrix):
+            raise IndexError(f"a split of owner {int(owner)} outside its decisions")
+        where[mine] = local + at
+        blocks.append(matrix)
+        at += len(matrix)
+    return (np.concatenate(blocks) if blocks else np.zeros((1, rows), dtype=bool)), where
