@@ -284,6 +284,7 @@ class PartyJob:
         saved = None if self.resume is None else self.resume.state.get("preprocess")
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
+            self.selection = self.resume.state.get("selection")  # what features.select chose
         else:
             mode = self.dataset.source.preprocess or "auto"
             if self.spec.features.select is not None:  # every party's WOE/IV first
@@ -393,6 +394,7 @@ class PartyJob:
             reporter.checkpoint,
             self.preprocessor.model_dump_json() if self.preprocessor is not None else None,
             dict(self.snapshots),
+            self.selection,
         )
 
 

@@ -91,6 +91,7 @@ class JobCheckpoints:
         on_saved: Callable[[int], None],
         preprocess: str | None = None,
         snapshots: dict[str, str] | None = None,
+        selection: dict[str, Any] | None = None,
     ) -> None:
         self._state, self._job_id, self._party_id = state, job_id, party_id
         self._spec_hash = spec.spec_hash()
@@ -98,6 +99,7 @@ class JobCheckpoints:
         self._aligned, self._content, self._on_saved = aligned, content, on_saved
         self._preprocess = preprocess
         self._snapshots = dict(snapshots or {})
+        self._selection = selection
 
     def due(self, rnd: int) -> bool:
         return self._every > 0 and (rnd % self._every == 0 or rnd == self._total)
@@ -121,6 +123,7 @@ class JobCheckpoints:
                 "content": self._content,
                 "preprocess": self._preprocess,
                 "snapshots": self._snapshots,
+                "selection": self._selection,
             },
         )
         try:

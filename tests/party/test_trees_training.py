@@ -176,8 +176,13 @@ def test_a_prediction_scores_as_the_trained_model_validated(tmp_path) -> None:
 
 
 def test_a_resumed_job_ends_with_the_uninterrupted_model(tmp_path) -> None:
-    # Prepare: checkpoints after every round
-    spec = trees_spec({"count": 8, "depth": 3, "subsample": 0.8})
+    # Prepare: checkpoints after every round; features.select's choice (WOE/IV, small
+    # test keys) is part of each party's model, resumed or not
+    spec = trees_spec(
+        {"count": 8, "depth": 3, "subsample": 0.8},
+        features={"select": {"top": 6}},
+        crypto={"key_bits": 1024, "allow_insecure_test_keys": True},
+    )
     whole = {p: StateDir(tmp_path / "whole" / p) for p in ("bank", "shop")}
     broken = {p: StateDir(tmp_path / "broken" / p) for p in ("bank", "shop")}
     uninterrupted = run_inprocess(spec, breast(), states=whole)
@@ -200,6 +205,8 @@ def test_a_resumed_job_ends_with_the_uninterrupted_model(tmp_path) -> None:
     assert resumed["bank"]["metrics"] == uninterrupted["bank"]["metrics"]
     assert resumed["bank"]["history"][-1]["auc"] == uninterrupted["bank"]["history"][-1]["auc"]
     assert [h["round"] for h in resumed["bank"]["history"]] == list(range(1, 9))
+    shop = ModelStore(broken["shop"]).load("job", "shop")[1]["selection"]
+    assert len(shop["kept"]) == 6 and len(shop["dropped"]) == 14
 
 
 def _assert_same(a, b) -> None:
