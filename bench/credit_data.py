@@ -39,6 +39,32 @@ def credit_arrays(
     return _standardised(xa), _standardised(xb), y
 
 
+# the scorecard-shaped label's weights per column (bank a0.., shop b0..): strong to none
+SCORECARD_BANK = (1.0, 0.8, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2, 0.15, 0.1, 0.0, 0.0, 0.0)
+SCORECARD_SHOP = (0.7, 0.5, 0.35, 0.25, 0.15, 0.1, 0.0, 0.0, 0.0, 0.0)
+
+
+def scorecard_arrays(rows: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The credit shape with a label as credit scorecards assume it: log-odds that add up
+    one effect per column (monotone: the column itself, or its tanh, by turns), with
+    weights from strong to none (`SCORECARD_BANK`, `SCORECARD_SHOP`; 6 columns carry
+    nothing), logistic noise, and about 22% events (the UCI credit default table's
+    rate). Where `credit_arrays`' label is a sine of a projection, which no column
+    predicts alone, here each column's signal is its own: the table on which a one-column
+    screen such as IV is meant to work."""
+    rng = np.random.default_rng(seed)
+    xa, xb = rng.normal(size=(rows, BANK_FEATURES)), rng.normal(size=(rows, SHOP_FEATURES))
+
+    def effects(x: np.ndarray, weights: tuple[float, ...]) -> np.ndarray:
+        shaped = np.where(np.arange(x.shape[1]) % 2 == 0, np.tanh(x), x)
+        return shaped @ np.asarray(weights)
+
+    logit = effects(xa, SCORECARD_BANK) + effects(xb, SCORECARD_SHOP)
+    noisy = logit + rng.logistic(size=rows)
+    y = (noisy > np.quantile(noisy, 1 - 0.22)).astype(int)
+    return _standardised(xa), _standardised(xb), y
+
+
 def _standardised(x: np.ndarray) -> np.ndarray:
     return (x - x.mean(axis=0)) / x.std(axis=0)
 
@@ -147,15 +173,20 @@ def write_credit_tables(
 
 
 def credit_held_out(
-    folder: Path, rows: int, seed: int = 0, test_fraction: float = 0.2, step: float | None = None
+    folder: Path,
+    rows: int,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    step: float | None = None,
+    scorecard: bool = False,
 ) -> tuple[dict[str, tuple[TableSource, str]], dict[str, np.ndarray]]:
     """`credit_arrays` rows split into training rows and held-out test rows, written as
     bank.csv / bank_test.csv and shop.csv / shop_test.csv in `folder`; with `step`, every
     feature rounded to a multiple of it within +-15 steps (few distinct values, so any
     binning of at least 31 bins is exact). Returns each party's (training table, test
     file) and the pooled arrays: `x`, `y` (training rows), `x_test`, `y_test`, `ids_test`
-    (ids as text)."""
-    xa, xb, y = credit_arrays(rows, seed)
+    (ids as text). With `scorecard`, the rows of `scorecard_arrays`."""
+    xa, xb, y = scorecard_arrays(rows, seed) if scorecard else credit_arrays(rows, seed)
     if step is not None:
         xa, xb = (np.clip(np.round(x / step), -15, 15) * step for x in (xa, xb))
     cut = rows - int(round(rows * test_fraction))

@@ -3,7 +3,8 @@
 how long the analysis takes next to training, which columns fall below the bar, and the
 held-out AUC of a job on every column against the same job on the columns kept.
 
-    python -m bench.iv_select                       credit (30,000 rows), breast, ionosphere
+    python -m bench.iv_select                       credit, scorecard (30,000 rows each),
+                                                    breast, ionosphere
     python -m bench.iv_select --tables credit --iv-min 0.02 --json out.json
 
 Each table is split into 80% training rows and 20% held-out rows at both parties; every
@@ -46,8 +47,8 @@ FATE = {
 
 def tables(name: str, folder: Path) -> dict[str, dict[str, Any]]:
     """Each party's `data:` (training file and held-out `test_path`) of table `name`."""
-    if name == "credit":
-        made, _ = credit_held_out(folder, 30_000, 7)
+    if name in ("credit", "scorecard"):
+        made, _ = credit_held_out(folder, 30_000, 7, scorecard=name == "scorecard")
         return {p: {**jobs.table_data(t), "test_path": test} for p, (t, test) in made.items()}
     guest, host, key, label = FATE[name]
     out = {}
@@ -115,7 +116,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.iv_select", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--tables", nargs="+", default=["credit", "breast", "ionosphere"])
+    parser.add_argument(
+        "--tables", nargs="+", default=["credit", "scorecard", "breast", "ionosphere"]
+    )
     parser.add_argument("--iv-min", type=float, default=0.02)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
