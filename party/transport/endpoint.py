@@ -29,7 +29,7 @@ from vfl.party.transport.ping import PING_JOB, PING_MAX_BYTES, PingResult, ping_
 from vfl.party.transport.wan import ShapedChannel
 from vfl.rpc import PeerClients
 from vfl.secure.channel import Channel, EnvelopeHook, Mailbox, decode_payload
-from vfl.secure.errors import ChannelBusy, PayloadError
+from vfl.secure.errors import ChannelBusy, ChannelClosed, PayloadError
 
 # (job or session id, sender, tag) -> the mailbox of that job or session, if `sender` is a
 # party of it; None if no job or session of that id with `sender` in it is here
@@ -103,10 +103,7 @@ class Endpoint:
         if job_id == PING_JOB:
             return self._ping(sender, tag, size)
         if self._stopping.is_set():
-            raise ShuttingDown(
-                f"party '{me}' is shutting down; envelope '{tag}' is not taken "
-                "(the job pauses and can resume once the party is back)"
-            )
+            raise self._shutting_down(tag)
         mailbox = self._locate(job_id, sender, tag)
         if mailbox is None:
             raise JobError(  # one answer for an unknown job and one `sender` is not in
@@ -121,6 +118,10 @@ class Endpoint:
             )
         try:
             fresh = mailbox.reserve(sender, tag, size)
+        except ChannelClosed:
+            if self._stopping.is_set():  # closed because the daemon stops: a pause
+                raise self._shutting_down(tag) from None
+            raise
         except ChannelBusy as exc:
             raise Overloaded(
                 f"party '{me}' takes no more of job {job_id}'s envelopes now: {exc} (its "
@@ -130,8 +131,21 @@ class Endpoint:
             ) from None
         if not fresh:
             return None
-        return Arrival(
-            lambda data: mailbox.fill(sender, tag, data), lambda: mailbox.cancel(sender, tag)
+
+        def deliver(data: bytes) -> None:
+            try:
+                mailbox.fill(sender, tag, data)
+            except ChannelClosed:  # the job closed while its payload came in: because the
+                if self._stopping.is_set():  # daemon stops, it is a pause, not an end
+                    raise self._shutting_down(tag) from None
+                raise
+
+        return Arrival(deliver, lambda: mailbox.cancel(sender, tag))
+
+    def _shutting_down(self, tag: str) -> ShuttingDown:
+        return ShuttingDown(
+            f"party '{self.party_id}' is shutting down; envelope '{tag}' is not taken "
+            "(the job pauses and can resume once the party is back)"
         )
 
     def stop_taking(self) -> None:
