@@ -15,6 +15,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+# slow: a minute, and its burst promise (p99 within 1 s) holds only on a machine doing
+# nothing else; each of its faults has its own default-tier test (kill -9:
+# tests/e2e/test_crash_resume.py; stalled streams, an oversized envelope:
+# tests/e2e/test_hostile_peer.py; a burst during training: tests/e2e/test_overload.py)
+@pytest.mark.slow
 @pytest.mark.subprocess
 def test_the_short_chaos_run_loses_nothing(tmp_path: Path) -> None:
     out = tmp_path / "chaos.txt"

@@ -17,6 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # 20-30 s; guards the benchmark script, no fault of its own
 @pytest.mark.subprocess
 def test_predict_bench_smoke(tmp_path: Path) -> None:
     out = tmp_path / "predict.json"
@@ -44,6 +45,7 @@ def test_predict_bench_smoke(tmp_path: Path) -> None:
     assert online["per_second_8_clients"] > 0
 
 
+@pytest.mark.slow  # 26-34 s; guards the benchmark script (SQL serving: test_sql_serving.py)
 @pytest.mark.subprocess
 def test_predict_bench_sql_smoke(tmp_path: Path) -> None:
     if importlib.util.find_spec("psycopg") is None or not glob.glob("/usr/lib/postgresql/*"):

@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -192,8 +191,7 @@ def test_run_local_runs_the_deploy_topology_and_leaves_nothing_behind(tmp_path) 
         "TMPDIR": str(tmp_path),
     }
     before = git_status()
-    started = time.monotonic()
-    # Execute
+    # Execute (within the subprocess timeout: a hang fails it)
     out = subprocess.run(
         ["bash", "deploy/run_local.sh"],
         capture_output=True,
@@ -211,7 +209,6 @@ def test_run_local_runs_the_deploy_topology_and_leaves_nothing_behind(tmp_path) 
         "cooling",
         "drive",
     }
-    assert time.monotonic() - started < 90
     assert not list(tmp_path.glob("vfl-*")), "its temporary folder is removed"
     assert git_status() == before, "nothing written into the working tree"
 
