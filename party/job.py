@@ -281,10 +281,11 @@ class PartyJob:
         """The training rows' preprocessing, fitted on `rows` (on resume, the one fitted
         before the crash), without the columns `features.select` drops (`_select`)."""
         assert self.dataset is not None
-        saved = None if self.resume is None else self.resume.state.get("preprocess")
+        kept = {} if self.resume is None else self.resume.state
+        saved = kept.get("preprocess")
         if saved is not None:
             self.preprocessor = Preprocessor.model_validate_json(saved)
-            self.selection = self.resume.state.get("selection")  # what features.select chose
+            self.selection = kept.get("selection")  # what features.select chose
         else:
             mode = self.dataset.source.preprocess or "auto"
             if self.spec.features.select is not None:  # every party's WOE/IV first
