@@ -179,19 +179,10 @@ class PartyJob:
         began, checked against the checkpoint's hash, with no query)."""
         if dataset.source.format != "sql":
             return dataset.source
-        folder = Snapshots(self.state, self.job_id, self.party_id)
-        if dataset.name not in self.snapshots:  # a test dataset may be the training one
-            if self.resume is None:
-                self.snapshots[dataset.name] = folder.take(dataset.name, dataset.source)
-            else:
-                recorded = self.resume.state.get("snapshots") or {}
-                self.snapshots[dataset.name] = folder.verify(
-                    dataset.name, recorded.get(dataset.name), self.resume_round
-                )
-                log.info(
-                    "party %s: read dataset '%s' from its snapshot", self.party_id, dataset.name
-                )
-        return folder.source(dataset.name, dataset.source)
+        recorded = None if self.resume is None else self.resume.state.get("snapshots") or {}
+        return Snapshots(self.state, self.job_id, self.party_id).read_source(
+            dataset.name, dataset.source, self.snapshots, recorded, self.resume_round
+        )
 
     def _align(
         self, channel: Channel, table: RawTable, tag: str, dataset: Dataset | None

@@ -102,6 +102,27 @@ class Snapshots:
         )
         return digest
 
+    def read_source(
+        self,
+        dataset: str,
+        source: TableSource,
+        taken: dict[str, str],
+        recorded: dict[str, str] | None,
+        rnd: int,
+    ) -> TableSource:
+        """What the table reader reads for sql dataset `dataset` of a job: its snapshot,
+        taken now (a fresh job: `recorded` None), or on a resume after round `rnd` the one
+        taken when the job began, checked against the checkpoint's hashes `recorded`, with
+        no query. `taken` gets its hash (a dataset already there is not read again: a
+        test dataset may be the training one)."""
+        if dataset not in taken:
+            if recorded is None:
+                taken[dataset] = self.take(dataset, source)
+            else:
+                taken[dataset] = self.verify(dataset, recorded.get(dataset), rnd)
+                log.info("party %s: read dataset '%s' from its snapshot", self.party_id, dataset)
+        return self.source(dataset, source)
+
     def source(self, dataset: str, source: TableSource) -> TableSource:
         """What the table reader reads for sql dataset `dataset`: its snapshot, as Parquet
         with `source`'s column settings."""
