@@ -45,6 +45,9 @@ def check_secure_demo(result: dict) -> None:
     assert all(0.0 <= s["score"] <= 1.0 and s["class"] in ("0", "1") for s in scores)
 
 
+# slow: 30 s for the demo's --json form; the demo itself (README's first command) runs in
+# the default tier (test_demo_shows_the_stages_the_baseline_the_wire_and_scores)
+@pytest.mark.slow
 def test_demo_json_trains_securely_with_test_keys() -> None:
     out = vfl("demo", "--json", "--test-keys")
     assert out.returncode == 0, out.stderr
