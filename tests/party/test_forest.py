@@ -74,3 +74,9 @@ def test_an_owner_without_decisions_or_a_split_outside_them_is_an_error() -> Non
     decisions.add(1, np.zeros((made[1] - 1, 2), dtype=bool))
     with pytest.raises(IndexError):
         forest.margins(decisions, 2)
+
+
+def test_a_forest_without_trees_gives_its_start() -> None:
+    forest = Forest(np.array([0.25, -0.5]))
+    np.testing.assert_array_equal(forest.margins(Decisions(), 3), [[0.25, -0.5]] * 3)
+    np.testing.assert_array_equal(forest.margins(Decisions(), 2, range(0)), np.zeros((2, 2)))

@@ -138,29 +138,24 @@ class _Flat:
 
     @classmethod
     def of(cls, key: tuple, trees: list[tuple[int, Tree]]) -> _Flat:
-        parts, roots, at, depth = [], [], 0, 0
-        for _, tree in trees:
-            s = tree.state()
-            left, right = s["left"], s["right"]
-            inner = left != LEAF
-            parts.append((np.where(inner, left + at, LEAF), np.where(inner, right + at, LEAF), s))
-            roots.append(at)
-            at += len(left)
-            depth = max(depth, _depth(left, right))
-
-        def joined(i: int, key: str | None = None) -> np.ndarray:
-            return np.concatenate([p[i] if key is None else p[2][key] for p in parts])
-
+        states = [tree.state() for _, tree in trees]
+        sizes = [len(state["left"]) for state in states]
+        roots = np.cumsum([0, *sizes])[:-1].astype(np.int64)
+        children = {}
+        for side in ("left", "right"):  # flat indexes: each tree's shifted by its root
+            shifted = zip(states, roots, strict=True)
+            kids = [np.where(st[side] != LEAF, st[side] + r, LEAF) for st, r in shifted]
+            children[side] = np.concatenate(kids)
         return cls(
             key,
-            joined(0),
-            joined(1),
-            joined(2, "owner"),
-            joined(2, "split"),
-            joined(2, "value"),
-            np.asarray(roots, dtype=np.int64),
+            children["left"],
+            children["right"],
+            np.concatenate([st["owner"] for st in states]),
+            np.concatenate([st["split"] for st in states]),
+            np.concatenate([st["value"] for st in states]),
+            roots,
             np.asarray([k for k, _ in trees], dtype=np.int64),
-            depth,
+            max(_depth(st["left"], st["right"]) for st in states),
         )
 
 
@@ -195,9 +190,11 @@ class Forest:
             KeyError: an owner without decisions. IndexError: a split outside them.
         """
         out = np.zeros((rows, self.k)) if rounds is not None else np.tile(self.start, (rows, 1))
-        flat = self._flattened(range(len(self.rounds)) if rounds is None else rounds)
-        if not len(flat.roots) or not rows:
+        chosen = range(len(self.rounds)) if rounds is None else rounds
+        trees = [(k, t) for r in chosen for k, t in enumerate(self.rounds[r])]
+        if not trees or not rows:
             return out
+        flat = self._flattened(trees)
         matrix, where = _stacked(decisions, flat, rows)
         for lo in range(0, rows, CHUNK_ROWS):
             hi = min(rows, lo + CHUNK_ROWS)
@@ -212,8 +209,7 @@ class Forest:
                 out[lo:hi, k] += values[:, flat.classes == k].sum(axis=1)
         return out
 
-    def _flattened(self, rounds: range) -> _Flat:
-        trees = [(k, t) for r in rounds for k, t in enumerate(self.rounds[r])]
+    def _flattened(self, trees: list[tuple[int, Tree]]) -> _Flat:
         key = tuple((id(t), len(t.left)) for _, t in trees)
         if self._flat is None or self._flat.key != key:
             self._flat = _Flat.of(key, trees)
