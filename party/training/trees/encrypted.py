@@ -228,20 +228,23 @@ class EncryptedActive:
             peer.send(LAYOUT, layout_to_payload(self.layout))
 
     def state(self) -> dict[str, Any]:
-        if self.keypair is None or self.layout is None:
-            raise ValueError("secureboost has no keys before setup() or restore()")
-        return {"keypair": keypair_state(self.keypair), "layout": _layout_state(self.layout)}
+        keypair, layout = self._ready()
+        return {"keypair": keypair_state(keypair), "layout": _layout_state(layout)}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.keypair = keypair_from_state(state["keypair"], self.ctx.party_id)
         self.layout = _layout_from_state(state["layout"], self.keypair.public)
 
     def gradients(self) -> EncryptedGradients:
+        if self._gradients is None:
+            keypair, layout = self._ready()
+            self._gradients = EncryptedGradients(self.ctx, keypair.private, layout)
+        return self._gradients
+
+    def _ready(self) -> tuple[OuKeyPair, BucketLayout]:
         if self.keypair is None or self.layout is None:
             raise ValueError("secureboost has no keys before setup() or restore()")
-        if self._gradients is None:
-            self._gradients = EncryptedGradients(self.ctx, self.keypair.private, self.layout)
-        return self._gradients
+        return self.keypair, self.layout
 
 
 class EncryptedPassive:
@@ -272,18 +275,21 @@ class EncryptedPassive:
         self.key, self.layout = key, layout
 
     def state(self) -> dict[str, Any]:
-        if self.key is None or self.layout is None:
-            raise ValueError("secureboost has no keys before setup() or restore()")
-        return {"key": public_state(self.key), "layout": _layout_state(self.layout)}
+        key, layout = self._ready()
+        return {"key": public_state(key), "layout": _layout_state(layout)}
 
     def restore(self, state: dict[str, Any]) -> None:
         self.key = public_from_state(state["key"], self.ctx.spec.active.id)
         self.layout = _layout_from_state(state["layout"], self.key)
 
     def histograms(self, codes: np.ndarray, layout: Layout) -> EncryptedHistograms:
+        key, buckets = self._ready()
+        return EncryptedHistograms(self.ctx, codes, layout, key, buckets)
+
+    def _ready(self) -> tuple[OuPublicKey, BucketLayout]:
         if self.key is None or self.layout is None:
             raise ValueError("secureboost has no keys before setup() or restore()")
-        return EncryptedHistograms(self.ctx, codes, layout, self.key, self.layout)
+        return self.key, self.layout
 
 
 def _layout_state(layout: BucketLayout) -> np.ndarray:
