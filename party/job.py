@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from vfl.contract.spec import JobSpec, TableSource
 from vfl.contract.states import ALIGNING, ANALYZING, KEYING, TRAINING
+from vfl.party.analysis.protocol import EarlyKeys
 from vfl.party.analysis.run import early_keys, selection, without_dropped
 from vfl.party.analysis.sharing import AnalysisSharing
 from vfl.party.compute import connect, log_tasks
@@ -100,6 +101,8 @@ class PartyJob:
         self.check: Callable[[int, int], None] | None = None
         # before the model is built: its parameters and bytes apiece (`Guard.check_model`)
         self.check_model: Callable[[int, int], None] | None = None
+        # features.select's analysis key, made while PSI runs (a fresh job only)
+        self.early: EarlyKeys | None = None
 
     def shares(self, sharing: AnalysisSharing) -> PartyJob:
         """This job, with its party config's `analysis:` (features.select's analysis)."""
@@ -270,7 +273,7 @@ class PartyJob:
 
     def _fit(self, raw: RawTable, rows: np.ndarray, channel: Channel, reporter: Reporter) -> None:
         """The training rows' preprocessing, fitted on `rows` (on resume, the one fitted
-        before the crash), without the columns `features.select` drops (`_select`)."""
+        before the crash), without the columns `features.select` drops (`selection`)."""
         assert self.dataset is not None
         kept = {} if self.resume is None else self.resume.state
         saved = kept.get("preprocess")
