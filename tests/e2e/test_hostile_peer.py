@@ -40,7 +40,7 @@ from vfl.secure.pki.federation import load_identity, local_federation
 from tests.support.data import FATE
 from tests.support.jobs import job, wait
 
-pytestmark = pytest.mark.grpc
+pytestmark = [pytest.mark.grpc, pytest.mark.alone]
 
 MiB = 1 << 20
 LIMITS = {"max_envelope_mb": 4, "mailbox_mb": 8, "peer_streams": 16, "chunk_timeout_s": 3.0}

@@ -26,7 +26,7 @@ from tests.support.metrics import endpoint, scrape
 from tests.support.processes import Daemons
 from tests.support.scoring_load import StateLog, batch_scores, burst
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.alone]
 
 CALLS = 200
 BURST = 300  # a burst the default capacity scores in full

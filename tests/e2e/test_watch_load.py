@@ -28,7 +28,7 @@ from vfl.secure.pki.federation import ADMIN_ID, load_identity, local_federation
 
 from tests.support.data import FATE
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.alone]
 
 JOBS, WATCHERS = 4, 50
 SLOWDOWN = 3.0  # a job among four with 50 followers may take this many times one alone

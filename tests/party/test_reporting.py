@@ -21,6 +21,8 @@ from vfl.proto import coordinator_pb2 as pb
 
 from tests.support.jobs import job
 
+pytestmark = pytest.mark.alone  # bounds on seconds: run without other tests beside it
+
 
 def _free_port() -> int:
     with socket.socket() as s:
