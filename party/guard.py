@@ -227,6 +227,7 @@ class Guard:
             if now < self._release_until:  # a failed job's memory, back to the system
                 release_memory()
             total = self._sample()
+            now = time.monotonic()  # the sample's time: releasing memory above may be slow
             if not self._budgets:
                 if now >= self._release_until:  # not while a failed job's memory goes
                     cap = self._idle_cap

@@ -149,12 +149,14 @@ def test_secureboost_estimates_its_row_ciphertexts_and_encrypted_buckets(tmp_pat
 
 
 class Memory:
-    """The process tree's bytes as a test sets them (the guard's `sample`)."""
+    """The process tree's bytes as a test sets them (the guard's `sample`); a sample may
+    take `delay` seconds, as reading a large process tree does on a busy machine."""
 
     def __init__(self, value: int) -> None:
-        self.value = value
+        self.value, self.delay = value, 0.0
 
     def __call__(self) -> int:
+        time.sleep(self.delay)
         return self.value
 
 
@@ -198,6 +200,40 @@ def test_the_guard_fails_the_largest_job_and_another_only_if_memory_grows_on() -
             time.sleep(0.02)
         assert list(failed) == ["large", "small"]
     finally:
+        guard.stop()
+
+
+def test_a_slow_sample_is_judged_at_the_time_it_was_read_not_when_the_tick_began() -> None:
+    # Prepare: the largest job failed; the next sample starts inside the failed job's
+    # quiet window but reads the memory after it, when the other job has grown
+    memory = Memory(100 << 20)
+    guard = Guard(
+        "bank", Limits(memory_gb=1), lambda: {"small", "large"}, memory, 0.02, pending_s=0.5
+    )
+    failed: dict[str, LimitExceeded] = {}
+    done = threading.Event()
+    try:
+        budgets = {}
+        for job, size in (("small", 1 << 20), ("large", 50 << 20)):
+            budgets[job] = guard.admit(job, JobEstimate(10, 1, 1, size))
+            budgets[job].on_fail = lambda error, job=job: (
+                failed.__setitem__(job, error),
+                done.set(),
+            )
+            budgets[job].started = time.monotonic()
+        memory.value = 1100 << 20
+        assert done.wait(5)
+        memory.delay = 1.2
+        # Execute: the other job grows once the quiet window is over, during that sample
+        time.sleep(0.7)
+        memory.value = 1400 << 20
+        deadline = time.monotonic() + 5
+        while "small" not in failed and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # Assert: the growth was not taken for what the failed job left behind
+        assert list(failed) == ["large", "small"]
+    finally:
+        memory.delay = 0.0
         guard.stop()
 
 
