@@ -160,23 +160,35 @@ class Memory:
         return self.value
 
 
+def small_and_large(
+    guard: Guard,
+) -> tuple[dict[str, JobBudget], dict[str, LimitExceeded], threading.Event]:
+    """Two started jobs at `guard`, "small" (1 MiB estimated) and "large" (50 MiB): their
+    budgets, the errors of those the guard failed (in order), and an event set at each."""
+    budgets: dict[str, JobBudget] = {}
+    failed: dict[str, LimitExceeded] = {}
+    done = threading.Event()
+    for job, size in (("small", 1 << 20), ("large", 50 << 20)):
+        budgets[job] = guard.admit(job, JobEstimate(10, 1, 1, size))
+        budgets[job].on_fail = lambda error, job=job: (failed.__setitem__(job, error), done.set())
+        budgets[job].started = time.monotonic()
+    return budgets, failed, done
+
+
+def until(condition, within_s: float = 5.0) -> None:
+    """Wait until `condition()` holds, at most `within_s` seconds."""
+    deadline = time.monotonic() + within_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_the_guard_fails_the_largest_job_and_another_only_if_memory_grows_on() -> None:
     # Prepare: two jobs held, the machine's memory as the test says
     memory = Memory(100 << 20)
     held = {"small", "large"}
     guard = Guard("bank", Limits(memory_gb=1), lambda: set(held), memory, 0.02, pending_s=0.5)
-    failed: dict[str, LimitExceeded] = {}
-    done = threading.Event()
-
-    def on_fail(job: str):
-        return lambda error: (failed.__setitem__(job, error), done.set())
-
     try:
-        budgets = {}
-        for job, size in (("small", 1 << 20), ("large", 50 << 20)):
-            budgets[job] = guard.admit(job, JobEstimate(10, 1, 1, size))
-            budgets[job].on_fail = on_fail(job)
-            budgets[job].started = time.monotonic()
+        budgets, failed, done = small_and_large(guard)
         # Execute: the tree passes the limit
         memory.value = 1100 << 20
         assert done.wait(5)
@@ -195,9 +207,7 @@ def test_the_guard_fails_the_largest_job_and_another_only_if_memory_grows_on() -
         assert list(failed) == ["large"]
         # the other job grows past the peak by more than the slack: it fails too
         memory.value = 1400 << 20
-        deadline = time.monotonic() + 5
-        while "small" not in failed and time.monotonic() < deadline:
-            time.sleep(0.02)
+        until(lambda: "small" in failed)
         assert list(failed) == ["large", "small"]
     finally:
         guard.stop()
@@ -210,26 +220,15 @@ def test_a_slow_sample_is_judged_at_the_time_it_was_read_not_when_the_tick_began
     guard = Guard(
         "bank", Limits(memory_gb=1), lambda: {"small", "large"}, memory, 0.02, pending_s=0.5
     )
-    failed: dict[str, LimitExceeded] = {}
-    done = threading.Event()
     try:
-        budgets = {}
-        for job, size in (("small", 1 << 20), ("large", 50 << 20)):
-            budgets[job] = guard.admit(job, JobEstimate(10, 1, 1, size))
-            budgets[job].on_fail = lambda error, job=job: (
-                failed.__setitem__(job, error),
-                done.set(),
-            )
-            budgets[job].started = time.monotonic()
+        _, failed, done = small_and_large(guard)
         memory.value = 1100 << 20
         assert done.wait(5)
         memory.delay = 1.2
         # Execute: the other job grows once the quiet window is over, during that sample
         time.sleep(0.7)
         memory.value = 1400 << 20
-        deadline = time.monotonic() + 5
-        while "small" not in failed and time.monotonic() < deadline:
-            time.sleep(0.02)
+        until(lambda: "small" in failed)
         # Assert: the growth was not taken for what the failed job left behind
         assert list(failed) == ["large", "small"]
     finally:
