@@ -225,6 +225,36 @@ def test_parties_and_models_pages_and_nothing_fetched_from_elsewhere(daemons, br
     assert not errors, errors  # no script error, no blocked (CSP) load
 
 
+def test_a_page_left_while_it_reads_does_not_draw_over_the_next(daemons, browser):
+    # Prepare: the network slows the models page's read by 1.5 s (the coordinator asks
+    # every party; one that is down keeps it 3 s)
+    d, login = daemons
+    base = login.split("/?token=")[0]
+    browser.get(f"{base}/#/parties")
+    until(lambda: browser.find_elements("css selector", "#parties"), what="parties")
+    browser.execute_script(
+        """const real = window.fetch;
+        window.fetch = async (url, opts) => {
+          if (String(url).includes("/api/models")) await new Promise((r) => setTimeout(r, 1500));
+          return real(url, opts);
+        };"""
+    )
+    # Execute: open the models page, and the parties page before its read returns
+    browser.execute_script("location.hash = '#/models'")
+    time.sleep(0.3)
+    browser.execute_script("location.hash = '#/parties'")
+    time.sleep(3.0)
+    # Assert: the parties page stays, with no error, and no models page loop polls on
+    assert browser.find_elements("css selector", "#parties tr[data-party]")
+    assert not browser.find_elements("css selector", "#models")
+    assert "cannot read" not in browser.find_element("id", "status").text
+    time.sleep(5.5)  # past the parties page's next poll and the models page's would-be one
+    assert browser.find_elements("css selector", "#parties")
+    assert not browser.find_elements("css selector", "#models")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+
+
 def test_an_analysis_shows_a_table_per_party(daemons, browser):
     # Prepare
     d, login = daemons

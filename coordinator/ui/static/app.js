@@ -6,6 +6,8 @@
 const POLL_MS = 1000;
 const TERMINAL = ["SUCCEEDED", "FAILED", "CANCELLED"];
 let timer = null;
+let shown = 0; // the route on screen: a read begun under an earlier one draws nothing
+const STALE = new Error("the page changed while it was read");
 let charts = {};
 
 function el(tag, attrs, ...children) {
@@ -31,13 +33,17 @@ function table(id, head, rows) {
 }
 
 async function api(path) {
+  const route = shown;
   const resp = await fetch(path, { credentials: "same-origin" });
+  if (route !== shown) throw STALE;
   if (!resp.ok) {
     let why = resp.statusText;
     try { why = (await resp.json()).error || why; } catch (e) { /* not JSON */ }
     throw new Error(`${resp.status}: ${why}`);
   }
-  return resp.json();
+  const body = await resp.json();
+  if (route !== shown) throw STALE;
+  return body;
 }
 
 function show(...nodes) {
@@ -235,9 +241,10 @@ async function jobPage(jobId, first) {
   document.getElementById("job-title").setAttribute("data-state", job.state);
   document.getElementById("facts").replaceChildren(facts(job));
   const reading = document.getElementById("reading");
-  const stability = stabilityPart(job.stability);
-  if (!reading.hasChildNodes() && (job.evaluation || stability.length)) {
-    reading.replaceChildren(...evaluationPart(job.evaluation), ...stability);
+  const drawn = JSON.stringify([job.evaluation || null, job.stability || null]);
+  if (reading.dataset.drawn !== drawn) { // parties report apart: redraw as each part arrives
+    reading.dataset.drawn = drawn;
+    reading.replaceChildren(...evaluationPart(job.evaluation), ...stabilityPart(job.stability));
     drawEvaluation(job.evaluation);
   }
   document.getElementById("analysis").replaceChildren(...analysisTables(job));
@@ -278,6 +285,7 @@ async function modelsPage() {
 
 function route() {
   clearTimeout(timer);
+  const mine = ++shown;
   const hash = location.hash || "#/";
   for (const a of document.querySelectorAll("nav a")) {
     a.classList.toggle("here", a.getAttribute("href") === hash);
@@ -302,9 +310,10 @@ function route() {
       again = await page();
       status(`updated ${new Date().toLocaleTimeString()}`);
     } catch (e) {
+      if (e === STALE || mine !== shown) return; // another page is on screen: its loop polls
       status(`cannot read the coordinator: ${e.message}`);
     }
-    if (again) timer = setTimeout(tick, every);
+    if (again && mine === shown) timer = setTimeout(tick, every);
   };
   tick();
 }
