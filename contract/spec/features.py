@@ -55,9 +55,9 @@ class FeaturesSpec(SpecModel):
         ge=2,
         le=MAX_WOE_BINS,
         strict=True,
-        description="bins per numeric column (quantiles), categories kept per categorical "
-        "column (the most frequent; every other word shares one bin); an empty cell is a bin "
-        "of its own besides these",
+        description="bins per numeric column (quantiles); a categorical column keeps its "
+        "bins - 1 most frequent words seen twice or more, and every other word shares one "
+        "bin; an empty cell is a bin of its own besides these",
     )
     binning: Literal["quantile", "monotone"] = Field(
         "quantile",

@@ -40,9 +40,9 @@ class TreesSpec(SpecModel):
         ge=2,
         le=MAX_BINS,
         strict=True,
-        description="quantile bins per numeric column, categories kept per categorical "
-        "column (the most frequent; the rest share one bin); an empty cell is a bin of its "
-        "own besides these",
+        description="quantile bins per numeric column; a categorical column keeps its "
+        "bins - 1 most frequent words seen twice or more, and every other word shares one "
+        "bin; an empty cell is a bin of its own besides these",
     )
     learning_rate: Annotated[float, Field(gt=0, le=1, strict=True), NUMBER] = Field(
         0.1, description="shrinkage of every leaf value, in (0, 1]"

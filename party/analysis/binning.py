@@ -92,7 +92,8 @@ def _numeric(fit: Binned, values: np.ndarray) -> ColumnBins:
     trees = binned_codes(fit, values, Drift(by_row=False)).astype(np.int64)  # 0: empty, 1..: bins
     ordered = len(fit.edges) + 1
     codes = np.where(trees == 0, ordered, trees - 1)
-    note = ONE_VALUE if not fit.edges else ""
+    # (one value beside empty cells still informs: present against empty)
+    note = ONE_VALUE if not fit.edges and not fit.missing else ""
     return ColumnBins(fit.name, False, fit.edges, (), fit.missing, codes, note)
 
 
@@ -106,5 +107,5 @@ def _categorical(fit: Categorical, raw: RawTable, rows: np.ndarray) -> ColumnBin
     assert column.codes is not None
     held = column.codes[rows]
     distinct = len(np.unique(held[held >= 0]))
-    note = ALL_EMPTY if distinct == 0 else ONE_VALUE if distinct == 1 else ""
+    note = ALL_EMPTY if distinct == 0 else ONE_VALUE if distinct == 1 and not empty else ""
     return ColumnBins(fit.name, True, (), words, empty, codes.astype(np.int64), note)

@@ -131,6 +131,10 @@ def active_exchange(
         if names is not None and (not isinstance(names, list) or len(names) != len(counts)):
             raise JobError(f"party '{peer}' sent {len(counts)} columns' bins but other names")
         ordered = _ints(fields["ordered"], peer, "ordered") if fields.get("ordered") else None
+        if ordered is not None and len(ordered) != len(counts):
+            raise JobError(f"party '{peer}' sent {len(counts)} columns' bins but other orders")
+        if any(c < 1 for c in counts):
+            raise JobError(f"party '{peer}' sent a column of no bins in the WOE exchange")
         shown = (
             [str(v) for v in names]
             if names is not None
@@ -146,6 +150,11 @@ def active_exchange(
             for j, count in enumerate(counts):
                 block = sums[start : start + count]
                 start += count
+                if ((block[:, 0] < 0) | (block[:, 0] > block[:, 1])).any():
+                    raise JobError(
+                        f"party '{peer}' sent bin sums of more events than rows, or fewer "
+                        "than none, in the WOE exchange"
+                    )
                 order = None if ordered is None else ordered[j]
                 column = peer_column(
                     peer, shown[j], block[:, 0].tolist(), block[:, 1].tolist(), order

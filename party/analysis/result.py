@@ -46,12 +46,13 @@ def _counts(col: ColumnBins, events: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def described(party_id: str, name: str, col: ColumnBins, bins_known: bool) -> pb.ColumnAnalysis:
-    """A column's entry with its bins (edges or categories, if `bins_known`) and note."""
-    entry = pb.ColumnAnalysis(
-        party=party_id, column=name, categorical=col.categorical, empty=col.empty, note=col.note
-    )
+    """A column's entry with its note and, if `bins_known`, its bins: edges or categories,
+    whether it is categorical and has empty cells (unknown bins tell none of these, so
+    every party's copy of a column agrees on them whichever reaches the result first)."""
+    entry = pb.ColumnAnalysis(party=party_id, column=name, note=col.note)
     if bins_known:
         entry.bins_known = True
+        entry.categorical, entry.empty = col.categorical, col.empty
         entry.edges.extend(col.edges)
         entry.categories.extend(col.categories)
     return entry

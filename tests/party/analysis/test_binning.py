@@ -39,6 +39,20 @@ def test_bins_in_output_order(tmp_path: Path) -> None:
     assert merged.edges == (4.5,) and merged.codes.tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 2]
 
 
+def test_one_value_beside_empty_cells_is_not_noted_as_uninformative(tmp_path: Path) -> None:
+    # Prepare: a number and a word, each one value in the first five rows and empty in
+    # the last five, the label 1 exactly where they are present
+    path = tmp_path / "t.csv"
+    rows = ["id,y,x,w"] + [f"{i},1,3,a" for i in range(5)] + [f"{i},0,," for i in range(5, 10)]
+    path.write_text("\n".join(rows) + "\n")
+    raw = read_raw(source(path), "t")
+    # Execute
+    x, w = column_bins(raw, np.arange(10), 4, "bank")
+    # Assert: present against empty splits the label, so neither carries "one value"
+    assert x.empty and x.note == "" and x.codes.tolist() == [0] * 5 + [1] * 5
+    assert w.empty and w.note == ""
+
+
 def test_a_libsvm_table_is_refused_naming_the_party(tmp_path: Path) -> None:
     path = tmp_path / "t.svm"
     path.write_text("1 1:0.5 3:1\n0 2:1\n")
