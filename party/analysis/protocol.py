@@ -146,15 +146,15 @@ def active_exchange(
                 channel.recv(peer, f"{TAG}/sums"), keys.public, layout, sum(counts)
             )
             sums = decrypt(packed, keys.private, scaled=False, executor=executor)
+            if ((sums[:, 0] < 0) | (sums[:, 0] > sums[:, 1])).any():
+                raise JobError(
+                    f"party '{peer}' sent bin sums of more events than rows, or fewer "
+                    "than none, in the WOE exchange"
+                )
             start = 0
             for j, count in enumerate(counts):
                 block = sums[start : start + count]
                 start += count
-                if ((block[:, 0] < 0) | (block[:, 0] > block[:, 1])).any():
-                    raise JobError(
-                        f"party '{peer}' sent bin sums of more events than rows, or fewer "
-                        "than none, in the WOE exchange"
-                    )
                 order = None if ordered is None else ordered[j]
                 column = peer_column(
                     peer, shown[j], block[:, 0].tolist(), block[:, 1].tolist(), order
