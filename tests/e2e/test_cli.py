@@ -309,9 +309,12 @@ validation: {{every: 1000}}
     assert abs(results["blindfl"] - results["split"]) <= 0.005
 
 
+@pytest.mark.slow
 def test_a_parquet_party_trains_as_its_csv(tmp_path) -> None:
     """The shop's rows as Parquet (written by pyarrow from its CSV): the same job, the
-    same validation AUC."""
+    same validation AUC. Slow tier: the reader's Parquet and CSV give the same table
+    (tests/party/tables/test_reader.py), and a job reads Parquet end to end in the
+    default tier through its SQL snapshots (tests/e2e/test_sql_source.py)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
